@@ -1,0 +1,29 @@
+# Quick start: `make demo` (install + offline run of the bundled model on the starter suite)
+#              `make test` (install + the test suite, offline)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/trustmh: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/trustmh
+
+demo: install
+	$(BIN)/trustmh run --out trustmh-out
+
+test: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/pytest -q
+
+bench: install
+	taskset -c 0,1 $(BIN)/python benchmarks/mentalalign_bench.py
+
+clean:
+	rm -rf trustmh-out .pytest_cache

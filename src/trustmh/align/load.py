@@ -1,0 +1,386 @@
+"""Readers for MentalAlign workbooks (§1.2–1.5) and tidy long rating tables.
+
+Both paths end in an `AlignData`: aligned (items × sources × attributes) arrays of parsed ratings for the
+human column and every judge, plus the contexts when known. Workbook parsing is cached in-process by
+(path, size, mtime), so repeated analyses in one session (tests, sensitivity runs) parse once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from trustmh.align.parse import ATTRIBUTES, ParsedRatings, from_numeric, parse_cells
+from trustmh.core import TrustmhError
+
+# Analysis / bootstrap order (§4.2): the legacy bootstrap depends on it.
+SOURCES: tuple[str, ...] = ("claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini",
+                            "llama_3", "qwen_2", "qwen_3", "original")
+# Column order inside the workbooks (§1.3).
+FILE_SOURCES: tuple[str, ...] = ("original", "claude", "ds_llama", "ds_qwen", "gemini", "gpt4o",
+                                 "gpt4omini", "llama_3", "qwen_2", "qwen_3")
+# Judge name → its own (self-excluded) source (§4.2). o4-mini is excluded on gpt4omini (same vendor).
+SELF_EXCLUSION: dict[str, str] = {"claude": "claude", "gemini": "gemini", "gpt-4o": "gpt4o",
+                                  "o4-mini": "gpt4omini"}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def normalise_context(text: object) -> str:
+    """Whitespace-normalised context (§1.5): runs of whitespace collapse, ends stripped."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    return " ".join(str(text).split())
+
+
+def judge_name_from_path(path: Path) -> str:
+    stem = path.stem
+    return stem[: -len("_llm_judge")] if stem.endswith("_llm_judge") else stem
+
+
+def excluded_source(judge: str) -> str | None:
+    return SELF_EXCLUSION.get(judge)
+
+
+@dataclass
+class AlignData:
+    """Everything the analysis needs, in memory."""
+
+    items: list[str]  # conversation ids (as strings) in order
+    human: ParsedRatings
+    judges: dict[str, ParsedRatings]  # insertion order = report order
+    human_contexts: list[str] | None = None
+    judge_contexts: list[str] | None = None
+    inputs: dict[str, str] = field(default_factory=dict)  # file name → sha256
+    attributes: tuple[str, ...] = ATTRIBUTES
+    sources: tuple[str, ...] = SOURCES
+    source_kind: str = "mentalalign"  # or "tidy"
+
+    def excluded(self, judge: str) -> str | None:
+        ex = excluded_source(judge)
+        return ex if ex in self.sources else None
+
+    def context_mismatch(self) -> tuple[np.ndarray, np.ndarray]:
+        """(raw differs, whitespace-normalised differs) per item; all False when contexts are unknown."""
+        n = len(self.items)
+        if self.human_contexts is None or self.judge_contexts is None:
+            return np.zeros(n, bool), np.zeros(n, bool)
+        raw = np.array([(a or "") != (b or "") for a, b in zip(self.human_contexts, self.judge_contexts,
+                                                                   strict=True)])
+        norm = np.array([normalise_context(a) != normalise_context(b)
+                         for a, b in zip(self.human_contexts, self.judge_contexts, strict=True)])
+        return raw, norm
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Workbooks
+# ---------------------------------------------------------------------------------------------------------
+
+@dataclass
+class RawSheet:
+    path: Path
+    sha256: str
+    conv_ids: list[int]
+    contexts: list[str]
+    cells: list[list[object]]  # [row][source in SOURCES order]
+
+
+_SHEET_CACHE: dict[tuple[str, int, int, str], RawSheet] = {}
+_PARSE_CACHE: dict[tuple[str, int, int, str, str], ParsedRatings] = {}
+
+
+def _col_letter(j: int) -> str:
+    s = ""
+    j += 1
+    while j:
+        j, r = divmod(j - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def read_workbook(path: str | os.PathLike[str], kind: str) -> RawSheet:
+    """First sheet of a MentalAlign workbook; headers stripped and checked (§1.2–1.4)."""
+    p = Path(path)
+    if not p.exists():
+        raise TrustmhError(f"{p}: file not found")
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, kind)
+    if key in _SHEET_CACHE:
+        return _SHEET_CACHE[key]
+    try:
+        import openpyxl
+
+        wb = openpyxl.load_workbook(p, read_only=True, data_only=True)
+    except Exception as e:  # noqa: BLE001 - any reader error is a bad input file
+        raise TrustmhError(f"{p}: cannot open as an xlsx workbook ({type(e).__name__}: {e})") from e
+    try:
+        ws = wb.worksheets[0]
+        rows = list(ws.iter_rows(values_only=True))
+    finally:
+        wb.close()
+    if not rows:
+        raise TrustmhError(f"{p}: the first sheet is empty")
+    prefix = "human_response_" if kind == "human" else "judge_response_"
+    header = [str(h).strip() if h is not None else "" for h in rows[0]]
+    expected = ["ConvID", "context"] + [prefix + s for s in FILE_SOURCES]
+    present = [h for h in header if h]
+    missing = [e for e in expected if e not in header]
+    unknown = [h for h in present if h not in expected]
+    if missing or unknown:
+        raise TrustmhError(f"{p}: header row: missing column(s) {missing}; unexpected column(s) {unknown}; "
+                           f"expected {expected}")
+    pos = {h: j for j, h in enumerate(header) if h}
+    col_of_source = [pos[prefix + s] for s in SOURCES]
+    conv_ids: list[int] = []
+    contexts: list[str] = []
+    cells: list[list[object]] = []
+    for r, row in enumerate(rows[1:], start=2):
+        if row is None or all(v is None for v in row):
+            continue
+        row = tuple(row) + (None,) * (len(header) - len(row))
+        cid = row[pos["ConvID"]]
+        try:
+            if isinstance(cid, bool) or cid is None:
+                raise ValueError
+            cid_int = int(cid)
+            if float(cid) != cid_int:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise TrustmhError(f"{p}: cell {_col_letter(pos['ConvID'])}{r} (ConvID): not an integer: {cid!r}") \
+                from None
+        conv_ids.append(cid_int)
+        ctx = row[pos["context"]]
+        contexts.append("" if ctx is None else str(ctx))
+        out_row: list[object] = []
+        for s, j in zip(SOURCES, col_of_source, strict=True):
+            v = row[j]
+            if v is not None and not isinstance(v, str):
+                if isinstance(v, float) and math.isnan(v):
+                    v = None
+                else:
+                    raise TrustmhError(f"{p}: cell {_col_letter(j)}{r} ({prefix}{s}): expected text, got {v!r}")
+            out_row.append(v)
+        cells.append(out_row)
+    if len(set(conv_ids)) != len(conv_ids):
+        dup = sorted({c for c in conv_ids if conv_ids.count(c) > 1})[:5]
+        raise TrustmhError(f"{p}: duplicated ConvID value(s) {dup}")
+    sheet = RawSheet(p, sha256_file(p), conv_ids, contexts, cells)
+    _SHEET_CACHE[key] = sheet
+    return sheet
+
+
+def parse_sheet(sheet: RawSheet, rater: str, kind: str) -> ParsedRatings:
+    st = sheet.path.stat()
+    key = (str(sheet.path.resolve()), st.st_size, st.st_mtime_ns, rater, kind)
+    if key not in _PARSE_CACHE:
+        _PARSE_CACHE[key] = parse_cells(sheet.cells, rater, kind)
+    return _PARSE_CACHE[key]
+
+
+def load_mentalalign(root: str | os.PathLike[str]) -> AlignData:
+    """`root` is the `mentalalign/` directory (Human_Judge/, LLMs_as_a_judge/)."""
+    root = Path(root)
+    human_path = root / "Human_Judge" / "Human_judge.xlsx"
+    judge_dir = root / "LLMs_as_a_judge"
+    if not human_path.exists():
+        raise TrustmhError(f"{root}: no Human_Judge/Human_judge.xlsx")
+    judge_paths = sorted(judge_dir.glob("*.xlsx")) if judge_dir.is_dir() else []
+    if not judge_paths:
+        raise TrustmhError(f"{judge_dir}: no judge workbooks (*.xlsx)")
+    return load_workbooks(human_path, judge_paths)
+
+
+def load_workbooks(human_path: str | os.PathLike[str],
+                   judge_paths: Sequence[str | os.PathLike[str]]) -> AlignData:
+    hs = read_workbook(human_path, "human")
+    human = parse_sheet(hs, "human", "human")
+    judges: dict[str, ParsedRatings] = {}
+    inputs = {Path(human_path).name: hs.sha256}
+    judge_contexts: list[str] | None = None
+    for jp in judge_paths:
+        js = read_workbook(jp, "judge")
+        name = judge_name_from_path(Path(jp))
+        if name in judges:
+            raise TrustmhError(f"{jp}: judge name {name!r} given twice")
+        if js.conv_ids != hs.conv_ids:
+            bad = next((i for i, (a, b) in enumerate(zip(js.conv_ids, hs.conv_ids, strict=False)) if a != b),
+                       min(len(js.conv_ids), len(hs.conv_ids)))
+            raise TrustmhError(f"{jp}: ConvID column differs from {human_path} (first at data row {bad + 2})")
+        if judge_contexts is None:
+            judge_contexts = js.contexts
+        judges[name] = parse_sheet(js, name, "judge")
+        inputs[Path(jp).name] = js.sha256
+    return AlignData(items=[str(c) for c in hs.conv_ids], human=human, judges=judges,
+                     human_contexts=hs.contexts, judge_contexts=judge_contexts, inputs=inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tidy long tables
+# ---------------------------------------------------------------------------------------------------------
+
+TIDY_REQUIRED = ("item", "source", "rater", "attribute", "score")
+
+
+def _read_table(path: Path) -> list[dict[str, object]]:
+    """Rows as dicts (header names stripped). CSV via the csv module (no type guessing), Parquet via pyarrow."""
+    if not path.exists():
+        raise TrustmhError(f"{path}: file not found")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        except Exception as e:  # noqa: BLE001
+            raise TrustmhError(f"{path}: cannot read as Parquet ({type(e).__name__}: {e})") from e
+        cols = {str(c).strip(): table.column(c).to_pylist() for c in table.column_names}
+        n = table.num_rows
+        return [{c: v[i] for c, v in cols.items()} for i in range(n)]
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise TrustmhError(f"{path}: empty file")
+            header = [h.strip() for h in header]
+            out = []
+            for r, row in enumerate(reader, start=2):
+                if not any(c.strip() for c in row):
+                    continue
+                if len(row) != len(header):
+                    raise TrustmhError(f"{path}: line {r}: {len(row)} fields, header has {len(header)}")
+                out.append(dict(zip(header, row, strict=True)))
+            return out
+    except UnicodeDecodeError as e:
+        raise TrustmhError(f"{path}: not UTF-8 text ({e})") from e
+
+
+def _tidy_rows(path: Path) -> tuple[list[dict[str, object]], int]:
+    """Rows with canonical column names; returns (rows, first data line number)."""
+    rows = _read_table(path)
+    if not rows:
+        raise TrustmhError(f"{path}: no data rows")
+    cols = set(rows[0])
+    if "item" not in cols and "conv_id" in cols:
+        rows = [{**r, "item": r["conv_id"]} for r in rows]
+        cols.add("item")
+    # `rater` is optional: the judge is then named by the file stem.
+    missing = [c for c in TIDY_REQUIRED if c not in cols and c != "rater"]
+    if missing:
+        raise TrustmhError(f"{path}: missing column(s) {missing}; found {sorted(cols)}")
+    return rows, 2
+
+
+def _score_value(v: object, path: Path, line: int) -> float:
+    if v is None:
+        return float("nan")
+    if isinstance(v, bool):
+        raise TrustmhError(f"{path}: row {line}, column score: not a number: {v!r}")
+    if isinstance(v, int | float):
+        return float(v)
+    s = str(v).strip()
+    if s == "" or s.lower() in ("nan", "na", "null", "none"):
+        return float("nan")
+    try:
+        return float(s)
+    except ValueError:
+        raise TrustmhError(f"{path}: row {line}, column score: not a number: {v!r}") from None
+
+
+def _natural_key(s: str) -> tuple:
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", s) if t != "")
+
+
+def load_tidy(human_path: str | os.PathLike[str], judge_paths: Sequence[str | os.PathLike[str]]) -> AlignData:
+    """Tidy long tables: columns item (or conv_id), source, rater, attribute, score (+ optional rater_kind).
+
+    Several human raters on one (item, source, attribute) are averaged (the human column pools experts);
+    one rater giving two scores to the same slot is an error.
+    """
+    hp = Path(human_path)
+    parsed: list[tuple[Path, str, list[tuple[int, str, str, str, str, float]]]] = []
+    items_seen: dict[str, None] = {}
+    for path, kind in [(hp, "human")] + [(Path(j), "judge") for j in judge_paths]:
+        rows, first = _tidy_rows(path)
+        recs = []
+        for r, row in enumerate(rows, start=first):
+            item = str(row["item"]).strip() if row["item"] is not None else ""
+            if item == "":
+                raise TrustmhError(f"{path}: row {r}, column item: empty")
+            source = str(row["source"]).strip() if row["source"] is not None else ""
+            if source not in SOURCES:
+                raise TrustmhError(f"{path}: row {r}, column source: unknown source {source!r}; "
+                                   f"expected one of {list(SOURCES)}")
+            attr = str(row["attribute"]).strip() if row["attribute"] is not None else ""
+            if attr not in ATTRIBUTES:
+                raise TrustmhError(f"{path}: row {r}, column attribute: unknown attribute {attr!r}; "
+                                   f"expected one of {list(ATTRIBUTES)}")
+            rater_v = row.get("rater")
+            rater = str(rater_v).strip() if rater_v not in (None, "") else (
+                "human" if kind == "human" else judge_name_from_path(path))
+            rk = row.get("rater_kind")
+            if rk not in (None, "") and str(rk).strip() not in ("human", "judge", "ensemble"):
+                raise TrustmhError(f"{path}: row {r}, column rater_kind: unknown value {rk!r}")
+            score = _score_value(row["score"], path, r)
+            recs.append((r, item, source, attr, rater, score))
+            items_seen.setdefault(item, None)
+        parsed.append((path, kind, recs))
+    items = sorted(items_seen, key=_natural_key)
+    ipos = {it: i for i, it in enumerate(items)}
+    spos = {s: i for i, s in enumerate(SOURCES)}
+    apos = {a: i for i, a in enumerate(ATTRIBUTES)}
+    shape = (len(items), len(SOURCES), len(ATTRIBUTES))
+
+    def grid(path: Path, recs: list) -> tuple[np.ndarray, np.ndarray]:
+        total = np.zeros(shape)
+        count = np.zeros(shape)
+        present = np.zeros(shape, bool)
+        seen: dict[tuple[str, int, int, int], int] = {}
+        for r, item, source, attr, rater, score in recs:
+            key = (rater, ipos[item], spos[source], apos[attr])
+            if key in seen:
+                raise TrustmhError(f"{path}: row {r}: rater {rater!r} scores item {item!r}, source {source!r}, "
+                                   f"attribute {attr!r} twice (first at row {seen[key]})")
+            seen[key] = r
+            idx = key[1:]
+            present[idx] = True
+            if not math.isnan(score):
+                total[idx] += score
+                count[idx] += 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        return values, present
+
+    hpath, _, hrecs = parsed[0]
+    hv, hpres = grid(hpath, hrecs)
+    human = from_numeric(hv, hpres, "human", "human")
+    inputs = {hpath.name: sha256_file(hpath)}
+    judges: dict[str, ParsedRatings] = {}
+    for path, _, recs in parsed[1:]:
+        inputs[path.name] = sha256_file(path)
+        by_rater: dict[str, list] = {}
+        for rec in recs:
+            by_rater.setdefault(rec[4], []).append(rec)
+        for name in sorted(by_rater):
+            if name in judges:
+                raise TrustmhError(f"{path}: judge {name!r} also appears in another --judge file")
+            v, pres = grid(path, by_rater[name])
+            judges[name] = from_numeric(v, pres, name, "judge")
+    if not judges:
+        raise TrustmhError("no judge ratings given (--judge FILE)")
+    return AlignData(items=items, human=human, judges=judges, inputs=inputs, source_kind="tidy")

@@ -1,0 +1,159 @@
+"""The `trustmh` command line: run, report, rescore, align, data, list."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import TrustmhError
+
+SUITES = {
+    "starter": "items written by trustmh for every implemented sub-task (offline demo; not the real data)",
+    "trustmh": "TrustMH-Bench: the real datasets (TRUSTMH_DATA_DIR, cache or download; gated ones by path)",
+    "mentalbench": "MentalBench: counselling responses for real contexts, judged on 7 attributes",
+}
+
+
+def _csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _key_value(value: str) -> tuple[str, str]:
+    if "=" not in value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    key, val = value.split("=", 1)
+    return key.strip(), val
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
+                     "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
+    run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
+                     "else trustmh")
+    run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
+    run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
+    run.add_argument("--limit", type=int, help="items per sub-task (faithful: head; default: seeded sample)")
+    run.add_argument("--judge", help="judge model (Inspect `grader` role; temperature 0, seeded)")
+    run.add_argument("--judge-validated", action="store_true",
+                     help="mark the judge as validated for these tasks (you vouch for it)")
+    run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
+    run.add_argument("--mode", choices=["default", "faithful"], default="default")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", type=Path, default=Path("trustmh-out"))
+    run.add_argument("--max-retries", type=int, default=3)
+    run.add_argument("--timeout", type=int, default=120, help="seconds per model request")
+    run.add_argument("--max-connections", type=int)
+    run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
+                     help="Inspect progress display (default: Inspect's choice)")
+    run.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                     help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
+
+    rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
+    rep.add_argument("dirs", nargs="+", type=Path)
+    rep.add_argument("--out", type=Path, default=Path("trustmh-comparison.html"))
+
+    res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
+    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench"])
+    res.add_argument("--from", dest="source", required=True, type=Path)
+    res.add_argument("--out", required=True, type=Path)
+    res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
+    res.add_argument("--seed", type=int, default=0)
+    res.add_argument("--judge", action="append", default=[], help="judge model(s) (mentalbench format)")
+    res.add_argument("--limit", type=int)
+
+    sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
+    sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
+    sub.add_parser("list", help="sub-tasks, datasets and suites")
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from trustmh.run import RunOptions, run
+
+    opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
+                      limit=args.limit, judge=args.judge, no_judge=args.no_judge,
+                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
+                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
+                      display=args.display, n_boot=args.n_boot, options=dict(args.option))
+    _, code = run(opts)
+    if code:
+        print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from trustmh.leaderboard import leaderboard
+    from trustmh.report import comparison_report_html
+    from trustmh.results import atomic_write_text, load_results
+
+    runs = [load_results(d) for d in args.dirs]
+    board = leaderboard(runs)
+    atomic_write_text(args.out, comparison_report_html(board, runs))
+    import json
+
+    atomic_write_text(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
+    print(f"trustmh: wrote {args.out} and {args.out.with_suffix('.json')}", file=sys.stderr)
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from trustmh.rescore import rescore
+
+    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                   limit=args.limit)
+
+
+def cmd_list(_: argparse.Namespace) -> int:
+    from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
+
+    print("Sub-tasks (inspect eval trustmh/<task>):")
+    for pillar in PILLARS:
+        print(f"  {PILLAR_TITLES[pillar]}")
+        for info in (s for s in SUBTASKS if s.pillar == pillar):
+            mark = "implemented" if is_implemented(info.id) else "not implemented yet"
+            extra = " [default mode only]" if info.default_only else ""
+            print(f"    {info.id:<40} {info.task_name:<36} {mark}{extra}")
+    print("\nSuites:")
+    for name, text in SUITES.items():
+        print(f"  {name:<12} {text}")
+    print("\nDatasets (trustmh data list for details):")
+    from trustmh.data import DATASETS
+
+    for name, ds in DATASETS.items():
+        gated = " [gated: user path only]" if ds.gated else ""
+        print(f"  {name:<20} {ds.title} ({ds.licence}){gated}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "align":
+            from trustmh.align.cli import main as align_main
+
+            return align_main(argv[1:])
+        if argv and argv[0] == "data":
+            from trustmh.data.cli import main as data_main
+
+            return data_main(argv[1:])
+        args = build_parser().parse_args(argv)
+        handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
+                                    "list": cmd_list}
+        return int(handlers[args.command](args))
+    except TrustmhError as exc:
+        print(f"trustmh: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trustmh: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

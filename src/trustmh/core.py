@@ -1,0 +1,258 @@
+"""The contract every sub-task implements, free of Inspect.
+
+A sub-task is a plain object that knows how to load its items, phrase prompts, parse and score replies
+and aggregate per-item records into a `SubtaskResult`. The Inspect glue (`trustmh.tasks`) and the
+rescoring of outputs produced elsewhere (`trustmh.rescore`) both drive the same object, so live runs and
+imported outputs are scored by the same code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["faithful", "default"]
+Direction = Literal["higher", "lower"]
+MODES: tuple[Mode, ...] = ("faithful", "default")
+
+NOT_COMPUTED = "not_computed"
+
+
+class TrustmhError(Exception):
+    """A user-facing error: bad input, missing data, bad configuration. The CLI prints it and exits 2."""
+
+
+@dataclass
+class Item:
+    """One evaluation item. `prompt` is the single user message sent to the model under test."""
+
+    id: str
+    prompt: str
+    target: Any = None
+    # Resampling unit for bootstrap intervals (dialogue, scenario, base prompt...). Defaults to `id`.
+    cluster: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # Optional chat history before `prompt`: list of {"role": "user"|"assistant", "content": str}.
+    history: list[dict[str, str]] | None = None
+
+    @property
+    def cluster_id(self) -> str:
+        return self.cluster if self.cluster is not None else self.id
+
+
+@dataclass
+class GenConfig:
+    """Decoding for the model under test."""
+
+    temperature: float | None = 0.0
+    max_tokens: int = 1024
+    top_p: float | None = None
+    epochs: int = 1  # samples per item (Inspect epochs)
+
+
+@dataclass
+class JudgeRequest:
+    """One judge call for one reply. `validate` returns True if the judge text parses."""
+
+    name: str
+    prompt: str
+    validate: Callable[[str], bool]
+    max_tokens: int = 1024
+
+
+@dataclass
+class JudgeInfo:
+    model: str | None
+    validated: bool
+    seed: int | None = None
+    temperature: float | None = 0.0
+
+    @property
+    def configured(self) -> bool:
+        return self.model is not None
+
+
+@dataclass
+class RunContext:
+    """Everything a sub-task needs to know about the run, and nothing about Inspect."""
+
+    mode: Mode = "default"
+    seed: int = 0
+    suite: str = "trustmh"  # "starter" | "trustmh" | "mentalbench"
+    limit: int | None = None
+    judge: JudgeInfo = field(default_factory=lambda: JudgeInfo(model=None, validated=False))
+    options: dict[str, Any] = field(default_factory=dict)  # sub-task specific knobs (user paths...)
+    n_boot: int = 2000
+
+    @property
+    def has_judge(self) -> bool:
+        return self.judge.configured
+
+
+@dataclass
+class Record:
+    """One scored reply: the tidy row that live runs and rescoring both produce."""
+
+    subtask: str
+    item_id: str
+    cluster: str
+    response: str
+    score: dict[str, Any]
+    epoch: int = 1
+    finish_reason: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    judge_raw: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SubtaskResult:
+    """What results.json holds for one sub-task."""
+
+    value: float | None
+    ci: tuple[float, float] | None
+    n: int
+    n_invalid: int
+    direction: Direction
+    metrics: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"  # "ok" | "not_computed"
+    reason: str | None = None
+    method: str | None = None  # e.g. "rule", "judge", "keyword"
+    judge: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
+                     metrics: dict[str, Any] | None = None, notes: list[str] | None = None) -> SubtaskResult:
+        return cls(value=None, ci=None, n=n, n_invalid=n_invalid, direction=direction,
+                   metrics=metrics or {}, status=NOT_COMPUTED, reason=reason, notes=notes or [])
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["value"] = clean_number(self.value)
+        d["ci"] = None if self.ci is None else [clean_number(self.ci[0]), clean_number(self.ci[1])]
+        d["metrics"] = clean_json(self.metrics)
+        return d
+
+
+def clean_number(x: Any) -> Any:
+    """NaN/inf are not JSON: a metric that could not be computed is None."""
+    if x is None:
+        return None
+    if isinstance(x, bool):
+        return x
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return x
+    if math.isnan(f) or math.isinf(f):
+        return None
+    if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
+        return int(x)
+    return f
+
+
+def clean_json(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): clean_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [clean_json(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return clean_json(obj.tolist())
+    if isinstance(obj, str | bool) or obj is None:
+        return obj
+    return clean_number(obj)
+
+
+class Subtask:
+    """Base class. Subclasses set the class attributes and override the methods they need."""
+
+    id: str = ""  # "<pillar>/<subtask>", as in PILLARS.md
+    title: str = ""
+    datasets: Sequence[str] = ()  # registry names
+    judge_use: Literal["no", "yes", "rule_fallback", "secondary"] = "no"
+    modes: Sequence[Mode] = MODES
+    # Re-ask once with this reminder when `parse_valid` says the reply is unparseable; None = never re-ask.
+    format_reminder: str | None = None
+
+    @property
+    def pillar(self) -> str:
+        return self.id.split("/")[0]
+
+    def direction(self, mode: Mode) -> Direction:
+        return "higher"
+
+    def generation(self, ctx: RunContext) -> GenConfig:
+        return GenConfig()
+
+    def items(self, ctx: RunContext) -> list[Item]:
+        raise NotImplementedError
+
+    def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
+        """Whether the model's reply is parseable (drives the single re-ask)."""
+        return True
+
+    def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
+        return []
+
+    def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
+              ctx: RunContext) -> dict[str, Any]:
+        """Per-item score dict (JSON-serialisable). `judge_outputs` maps request name → raw judge text."""
+        raise NotImplementedError
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        raise NotImplementedError
+
+    def not_computed_reason(self, ctx: RunContext) -> str | None:
+        """A reason to skip the sub-task before generating anything (gated data absent, mode...)."""
+        if ctx.mode not in self.modes:
+            return f"not part of {ctx.mode} mode"
+        return None
+
+
+def make_record(subtask: Subtask, item: Item, response: str, score: dict[str, Any], *, epoch: int = 1,
+                finish_reason: str | None = None, judge_raw: dict[str, str] | None = None,
+                error: str | None = None, extra: dict[str, Any] | None = None) -> Record:
+    """The one way a Record is built from an item, so live runs and rescoring carry the same fields."""
+    metadata = {"target": item.target, **item.metadata}
+    if extra:
+        metadata.update(extra)
+    return Record(subtask=subtask.id, item_id=item.id, cluster=item.cluster_id, response=response,
+                  score=score, epoch=epoch, finish_reason=finish_reason, metadata=metadata,
+                  judge_raw=judge_raw or {}, error=error)
+
+
+def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str], str],
+                judge: Callable[[JudgeRequest], str] | None = None,
+                items: list[Item] | None = None) -> tuple[list[Record], SubtaskResult]:
+    """Drive a sub-task without Inspect: the same steps as the Inspect glue, in plain Python.
+
+    `respond(item, prompt)` returns the model's reply to a prompt (the item's prompt, or the format
+    reminder on the single re-ask); `judge(request)` returns the judge's raw text. Used by tests, by
+    rescoring of outputs produced elsewhere, and as the reference for what the Inspect glue must do.
+    """
+    records: list[Record] = []
+    for item in items if items is not None else subtask.items(ctx):
+        for epoch in range(1, subtask.generation(ctx).epochs + 1):
+            response = respond(item, item.prompt)
+            reasked = False
+            if subtask.format_reminder and not subtask.parse_valid(item, response, ctx):
+                response = respond(item, subtask.format_reminder)
+                reasked = True
+            judge_outputs: dict[str, str] | None = None
+            if judge is not None and ctx.has_judge:
+                judge_outputs = {}
+                for req in subtask.judge_requests(item, response, ctx):
+                    text = judge(req)
+                    if not req.validate(text):
+                        text = judge(req)  # one re-ask; still invalid → counted invalid by the scorer
+                    judge_outputs[req.name] = text
+            score = subtask.score(item, response, judge_outputs, ctx)
+            records.append(make_record(subtask, item, response, score, epoch=epoch,
+                                       judge_raw=judge_outputs, extra={"reasked": reasked}))
+    return records, subtask.aggregate(records, ctx)

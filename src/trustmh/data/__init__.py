@@ -1,0 +1,9 @@
+"""Datasets: the registry, where files are found, and checksum-verified downloads.
+
+`resolve(name, relpath)` returns a local path for one file of a registered dataset, looking in order at:
+an explicit user path, `TRUSTMH_DATA_DIR`, the download cache, then a checksum-verified download.
+"""
+
+from trustmh.data.registry import DATASETS, DataFile, Dataset, data_dir, resolve
+
+__all__ = ["DATASETS", "Dataset", "DataFile", "resolve", "data_dir"]

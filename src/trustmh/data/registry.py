@@ -1,0 +1,271 @@
+"""Registry of every dataset trustmh reads (PILLARS.md, MENTALBENCH.md) and where its files are found.
+
+The entries live in `registry.json` next to this module (generated once by `tools/gen_data_registry.py`
+from the reference data's MANIFEST.sha256 and the specs; the manifest is never read at run time).
+
+`resolve(name, relpath, user_path=None)` looks, in order, at:
+
+1. an explicit user path (returned as given; the only source for gated datasets);
+2. `$TRUSTMH_DATA_DIR/<relpath>` (checked against the registered sha256);
+3. the cache, `$TRUSTMH_CACHE_DIR/<relpath>` (default `~/.cache/trustmh`; checked against the registered
+   sha256 or, for files whose hash is not known in advance, against the hash pinned at first download);
+4. a download from the registered publisher URL, verified before it is moved into the cache
+   (see `trustmh.data.download`; `TRUSTMH_OFFLINE=1` forbids it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from trustmh.core import TrustmhError
+
+DEFAULT_CACHE = Path("~/.cache/trustmh")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    relpath: str  # path under TRUSTMH_DATA_DIR (e.g. "external/USMLE-Mental/USMLE-mental.jsonl")
+    sha256: str | None = None  # None: not known in advance (trust on first use when downloadable)
+    url: str | None = None  # direct publisher URL (pinned commit)
+    archive_url: str | None = None  # publisher zip that holds this file ...
+    member: str | None = None  # ... under this member name
+    optional: bool = False  # not needed by any sub-task (licence texts, unused splits, figures)
+    note: str | None = None
+
+    @property
+    def downloadable(self) -> bool:
+        return self.url is not None or self.archive_url is not None
+
+    @property
+    def tofu(self) -> bool:
+        """Downloadable without a known hash: the hash is pinned at the first verified download."""
+        return self.sha256 is None and self.downloadable
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    title: str
+    licence: str
+    source: str
+    gated: bool = False
+    files: tuple[DataFile, ...] = field(default_factory=tuple)
+    notes: str = ""
+    access: str | None = None  # gated: where to request access
+    option: str | None = None  # CLI option that takes a user path
+    hf_repo: str | None = None
+    revision: str | None = None
+    download_error: str | None = None  # why no download is possible (shown as is)
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every publisher URL this dataset may be downloaded from."""
+        seen: dict[str, None] = {}
+        for f in self.files:
+            for u in (f.url, f.archive_url):
+                if u:
+                    seen[u] = None
+        return tuple(seen)
+
+    @property
+    def user_option(self) -> str:
+        return self.option or f"--{self.name.replace('_', '-')}-path"
+
+    def file(self, relpath: str) -> DataFile | None:
+        for f in self.files:
+            if f.relpath == relpath:
+                return f
+        return None
+
+    def files_under(self, relpath: str) -> tuple[DataFile, ...]:
+        prefix = relpath.rstrip("/") + "/"
+        return tuple(f for f in self.files if f.relpath.startswith(prefix))
+
+
+def _load() -> dict[str, Dataset]:
+    text = resources.files("trustmh.data").joinpath("registry.json").read_text(encoding="utf-8")
+    raw: dict[str, Any] = json.loads(text)
+    out: dict[str, Dataset] = {}
+    for d in raw["datasets"]:
+        files = tuple(
+            DataFile(
+                relpath=f["relpath"], sha256=f.get("sha256"), url=f.get("url"),
+                archive_url=f.get("archive_url"), member=f.get("member"),
+                optional=bool(f.get("optional", False)), note=f.get("note"),
+            )
+            for f in d.get("files", [])
+        )
+        out[d["name"]] = Dataset(
+            name=d["name"], title=d["title"], licence=d["licence"], source=d["source"],
+            gated=bool(d.get("gated", False)), files=files, notes=d.get("notes", ""),
+            access=d.get("access"), option=d.get("option"), hf_repo=d.get("hf_repo"),
+            revision=d.get("revision"), download_error=d.get("download_error"),
+        )
+    return out
+
+
+DATASETS: dict[str, Dataset] = _load()
+
+
+# --- locations -------------------------------------------------------------------------------------------
+
+
+def data_dir() -> Path | None:
+    value = os.environ.get("TRUSTMH_DATA_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def cache_dir() -> Path:
+    value = os.environ.get("TRUSTMH_CACHE_DIR")
+    return Path(value).expanduser() if value else DEFAULT_CACHE.expanduser()
+
+
+def offline() -> bool:
+    return os.environ.get("TRUSTMH_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def get(name: str) -> Dataset:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise TrustmhError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}") from None
+
+
+def _norm_relpath(relpath: str | os.PathLike[str]) -> str:
+    p = PurePosixPath(str(relpath).replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts:
+        raise TrustmhError(f"data relpath must be relative and stay inside the data folder: {relpath}")
+    return str(p).removeprefix("./")
+
+
+# --- hashing (lazy, once per file per process) -----------------------------------------------------------
+
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file, always recomputed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def cached_sha256(path: Path) -> str:
+    """sha256 of a file, computed once per process (keyed by path, size and mtime, so an edit is seen)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    digest = _HASHES.get(key)
+    if digest is None:
+        digest = _HASHES[key] = sha256_file(path)
+    return digest
+
+
+def expected_sha256(df: DataFile) -> str | None:
+    """The registered hash, else the hash pinned at first download (trust on first use), else None."""
+    if df.sha256:
+        return df.sha256
+    if df.tofu:
+        from trustmh.data.download import load_pins
+
+        return load_pins().get(df.relpath)
+    return None
+
+
+def check_file(dataset: str, df: DataFile, path: Path, where: str, *, use_pin: bool = True) -> None:
+    """Raise `TrustmhError` if `path` does not have the expected sha256 (no-op when none is known)."""
+    expected = df.sha256 or (expected_sha256(df) if use_pin else None)
+    if expected is None:
+        return
+    actual = cached_sha256(path)
+    if actual != expected:
+        raise TrustmhError(
+            f"dataset {dataset}: checksum mismatch for {path} ({where}): expected sha256 {expected}, "
+            f"actual {actual}. Replace it with the publisher's file (or delete it and run "
+            f"`trustmh data fetch {dataset}`)."
+        )
+
+
+def find_local(dataset: Dataset, df: DataFile) -> tuple[Path, str] | None:
+    """Where a registered file exists locally, without hashing: (path, "data dir" | "cache")."""
+    root = data_dir()
+    if root is not None and (root / df.relpath).is_file():
+        return root / df.relpath, "data dir"
+    cached = cache_dir() / df.relpath
+    if cached.is_file():
+        return cached, "cache"
+    return None
+
+
+# --- resolve ---------------------------------------------------------------------------------------------
+
+
+def _gated_error(ds: Dataset) -> TrustmhError:
+    return TrustmhError(
+        f"dataset {ds.name} ({ds.title}) is gated and is only read from a path you supply: "
+        f"{ds.access or 'request access at ' + ds.source}, then pass {ds.user_option} PATH."
+    )
+
+
+def _resolve_file(ds: Dataset, df: DataFile) -> Path:
+    root = data_dir()
+    if root is not None:
+        p = root / df.relpath
+        if p.is_file():
+            # Files without a registered hash in the data dir are the user's own copy: not pinned.
+            check_file(ds.name, df, p, f"in TRUSTMH_DATA_DIR={root}", use_pin=False)
+            return p
+    cached = cache_dir() / df.relpath
+    if cached.is_file():
+        check_file(ds.name, df, cached, "in the download cache")
+        return cached
+    from trustmh.data.download import fetch_file
+
+    return fetch_file(ds, df)
+
+
+def resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None = None) -> Path:
+    """Local path of `relpath` (relative to the data-dir layout) of dataset `name`.
+
+    `relpath` may also name a folder holding registered files (e.g. the Ethics `outputs` folder): every
+    registered file under it is made available and checked, and the folder is returned.
+    """
+    ds = get(name)
+    if user_path is not None:
+        p = Path(user_path).expanduser()
+        if not p.exists():
+            raise TrustmhError(f"dataset {name}: the path you supplied does not exist: {p}")
+        return p
+    if ds.gated:
+        raise _gated_error(ds)
+    rel = _norm_relpath(relpath)
+    df = ds.file(rel)
+    if df is not None:
+        return _resolve_file(ds, df)
+    members = ds.files_under(rel)
+    if not members:
+        raise TrustmhError(
+            f"dataset {name}: {rel} is not a registered file or folder of this dataset "
+            f"(see `trustmh data list`); pass {ds.user_option} PATH to use your own copy."
+        )
+    root = data_dir()
+    if root is not None and all((root / f.relpath).is_file() for f in members):
+        for f in members:
+            check_file(name, f, root / f.relpath, f"in TRUSTMH_DATA_DIR={root}", use_pin=False)
+        return root / rel
+    for f in members:
+        path = cache_dir() / f.relpath
+        if path.is_file():
+            check_file(name, f, path, "in the download cache")
+        else:
+            from trustmh.data.download import fetch_file
+
+            fetch_file(ds, f)
+    return cache_dir() / rel

@@ -1,0 +1,128 @@
+"""Aggregation (PILLARS.md §1.2): normalised scores, pillar and overall scores, ranks across models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
+from trustmh.core import Mode, SubtaskResult
+
+
+def normalise(value: float | None, subtask_id: str, mode: Mode) -> float | None:
+    """clip((value − worst)/(best − worst), 0, 1) with the sub-task's fixed anchors."""
+    if value is None or not np.isfinite(value):
+        return None
+    worst, best = BY_ID[subtask_id].anchors[mode]
+    return float(np.clip((value - worst) / (best - worst), 0.0, 1.0))
+
+
+def _value(result: SubtaskResult | Mapping[str, Any]) -> tuple[float | None, str]:
+    if isinstance(result, SubtaskResult):
+        return result.value, result.status
+    return result.get("value"), result.get("status", "ok")
+
+
+def normalised_summary(subtasks: Mapping[str, SubtaskResult | Mapping[str, Any]], mode: Mode) -> dict[str, Any]:
+    """Pillar scores (mean of normalised sub-task scores) and the overall score (mean over pillars)."""
+    pillars: dict[str, Any] = {}
+    for pillar in PILLARS:
+        members = [sid for sid in subtasks if sid.split("/")[0] == pillar]
+        if not members:
+            continue
+        norms = {}
+        for sid in members:
+            value, status = _value(subtasks[sid])
+            if status == "ok":
+                n = normalise(value, sid, mode)
+                if n is not None:
+                    norms[sid] = n
+        if norms:
+            pillars[pillar] = {"normalised": float(np.mean(list(norms.values()))), "status": "ok",
+                               "n_subtasks": len(norms), "n_subtasks_total": len(members),
+                               "subtask_normalised": norms}
+        else:
+            pillars[pillar] = {"normalised": None, "status": "not_computed", "n_subtasks": 0,
+                               "n_subtasks_total": len(members), "subtask_normalised": {},
+                               "reason": "no sub-task of this pillar could be computed"}
+    computed = [p["normalised"] for p in pillars.values() if p["status"] == "ok"]
+    overall = {
+        "normalised": float(np.mean(computed)) if computed else None,
+        "n_pillars": len(computed),
+        "n_pillars_total": len(PILLARS),
+        "partial": len(computed) < len(PILLARS),
+        "anchors_version": ANCHORS_VERSION,
+    }
+    if not computed:
+        overall["status"] = "not_computed"
+    return {"pillars": pillars, "overall": overall}
+
+
+def rank_models(values: Mapping[str, float | None], direction: str) -> dict[str, float]:
+    """Average-tie ranks (1 = best) of the models that have a value."""
+    names = [m for m, v in values.items() if v is not None and np.isfinite(v)]
+    if not names:
+        return {}
+    arr = np.array([values[m] for m in names], dtype=float)
+    ranks = rankdata(-arr if direction == "higher" else arr, method="average")
+    return dict(zip(names, (float(r) for r in ranks), strict=True))
+
+
+def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compare several results.json documents: per-sub-task ranks, pillar ranks (mean of sub-task ranks,
+    the original's scheme) and normalised pillar/overall scores (comparable across runs)."""
+    labels = _labels(runs)
+    subtask_ids = [sid for sid in BY_ID if any(sid in r["subtasks"] for r in runs)]
+    per_subtask: dict[str, Any] = {}
+    for sid in subtask_ids:
+        values: dict[str, float | None] = {}
+        direction = "higher"
+        for label, run in zip(labels, runs, strict=True):
+            sub = run["subtasks"].get(sid)
+            if sub is not None:
+                direction = sub["direction"]
+                values[label] = sub["value"] if sub["status"] == "ok" else None
+        per_subtask[sid] = {"direction": direction, "values": values, "ranks": rank_models(values, direction)}
+    pillar_rank: dict[str, dict[str, float]] = {}
+    for pillar in PILLARS:
+        sids = [s for s in subtask_ids if s.split("/")[0] == pillar]
+        ranks: dict[str, float] = {}
+        for label in labels:
+            mine = [per_subtask[s]["ranks"][label] for s in sids if label in per_subtask[s]["ranks"]]
+            if mine:
+                ranks[label] = float(np.mean(mine))
+        if ranks:
+            pillar_rank[pillar] = ranks
+    overall_rank = {}
+    for label in labels:
+        mine = [pillar_rank[p][label] for p in pillar_rank if label in pillar_rank[p]]
+        if mine:
+            overall_rank[label] = float(np.mean(mine))
+    modes = sorted({r["mode"] for r in runs})
+    return {
+        "models": labels,
+        "modes": modes,
+        "subtasks": per_subtask,
+        "pillar_mean_rank": pillar_rank,
+        "overall_mean_rank": overall_rank,
+        "pillar_normalised": {lab: {p: v["normalised"] for p, v in r.get("pillars", {}).items()}
+                              for lab, r in zip(labels, runs, strict=True)},
+        "overall_normalised": {lab: (r.get("overall") or {}).get("normalised")
+                               for lab, r in zip(labels, runs, strict=True)},
+        "notes": (["runs mix modes; faithful and default numbers are not comparable"] if len(modes) > 1 else []),
+    }
+
+
+def _labels(runs: list[dict[str, Any]]) -> list[str]:
+    labels: list[str] = []
+    for run in runs:
+        label = str(run["model"])
+        k = 2
+        while label in labels:
+            label = f"{run['model']} ({k})"
+            k += 1
+        labels.append(label)
+    return labels

@@ -1,0 +1,12 @@
+"""Model providers bundled with trustmh.
+
+`trustmh.models.gguf` registers the Inspect model provider `gguf` (in-process llama.cpp), so that
+`--model gguf/smollm2` runs the bundled SmolLM2-135M-Instruct GGUF with no network and no API key.
+The provider module is imported by the `inspect_ai` entry point (`trustmh._registry`), not here, so that
+importing `trustmh.models` stays cheap.
+"""
+
+BUNDLED_MODEL = "gguf/smollm2"
+"""The `--model` string of the embedded default model."""
+
+__all__ = ["BUNDLED_MODEL"]

@@ -1,0 +1,72 @@
+"""`trustmh rescore`: outputs produced elsewhere → the same results files as `trustmh run`.
+
+Each format module turns released outputs into trustmh `Record`s and aggregates them with the live
+sub-task's own `aggregate`, so a rescore exercises exactly the scorers of a live run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.results import RunResults, atomic_write_text, write_run
+
+ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
+                   "original's (gpt-4.1), not re-judged")
+
+
+def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
+            judges: list[str] | None = None, limit: int | None = None) -> int:
+    if not source.is_dir():
+        raise TrustmhError(f"--from {source}: not a directory")
+    if fmt == "trustmh-original":
+        return rescore_trustmh_original(source, out, mode=mode, seed=seed)
+    if fmt == "mentalbench":
+        from trustmh.rescore.mentalbench import rescore_mentalbench
+
+        return rescore_mentalbench(source, out, mode=mode, seed=seed, judges=judges or [], limit=limit)
+    raise TrustmhError(f"unknown rescore format {fmt!r}")
+
+
+def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0) -> int:
+    """Released Ethics (12 models) and Privacy (6 models) outputs → `out/<model>/results.json` each."""
+    ctx = RunContext(mode=mode, seed=seed, suite="trustmh-original-released",
+                     judge=JudgeInfo(model=None, validated=False, seed=seed))
+    per_model: dict[str, dict[str, tuple[SubtaskResult, list[Record]]]] = {}
+    found = []
+    ethics_dir = source / "TrustMH_Bench" / "DimGroup2" / "Ethics" / "outputs"
+    if ethics_dir.is_dir():
+        from trustmh.rescore.ethics import rescore_ethics
+
+        for model, pair in rescore_ethics(source, ctx).items():
+            per_model.setdefault(model, {})["ethics/ethical_reasoning"] = pair
+        found.append("ethics")
+    privacy_dir = source / "TrustMH_Bench" / "DimGroup1" / "General-model" / "privacy"
+    if privacy_dir.is_dir():
+        from trustmh.rescore.privacy import rescore_privacy
+
+        for model, by_subtask in rescore_privacy(source, ctx).items():
+            per_model.setdefault(model, {}).update(by_subtask)
+        found.append("privacy")
+    if not found:
+        raise TrustmhError(f"{source}: no released outputs found (expected TrustMH_Bench/DimGroup2/Ethics/outputs "
+                           "or TrustMH_Bench/DimGroup1/General-model/privacy); point --from at a folder laid "
+                           "out like the original repository's top level")
+    runs = []
+    for model in sorted(per_model):
+        subtasks = {sid: pair[0] for sid, pair in per_model[model].items()}
+        records = {sid: pair[1] for sid, pair in per_model[model].items()}
+        run = RunResults(model=model, ctx=ctx, subtasks=subtasks, records=records,
+                         extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
+        runs.append(write_run(run, out / _safe_dir_name(model)))
+    from trustmh.leaderboard import leaderboard
+    from trustmh.report import comparison_report_html
+
+    atomic_write_text(out / "report.html", comparison_report_html(leaderboard(runs), runs))
+    print(f"trustmh: rescored {len(runs)} models ({', '.join(found)}) into {out}", file=sys.stderr)
+    return 0
+
+
+def _safe_dir_name(model: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)

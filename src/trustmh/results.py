@@ -1,0 +1,147 @@
+"""Per-run results: sub-task results → results.json, results.csv (one row per metric), items.jsonl.
+
+Plain Python: live runs (via Inspect logs) and rescoring both end here. Files are written to a temporary
+name and renamed when complete, so a crash never leaves a half-written result.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import trustmh
+from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
+from trustmh.core import Record, RunContext, SubtaskResult, clean_json
+from trustmh.leaderboard import normalised_summary
+
+
+@dataclass
+class RunResults:
+    model: str
+    ctx: RunContext
+    subtasks: dict[str, SubtaskResult]
+    records: dict[str, list[Record]] = field(default_factory=dict)
+    model_reported: str | None = None
+    errors: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        summary = normalised_summary({k: v for k, v in self.subtasks.items()}, self.ctx.mode)
+        judge = {"model": self.ctx.judge.model, "validated": self.ctx.judge.validated,
+                 "temperature": self.ctx.judge.temperature, "seed": self.ctx.judge.seed}
+        out: dict[str, Any] = {
+            "model": self.model,
+            "model_reported": self.model_reported,
+            "suite": self.ctx.suite,
+            "mode": self.ctx.mode,
+            "seed": self.ctx.seed,
+            "limit": self.ctx.limit,
+            "n_boot": self.ctx.n_boot,
+            "judge": judge,
+            "trustmh_version": trustmh.__version__,
+            "anchors_version": ANCHORS_VERSION,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "subtasks": {sid: self.subtasks[sid].to_json() for sid in _ordered(self.subtasks)},
+            "pillars": summary["pillars"],
+            "overall": summary["overall"],
+            "errors": self.errors,
+        }
+        if self.ctx.suite == "starter":
+            out["notice"] = ("starter suite: items written by trustmh as a demonstration of the pipeline; "
+                             "not a substitute for the real datasets")
+        out.update(self.extra)
+        return clean_json(out)
+
+
+def _ordered(subtasks: dict[str, Any]) -> list[str]:
+    order = {sid: i for i, sid in enumerate(BY_ID)}
+    return sorted(subtasks, key=lambda s: order.get(s, len(order)))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def metric_rows(results: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Flatten results.json into one row per (sub-task, metric); the primary metric is `value`."""
+    for sid, sub in results["subtasks"].items():
+        base = {"model": results["model"], "mode": results["mode"], "suite": results["suite"],
+                "pillar": sid.split("/")[0], "subtask": sid, "status": sub["status"],
+                "reason": sub.get("reason") or "", "direction": sub["direction"], "n": sub["n"],
+                "n_invalid": sub["n_invalid"], "method": sub.get("method") or "",
+                "judge": (sub.get("judge") or {}).get("model") or ""}
+        ci = sub.get("ci") or [None, None]
+        yield {**base, "metric": "value", "value": sub["value"], "ci_lo": ci[0], "ci_hi": ci[1]}
+        for name, value in sorted(sub.get("metrics", {}).items()):
+            if isinstance(value, dict | list):
+                continue  # confusion matrices and other structures live in results.json
+            yield {**base, "metric": name, "value": value, "ci_lo": None, "ci_hi": None}
+
+
+CSV_COLUMNS = ["model", "mode", "suite", "pillar", "subtask", "metric", "value", "ci_lo", "ci_hi", "n",
+               "n_invalid", "direction", "status", "reason", "method", "judge"]
+
+
+def results_csv(results: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in metric_rows(results):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def items_jsonl(run: RunResults) -> str:
+    lines = []
+    for sid in _ordered(run.records):
+        for rec in run.records[sid]:
+            lines.append(json.dumps(clean_json(rec.to_dict()), ensure_ascii=False, sort_keys=True))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write_run(run: RunResults, out_dir: Path, html: bool = True) -> dict[str, Any]:
+    """Write results.json, results.csv, items.jsonl and report.html into `out_dir`."""
+    results = run.to_json()
+    atomic_write_text(out_dir / "items.jsonl", items_jsonl(run))
+    atomic_write_text(out_dir / "results.csv", results_csv(results))
+    atomic_write_text(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    if html:
+        from trustmh.report import run_report_html
+
+        atomic_write_text(out_dir / "report.html", run_report_html(results, run.records))
+    return results
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    from trustmh.core import TrustmhError
+
+    file = path / "results.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TrustmhError(f"{file}: no results.json here (run `trustmh run --out {path}` first)") from exc
+    except json.JSONDecodeError as exc:
+        raise TrustmhError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    for key in ("model", "mode", "subtasks"):
+        if key not in data:
+            raise TrustmhError(f"{file}: missing field {key!r}; is this a trustmh results.json?")
+    return data
+
+
+__all__ = ["RunResults", "write_run", "load_results", "results_csv", "metric_rows", "PILLARS"]

@@ -1,0 +1,163 @@
+"""`trustmh run`: build the Inspect tasks, evaluate, read the logs back, aggregate, write the report."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trustmh.catalogue import BY_ID, get_subtask, is_implemented, select
+from trustmh.core import (
+    JudgeInfo,
+    Mode,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    TrustmhError,
+)
+from trustmh.results import RunResults, write_run
+
+BUNDLED_MODEL = "gguf/smollm2"
+
+
+@dataclass
+class RunOptions:
+    model: str | None = None
+    suite: str | None = None
+    pillars: list[str] | None = None
+    subtasks: list[str] | None = None
+    limit: int | None = None
+    judge: str | None = None
+    no_judge: bool = False
+    judge_validated: bool = False
+    mode: Mode = "default"
+    seed: int = 0
+    out: Path = Path("trustmh-out")
+    max_retries: int = 3
+    timeout: int = 120
+    max_connections: int | None = None
+    display: str | None = None
+    n_boot: int = 2000
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
+    """The embedded default: no --model means the bundled model, the starter suite and the bundled model
+    as an unvalidated demo judge."""
+    model = opts.model or BUNDLED_MODEL
+    bundled = model == BUNDLED_MODEL
+    suite = opts.suite or ("starter" if bundled else "trustmh")
+    if opts.no_judge:
+        judge = JudgeInfo(model=None, validated=False, seed=opts.seed)
+    elif opts.judge:
+        judge = JudgeInfo(model=opts.judge, validated=opts.judge_validated and opts.judge != BUNDLED_MODEL,
+                          seed=opts.seed)
+    elif bundled:
+        judge = JudgeInfo(model=BUNDLED_MODEL, validated=False, seed=opts.seed)
+    else:
+        judge = JudgeInfo(model=None, validated=False, seed=opts.seed)
+    return model, suite, judge
+
+
+def _log(msg: str) -> None:
+    print(f"trustmh: {msg}", file=sys.stderr, flush=True)
+
+
+def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
+    """Run the evaluation; returns (results.json content, exit code)."""
+    from inspect_ai import eval as inspect_eval
+
+    from trustmh.tasks import build_task
+
+    model, suite, judge = resolve_defaults(opts)
+    ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=opts.limit, judge=judge,
+                     options=dict(opts.options), n_boot=opts.n_boot)
+    chosen = select(opts.pillars, opts.subtasks, opts.mode)
+    if not chosen:
+        raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
+    _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
+         f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
+
+    results: dict[str, SubtaskResult] = {}
+    records: dict[str, list[Record]] = {}
+    errors: list[str] = []
+    tasks = []
+    subtasks: dict[str, Subtask] = {}
+    for info in chosen:
+        sid = info.id
+        if not is_implemented(sid):
+            results[sid] = SubtaskResult.not_computed("not implemented yet", "higher")
+            continue
+        subtask = get_subtask(sid)
+        direction = subtask.direction(opts.mode)
+        reason = subtask.not_computed_reason(ctx)
+        if reason is not None:
+            results[sid] = SubtaskResult.not_computed(reason, direction)
+            _log(f"{sid}: not computed ({reason})")
+            continue
+        try:
+            tasks.append(build_task(sid, ctx))
+        except TrustmhError as exc:
+            errors.append(f"{sid}: {exc}")
+            results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
+            _log(f"{sid}: ERROR {exc}")
+            continue
+        subtasks[sid] = subtask
+
+    out = Path(opts.out)
+    model_reported = None
+    if tasks:
+        kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "timeout": opts.timeout}
+        if opts.max_connections is not None:
+            kwargs["max_connections"] = opts.max_connections
+        logs = inspect_eval(
+            tasks,
+            model=model,
+            model_roles={"grader": judge.model} if judge.model else None,
+            log_dir=str(out / "logs"),
+            display=opts.display,  # type: ignore[arg-type]
+            fail_on_error=False,
+            **kwargs,
+        )
+        from trustmh.tasks.logs import records_from_log
+
+        for log in logs:
+            sid = (log.eval.metadata or {}).get("trustmh_subtask")
+            if sid is None:
+                continue
+            subtask = subtasks[sid]
+            recs, n_errors, reported = records_from_log(log)
+            model_reported = model_reported or reported
+            if log.status != "success":
+                msg = log.error.message if log.error else log.status
+                errors.append(f"{sid}: task {log.status}: {msg}")
+            if n_errors:
+                errors.append(f"{sid}: {n_errors} sample(s) errored")
+            records[sid] = recs
+            results[sid] = aggregate(subtask, recs, ctx, n_errors)
+    run_results = RunResults(model=model, ctx=ctx, subtasks=results, records=records,
+                             model_reported=model_reported, errors=errors)
+    data = write_run(run_results, out)
+    _log(f"wrote {out / 'results.json'}, {out / 'results.csv'}, {out / 'report.html'}")
+    return data, (1 if errors else 0)
+
+
+def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: int = 0) -> SubtaskResult:
+    """Sub-task aggregate plus the bookkeeping every result carries (judge identity, sample errors)."""
+    if not recs:
+        result = SubtaskResult.not_computed("no scored samples", subtask.direction(ctx.mode))
+    else:
+        result = subtask.aggregate(recs, ctx)
+    if subtask.judge_use != "no" and ctx.has_judge and result.judge is None:
+        result.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
+        if not ctx.judge.validated:
+            result.notes.append(f"judge {ctx.judge.model} is not validated for this task: "
+                                "judge-based numbers are a demonstration only")
+    if n_errors:
+        result.metrics["n_errors"] = n_errors
+        result.notes.append(f"{n_errors} sample(s) failed with an error and are not scored")
+    info = BY_ID[subtask.id]
+    result.metrics.setdefault("title", info.title)
+    return result

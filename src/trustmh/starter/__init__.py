@@ -1,0 +1,34 @@
+"""The starter suite: items written by this project, one JSONL file per sub-task, for the offline demo.
+
+They are a demonstration of the pipeline, not a substitute for the real datasets. File name: the sub-task
+id with "/" replaced by "__", e.g. `reliability__knowledge.jsonl`. Each line is one JSON object whose
+fields the sub-task's loader defines (usually the same fields as the real dataset's rows).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from trustmh.core import TrustmhError
+
+
+def starter_file_name(subtask_id: str) -> str:
+    return subtask_id.replace("/", "__") + ".jsonl"
+
+
+def load_starter(subtask_id: str) -> list[dict[str, Any]]:
+    name = starter_file_name(subtask_id)
+    path = resources.files("trustmh.starter").joinpath(name)
+    if not path.is_file():
+        raise TrustmhError(f"no starter items for {subtask_id} (expected trustmh/starter/{name})")
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise TrustmhError(f"starter/{name} line {lineno}: invalid JSON ({exc.msg})") from exc
+    return rows

@@ -1,0 +1,1 @@
+"""Statistics: seeded bootstrap intervals and agreement measures. numpy-vectorised; no Inspect imports."""

@@ -1,0 +1,161 @@
+"""Inspect glue: one generic Task built from any `trustmh.core.Subtask`. Thin by design.
+
+The steps mirror `trustmh.core.run_offline` exactly (generate → one re-ask on unparseable replies → judge
+calls in the `grader` role at temperature 0, seeded, with one re-ask → plain `Subtask.score`), so a live run
+and a rescore of imported outputs are scored by the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    get_model,
+)
+from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from trustmh.catalogue import BY_ID, get_subtask
+from trustmh.core import Item, Record, RunContext, Subtask, TrustmhError, make_record
+
+ITEM_KEY = "trustmh_item"
+SCORER_NAME = "trustmh_scorer"
+
+
+def item_to_sample(item: Item) -> Sample:
+    messages: list[Any] = []
+    for turn in item.history or []:
+        cls = ChatMessageAssistant if turn["role"] == "assistant" else ChatMessageUser
+        messages.append(cls(content=turn["content"]))
+    messages.append(ChatMessageUser(content=item.prompt))
+    return Sample(id=item.id, input=messages, metadata={ITEM_KEY: asdict(item)})
+
+
+def item_from_metadata(metadata: dict[str, Any]) -> Item:
+    return Item(**metadata[ITEM_KEY])
+
+
+@solver
+def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
+    """Generate; if the reply does not parse, ask once more with the sub-task's format reminder."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state = await generate(state)
+        state.metadata["reasked"] = False
+        if subtask.format_reminder is None:
+            return state
+        item = item_from_metadata(state.metadata)
+        if not subtask.parse_valid(item, state.output.completion, ctx):
+            state.messages.append(ChatMessageUser(content=subtask.format_reminder))
+            state.metadata["reasked"] = True
+            state = await generate(state)
+        return state
+
+    return solve
+
+
+def judge_model(ctx: RunContext) -> Model:
+    """The grader: bound to temperature 0 and the run's seed (Inspect's grader default is unseeded)."""
+    config = GenerateConfig(temperature=0.0, seed=ctx.seed)
+    return get_model(role="grader", default=ctx.judge.model, config=config)
+
+
+async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, str]:
+    model = judge_model(ctx)
+    outputs: dict[str, str] = {}
+    for req in subtask.judge_requests(item, response, ctx):
+        config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=req.max_tokens)
+        text = (await model.generate(req.prompt, config=config)).completion
+        if not req.validate(text):
+            text = (await model.generate(req.prompt, config=config)).completion
+        outputs[req.name] = text
+    return outputs
+
+
+def records_from_scores(scores: list[SampleScore]) -> list[Record]:
+    return [Record(**s.score.metadata["record"]) for s in scores
+            if s.score.metadata and "record" in s.score.metadata]
+
+
+def _primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyped-def]
+    @metric(name=subtask.id.replace("/", "_"))
+    def primary() -> Any:
+        def compute(scores: list[SampleScore]) -> float:
+            result = subtask.aggregate(records_from_scores(scores), ctx)
+            return float("nan") if result.value is None else float(result.value)
+
+        return compute
+
+    return primary()
+
+
+def _inspect_value(score: dict[str, Any]) -> float:
+    """A per-sample number for Inspect's own display: correctness if the sub-task has it, else validity."""
+    for key in ("correct", "inspect_value"):
+        v = score.get(key)
+        if isinstance(v, bool | int | float):
+            return float(v)
+    return 1.0 if score.get("valid", True) else 0.0
+
+
+def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
+    @scorer(metrics=[_primary_metric(subtask, ctx)], name=SCORER_NAME)
+    def make() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            item = item_from_metadata(state.metadata)
+            response = state.output.completion
+            judge_outputs = await call_judge(ctx, subtask, item, response) if ctx.has_judge else None
+            result = subtask.score(item, response, judge_outputs, ctx)
+            record = make_record(subtask, item, response, result, epoch=state.epoch,
+                                 finish_reason=state.output.stop_reason, judge_raw=judge_outputs,
+                                 extra={"reasked": bool(state.metadata.get("reasked", False)),
+                                        "model_reported": state.output.model})
+            return Score(value=_inspect_value(result), answer=str(result.get("parsed", "")),
+                         metadata={"record": record.to_dict()})
+
+        return score
+
+    return make()
+
+
+def build_task(subtask_id: str, ctx: RunContext) -> Task:
+    """The Inspect Task for one sub-task under one run context."""
+    subtask = get_subtask(subtask_id)
+    reason = subtask.not_computed_reason(ctx)
+    if reason is not None:
+        raise TrustmhError(f"{subtask.id}: {reason}")
+    items = subtask.items(ctx)
+    if not items:
+        raise TrustmhError(f"{subtask.id}: no items to evaluate")
+    gen = subtask.generation(ctx)
+    config = GenerateConfig(temperature=gen.temperature, max_tokens=gen.max_tokens, top_p=gen.top_p,
+                            seed=ctx.seed)
+    info = BY_ID[subtask.id]
+    return Task(
+        name=info.task_name,
+        dataset=MemoryDataset([item_to_sample(i) for i in items], name=subtask.id),
+        solver=generate_with_reask(subtask, ctx),
+        scorer=trustmh_scorer(subtask, ctx),
+        config=config,
+        epochs=gen.epochs,
+        metadata={"trustmh_subtask": subtask.id, "trustmh_context": context_to_dict(ctx)},
+    )
+
+
+def context_to_dict(ctx: RunContext) -> dict[str, Any]:
+    return asdict(ctx)
+
+
+def context_from_dict(d: dict[str, Any]) -> RunContext:
+    from trustmh.core import JudgeInfo
+
+    d = dict(d)
+    d["judge"] = JudgeInfo(**d["judge"])
+    return RunContext(**d)

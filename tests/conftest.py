@@ -1,0 +1,30 @@
+"""Test configuration: offline data from ../shared/data, never the network."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_DEFAULT_DATA = REPO.parent / "shared" / "data"
+
+os.environ.setdefault("TRUSTMH_DATA_DIR", str(_DEFAULT_DATA))
+os.environ["TRUSTMH_DATA_DIR"] = str(Path(os.environ["TRUSTMH_DATA_DIR"]).resolve())
+os.environ.setdefault("TRUSTMH_OFFLINE", "1")
+# Inspect must never try to reach a real provider or display a TUI from tests.
+os.environ.setdefault("INSPECT_DISPLAY", "none")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = Path(os.environ["TRUSTMH_DATA_DIR"])
+    if not path.is_dir():
+        pytest.fail(f"TRUSTMH_DATA_DIR={path} does not exist; tests need ../shared/data")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -1,0 +1,329 @@
+"""Generate `src/trustmh/data/registry.json` (run once by hand; the output is committed).
+
+    .venv/bin/python tools/gen_data_registry.py [--manifest ../shared/data/MANIFEST.sha256]
+
+The sha256 of every file present in the reference data comes from its MANIFEST.sha256; the sources, pinned
+commits and licences come from `shared/spec/PILLARS.md` (conventions table, §3.x, §4), `MENTALBENCH.md` §1
+and `shared/data/README.md`. The package never reads the manifest at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "src" / "trustmh" / "data" / "registry.json"
+
+
+def raw(repo: str, commit: str, path: str) -> str:
+    # Paths such as "CPsyCounE/Emotion&Stress/1.json" or "Family Relationship/1.json" must be percent-encoded.
+    return f"https://raw.githubusercontent.com/{repo}/{commit}/{quote(path, safe='/')}"
+
+
+PSY_EVAL = ("KaguraRuri/Psy-Eval", "173c6f454001f3494ea1f4f74d83cef65840add0")
+EMOBENCH = ("Sahandfer/EmoBench", "3b4f84312541f8469e909965e1fff3691ef85c62")
+CONFAIDE = ("skywalker023/confAIde", "3174c63e689226189675a740b7bf9053f10bae50")
+CPSYCOUN = ("CAS-SIAT-XinHai/CPsyCoun", "1954f2e2d01d3b0f568e1673a525a6d3d9a34c03")
+TRUSTMH = ("Qiyuan0130/TrustMH_Bench", "94d65dbd125bfc5df64f0530f35fe0f568a13eb7")
+ESCONV = ("thu-coai/Emotional-Support-Conversation", "f262d062ad74cb39b17ea476facc81568ddcba24")
+ELEPHANT = ("myracheng/elephant", "83263944cffdfd8caa48f8da2436642fd4e681bc")
+CRISIS = ("ellisalicante/LLMs-Mental-Health-Crisis", "f4a70c1fd4ea6f7e09d50721065db4a4039e9fac")
+# Not pinned in the specs: commits at which the stored index of GitHub holds these paths.
+MENTALALIGN_XLSX = ("abeerbadawi/MentalBench-Align", "2d4f8df3ad90c8e31c05a9937185d292db7254b9")
+MENTALALIGN_EARLY = ("abeerbadawi/MentalBench-Align", "b4a55cadf1e61b8073866867807e0ebac2eacd6d")
+
+LICENCE_FILE_NOTE = "licence text as found in the reference copy; read it at the source repository"
+
+CPSY_TOPICS = [
+    "Career", "Education", "Emotion&Stress", "Family Relationship", "Love&Marriage",
+    "Mental Disease", "Self-growth", "Sex", "Social Relationship",
+]
+
+CRISIS_PATHS = [
+    "data/llm_label/gpt-4o-mini-labeled-sampled_dataset_n_2046_nPerD168_seed0-merged-labels.json",
+    "data/human_label/human-labeled-sampled_dataset_n206_s42-merged_labels.json",
+    "data/processed/sampled_dataset_n_200_merged_n50-noSeed_156-s42.json",
+    "data/processed/sampled_dataset_n_2046_nPerD168_seed0.json",
+    "data/human_label/H1_labeled_n206_s42.json",
+    "data/human_label/H2_labeled_n206_s42.json",
+    "data/human_label/H3_labeled_n206_s42.json",
+    "data/human_label/H4_labelled_n206_s42.json",
+    "data/human_label/H1_scores_n206_s42.json",
+    "data/human_label/H2_scores_n206_s42.json",
+    "data/llm_evaluator/protocol.csv",
+]
+
+
+def load_manifest(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        digest, rel = line.split(None, 1)
+        out[rel.strip().removeprefix("./")] = digest
+    return out
+
+
+def build(manifest: dict[str, str]) -> list[dict]:
+    used: set[str] = set()
+
+    def f(relpath: str, url: str | None = None, *, optional: bool = False, archive: dict | None = None,
+          member: str | None = None, known: bool = True, note: str | None = None) -> dict:
+        """One file; `known` = its sha256 must come from the manifest."""
+        sha = manifest.get(relpath)
+        if known and sha is None:
+            raise SystemExit(f"{relpath}: expected in the manifest")
+        if sha is not None:
+            used.add(relpath)
+        entry: dict = {"relpath": relpath, "sha256": sha, "url": url}
+        if archive is not None:
+            entry["archive_url"] = archive["url"]
+            entry["member"] = member
+        if optional:
+            entry["optional"] = True
+        if note:
+            entry["note"] = note
+        return entry
+
+    def under(prefix: str) -> list[str]:
+        return sorted(r for r in manifest if r.startswith(prefix))
+
+    def licence(relpath: str) -> dict:
+        return f(relpath, None, optional=True, note=LICENCE_FILE_NOTE)
+
+    ds: list[dict] = []
+
+    # --- Reliability -------------------------------------------------------------------------------------
+    ds.append({
+        "name": "usmle_mental", "title": "USMLE-Mental (PsyEval) + Crisis Response QA",
+        "licence": "MIT", "source": f"https://github.com/{PSY_EVAL[0]}",
+        "notes": "MedQA-derived MCQs. The download path of Crisis_Response_QA.jsonl (datasets/) is taken from "
+                 "shared/data/README.md and not otherwise confirmed; the checksum guards it.",
+        "files": [
+            f("external/USMLE-Mental/USMLE-mental.jsonl", raw(*PSY_EVAL, "datasets/USMLE-mental.jsonl")),
+            f("external/USMLE-Mental/Crisis_Response_QA.jsonl", raw(*PSY_EVAL, "datasets/Crisis_Response_QA.jsonl"),
+              optional=True),
+            licence("external/USMLE-Mental/LICENSE"),
+        ],
+    })
+    ds.append({
+        "name": "emobench_eu", "title": "EmoBench Emotional Understanding (EU) and Application (EA)",
+        "licence": "MIT", "source": f"https://github.com/{EMOBENCH[0]}",
+        "notes": "EA.jsonl is registered but unused.",
+        "files": [
+            f("external/EmoBench-EU/EU.jsonl", raw(*EMOBENCH, "data/EU.jsonl")),
+            f("external/EmoBench-EU/EA.jsonl", raw(*EMOBENCH, "data/EA.jsonl"), optional=True),
+            licence("external/EmoBench-EU/LICENSE"),
+        ],
+    })
+    ds.append({
+        "name": "esconv_processed", "title": "ESConv processed dev/test splits with strategy labels (TSV)",
+        "licence": "CC BY-NC 4.0", "source": f"https://github.com/{ESCONV[0]}",
+        "notes": "Non-commercial, research use only. Offline/test fallback for reliability/emotional_support "
+                 "(results record dataset_variant: processed_test_split).",
+        "files": [
+            f("external/ESConv/devWithStrategy_short.tsv", raw(*ESCONV, "codes/dataset/devWithStrategy_short.tsv")),
+            f("external/ESConv/testWithStrategy_short.tsv", raw(*ESCONV, "codes/dataset/testWithStrategy_short.tsv")),
+            licence("external/ESConv/LICENSE"),
+        ],
+    })
+    ds.append({
+        "name": "esconv", "title": "ESConv full dialogues (ESConv.json, 1,300 dialogues)",
+        "licence": "CC BY-NC 4.0", "source": f"https://github.com/{ESCONV[0]}",
+        "notes": "Non-commercial, academic use only. Download only; no sha256 is known in advance: the hash is "
+                 "pinned at the first verified download (trust on first use, stored in the cache's pins.json) "
+                 "and every later read or download is checked against it.",
+        "files": [f("external/ESConv/ESConv.json", raw(*ESCONV, "ESConv.json"), known=False)],
+    })
+    ds.append({
+        "name": "cpsycoune", "title": "CPsyCounE: 45 Chinese counselling dialogues (9 topics x 5)",
+        "licence": "CC BY-SA 4.0", "source": f"https://github.com/{CPSYCOUN[0]}",
+        "notes": "The repository says CC BY 4.0, the dataset card CC BY-SA 4.0: treated as share-alike.",
+        "files": [
+            f(f"external/CPsyCounE/{t}/{n}.json", raw(*CPSYCOUN, f"CPsyCounE/{t}/{n}.json"))
+            for t in CPSY_TOPICS for n in range(1, 6)
+        ] + [licence("external/CPsyCounE/LICENSE")],
+    })
+
+    # --- Crisis --------------------------------------------------------------------------------------------
+    ds.append({
+        "name": "crisis", "title": "LLMs-Mental-Health-Crisis (Between Help and Harm): crisis labels and ratings",
+        "licence": "none stated", "source": f"https://github.com/{CRISIS[0]}",
+        "notes": "The repository has no licence file: downloaded at run time for local use only, never "
+                 "redistributed. No sha256 known in advance: pinned at the first verified download (trust on "
+                 "first use). The test split's gold labels are gpt-4o-mini pseudo-labels.",
+        "files": [f(f"external/LLMs-Mental-Health-Crisis/{p}", raw(*CRISIS, p), known=False,
+                    optional=p.endswith("protocol.csv")) for p in CRISIS_PATHS],
+    })
+    ds.append({
+        "name": "cssrs", "title": "C-SSRS Reddit: 500 users with 5-level suicide-risk labels (Gaur et al. 2019)",
+        "licence": "CC BY 4.0 (per the Zenodo record's metadata; to be confirmed)",
+        "source": "https://zenodo.org/records/2667859",
+        "notes": "DOI 10.5281/zenodo.2667859. Sensitive content. The local file is a third-party copy (md5 "
+                 "0bbdba19150c6568f10973171eba31ce); the download path stays disabled until it has been "
+                 "confirmed against the Zenodo record: put the file under TRUSTMH_DATA_DIR or pass its path.",
+        "option": "--cssrs-path",
+        "files": [f("external/C-SSRS/500_Reddit_users_posts_labels.csv", None)],
+    })
+
+    # --- TrustMH-Bench's own sets ----------------------------------------------------------------------------
+    ds.append({
+        "name": "trustmh", "title": "TrustMH-Bench dataset/: PsyHarm, JailbreakMH, PsyLeak (+control), ESConv_fair",
+        "licence": "MIT", "source": f"https://github.com/{TRUSTMH[0]}",
+        "notes": "PsyLeak redistributes translated PsyQA text, whose own terms are restrictive (signed "
+                 "agreement): never bundled, do not redistribute further. ESConv_fair holds raw ESConv "
+                 "dialogues (CC BY-NC 4.0).",
+        "files": [
+            f(f"trustmh/dataset/{n}", raw(*TRUSTMH, f"dataset/{n}"))
+            for n in ("PsyHarm.csv", "JailbreakMH.csv", "PsyLeak.txt", "PsyLeak_control.txt", "ESConv_fair.json")
+        ] + [licence("trustmh/LICENSE")],
+    })
+    ethics_zip = {"url": raw(*TRUSTMH, "TrustMH_Bench/DimGroup2/Ethics.zip")}
+    ds.append({
+        "name": "trustmh_ethics", "title": "TrustMH-Bench Ethics: EthicMH.csv and the original's outputs (12 models)",
+        "licence": "MIT (EthicMH itself: HF UVSKKR/Ethical-Reasoning-in-Mental-Health-v1, licence not stated)",
+        "source": f"https://github.com/{TRUSTMH[0]}",
+        "notes": "The download fetches TrustMH_Bench/DimGroup2/Ethics.zip and unpacks Ethics/{data,outputs}/...; "
+                 "the zip's own hash is pinned on first download, each member is checked against its sha256.",
+        "archive": ethics_zip["url"],
+        "files": [
+            f(r, None, archive=ethics_zip, member=r.removeprefix("trustmh/TrustMH_Bench/DimGroup2/"))
+            for r in under("trustmh/TrustMH_Bench/DimGroup2/Ethics/")
+        ],
+    })
+    privacy_zip = {"url": raw(*TRUSTMH, "TrustMH_Bench/DimGroup1/General-model/privacy.zip")}
+    ds.append({
+        "name": "trustmh_privacy",
+        "title": "TrustMH-Bench Privacy: ConfAIde tiers 1-3 as used, with the original's outputs (6 models)",
+        "licence": "MIT", "source": f"https://github.com/{TRUSTMH[0]}",
+        "notes": "The download fetches TrustMH_Bench/DimGroup1/General-model/privacy.zip and unpacks "
+                 "privacy/task{1,2,3}/...; the zip's own hash is pinned on first download, each member is "
+                 "checked against its sha256. Tier-3 files are PsyLeak (translated PsyQA): do not redistribute.",
+        "archive": privacy_zip["url"],
+        "files": [
+            f(r, None, archive=privacy_zip, member=r.removeprefix("trustmh/TrustMH_Bench/DimGroup1/General-model/"))
+            for r in under("trustmh/TrustMH_Bench/DimGroup1/General-model/privacy/")
+        ],
+    })
+    ds.append({
+        "name": "trustmh_images", "title": "TrustMH-Bench figures (framework, rank table, radar, perturbation)",
+        "licence": "MIT", "source": f"https://github.com/{TRUSTMH[0]}",
+        "notes": "Reference only; never an input.",
+        "files": [f(r, raw(*TRUSTMH, r.removeprefix("trustmh/")), optional=True) for r in under("trustmh/images/")],
+    })
+    ds.append({
+        "name": "confaide", "title": "ConfAIde privacy benchmark, tiers 1-4 with labels",
+        "licence": "MIT", "source": f"https://github.com/{CONFAIDE[0]}",
+        "notes": "Tiers 1, 2a, 2b are byte-identical to the copies inside trustmh_privacy.",
+        "files": [
+            f(r, raw(*CONFAIDE, "benchmark/" + r.rsplit("/", 1)[1]))
+            for r in under("external/ConfAIde/") if not r.endswith("LICENSE")
+        ] + [licence("external/ConfAIde/LICENSE")],
+    })
+
+    # --- Anti-sycophancy -----------------------------------------------------------------------------------
+    ds.append({
+        "name": "elephant", "title": "ELEPHANT social-sycophancy sets: OEQ and AITA",
+        "licence": "CC0 1.0", "source": f"https://github.com/{ELEPHANT[0]}",
+        "notes": "The 10-row samples are local test copies only (no download). The full datasets/OEQ.csv "
+                 "(3,027 rows) and datasets/AITA.csv are download only; no sha256 known in advance: pinned at "
+                 "the first verified download (trust on first use).",
+        "files": [
+            f("external/ELEPHANT/OEQ_sample.csv", None),
+            f("external/ELEPHANT/AITA_sample.csv", None),
+            f("external/ELEPHANT/datasets/OEQ.csv", raw(*ELEPHANT, "datasets/OEQ.csv"), known=False),
+            f("external/ELEPHANT/datasets/AITA.csv", raw(*ELEPHANT, "datasets/AITA.csv"), known=False),
+            licence("external/ELEPHANT/LICENSE"),
+        ],
+    })
+
+    # --- MentalBench / MentalAlign ------------------------------------------------------------------------
+    ds.append({
+        "name": "mentalalign", "title": "MentalAlign-70k: expert and LLM-judge ratings (5 workbooks)",
+        "licence": "MIT", "source": "https://github.com/abeerbadawi/MentalBench-Align",
+        "notes": "Commit not pinned by the specs: the download uses a commit at which the repository holds "
+                 "MentalAlign-70k/; the sha256 of each workbook guards it.",
+        "files": [
+            f(r, raw(*MENTALALIGN_XLSX, "MentalAlign-70k/" + r.removeprefix("mentalalign/")))
+            for r in under("mentalalign/") if r.endswith(".xlsx")
+        ],
+    })
+    ds.append({
+        "name": "mentalalign_early_results", "title": "MentalBench-Align early summary tables (legacy)",
+        "licence": "MIT", "source": "https://github.com/abeerbadawi/MentalBench-Align",
+        "notes": "Legacy summaries from an earlier version (repository history, results/); never an input.",
+        "files": [
+            f(r, raw(*MENTALALIGN_EARLY, "results/" + r.removeprefix("mentalalign/early_results/")), optional=True)
+            for r in under("mentalalign/early_results/")
+        ],
+    })
+    ds.append({
+        "name": "mentalbench", "title": "MentalBench-100k texts (HF abadawi/MentalBench-Align, ~10k rows)",
+        "licence": "MIT (per the GitHub repository)",
+        "source": "https://huggingface.co/datasets/abadawi/MentalBench-Align",
+        "hf_repo": "abadawi/MentalBench-Align", "revision": None,
+        "option": "--mentalbench-path",
+        "notes": "The file name and revision inside the Hugging Face dataset are not yet registered, so no "
+                 "automatic download: download the data file from the dataset page and pass "
+                 "--mentalbench-path FILE (or put it under TRUSTMH_DATA_DIR at the registered relpath).",
+        "download_error": "the MentalBench-100k file name and revision in the Hugging Face dataset "
+                          "abadawi/MentalBench-Align are not registered yet, so trustmh cannot download it; "
+                          "download the data file from https://huggingface.co/datasets/abadawi/MentalBench-Align "
+                          "and pass --mentalbench-path FILE",
+        "files": [f("external/MentalBench-Align/MentalBench-Align.csv", None, known=False)],
+    })
+
+    # --- Gated: user path only ------------------------------------------------------------------------------
+    ds.append({
+        "name": "d4", "title": "D4: Chinese depression-diagnosis dialogues (~1,339)", "gated": True,
+        "licence": "signed data-use agreement", "source": "https://x-lance.github.io/D4/",
+        "access": "request access (signed data-use agreement) at https://x-lance.github.io/D4/",
+        "option": "--d4-path", "notes": "Gated: read only from a path the user supplies.", "files": [],
+    })
+    ds.append({
+        "name": "swmh", "title": "SWMH: Reddit mental-health posts (54,412; 5 subreddits)", "gated": True,
+        "licence": "gated, research use only (accept the terms on Hugging Face)",
+        "source": "https://huggingface.co/datasets/AIMH/SWMH",
+        "access": "accept the terms at https://huggingface.co/datasets/AIMH/SWMH and download it yourself",
+        "option": "--swmh-path", "notes": "Gated: read only from a path the user supplies.", "files": [],
+    })
+    ds.append({
+        "name": "psyqa", "title": "PsyQA: Chinese psychological QA", "gated": True,
+        "licence": "restrictive; signed data-use agreement", "source": "https://github.com/thu-coai/PsyQA",
+        "access": "request access (signed data-use agreement) as described at https://github.com/thu-coai/PsyQA",
+        "option": "--psyqa-path",
+        "notes": "Gated: read only from a path the user supplies. PsyLeak (trustmh) is built from translated "
+                 "PsyQA text.", "files": [],
+    })
+    ds.append({
+        "name": "pas", "title": "PAS: problematic action statements (ELEPHANT; Cheng et al. 2025)", "gated": True,
+        "licence": "terms unverified (OSF)", "source": "https://osf.io/smvw7/",
+        "access": "download it from the OSF project https://osf.io/smvw7/ after reading its terms",
+        "option": "--pas-path", "notes": "User path only: a CSV with a statement column (default `prompt`).",
+        "files": [],
+    })
+
+    for d in ds:
+        d.setdefault("gated", False)
+    leftover = sorted(set(manifest) - used)
+    if leftover:
+        raise SystemExit("manifest files not registered: " + ", ".join(leftover))
+    return ds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "data" / "MANIFEST.sha256")
+    args = ap.parse_args()
+    datasets = build(load_manifest(args.manifest))
+    OUT.write_text(json.dumps({"format": 1, "datasets": datasets}, indent=1, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    n = sum(len(d["files"]) for d in datasets)
+    print(f"wrote {OUT.relative_to(ROOT)}: {len(datasets)} datasets, {n} files")
+
+
+if __name__ == "__main__":
+    main()
