@@ -92,8 +92,16 @@ SUBTASKS: tuple[SubtaskInfo, ...] = (
                 _same(0.25, 1.0)),
 )
 
-BY_ID: dict[str, SubtaskInfo] = {s.id: s for s in SUBTASKS}
-BY_TASK_NAME: dict[str, SubtaskInfo] = {s.task_name: s for s in SUBTASKS}
+# Suites other than TrustMH-Bench: their tasks are not part of any pillar.
+SUITE_TASKS: dict[str, tuple[SubtaskInfo, ...]] = {
+    "mentalbench": (
+        SubtaskInfo("mentalbench/generation", "mentalbench",
+                    "MentalBench: counselling replies judged on 7 attributes", _same(1.0, 5.0)),
+    ),
+}
+ALL_TASKS: tuple[SubtaskInfo, ...] = SUBTASKS + tuple(t for ts in SUITE_TASKS.values() for t in ts)
+BY_ID: dict[str, SubtaskInfo] = {s.id: s for s in ALL_TASKS}
+BY_TASK_NAME: dict[str, SubtaskInfo] = {s.task_name: s for s in ALL_TASKS}
 
 # id -> "module:Class". A sub-task whose module or class does not exist yet is listed as not implemented.
 IMPLEMENTATIONS: dict[str, str] = {
@@ -117,6 +125,7 @@ IMPLEMENTATIONS: dict[str, str] = {
     "sycophancy/aita_yta": "trustmh.subtasks.sycophancy:AitaYta",
     "sycophancy/pas": "trustmh.subtasks.sycophancy:ProblematicActions",
     "ethics/ethical_reasoning": "trustmh.subtasks.ethics:EthicalReasoning",
+    "mentalbench/generation": "trustmh.subtasks.mentalbench:MentalBenchGeneration",
 }
 
 
@@ -154,8 +163,13 @@ def get_subtask(subtask_id: str) -> Subtask:
     return cls()
 
 
-def select(pillars: list[str] | None, subtasks: list[str] | None, mode: Mode) -> list[SubtaskInfo]:
+def select(pillars: list[str] | None, subtasks: list[str] | None, mode: Mode,
+           suite: str = "trustmh") -> list[SubtaskInfo]:
     """The sub-tasks a run covers, in catalogue order, with clear errors for unknown names."""
+    if suite in SUITE_TASKS:
+        if pillars:
+            raise TrustmhError(f"--pillars does not apply to the {suite} suite")
+        return list(SUITE_TASKS[suite])
     chosen = subtasks_for_mode(mode)
     if pillars:
         unknown = [p for p in pillars if p not in PILLARS]

@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
     run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
     run.add_argument("--limit", type=int, help="items per sub-task (faithful: head; default: seeded sample)")
-    run.add_argument("--judge", help="judge model (Inspect `grader` role; temperature 0, seeded)")
+    run.add_argument("--judge", action="append", default=[],
+                     help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
+                     "ensemble where the suite supports one (mentalbench)")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
@@ -77,11 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from trustmh.run import RunOptions, run
 
+    options = dict(args.option)
+    if len(args.judge) > 1:
+        options["judges"] = list(args.judge)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, judge=args.judge, no_judge=args.no_judge,
+                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=dict(args.option))
+                      display=args.display, n_boot=args.n_boot, options=options)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

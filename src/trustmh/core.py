@@ -60,6 +60,8 @@ class JudgeRequest:
     prompt: str
     validate: Callable[[str], bool]
     max_tokens: int = 1024
+    # None = the run's judge (Inspect `grader` role); a model string = that judge (ensembles).
+    model: str | None = None
 
 
 @dataclass

@@ -24,12 +24,13 @@ BUNDLED_MODEL = "gguf/smollm2"
 
 @dataclass
 class RunOptions:
-    model: str | None = None
+    # A model string, or an Inspect `Model` object (tests pass canned models this way).
+    model: Any = None
     suite: str | None = None
     pillars: list[str] | None = None
     subtasks: list[str] | None = None
     limit: int | None = None
-    judge: str | None = None
+    judge: Any = None
     no_judge: bool = False
     judge_validated: bool = False
     mode: Mode = "default"
@@ -43,16 +44,21 @@ class RunOptions:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+def model_label(model: Any) -> str:
+    return model if isinstance(model, str) else str(model)
+
+
 def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
     """The embedded default: no --model means the bundled model, the starter suite and the bundled model
     as an unvalidated demo judge."""
-    model = opts.model or BUNDLED_MODEL
+    model = model_label(opts.model or BUNDLED_MODEL)
     bundled = model == BUNDLED_MODEL
     suite = opts.suite or ("starter" if bundled else "trustmh")
     if opts.no_judge:
         judge = JudgeInfo(model=None, validated=False, seed=opts.seed)
     elif opts.judge:
-        judge = JudgeInfo(model=opts.judge, validated=opts.judge_validated and opts.judge != BUNDLED_MODEL,
+        label = model_label(opts.judge)
+        judge = JudgeInfo(model=label, validated=opts.judge_validated and label != BUNDLED_MODEL,
                           seed=opts.seed)
     elif bundled:
         judge = JudgeInfo(model=BUNDLED_MODEL, validated=False, seed=opts.seed)
@@ -74,7 +80,7 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     model, suite, judge = resolve_defaults(opts)
     ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=opts.limit, judge=judge,
                      options=dict(opts.options), n_boot=opts.n_boot)
-    chosen = select(opts.pillars, opts.subtasks, opts.mode)
+    chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
@@ -112,10 +118,11 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "timeout": opts.timeout}
         if opts.max_connections is not None:
             kwargs["max_connections"] = opts.max_connections
+        grader = opts.judge if (opts.judge is not None and not opts.no_judge) else judge.model
         logs = inspect_eval(
             tasks,
-            model=model,
-            model_roles={"grader": judge.model} if judge.model else None,
+            model=opts.model or model,
+            model_roles={"grader": grader} if judge.model else None,
             log_dir=str(out / "logs"),
             display=opts.display,  # type: ignore[arg-type]
             fail_on_error=False,

@@ -7,14 +7,14 @@ Every rendered prompt can be traced to its template by `template_sha256(name)`.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from string import Template
 
 from trustmh.core import TrustmhError
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_template(name: str) -> str:
     path = resources.files("trustmh.prompts").joinpath(f"{name}.txt")
     if not path.is_file():

@@ -19,7 +19,7 @@ from inspect_ai.model import (
     Model,
     get_model,
 )
-from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from trustmh.catalogue import BY_ID, get_subtask
@@ -68,10 +68,11 @@ def judge_model(ctx: RunContext) -> Model:
 
 
 async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, str]:
-    model = judge_model(ctx)
+    default = judge_model(ctx)
     outputs: dict[str, str] = {}
     for req in subtask.judge_requests(item, response, ctx):
         config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=req.max_tokens)
+        model = default if req.model is None else get_model(req.model, config=config)
         text = (await model.generate(req.prompt, config=config)).completion
         if not req.validate(text):
             text = (await model.generate(req.prompt, config=config)).completion

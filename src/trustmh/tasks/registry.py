@@ -11,7 +11,7 @@ from typing import Any
 
 from inspect_ai import Task, task
 
-from trustmh.catalogue import SUBTASKS, SubtaskInfo
+from trustmh.catalogue import ALL_TASKS, SubtaskInfo
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.tasks import build_task
 
@@ -30,5 +30,5 @@ def _make(info: SubtaskInfo) -> Callable[..., Task]:
     return task(name=info.task_name)(subtask_task)
 
 
-TASKS: dict[str, Callable[..., Task]] = {info.task_name: _make(info) for info in SUBTASKS}
+TASKS: dict[str, Callable[..., Task]] = {info.task_name: _make(info) for info in ALL_TASKS}
 globals().update(TASKS)
