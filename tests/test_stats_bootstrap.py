@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from trustmh.stats import bootstrap as bs
-from trustmh.stats.icc import icc_a1, icc_c1, icc_c1_a1
+from trustmh.stats.icc import faithful_bootstrap, icc_a1, icc_c1, icc_c1_a1
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -97,6 +97,14 @@ def test_vectorised_faithful_bootstrap_equals_the_literal_loop() -> None:
         assert np.array_equal(a[j][keep_a[j]], np.array(A))
         for ours, ref in ((c_lo[j], rc_lo), (c_hi[j], rc_hi), (a_lo[j], ra_lo), (a_hi[j], ra_hi)):
             assert np.array_equal(ours, ref, equal_nan=True)  # bit-equal
+    # The packaged version gives the same, cell by cell.
+    fb = faithful_bootstrap(cells)
+    assert np.array_equal(fb["c1_lo"], c_lo, equal_nan=True) and np.array_equal(fb["a1_hi"], a_hi, equal_nan=True)
+    assert np.array_equal(fb["n_boot_valid_c1"], keep_c.sum(axis=1))
+    assert np.array_equal(fb["n_boot_valid_a1"], keep_a.sum(axis=1))
+    assert np.array_equal(fb["c1_reps"], np.where(keep_c, c, np.nan), equal_nan=True)
+    one = faithful_bootstrap(cells[3])
+    assert one["c1_lo"] == c_lo[3] and one["n_boot_valid_a1"] == keep_a[3].sum()
 
 
 def test_faithful_loop_with_undefined_draws() -> None:
@@ -205,6 +213,16 @@ def test_cluster_bootstrap_vectorised_equals_loop_and_bootstrap_statistic(equal_
     assert lo == pytest.approx(vec.lo, abs=1e-12) and hi == pytest.approx(vec.hi, abs=1e-12)
     m_point, (m_lo, m_hi) = bs.bootstrap_mean(v, list(clusters), seed=3, n_boot=200)
     assert m_lo == pytest.approx(vec.lo, abs=1e-12) and m_hi == pytest.approx(vec.hi, abs=1e-12)
+    # BCa: jackknife leaves out one whole cluster (in order of first appearance).
+    bca = bs.bootstrap(v, lambda s: s.mean(axis=-1), clusters=list(clusters), seed=3, n_boot=200, method="bca")
+    bca_loop = bs.bootstrap(v, lambda s: float(s.mean()), clusters=list(clusters), seed=3, n_boot=200,
+                            method="bca", vectorised=False)
+    order = list(dict.fromkeys(clusters.tolist()))
+    expected_jack = np.array([v[clusters != c].mean() for c in order])
+    assert np.allclose(bca.jackknife, expected_jack, rtol=0, atol=1e-12)
+    assert np.allclose(bca_loop.jackknife, expected_jack, rtol=0, atol=1e-12)
+    assert bca.lo == pytest.approx(bca_loop.lo, abs=1e-12) and bca.hi == pytest.approx(bca_loop.hi, abs=1e-12)
+    assert bca.lo == pytest.approx(bs.bca_ci(vec.point, vec.replicates, expected_jack)[0], abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -221,6 +239,17 @@ def test_bca_equals_scipy_one_sample(seed: int) -> None:
     assert ours_p.lo == pytest.approx(pct.confidence_interval.low, abs=1e-12)
     assert ours_p.hi == pytest.approx(pct.confidence_interval.high, abs=1e-12)
     assert abs(ours.lo - ours_p.lo) > 1e-6  # the test can tell BCa from percentile
+
+
+def test_bca_equals_scipy_with_ties_at_the_point_estimate() -> None:
+    """Median of coarse integers: many replicates equal the point estimate, so z0 depends on counting ties
+    as half (scipy's 'mean' percentile of score)."""
+    x = np.random.default_rng(0).integers(1, 8, size=30).astype(float)
+    ref = stats.bootstrap((x,), np.median, n_resamples=999, method="BCa", rng=np.random.default_rng(4))
+    ours = bs.bootstrap(x, lambda s: np.median(s, axis=-1), seed=4, n_boot=999, method="bca")
+    assert np.mean(ours.replicates == ours.point) > 0.1 and np.isfinite(ours.lo)
+    assert ours.lo == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert ours.hi == pytest.approx(ref.confidence_interval.high, abs=1e-12)
 
 
 def test_bca_equals_scipy_paired_statistic() -> None:
@@ -265,3 +294,20 @@ def test_bootstrap_input_checks() -> None:
         bs.bootstrap(np.arange(3.0), lambda a: a.mean(-1), seed=0, method="basic")
     with pytest.raises(ValueError):
         bs.bootstrap(np.arange(3.0), lambda a: a.mean(-1), seed=0, clusters=[1, 2])
+
+
+def test_batching_changes_nothing() -> None:
+    """Chunked evaluation (explicit `batch`, and the automatic chunks of a large jackknife) gives the same
+    replicates and bounds as one call; with n = 2500 the jackknife runs in several chunks."""
+    rng = np.random.default_rng(21)
+    x = rng.gamma(2.0, size=2500)
+    whole = bs.bootstrap(x, lambda s: s.mean(axis=-1), seed=2, n_boot=400, method="bca", batch=400)
+    chunked = bs.bootstrap(x, lambda s: s.mean(axis=-1), seed=2, n_boot=400, method="bca", batch=37)
+    auto = bs.bootstrap(x, lambda s: s.mean(axis=-1), seed=2, n_boot=400, method="bca")
+    assert np.array_equal(whole.replicates, chunked.replicates)
+    assert np.array_equal(whole.replicates, auto.replicates)
+    assert np.array_equal(whole.jackknife, auto.jackknife) and auto.jackknife.shape == (2500,)
+    assert (whole.lo, whole.hi) == (chunked.lo, chunked.hi) == (auto.lo, auto.hi)
+    ref = stats.bootstrap((x,), np.mean, n_resamples=400, method="BCa", rng=np.random.default_rng(2))
+    assert auto.lo == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert auto.hi == pytest.approx(ref.confidence_interval.high, abs=1e-12)

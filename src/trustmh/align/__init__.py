@@ -23,7 +23,14 @@ import numpy as np
 
 from trustmh.align.default import THRESHOLDS, DefaultConfig, run_default
 from trustmh.align.faithful import CATEGORY_CUTOFFS, NEAR_CUTOFF, build_cells, run_faithful
-from trustmh.align.load import SOURCES, AlignData, load_mentalalign, load_tidy, load_workbooks, normalise_context
+from trustmh.align.load import (
+    SOURCES,
+    AlignData,
+    load_mentalalign,
+    load_tidy,
+    load_workbooks,
+    normalise_context,
+)
 from trustmh.align.parse import ST
 from trustmh.align.tables import ALL_COLUMNS, DQ_COLUMNS, clean_row, data_quality, to_csv
 from trustmh.core import TrustmhError

@@ -2,7 +2,7 @@
 
     trustmh align --mentalalign DIR | --human FILE --judge FILE [--judge FILE ...]
                   [--mode faithful|default] [--seed N] [--out FILE.json] [--sensitivity] [--html FILE]
-                  [--stability-seeds N] [--n-boot N]
+                  [--stability-seeds N] [--n-boot N] [--no-html]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from trustmh.core import TrustmhError
 
 USAGE = ("trustmh align (--mentalalign DIR | --human FILE --judge FILE [--judge FILE ...]) "
          "[--mode faithful|default] [--seed N] [--out FILE.json] [--sensitivity] [--html FILE] "
-         "[--stability-seeds N] [--n-boot N]")
+         "[--stability-seeds N] [--n-boot N] [--no-html]")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
     p.add_argument("--out", metavar="FILE.json", help="write FILE.json, FILE.csv and FILE.html")
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
+    p.add_argument("--no-html", action="store_true", help="do not write the HTML page")
     p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (§4.3 item 9)")
     p.add_argument("--stability-seeds", type=int, default=200, metavar="N",
                    help="label stability over bootstrap seeds 0..N-1 (default 200; 0 = skip)")
@@ -76,11 +77,11 @@ def main(argv: list[str] | None = None) -> int:
                            stability_seeds=args.stability_seeds, sensitivity=args.sensitivity,
                            keep_internals=True)
         if args.out:
-            paths = write_outputs(result, args.out, args.html)
+            paths = write_outputs(result, args.out, args.html, write_html=not args.no_html)
             print(_summary(result))
             print("wrote " + ", ".join(str(p) for p in paths.values()))
         else:
-            if args.html:
+            if args.html and not args.no_html:
                 from trustmh.align.html import render_html
 
                 Path(args.html).write_text(render_html(result), encoding="utf-8")

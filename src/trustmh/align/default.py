@@ -10,6 +10,7 @@
 6. absolute thresholds on the lower bound of response-level ICC(A,1), from a versioned constant;
 7. label stability over seeds; 8. self-preference.
 """
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
 
 from __future__ import annotations
 
@@ -191,7 +192,6 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
     kq_lo, kq_hi = _pct(rkq)
     al_lo, al_hi = _pct(ralpha)
 
-    total6 = resp6.sum(axis=0)  # (cells, 6)
     total_tables = tables.sum(axis=0).reshape(n_cells, 5, 5)
     src_tot = stat6[..., :3].sum(axis=0)  # (S, cells, 3)
     rows: list[dict[str, Any]] = []

@@ -4,6 +4,7 @@ Per cell (judge × attribute): model-level means of the strict scores over the 9
 self-exclusion, ICC(C,1)/ICC(A,1) on that 9 × 2 matrix, the bit-exact legacy bootstrap (§4.2.1, vectorised
 over all cells at once), CI-width categories (§4.2.2) and pooled-pair statistics (§4.2.3).
 """
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
 
 from __future__ import annotations
 

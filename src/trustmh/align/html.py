@@ -2,6 +2,7 @@
 
 Plots are matplotlib (Agg) PNGs inlined as base64; every text taken from the data is escaped.
 """
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.align.load import SOURCES, AlignData
-from trustmh.align.parse import STATUSES, ST
+from trustmh.align.parse import ST, STATUSES
 
 # §4.4 columns, in order; both modes write all of them (None where not applicable).
 CELL_COLUMNS: tuple[str, ...] = (
@@ -100,10 +100,7 @@ def data_quality(data: AlignData, mode: str, pairs_used: dict[str, np.ndarray],
         sf = p.strict_failures().sum(axis=0)
         un = p.unscored().sum(axis=0)
         counts = np.stack([(p.status == ST[s]).sum(axis=(0, 2)) for s in STATUSES])  # (8, S)
-        if mode == "default":
-            both = p.valid & h.valid
-        else:
-            both = np.isfinite(p.strict) & np.isfinite(h.strict)
+        both = (p.valid & h.valid) if mode == "default" else (np.isfinite(p.strict) & np.isfinite(h.strict))
         mis_pairs = (both & mis[:, None, None]).sum(axis=(0, 2)) if drop_misaligned else np.zeros(len(SOURCES))
         for s, src in enumerate(data.sources):
             row: dict[str, Any] = {

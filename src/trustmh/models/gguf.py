@@ -271,13 +271,13 @@ class GGUFModelAPI(ModelAPI):
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_vars: list[str] | None = None,
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig | None = None,
         n_ctx: int | str | None = None,
         n_threads: int | str | None = None,
         extra_bufts: bool | str = False,
         **model_args: Any,
     ) -> None:
-        super().__init__(model_name, base_url, api_key, api_key_vars or [], config)
+        super().__init__(model_name, base_url, api_key, api_key_vars or [], config or GenerateConfig())
         if model_args:
             raise TrustmhError(f"gguf/{model_name}: unknown model args: {', '.join(sorted(model_args))}")
         self.model_path = resolve_model_path(model_name)  # fail early, with a clear message

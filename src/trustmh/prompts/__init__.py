@@ -7,7 +7,7 @@ Every rendered prompt can be traced to its template by `template_sha256(name)`.
 from __future__ import annotations
 
 import hashlib
-from functools import cache, lru_cache
+from functools import cache
 from importlib import resources
 from string import Template
 

@@ -258,16 +258,16 @@ def _rows_of_clusters(clusters: Sequence[object] | None, n_rows: int) -> tuple[l
 
 
 def _evaluate(statistic: Callable[..., np.ndarray], samples: tuple[np.ndarray, ...],
-              index_rows: list[np.ndarray], vectorised: bool, batch: int | None) -> np.ndarray:
-    """statistic on each index vector in `index_rows`; vectorised calls get (b, m, ...) stacks when all
-    index vectors have the same length m, in batches of `batch` replicates."""
+              index_rows: list[np.ndarray] | np.ndarray, vectorised: bool, batch: int | None) -> np.ndarray:
+    """statistic on each index vector in `index_rows` (a list, or a (B, m) matrix); vectorised calls get
+    (b, m, ...) stacks when all index vectors have the same length m, in batches of `batch` replicates."""
     out = np.empty(len(index_rows), dtype=np.float64)
-    if not index_rows:
+    if len(index_rows) == 0:
         return out
     lengths = {len(r) for r in index_rows}
     with np.errstate(all="ignore"):
         if vectorised and len(lengths) == 1:
-            idx = np.stack(index_rows)
+            idx = index_rows if isinstance(index_rows, np.ndarray) else np.stack(index_rows)
             step = batch or len(index_rows)
             for start in range(0, len(index_rows), step):
                 part = idx[start:start + step]
@@ -314,20 +314,33 @@ def bootstrap(data: np.ndarray | Sequence[np.ndarray], statistic: Callable[..., 
         return BootstrapResult(point, float("nan"), float("nan"), empty, method, level, n_boot, 0)
     draws = cluster_indices(n_clusters, n_boot, seed)
     sizes = {len(r) for r in rows_of}
-    if len(sizes) == 1:
+    table = np.stack(rows_of) if len(sizes) == 1 else None
+    if table is not None:
         # Equal cluster sizes: one (B, C*m) index matrix, replicate stacks built by fancy indexing.
-        table = np.stack(rows_of)
-        idx = table[draws].reshape(n_boot, -1)
-        index_rows = list(idx)
+        index_rows: list[np.ndarray] | np.ndarray = table[draws].reshape(n_boot, -1)
     else:
         index_rows = [np.concatenate([rows_of[c] for c in d]) for d in draws]
-    reps = _evaluate(statistic, samples, index_rows, vectorised, batch)
+    # Default chunk keeps each stacked (b, m, ...) resample around 4M values.
+    reps = _evaluate(statistic, samples, index_rows, vectorised, batch or max(1, 4_000_000 // max(1, n_rows)))
     reps = np.where(np.isfinite(reps), reps, np.nan)
     jack = None
     if method == "bca":
-        jack_rows = [np.concatenate([rows_of[c] for c in range(n_clusters) if c != j])
-                     for j in range(n_clusters)] if n_clusters > 1 else []
-        jack = _evaluate(statistic, samples, jack_rows, vectorised, batch or max(1, 2_000_000 // max(1, n_rows)))
+        # Leave-one-cluster-out values, built a chunk at a time (C index vectors of ~n rows each would
+        # not fit in memory for large n).
+        chunk = batch or max(1, 2_000_000 // max(1, n_rows))
+        parts = []
+        for start in range(0, n_clusters if n_clusters > 1 else 0, chunk):
+            js = np.arange(start, min(start + chunk, n_clusters))
+            jack_rows: list[np.ndarray] | np.ndarray
+            if len(sizes) == 1:
+                others = np.arange(n_clusters - 1)[None, :]
+                others = others + (others >= js[:, None])  # cluster ids without j, in order
+                jack_rows = table[others].reshape(js.size, -1)
+            else:
+                bounds = np.cumsum([0] + [len(r) for r in rows_of])
+                jack_rows = [np.delete(all_rows, np.s_[bounds[j]:bounds[j + 1]]) for j in js]
+            parts.append(_evaluate(statistic, samples, jack_rows, vectorised, None))
+        jack = np.concatenate(parts) if parts else np.array([], dtype=np.float64)
         lo, hi = bca_ci(point, reps, jack, level)
     else:
         lo, hi = percentile_ci(reps, level)

@@ -48,20 +48,51 @@ def _sums_of_squares(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """(SS_R, SS_C, SS_E) over the last two axes. SS_E is the sum of squared two-way residuals (same as
     SS_T − SS_R − SS_C, but never negative).
 
-    Every reduction runs over the last axis of a C-contiguous array, so numpy's summation order depends
-    only on (n, k): one matrix and the same matrix inside a (…, B, n, k) batch give bit-identical results.
+    Every reduction runs over the last axis of a C-contiguous array (or is an explicit elementwise loop), so
+    the summation order depends only on (n, k): one matrix and the same matrix inside a (…, B, n, k) batch
+    give bit-identical results.
     """
     n, k = Y.shape[-2], Y.shape[-1]
-    Y = np.ascontiguousarray(Y)
-    row = Y.mean(axis=-1)  # (..., n)
-    col = np.ascontiguousarray(np.swapaxes(Y, -1, -2)).mean(axis=-1)  # (..., k)
+    if k == 2:
+        return _sums_of_squares_k2(Y[..., 0], Y[..., 1])
+    lead = Y.shape[:-2]
+    Yt = np.ascontiguousarray(np.swapaxes(Y, -1, -2))  # (..., k, n): rater-major, targets contiguous
+    # Row sums over the (few) raters as explicit elementwise adds: a reduction over a length-2 axis costs
+    # a loop per row in numpy, and elementwise adds keep the order independent of the batch shape.
+    row_sum = Yt[..., 0, :]
+    for j in range(1, k):
+        row_sum = row_sum + Yt[..., j, :]
+    row = row_sum / k  # (..., n)
+    col = Yt.mean(axis=-1)  # (..., k)
     g = row.mean(axis=-1)  # (...)
     ss_r = k * np.square(row - g[..., None]).sum(axis=-1)
     ss_c = n * np.square(col - g[..., None]).sum(axis=-1)
-    resid = Y - row[..., :, None] - col[..., None, :] + g[..., None, None]
-    ss_e = np.square(resid).reshape(resid.shape[:-2] + (n * k,)).sum(axis=-1)
-    rows_equal = (Y[..., :1, :] == Y).all(axis=(-2, -1))
-    cols_equal = (Y[..., :, :1] == Y).all(axis=(-2, -1))
+    resid = Yt - row[..., None, :] - col[..., :, None] + g[..., None, None]
+    ss_e = np.square(resid).reshape(lead + (k * n,)).sum(axis=-1)
+    rows_equal = (Yt[..., :, 1:] == Yt[..., :, :1]).reshape(lead + (k * (n - 1),)).all(axis=-1)
+    cols_equal = (Yt[..., 1:, :] == Yt[..., :1, :]).reshape(lead + ((k - 1) * n,)).all(axis=-1)
+    zero = np.zeros_like(ss_r)
+    ss_r = np.where(rows_equal, zero, ss_r)
+    ss_c = np.where(cols_equal, zero, ss_c)
+    ss_e = np.where(rows_equal | cols_equal, zero, ss_e)
+    return ss_r, ss_c, ss_e
+
+
+def _sums_of_squares_k2(y1: np.ndarray, y2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """k = 2 in closed form on s = y1 + y2 and d = y1 − y2 (fewer passes over a (28, 1000, 9) batch):
+    SS_R = 2·Σ(s/2 − ḡ)², SS_C = n·d̄²/2, SS_E = Σ(d − d̄)²/2 (the residuals are ±(d − d̄)/2)."""
+    y1 = np.ascontiguousarray(y1)
+    y2 = np.ascontiguousarray(y2)
+    n = y1.shape[-1]
+    row = (y1 + y2) / 2.0
+    d = y1 - y2
+    g = row.mean(axis=-1)
+    d_bar = d.mean(axis=-1)
+    ss_r = 2.0 * np.square(row - g[..., None]).sum(axis=-1)
+    ss_c = n * d_bar * d_bar / 2.0
+    ss_e = np.square(d - d_bar[..., None]).sum(axis=-1) / 2.0
+    rows_equal = ((y1 == y1[..., :1]) & (y2 == y2[..., :1])).all(axis=-1)
+    cols_equal = (d == 0).all(axis=-1)
     zero = np.zeros_like(ss_r)
     ss_r = np.where(rows_equal, zero, ss_r)
     ss_c = np.where(cols_equal, zero, ss_c)
@@ -236,3 +267,36 @@ def icc_k2_from_sum_matrix(T: np.ndarray) -> tuple[np.ndarray | float, ...]:
     """`icc_k2_from_sums` with the six totals on the last axis of T (as produced by `W @ pair_sums`)."""
     T = np.asarray(T, dtype=np.float64)
     return icc_k2_from_sums(*(T[..., j] for j in range(6)))
+
+
+def faithful_bootstrap(Y: np.ndarray, n_boot: int = 1000, seed: int = 42, level: float = 0.95,
+                       min_valid: int = 10) -> dict[str, np.ndarray]:
+    """The authors' legacy bootstrap of ICC(C,1) and ICC(A,1) (MENTALBENCH.md §4.2.1), vectorised.
+
+    Y: (..., n, k), e.g. (28 cells, 9 sources, 2). Rows are resampled with the legacy-RNG index vectors
+    (`legacy_index_matrix(n, n_boot, seed)`, shared by every cell with the same n). A replicate where
+    either ICC is NaN is dropped for both; otherwise values outside [0, 1] are dropped per form. Bounds are
+    np.percentile of the kept values (NaN with fewer than `min_valid`), bit-identical to the literal loop.
+
+    Returns c1, a1 (point estimates), c1_lo, c1_hi, a1_lo, a1_hi, n_boot_valid_c1, n_boot_valid_a1 (shape
+    Y.shape[:-2]) and c1_reps, a1_reps (shape Y.shape[:-2] + (n_boot,), NaN where dropped).
+    """
+    from trustmh.stats.bootstrap import legacy_index_matrix, percentile_ci_nan
+
+    Y, n, k = _as_matrix(Y)
+    idx = legacy_index_matrix(n, n_boot, seed)
+    c, a = (np.asarray(x) for x in icc_c1_a1(Y[..., idx, :]))  # (..., B)
+    dropped = np.isnan(c) | np.isnan(a)
+    keep_c = ~dropped & np.isfinite(c) & (c >= 0) & (c <= 1)
+    keep_a = ~dropped & np.isfinite(a) & (a >= 0) & (a <= 1)
+    c_reps = np.where(keep_c, c, np.nan)
+    a_reps = np.where(keep_a, a, np.nan)
+    c_lo, c_hi = percentile_ci_nan(c_reps, level, min_valid)
+    a_lo, a_hi = percentile_ci_nan(a_reps, level, min_valid)
+    c0, a0 = icc_c1_a1(Y)
+    return {
+        "c1": c0, "a1": a0,
+        "c1_lo": _scalar(c_lo), "c1_hi": _scalar(c_hi), "a1_lo": _scalar(a_lo), "a1_hi": _scalar(a_hi),
+        "n_boot_valid_c1": _scalar(keep_c.sum(axis=-1)), "n_boot_valid_a1": _scalar(keep_a.sum(axis=-1)),
+        "c1_reps": c_reps, "a1_reps": a_reps,
+    }

@@ -31,7 +31,7 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import render
-from trustmh.scoring.parse import extract_json_object, int_in_range, parse_mcq, strip_reasoning
+from trustmh.scoring.parse import extract_json_object, int_in_range, parse_mcq
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 from trustmh.subtasks.reliability_mcq import apply_limit
@@ -51,12 +51,16 @@ _CJK_RUN = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff]+")
 _LEFTOVER = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef\ufffd]")
 
 
-def decode_faithful(raw: bytes) -> str:
+def decode_faithful(raw: bytes, source: str = "EthicMH.csv") -> str:
     """The original's decoding: UTF-8; on any error, the whole file as gb18030 (reproduces `閳ユ獨`)."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
+        pass
+    try:
         return raw.decode("gb18030")
+    except UnicodeDecodeError as exc:
+        raise TrustmhError(f"{source}: neither UTF-8 nor gb18030 (byte {exc.start})") from exc
 
 
 def decode_repaired(raw: bytes, source: str = "EthicMH.csv") -> str:
@@ -131,7 +135,7 @@ def parse_ethicmh(text: str, source: str = "EthicMH.csv") -> list[dict[str, Any]
 def load_ethicmh(path: Path, mode: Mode) -> list[dict[str, Any]]:
     """EthicMH rows, decoded the faithful way (mojibake kept) or repaired (default)."""
     raw = Path(path).read_bytes()
-    text = decode_faithful(raw) if mode == "faithful" else decode_repaired(raw, str(path))
+    text = decode_faithful(raw, str(path)) if mode == "faithful" else decode_repaired(raw, str(path))
     return parse_ethicmh(text, str(path))
 
 
@@ -308,7 +312,7 @@ class EthicalReasoning(Subtask):
                     raise TrustmhError(f"starter {self.id} line {i}: missing fields {missing} or bad gold")
                 rows.append({**r, "index": int(r["index"])})
             return rows
-        return load_ethicmh(resolve("trustmh_ethics", ETHICMH_RELPATH, ctx.options.get("ethicmh_path")),
+        return load_ethicmh(resolve("trustmh_ethics", ETHICMH_RELPATH, ctx.options.get("trustmh_ethics_path")),
                             ctx.mode)
 
     def item_from_row(self, row: dict[str, Any]) -> Item:
@@ -438,5 +442,5 @@ class EthicalReasoning(Subtask):
         out["judge_correctness_gap"] = None if math.isnan(g) else g
         out["judge_correctness_gap_ci"] = None if math.isnan(gci[0]) else [gci[0], gci[1]]
         notes.append("judge_correctness_gap = mean reasoning_score of correct minus wrong choices: a leakage "
-                     "diagnostic (the judge is not shown the key in default mode)")
+                     "diagnostic (a large gap suggests the judge rewards the choice, not the reasoning)")
         return out

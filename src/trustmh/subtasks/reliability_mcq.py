@@ -169,7 +169,7 @@ class Knowledge(Subtask):
             rows = [{**validate_usmle_row(r, f"starter {self.id} line {i + 1}"), "row_index": i}
                     for i, r in enumerate(load_starter(self.id))]
         else:
-            rows = load_usmle(resolve("usmle_mental", USMLE_RELPATH, ctx.options.get("usmle_path")))
+            rows = load_usmle(resolve("usmle_mental", USMLE_RELPATH, ctx.options.get("usmle_mental_path")))
         rows = apply_limit(rows, ctx, lambda r: r["category"])
         template = "knowledge_faithful" if ctx.mode == "faithful" else "knowledge"
         out = []
@@ -307,7 +307,7 @@ class EmotionRecognition(Subtask):
             rows = [validate_eu_row(r, f"starter {self.id} line {i + 1}")
                     for i, r in enumerate(load_starter(self.id))]
         else:
-            rows = load_eu(resolve("emobench_eu", EU_RELPATH, ctx.options.get("emobench_path")))
+            rows = load_eu(resolve("emobench_eu", EU_RELPATH, ctx.options.get("emobench_eu_path")))
         rows = apply_limit(rows, ctx, lambda r: (r["language"], r["coarse_category"]))
         out = []
         for r in rows:
