@@ -241,9 +241,10 @@ def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str]
     records: list[Record] = []
     for item in items if items is not None else subtask.items(ctx):
         for epoch in range(1, subtask.generation(ctx).epochs + 1):
-            response = respond(item, item.prompt)
+            skip = bool(item.metadata.get("skip_generation"))  # a reply supplied with the item, to be judged
+            response = "" if skip else respond(item, item.prompt)
             reasked = False
-            if subtask.format_reminder and not subtask.parse_valid(item, response, ctx):
+            if subtask.format_reminder and not skip and not subtask.parse_valid(item, response, ctx):
                 response = respond(item, subtask.format_reminder)
                 reasked = True
             judge_outputs: dict[str, str] | None = None

@@ -45,6 +45,7 @@ class RunResults:
             "seed": self.ctx.seed,
             "limit": self.ctx.limit,
             "n_boot": self.ctx.n_boot,
+            "options": self.ctx.options,
             "judge": judge,
             "trustmh_version": trustmh.__version__,
             "anchors_version": ANCHORS_VERSION,

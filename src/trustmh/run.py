@@ -20,6 +20,8 @@ from trustmh.core import (
 from trustmh.results import RunResults, write_run
 
 BUNDLED_MODEL = "gguf/smollm2"
+DEMO_LIMIT = 4
+DEMO_MAX_TOKENS = 192
 
 
 @dataclass
@@ -78,8 +80,19 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     from trustmh.tasks import build_task
 
     model, suite, judge = resolve_defaults(opts)
-    ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=opts.limit, judge=judge,
-                     options=dict(opts.options), n_boot=opts.n_boot)
+    options = dict(opts.options)
+    options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
+    limit = opts.limit
+    if model == BUNDLED_MODEL and suite == "starter":
+        # The offline demo: a 135M-parameter model on two CPU cores. Keep it to minutes, and say so.
+        options.setdefault("max_tokens_cap", DEMO_MAX_TOKENS)
+        options.setdefault("robustness_grid", "quick")
+        if limit is None:
+            limit = DEMO_LIMIT
+        _log(f"offline demo: at most {limit} items per sub-task, replies capped at "
+             f"{options['max_tokens_cap']} tokens, quick robustness grid (override with --limit / -O)")
+    ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=limit, judge=judge,
+                     options=options, n_boot=opts.n_boot)
     chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
@@ -115,9 +128,14 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     out = Path(opts.out)
     model_reported = None
     if tasks:
-        kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "timeout": opts.timeout}
+        # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
+        kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "attempt_timeout": opts.timeout,
+                                  "timeout": opts.timeout * (opts.max_retries + 2)}
         if opts.max_connections is not None:
             kwargs["max_connections"] = opts.max_connections
+        elif model.startswith("gguf/"):
+            kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
+            # provider's own default and would queue 20 requests behind its lock)
         grader = opts.judge if (opts.judge is not None and not opts.no_judge) else judge.model
         logs = inspect_eval(
             tasks,
@@ -147,6 +165,10 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     run_results = RunResults(model=model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors)
     data = write_run(run_results, out)
+    if "mentalbench/generation" in records:
+        from trustmh.mentalbench.export import export_long_table
+
+        export_long_table(records["mentalbench/generation"], out, model_label=model)
     _log(f"wrote {out / 'results.json'}, {out / 'results.csv'}, {out / 'report.html'}")
     return data, (1 if errors else 0)
 

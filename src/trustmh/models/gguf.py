@@ -6,7 +6,7 @@ Inspect finds model providers by their unqualified name, so the registered name 
 answers to `gguf/...` once this module is imported (the `inspect_ai` entry point does that).
 
 Model args (`-M key=value` / `model_args`): `n_ctx` (default: 8192 or the model's trained context if
-smaller), `n_threads` (default: `os.cpu_count()`), `extra_bufts` (default False, see `_load`).
+smaller), `n_threads` (default: `default_threads()`, usable cores minus one), `extra_bufts` (default False, see `_load`).
 
 Design notes:
 * One `llama_cpp.Llama` per (path, n_ctx, n_threads) per process, loaded lazily and shared by every
@@ -55,6 +55,26 @@ DEFAULT_SEED = 0
 # never let max_tokens squeeze the prompt below this many tokens (or half the context if smaller)
 MIN_PROMPT_TOKENS = 256
 ELLIPSIS = "…"
+
+
+def default_threads() -> int:
+    """Threads for llama.cpp: `TRUSTMH_GGUF_THREADS`, else the usable cores minus one (at least 1).
+
+    One core is left for Inspect's event loop and everything else: llama.cpp's threads meet at
+    spin barriers, so when they must share cores with other busy threads generation collapses
+    (measured on 2 cores under load: 2 threads were 24x slower than 1).
+    """
+    env = os.environ.get("TRUSTMH_GGUF_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError as ex:
+            raise TrustmhError(f"TRUSTMH_GGUF_THREADS must be a whole number, got {env!r}") from ex
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 class GGUFModelNotFoundError(TrustmhError, FileNotFoundError):
@@ -282,7 +302,7 @@ class GGUFModelAPI(ModelAPI):
             raise TrustmhError(f"gguf/{model_name}: unknown model args: {', '.join(sorted(model_args))}")
         self.model_path = resolve_model_path(model_name)  # fail early, with a clear message
         self.n_ctx = int(n_ctx) if n_ctx is not None else None
-        self.n_threads = int(n_threads) if n_threads is not None else (os.cpu_count() or 1)
+        self.n_threads = int(n_threads) if n_threads is not None else default_threads()
         self.extra_bufts = str(extra_bufts).lower() in ("1", "true", "yes")
 
     def _model(self) -> _Loaded:

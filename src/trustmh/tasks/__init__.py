@@ -17,6 +17,7 @@ from inspect_ai.model import (
     ChatMessageUser,
     GenerateConfig,
     Model,
+    ModelOutput,
     get_model,
 )
 from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
@@ -47,8 +48,12 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
     """Generate; if the reply does not parse, ask once more with the sub-task's format reminder."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        state = await generate(state)
         state.metadata["reasked"] = False
+        if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
+            # items that only carry a reply to be judged (e.g. a human reference response)
+            state.output = ModelOutput.from_content(model="none", content="")
+            return state
+        state = await generate(state)
         if subtask.format_reminder is None:
             return state
         item = item_from_metadata(state.metadata)
@@ -71,13 +76,19 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
     default = judge_model(ctx)
     outputs: dict[str, str] = {}
     for req in subtask.judge_requests(item, response, ctx):
-        config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=req.max_tokens)
+        config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=capped(req.max_tokens, ctx))
         model = default if req.model is None else get_model(req.model, config=config)
         text = (await model.generate(req.prompt, config=config)).completion
         if not req.validate(text):
             text = (await model.generate(req.prompt, config=config)).completion
         outputs[req.name] = text
     return outputs
+
+
+def capped(max_tokens: int, ctx: RunContext) -> int:
+    """`-O max_tokens_cap=N` bounds every generation (the offline demo uses it to stay quick)."""
+    cap = ctx.options.get("max_tokens_cap")
+    return max_tokens if cap is None else min(max_tokens, int(cap))
 
 
 def records_from_scores(scores: list[SampleScore]) -> list[Record]:
@@ -136,8 +147,8 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
     if not items:
         raise TrustmhError(f"{subtask.id}: no items to evaluate")
     gen = subtask.generation(ctx)
-    config = GenerateConfig(temperature=gen.temperature, max_tokens=gen.max_tokens, top_p=gen.top_p,
-                            seed=ctx.seed)
+    config = GenerateConfig(temperature=gen.temperature, max_tokens=capped(gen.max_tokens, ctx),
+                            top_p=gen.top_p, seed=ctx.seed)
     info = BY_ID[subtask.id]
     return Task(
         name=info.task_name,

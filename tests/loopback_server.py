@@ -1,0 +1,366 @@
+"""A tiny OpenAI-compatible server on 127.0.0.1 for tests (a helper module, not a test module).
+
+It speaks just enough of the OpenAI API for Inspect's `openai-api` provider:
+`POST /v1/chat/completions` (non-streaming) and `GET /v1/models`. Replies come from a user function
+`respond(messages, request_json) -> str`, always with a `usage` block. Faults can be scripted per chat
+request (numbered from 1): the first N answer 429 (`Retry-After: 0`), some answer 500, some are delayed.
+Every request is recorded for assertions. The server is bounded: it stops itself after `max_requests`
+requests or `max_seconds` seconds, whichever comes first, and when its `with` block exits.
+
+Typical use::
+
+    from loopback_server import LoopbackServer
+
+    def respond(messages, request):
+        return "Yes" if "crisis" in messages[-1]["content"] else "No"
+
+    with LoopbackServer(respond, fail_first=1) as server:
+        monkeypatch.setenv("LOOP_BASE_URL", server.base_url)   # or: for k, v in server.env().items(): ...
+        monkeypatch.setenv("LOOP_API_KEY", server.api_key)
+        eval(task, model=server.model_name("judge"), ...)       # "openai-api/loop/judge"
+    assert server.chat_requests[-1].json["temperature"] == 0
+
+Inspect derives the variables from the service name: `openai-api/<service>/<model>` reads
+`<SERVICE>_BASE_URL` and `<SERVICE>_API_KEY` (upper-cased, '-' -> '_').
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of an OpenAI chat message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def count_tokens(text: str) -> int:
+    """A stand-in tokenizer for `usage`: whitespace-separated words, at least 1."""
+    return max(1, len(text.split()))
+
+
+def default_respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    return "OK"
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it."""
+
+    number: int  # 1-based, over all requests
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: dict[str, Any] | None
+    chat_number: int | None = None  # 1-based, over chat completion requests only
+    status: int | None = None  # None if the server never answered (stopped, or client gone)
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    reply: str | None = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list((self.json or {}).get("messages") or [])
+
+    @property
+    def last_user_text(self) -> str:
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return message_text(users[-1]) if users else ""
+
+
+class LoopbackServer:
+    """OpenAI-compatible test server; see the module docstring.
+
+    Args:
+        respond: `respond(messages, request_json) -> str`, the assistant's reply for a chat request.
+        fail_first: the first `fail_first` chat requests answer 429 with `Retry-After: 0`.
+        fail_500: chat request numbers that answer 500.
+        delays: chat request number -> seconds to wait before answering (interrupted by `stop()`).
+        max_requests: stop serving after this many requests (of any kind).
+        max_seconds: stop serving after this many seconds.
+        api_key: the bearer token the server accepts (401 otherwise); None accepts any.
+        service: the Inspect service name, used by `env()` and `model_name()`.
+        model_ids: what `GET /v1/models` lists.
+    """
+
+    def __init__(
+        self,
+        respond: Respond | None = None,
+        *,
+        fail_first: int = 0,
+        fail_500: Iterable[int] = (),
+        delays: Mapping[int, float] | None = None,
+        max_requests: int = 200,
+        max_seconds: float = 60.0,
+        api_key: str | None = "loopback-test-key",
+        service: str = "loop",
+        model_ids: Iterable[str] = ("loop-model",),
+    ) -> None:
+        self.respond: Respond = respond or default_respond
+        self.fail_first = fail_first
+        self.fail_500 = set(fail_500)
+        self.delays = dict(delays or {})
+        self.max_requests = max_requests
+        self.max_seconds = max_seconds
+        self.api_key = api_key if api_key is not None else "any-key"
+        self._check_key = api_key is not None
+        self.service = service
+        self.model_ids = list(model_ids)
+        self.requests: list[RecordedRequest] = []
+        self.errors: list[str] = []  # exceptions raised by `respond` (answered as 500)
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._timer: threading.Timer | None = None
+
+    # ----------------------------------------------------------------------------------------- api
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def env(self) -> dict[str, str]:
+        """The environment variables Inspect's `openai-api/<service>/...` provider reads."""
+        name = self.service.upper().replace("-", "_")
+        return {f"{name}_BASE_URL": self.base_url, f"{name}_API_KEY": self.api_key}
+
+    def model_name(self, model: str = "loop-model") -> str:
+        return f"openai-api/{self.service}/{model}"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.chat_number is not None]
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def start(self) -> LoopbackServer:
+        if self._httpd is not None:
+            return self
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        self._timer = threading.Timer(self.max_seconds, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (idempotent; safe from any thread, including a request handler)."""
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        httpd = self._httpd
+        if httpd is not None:
+            # shutdown() waits for serve_forever() to return: never call it on the serving thread
+            if threading.current_thread() is self._thread:
+                threading.Thread(target=httpd.shutdown, daemon=True).start()
+            else:
+                httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------------ internals
+    def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any] | None) -> RecordedRequest | None:
+        """Number and record a request; None once the server is stopped or over its request budget."""
+        with self._lock:
+            if self._stopped.is_set() or len(self.requests) >= self.max_requests:
+                return None
+            is_chat = handler.command == "POST" and handler.path.rstrip("/").endswith("/chat/completions")
+            chat_number = (
+                (sum(1 for r in self.requests if r.chat_number is not None) + 1) if is_chat else None
+            )
+            record = RecordedRequest(
+                number=len(self.requests) + 1,
+                method=handler.command,
+                path=handler.path,
+                headers={k.lower(): v for k, v in handler.headers.items()},
+                json=body,
+                chat_number=chat_number,
+            )
+            self.requests.append(record)
+            return record
+
+    def _after(self, record: RecordedRequest, status: int | None) -> None:
+        record.status = status
+        record.finished = time.monotonic()
+        if record.number >= self.max_requests:
+            threading.Thread(target=self.stop, daemon=True).start()
+
+
+def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        # ------------------------------------------------------------------------------ helpers
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
+        ) -> bool:
+            data = json.dumps(payload).encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+                return True
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. its timeout)
+                return False
+
+        def _error(
+            self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None
+        ) -> bool:
+            return self._send(status, {"error": {"message": message, "type": kind, "code": kind}}, headers)
+
+        def _read_json(self) -> dict[str, Any] | None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if not raw:
+                return None
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError:
+                return None
+            return body if isinstance(body, dict) else None
+
+        def _authorised(self) -> bool:
+            if not server._check_key:
+                return True
+            return self.headers.get("Authorization") == f"Bearer {server.api_key}"
+
+        def _drop(self) -> None:
+            self.close_connection = True
+
+        # ------------------------------------------------------------------------------ routes
+        def do_GET(self) -> None:
+            record = server._record(self, None)
+            if record is None:
+                return self._drop()
+            if self.path.rstrip("/").endswith("/models"):
+                data = [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "loopback"}
+                    for m in server.model_ids
+                ]
+                ok = self._send(200, {"object": "list", "data": data})
+                status: int | None = 200
+            else:
+                ok = self._error(404, f"no route {self.path}", "not_found")
+                status = 404
+            server._after(record, status if ok else None)
+
+        def do_POST(self) -> None:
+            body = self._read_json()
+            record = server._record(self, body)
+            if record is None:
+                return self._drop()
+            status = self._chat(record, body)
+            server._after(record, status)
+
+        def _chat(self, record: RecordedRequest, body: dict[str, Any] | None) -> int | None:
+            if record.chat_number is None:
+                return 404 if self._error(404, f"no route {self.path}", "not_found") else None
+            if not self._authorised():
+                return 401 if self._error(401, "invalid api key", "invalid_api_key") else None
+            if body is None or not isinstance(body.get("messages"), list):
+                return (
+                    400
+                    if self._error(400, "body must be JSON with a 'messages' list", "invalid_request_error")
+                    else None
+                )
+            n = record.chat_number
+            delay = server.delays.get(n, 0.0)
+            if delay > 0 and server._stopped.wait(delay):
+                self._drop()  # stopped while waiting: hang up without an answer
+                return None
+            if n <= server.fail_first:
+                ok = self._error(
+                    429, f"rate limited (scripted, request {n})", "rate_limit_exceeded", {"Retry-After": "0"}
+                )
+                return 429 if ok else None
+            if n in server.fail_500:
+                return (
+                    500 if self._error(500, f"server error (scripted, request {n})", "server_error") else None
+                )
+            if body.get("stream"):
+                return (
+                    400
+                    if self._error(
+                        400, "streaming is not supported by the loopback server", "invalid_request_error"
+                    )
+                    else None
+                )
+            try:
+                text = server.respond(body["messages"], body)
+            except Exception as ex:  # a bug in the test's respond(): answer 500 and keep it for the test
+                server.errors.append(f"{type(ex).__name__}: {ex}")
+                return (
+                    500
+                    if self._error(500, f"respond() raised {type(ex).__name__}: {ex}", "server_error")
+                    else None
+                )
+            record.reply = text
+            prompt_tokens = sum(count_tokens(message_text(m)) for m in body["messages"])
+            completion_tokens = count_tokens(text)
+            max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+            finish = "length" if max_tokens is not None and completion_tokens >= int(max_tokens) else "stop"
+            payload = {
+                "id": f"chatcmpl-loop-{n}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or "loop-model",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+            return 200 if self._send(200, payload) else None
+
+    return Handler

@@ -1,0 +1,48 @@
+"""End-to-end runs of the bundled model (SmolLM2-135M in-process), small limits, fully offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from trustmh.cli import main
+
+
+def test_demo_run_writes_report(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    code = main(["run", "--subtasks", "knowledge,emotion_recognition,ethical_reasoning", "--limit", "2",
+                 "--out", str(out), "--display", "none", "--n-boot", "200"])
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["model"] == "gguf/smollm2" and results["suite"] == "starter"
+    assert results["judge"] == {"model": "gguf/smollm2", "validated": False, "temperature": 0.0, "seed": 0}
+    assert results["options"]["max_tokens_cap"] == 192
+    for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
+        sub = results["subtasks"][sid]
+        assert sub["status"] == "ok", sub
+        assert sub["n"] == 2 and sub["value"] is not None and 0.0 <= sub["value"] <= 1.0
+    html = (out / "report.html").read_text()
+    assert "Demonstration." in html and "NOT validated" in html
+    assert list((out / "logs").glob("*.eval"))
+
+
+def test_inspect_eval_finds_trustmh_tasks_and_provider(tmp_path: Path) -> None:
+    """`inspect eval trustmh/<task>` works through the entry point, with the bundled provider."""
+    inspect = Path(sys.executable).with_name("inspect")
+    env = {**os.environ, "INSPECT_DISPLAY": "none"}
+    proc = subprocess.run(
+        [str(inspect), "eval", "trustmh/knowledge", "--model", "gguf/smollm2", "-T", "suite=starter",
+         "--limit", "1", "--max-tokens", "24", "--log-dir", str(tmp_path), "--display", "none"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from inspect_ai.log import read_eval_log
+
+    logs = list(tmp_path.glob("*.eval"))
+    assert len(logs) == 1
+    log = read_eval_log(str(logs[0]))
+    assert log.status == "success" and log.eval.task == "knowledge"
+    assert log.eval.metadata["trustmh_subtask"] == "reliability/knowledge"
+    assert log.samples and log.samples[0].output.usage.output_tokens > 0

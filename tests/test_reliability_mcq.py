@@ -1,0 +1,294 @@
+"""reliability/knowledge and reliability/emotion_recognition: loaders, parsers, sampling, offline runs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from trustmh.core import Item, RunContext, TrustmhError, run_offline
+from trustmh.starter import load_starter
+from trustmh.subtasks.reliability_mcq import (
+    EU_RELPATH,
+    USMLE_RELPATH,
+    EmotionRecognition,
+    Knowledge,
+    load_eu,
+    load_usmle,
+    parse_eu_answer,
+    parse_letter_faithful,
+    stratified_sample,
+)
+
+N_BOOT = 200
+
+
+# ------------------------------------------------------------------------------------------- loaders
+
+def test_usmle_loader_counts(data_dir: Path) -> None:
+    rows = load_usmle(data_dir / USMLE_RELPATH)
+    assert len(rows) == 727
+    assert Counter(len(r["options"]) for r in rows) == {5: 567, 6: 74, 7: 57, 8: 25, 9: 3, 10: 1}
+    assert Counter(r["step"] for r in rows) == {"step1": 308, "step2": 419}
+    cats = Counter(r["category"] for r in rows)
+    assert cats == {"depression": 269, "anxiety": 185, "schizophrenia": 87, "bipolar": 76, "eating": 58,
+                    "autism": 21, "adhd": 16, "ocd": 9, "ptsd": 6}
+    assert all(r["answer"] in r["options"] for r in rows)
+    assert [r["row_index"] for r in rows] == list(range(727))
+
+
+def test_usmle_loader_rejects_bad_rows(tmp_path: Path) -> None:
+    good = {"question": "q", "options": {"A": "x", "B": "y"}, "answer": "A", "meta_info1": "step1",
+            "meta_info2": ["demo"], "answer_description": "x"}
+    bad = {**good, "answer": "C"}
+    p = tmp_path / "u.jsonl"
+    p.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"row 2: field 'answer'"):
+        load_usmle(p)
+    p.write_text(json.dumps({**good, "options": {"A": "x", "C": "y"}}) + "\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match="row 1: field 'options'"):
+        load_usmle(p)
+    p.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match="line 1"):
+        load_usmle(p)
+
+
+def test_eu_loader_counts(data_dir: Path) -> None:
+    rows = load_eu(data_dir / EU_RELPATH)
+    assert len(rows) == 400
+    assert Counter(r["language"] for r in rows) == {"en": 200, "zh": 200}
+    assert Counter(r["coarse_category"] for r in rows) == {
+        "perspective_taking": 134, "personal_beliefs_and_experiences": 112, "complex_emotions": 98,
+        "emotional_cues": 56}
+    assert Counter(len(r["cause_choices"]) for r in rows) == {4: 279, 6: 120, 7: 1}
+    assert {len(r["emotion_choices"]) for r in rows} == {6}
+    assert {r["qid"] for r in rows if r["language"] == "en"} == {r["qid"] for r in rows if r["language"] == "zh"}
+
+
+def test_eu_loader_rejects_label_not_in_choices(tmp_path: Path) -> None:
+    row = load_starter("reliability/emotion_recognition")[0]
+    p = tmp_path / "eu.jsonl"
+    p.write_text(json.dumps({**row, "cause_label": "not a choice"}) + "\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match="row 1: field 'cause_label'"):
+        load_eu(p)
+
+
+# ------------------------------------------------------------------------------------------- parsers
+
+KEYS5 = list("ABCDE")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("B", "B"),
+    ("B.", "B"),
+    ("(C)", "C"),
+    ("The answer is D", "D"),
+    ("Answer: E", "E"),
+    ("F", None),  # not a key of this item
+    ("I think B", "B"),  # "I" is not a key of a 5-option item
+    ("", None),
+    ("no letter here", None),
+    ("A or B", "A"),  # first valid standalone capital wins
+])
+def test_parse_letter_faithful(text: str, expected: str | None) -> None:
+    assert parse_letter_faithful(text, KEYS5) == expected
+
+
+def test_parse_letter_faithful_quirk_on_long_option_lists() -> None:
+    # With 9 options "I" is a valid key: the faithful reader takes the pronoun (a kept quirk).
+    assert parse_letter_faithful("I think B", list("ABCDEFGHI")) == "I"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Some reasoning.\nAnswer: C", "C"),
+    ("Answer: (B)", "B"),
+    ('{"answer": "D"}', "D"),
+    ("C", "C"),
+    ("The answer is C", None),  # default needs an anchored answer
+    ("Answer: B\nAnswer: C", None),  # two different letters
+    ("Answer: F", None),  # not a key
+    ("answer: c", None),  # case-sensitive
+])
+def test_default_parser_is_shared_mcq(text: str, expected: str | None) -> None:
+    ctx = RunContext(mode="default")
+    assert Knowledge().parse(text, KEYS5, ctx) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Emotion: B\nCause: C", ("B", "C")),
+    ("**Emotion:** (A)\n**Cause:** D", ("A", "D")),
+    ("情绪：F\n原因：A", ("F", "A")),
+    ('{"emotion": "C", "cause": "B"}', ("C", "B")),
+    ("Emotion: B", ("B", None)),
+    ("Emotion: B\nEmotion: C\nCause: A", (None, "A")),  # conflicting emotion lines
+    ("Emotion: G\nCause: A", (None, "A")),  # G is not an emotion key
+    ("Cause: E", (None, None)),  # only 4 cause options
+    ("I feel happy", (None, None)),
+    ("<think>Emotion: A</think>Emotion: B\nCause: C", ("B", "C")),
+])
+def test_parse_eu_answer(text: str, expected: tuple[str | None, str | None]) -> None:
+    assert parse_eu_answer(text, list("ABCDEF"), list("ABCD")) == expected
+
+
+# ------------------------------------------------------------------------------------------ sampling
+
+def test_stratified_sample_is_seeded_and_proportional() -> None:
+    rows = [("a", i) for i in range(60)] + [("b", i) for i in range(30)] + [("c", i) for i in range(10)]
+    s1 = stratified_sample(rows, lambda r: r[0], 20, seed=3)
+    s2 = stratified_sample(rows, lambda r: r[0], 20, seed=3)
+    s3 = stratified_sample(rows, lambda r: r[0], 20, seed=4)
+    assert s1 == s2 and s1 != s3
+    assert Counter(r[0] for r in s1) == {"a": 12, "b": 6, "c": 2}
+    assert s1 == sorted(s1, key=rows.index)  # input order kept
+    assert stratified_sample(rows, lambda r: r[0], 500, seed=0) == rows
+
+
+def test_limit_faithful_head_default_stratified(data_dir: Path) -> None:
+    k = Knowledge()
+    head = k.items(RunContext(mode="faithful", limit=30))
+    assert [i.id for i in head] == [f"usmle-{i:04d}" for i in range(30)]
+    strat = k.items(RunContext(mode="default", limit=30, seed=1))
+    assert len(strat) == 30 and [i.id for i in strat] != [i.id for i in head]
+    cats = Counter(i.metadata["category"] for i in strat)
+    assert cats["depression"] == round(30 * 269 / 727)
+    assert [i.id for i in strat] == [i.id for i in k.items(RunContext(mode="default", limit=30, seed=1))]
+    eu = EmotionRecognition().items(RunContext(mode="default", limit=40, seed=0))
+    assert Counter(i.metadata["language"] for i in eu) == {"en": 20, "zh": 20}
+
+
+def test_prompts_by_mode_and_language() -> None:
+    ctx_f = RunContext(mode="faithful", suite="starter")
+    ctx_d = RunContext(mode="default", suite="starter")
+    pf = Knowledge().items(ctx_f)[0].prompt
+    pd = Knowledge().items(ctx_d)[0].prompt
+    assert "Answer: X" in pd and "Answer: X" not in pf
+    assert "\nA. " in pf and "\nB. " in pd
+    eu = EmotionRecognition().items(ctx_d)
+    zh = [i for i in eu if i.metadata["language"] == "zh"]
+    en = [i for i in eu if i.metadata["language"] == "en"]
+    assert zh and en
+    assert "情绪：" in zh[0].prompt and "Emotion:" in en[0].prompt
+    assert zh[0].cluster == zh[0].id.removeprefix("eu-")
+
+
+# -------------------------------------------------------------------------------------- offline runs
+
+def _gold_knowledge(item: Item, prompt: str) -> str:
+    return f"Reasoning...\nAnswer: {item.target}"
+
+
+@pytest.mark.parametrize("mode", ["faithful", "default"])
+def test_knowledge_all_gold(mode: str) -> None:
+    ctx = RunContext(mode=mode, suite="starter", n_boot=N_BOOT)
+    records, result = run_offline(Knowledge(), ctx, respond=lambda item, p: item.target)
+    assert result.value == 1.0 and result.n == len(records) == 12
+    assert result.n_invalid == 0 and result.metrics["invalid_rate"] == 0.0
+    assert set(result.metrics["accuracy_by_category"].values()) == {1.0}
+    assert result.direction == "higher"
+    _, result2 = run_offline(Knowledge(), ctx, respond=_gold_knowledge)
+    assert result2.value == 1.0
+
+
+def test_knowledge_garbage_is_invalid_and_reasked() -> None:
+    ctx = RunContext(mode="default", suite="starter", n_boot=N_BOOT)
+    prompts: list[str] = []
+
+    def respond(item: Item, prompt: str) -> str:
+        prompts.append(prompt)
+        return "hmm, hard to say"
+
+    records, result = run_offline(Knowledge(), ctx, respond=respond)
+    assert result.value == 0.0 and result.n_invalid == result.n == 12
+    assert result.metrics["invalid_rate"] == 1.0
+    assert all(r.metadata["reasked"] for r in records)
+    assert prompts.count(Knowledge.format_reminder) == 12
+
+
+def test_knowledge_wrong_letter_and_reask_recovery() -> None:
+    ctx = RunContext(mode="default", suite="starter", n_boot=N_BOOT)
+
+    def wrong(item: Item, prompt: str) -> str:
+        keys = item.metadata["option_keys"]
+        return "Answer: " + next(k for k in keys if k != item.target)
+
+    _, result = run_offline(Knowledge(), ctx, respond=wrong)
+    assert result.value == 0.0 and result.n_invalid == 0
+
+    def late(item: Item, prompt: str) -> str:  # answers properly only after the reminder
+        return f"Answer: {item.target}" if prompt == Knowledge.format_reminder else "unsure"
+
+    records, result = run_offline(Knowledge(), ctx, respond=late)
+    assert result.value == 1.0 and all(r.metadata["reasked"] for r in records)
+
+
+def test_knowledge_half_right_has_ci(data_dir: Path) -> None:
+    ctx = RunContext(mode="default", limit=40, seed=0, n_boot=N_BOOT)
+    items = Knowledge().items(ctx)
+    right = {i.id for i in items[::2]}
+    _, result = run_offline(Knowledge(), ctx, items=items,
+                            respond=lambda it, p: "Answer: " + (it.target if it.id in right else
+                                                                 next(k for k in it.metadata["option_keys"]
+                                                                      if k != it.target)))
+    assert result.value == pytest.approx(0.5)
+    assert result.ci is not None and result.ci[0] < 0.5 < result.ci[1]
+    assert set(result.metrics["accuracy_by_step"]) <= {"step1", "step2"}
+
+
+def _eu_reply(item: Item, emotion_ok: bool, cause_ok: bool, zh: bool = False) -> str:
+    def pick(keys: list[str], gold: str, ok: bool) -> str:
+        return gold if ok else next(k for k in keys if k != gold)
+
+    e = pick(item.metadata["emotion_keys"], item.target["emotion"], emotion_ok)
+    c = pick(item.metadata["cause_keys"], item.target["cause"], cause_ok)
+    return f"情绪：{e}\n原因：{c}" if zh else f"Emotion: {e}\nCause: {c}"
+
+
+def test_emotion_all_gold_and_mixed() -> None:
+    ctx = RunContext(mode="default", suite="starter", n_boot=N_BOOT)
+    er = EmotionRecognition()
+    _, result = run_offline(er, ctx, respond=lambda it, p: _eu_reply(it, True, True,
+                                                                       it.metadata["language"] == "zh"))
+    assert result.value == 1.0 and result.metrics["joint_acc"] == 1.0 and result.n_invalid == 0
+    assert set(result.metrics["by_language"]) == {"en", "zh"}
+    # Emotion always right, cause always wrong: value 0.5, joint 0.
+    _, result = run_offline(er, ctx, respond=lambda it, p: _eu_reply(it, True, False))
+    assert result.value == pytest.approx(0.5)
+    assert result.metrics["acc_emotion"] == 1.0 and result.metrics["acc_cause"] == 0.0
+    assert result.metrics["joint_acc"] == 0.0
+    assert result.value == pytest.approx((result.metrics["acc_emotion"] + result.metrics["acc_cause"]) / 2)
+    for group in result.metrics["by_coarse_category"].values():
+        assert group["acc_emotion"] == 1.0 and group["acc_cause"] == 0.0
+
+
+def test_emotion_garbage_invalid() -> None:
+    ctx = RunContext(mode="faithful", suite="starter", n_boot=N_BOOT)
+    records, result = run_offline(EmotionRecognition(), ctx, respond=lambda it, p: "I am not sure.")
+    assert result.value == 0.0 and result.n_invalid == result.n == 12
+    assert result.metrics["invalid_rate"] == 1.0 and all(r.metadata["reasked"] for r in records)
+
+
+def test_emotion_real_items_targets_match_labels(data_dir: Path) -> None:
+    items = EmotionRecognition().items(RunContext(mode="faithful"))
+    rows = load_eu(data_dir / EU_RELPATH)
+    assert len(items) == 400 and len({i.id for i in items}) == 400
+    for item, row in zip(items, rows, strict=True):
+        e = "ABCDEFGHIJ".index(item.target["emotion"])
+        c = "ABCDEFGHIJ".index(item.target["cause"])
+        assert row["emotion_choices"][e] == row["emotion_label"]
+        assert row["cause_choices"][c] == row["cause_label"]
+        assert f"{item.target['cause']}. {row['cause_label']}" in item.prompt
+
+
+def test_empty_records_not_computed() -> None:
+    ctx = RunContext()
+    assert Knowledge().aggregate([], ctx).status == "not_computed"
+    assert EmotionRecognition().aggregate([], ctx).status == "not_computed"
+
+
+def test_starter_files_are_demo() -> None:
+    for sid, field in (("reliability/knowledge", "question"), ("reliability/emotion_recognition", "scenario")):
+        rows = load_starter(sid)
+        assert 10 <= len(rows) <= 15
+        assert all("DEMO" in r[field] or "演示" in r[field] for r in rows)
