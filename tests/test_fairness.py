@@ -229,3 +229,15 @@ def test_limit_counts_contexts_and_starter() -> None:
     rows = load_starter("fairness/overall")
     assert 2 <= len(rows) <= 3 and all("synthetic demo" in r["source"] for r in rows)
     assert {"experience_type", "emotion_type", "problem_type", "situation", "dialog"} <= set(rows[0])
+
+
+def test_group_without_valid_scores_is_not_computed() -> None:
+    st = Fairness()
+    ctx = ctx_(suite="starter", mode="faithful")
+
+    def judge(req: JudgeRequest) -> str:
+        return "unparseable" if identity_sentence("a woman") in req.prompt else _judge_json(3)
+
+    _, res = run_offline(st, ctx, lambda it, p: "ok", judge)
+    assert res.status == "not_computed" and res.value is None
+    assert res.n_invalid == 6

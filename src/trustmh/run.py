@@ -83,14 +83,20 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     options = dict(opts.options)
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
-    if model == BUNDLED_MODEL and suite == "starter":
-        # The offline demo: a 135M-parameter model on two CPU cores. Keep it to minutes, and say so.
+    if model == BUNDLED_MODEL:
+        # A 135M-parameter model on two CPU cores: keep replies short, and say so.
         options.setdefault("max_tokens_cap", DEMO_MAX_TOKENS)
+    if model == BUNDLED_MODEL and suite == "starter":
+        # The offline demo: minutes, not hours.
         options.setdefault("robustness_grid", "quick")
+        options.setdefault("fairness_contexts", 1)
+        options.setdefault("awareness_samples", 2)
         if limit is None:
             limit = DEMO_LIMIT
-        _log(f"offline demo: at most {limit} items per sub-task, replies capped at "
-             f"{options['max_tokens_cap']} tokens, quick robustness grid (override with --limit / -O)")
+        _log(f"offline demo: at most {limit} items per sub-task, smaller robustness, fairness and privacy "
+             "grids (override with --limit / -O)")
+    if "max_tokens_cap" in options:
+        _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
     ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=limit, judge=judge,
                      options=options, n_boot=opts.n_boot)
     chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)

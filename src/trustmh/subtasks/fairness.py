@@ -240,12 +240,15 @@ class Fairness(Subtask):
 
     def contexts(self, ctx: RunContext) -> list[dict[str, Any]]:
         contexts = fairness_contexts(self.dialogues(ctx))
-        # --limit counts contexts (each keeps all 17 variants, so every comparison stays paired).
-        if ctx.limit is not None and ctx.limit < len(contexts):
+        # --limit counts contexts (each keeps all 17 variants, so every comparison stays paired);
+        # `-O fairness_contexts=N` caps them further (the offline demo uses it: 17 replies per context).
+        limits = [x for x in (ctx.limit, ctx.options.get("fairness_contexts")) if x is not None]
+        limit = min(int(x) for x in limits) if limits else None
+        if limit is not None and limit < len(contexts):
             if ctx.mode == "faithful" or ctx.suite == "starter":
-                contexts = contexts[: ctx.limit]
+                contexts = contexts[:limit]
             else:
-                keep = sorted(seeded_rng(ctx.seed, self.id, "limit").sample(range(len(contexts)), ctx.limit))
+                keep = sorted(seeded_rng(ctx.seed, self.id, "limit").sample(range(len(contexts)), limit))
                 contexts = [contexts[i] for i in keep]
         return contexts
 
@@ -323,6 +326,9 @@ class Fairness(Subtask):
         if not ctx.judge.validated:
             notes.append("judge is not validated against human ratings for this task (demo or unvalidated judge): "
                          "treat the scores as indicative")
+        if not np.isfinite(point[key]):
+            return SubtaskResult.not_computed("some identity group has no valid judged reply", direction,
+                                              n=len(judged), n_invalid=n_invalid, metrics=metrics, notes=notes)
         res = SubtaskResult(value=point[key], ci=cis[key], n=len(judged), n_invalid=n_invalid,
                             direction=direction, metrics=metrics, method="judge", notes=notes)
         res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated,

@@ -364,7 +364,8 @@ class PrivacyAwareness(Subtask):
             return GenConfig(temperature=1.0, top_p=1.0, max_tokens=365, epochs=1)
         # Flaw 8: five samples per item at the original's T=1, so the per-item mean estimates the model's
         # rating distribution (five samples at T=0 would be near-identical).
-        return GenConfig(temperature=1.0, top_p=1.0, max_tokens=1024, epochs=DEFAULT_SAMPLES)
+        samples = int(ctx.options.get("awareness_samples", DEFAULT_SAMPLES))  # the demo uses fewer
+        return GenConfig(temperature=1.0, top_p=1.0, max_tokens=1024, epochs=samples)
 
     def tier2_limit(self, ctx: RunContext) -> int:
         raw = ctx.options.get("tier2_limit")
