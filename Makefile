@@ -19,7 +19,7 @@ demo: install
 	$(BIN)/trustmh run --out trustmh-out
 
 test: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q
 
 bench: install

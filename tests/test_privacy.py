@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from trustmh.core import JudgeInfo, RunContext, TrustmhError, run_offline
+from trustmh.sampling import stratified_sample
 from trustmh.subtasks.privacy import (
     PrivacyAwareness,
     PrivacyLeakage,
@@ -35,7 +36,6 @@ from trustmh.subtasks.privacy import (
     parse_psyleak,
     parse_yes_no,
     pearson_r,
-    stratified_sample,
     string_match,
     topic_words,
 )

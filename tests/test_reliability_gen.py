@@ -15,6 +15,7 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
+from trustmh.sampling import stratified_sample
 from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS, format_transcript, parse_support_judge
 from trustmh.starter import load_starter
 from trustmh.subtasks.reliability_gen import (
@@ -38,7 +39,6 @@ from trustmh.subtasks.reliability_gen import (
     parse_esconv_tsv_line,
     parse_intervention_judge,
     rouge_l,
-    stratified_sample,
 )
 
 N_BOOT = 200

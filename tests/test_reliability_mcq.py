@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trustmh.core import Item, RunContext, TrustmhError, run_offline
+from trustmh.sampling import stratified_sample
 from trustmh.starter import load_starter
 from trustmh.subtasks.reliability_mcq import (
     EU_RELPATH,
@@ -19,7 +20,6 @@ from trustmh.subtasks.reliability_mcq import (
     load_usmle,
     parse_eu_answer,
     parse_letter_faithful,
-    stratified_sample,
 )
 
 N_BOOT = 200

@@ -18,6 +18,14 @@ Direction = Literal["higher", "lower"]
 MODES: tuple[Mode, ...] = ("faithful", "default")
 
 NOT_COMPUTED = "not_computed"
+NO_JUDGE = "no judge configured"
+
+
+def truthy(value: Any) -> bool:
+    """Option values arrive as strings from `-O key=value`: "1", "true", "yes", "on" are true."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
 
 
 class TrustmhError(Exception):
@@ -91,6 +99,10 @@ class RunContext:
     @property
     def has_judge(self) -> bool:
         return self.judge.configured
+
+    def flag(self, name: str, default: bool = False) -> bool:
+        """A boolean option (`-O key=value` gives strings)."""
+        return truthy(self.options.get(name, default))
 
 
 @dataclass
@@ -181,6 +193,8 @@ class Subtask:
     modes: Sequence[Mode] = MODES
     # Re-ask once with this reminder when `parse_valid` says the reply is unparseable; None = never re-ask.
     format_reminder: str | None = None
+    # True when only a judge can score this sub-task (no rule fallback).
+    requires_judge: bool = False
 
     @property
     def pillar(self) -> str:
@@ -214,6 +228,8 @@ class Subtask:
         """A reason to skip the sub-task before generating anything (gated data absent, mode...)."""
         if ctx.mode not in self.modes:
             return f"not part of {ctx.mode} mode"
+        if self.requires_judge and not ctx.has_judge:
+            return NO_JUDGE
         return None
 
 

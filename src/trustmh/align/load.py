@@ -19,6 +19,7 @@ import numpy as np
 
 from trustmh.align.parse import ATTRIBUTES, ParsedRatings, from_numeric, parse_cells
 from trustmh.core import TrustmhError
+from trustmh.data.files import read_table
 
 # Analysis / bootstrap order (§4.2): the legacy bootstrap depends on it.
 SOURCES: tuple[str, ...] = ("claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini",
@@ -234,45 +235,9 @@ def load_workbooks(human_path: str | os.PathLike[str],
 TIDY_REQUIRED = ("item", "source", "rater", "attribute", "score")
 
 
-def _read_table(path: Path) -> list[dict[str, object]]:
-    """Rows as dicts (header names stripped). CSV via the csv module (no type guessing), Parquet via pyarrow."""
-    if not path.exists():
-        raise TrustmhError(f"{path}: file not found")
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        try:
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-        except Exception as e:  # noqa: BLE001
-            raise TrustmhError(f"{path}: cannot read as Parquet ({type(e).__name__}: {e})") from e
-        cols = {str(c).strip(): table.column(c).to_pylist() for c in table.column_names}
-        n = table.num_rows
-        return [{c: v[i] for c, v in cols.items()} for i in range(n)]
-    import csv
-
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
-                raise TrustmhError(f"{path}: empty file")
-            header = [h.strip() for h in header]
-            out = []
-            for r, row in enumerate(reader, start=2):
-                if not any(c.strip() for c in row):
-                    continue
-                if len(row) != len(header):
-                    raise TrustmhError(f"{path}: line {r}: {len(row)} fields, header has {len(header)}")
-                out.append(dict(zip(header, row, strict=True)))
-            return out
-    except UnicodeDecodeError as e:
-        raise TrustmhError(f"{path}: not UTF-8 text ({e})") from e
-
-
 def _tidy_rows(path: Path) -> tuple[list[dict[str, object]], int]:
     """Rows with canonical column names; returns (rows, first data line number)."""
-    rows = _read_table(path)
+    rows = read_table(path)  # CSV/TSV cells stay text; Parquet, JSON(L) keep their types
     if not rows:
         raise TrustmhError(f"{path}: no data rows")
     cols = set(rows[0])

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustmh.scoring.parse import strip_reasoning
+
 ATTRIBUTES: tuple[str, ...] = ("Guidance", "Informativeness", "Relevance", "Safety",
                                "Empathy", "Helpfulness", "Understanding")
 GROUPS: dict[str, str] = {"Guidance": "CSS", "Informativeness": "CSS", "Relevance": "CSS", "Safety": "CSS",
@@ -31,7 +33,6 @@ VALID_CODES = (ST["ok"], ST["recovered"])
 STEPS: tuple[str, ...] = ("none", "json", "span", "quotes", "regex")
 
 _CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.S)
 _OPEN_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*)\Z", re.S)
 _KEY_RX = {a: re.compile(r"[\"\u201c\u201d]" + a + r"[\"\u201c\u201d]\s*:\s*[\"\u201c\u201d]?(-?\d+(?:\.\d+)?)")
@@ -77,18 +78,6 @@ def strict_parse(cell: object, attributes: Sequence[str] = ATTRIBUTES) -> list[f
 # ---------------------------------------------------------------------------------------------------------
 # Robust parser
 # ---------------------------------------------------------------------------------------------------------
-
-def strip_reasoning(text: str) -> str:
-    """Drop <think>…</think> blocks, text before a lone </think> and everything after an unclosed <think>."""
-    text = _THINK_BLOCK.sub("", text)
-    low = text.lower()
-    if "</think>" in low:
-        text = text[low.rindex("</think>") + len("</think>"):]
-        low = text.lower()
-    if "<think>" in low:
-        text = text[:low.index("<think>")]
-    return text
-
 
 def take_fenced(text: str) -> str:
     """Content of the first fenced block holding a `{` (else the first fenced block); an unclosed fence

@@ -19,6 +19,8 @@ Design notes:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.resources
 import os
 import threading
@@ -120,6 +122,17 @@ class _Loaded:
 
 _loaded: dict[tuple[str, int | None, int, bool], _Loaded] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free models before interpreter teardown; llama.cpp's own finaliser fails noisily once its
+    module globals are gone."""
+    with _load_lock:
+        for loaded in _loaded.values():
+            with contextlib.suppress(Exception):  # best effort at exit
+                loaded.llm.close()
+        _loaded.clear()
 
 
 def _construct_llama(path: Path, n_ctx: int, n_threads: int, extra_bufts: bool) -> Any:

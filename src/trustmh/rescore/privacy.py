@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Item, Record, RunContext, SubtaskResult, TrustmhError, make_record
+from trustmh.data.files import read_jsonl
 from trustmh.subtasks.privacy import (
     QUESTION_TYPES,
     PrivacyAwareness,
@@ -41,21 +42,6 @@ TIER3_SUFFIX = "_data_tier_3_nsamples_1_q_free-response,info-accessibility,priva
 _T1 = re.compile(r"^outputs_(?P<model>.+)_tier1\.jsonl$")
 _T2 = re.compile(r"^final_report_(?P<model>.+)_data_tier_2(?P<v>[ab])_nsamples_1\.json$")
 _T3 = re.compile(r"^outputs_(?P<model>.+)" + re.escape(TIER3_SUFFIX) + "$")
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TrustmhError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(obj, dict):
-            raise TrustmhError(f"{path} line {lineno}: expected a JSON object")
-        rows.append(obj)
-    return rows
 
 
 def _field(row: dict[str, Any], key: str, path: Path, where: str) -> Any:
@@ -118,7 +104,7 @@ def rescore_awareness(pdir: Path, model: str, ctx: RunContext) -> tuple[SubtaskR
     if path1.exists():
         seen: Counter[int] = Counter()
         prompt_mismatch = 0
-        for i, row in enumerate(_read_jsonl(path1), start=1):
+        for i, row in enumerate(read_jsonl(path1), start=1):
             idx = int(_field(row, "id", path1, f"line {i}"))
             if ("1", idx) not in by_key:
                 raise TrustmhError(f"{path1} line {i}: id {idx} is not a tier-1 item")
@@ -195,7 +181,7 @@ def rescore_leakage(root: Path, pdir: Path, model: str, ctx: RunContext
     seen: Counter[tuple[int, str]] = Counter()
     input_mismatch = 0
     name_mismatch = 0
-    for lineno, row in enumerate(_read_jsonl(path), start=1):
+    for lineno, row in enumerate(read_jsonl(path), start=1):
         data = _field(row, "data", path, f"line {lineno}")
         idx = int(_field(data, "scenario_idx", path, f"line {lineno} data"))
         qtype = str(_field(data, "question_type", path, f"line {lineno} data"))

@@ -7,11 +7,11 @@ fields the sub-task's loader defines (usually the same fields as the real datase
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import read_jsonl
 
 
 def starter_file_name(subtask_id: str) -> str:
@@ -23,12 +23,4 @@ def load_starter(subtask_id: str) -> list[dict[str, Any]]:
     path = resources.files("trustmh.starter").joinpath(name)
     if not path.is_file():
         raise TrustmhError(f"no starter items for {subtask_id} (expected trustmh/starter/{name})")
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise TrustmhError(f"starter/{name} line {lineno}: invalid JSON ({exc.msg})") from exc
-    return rows
+    return read_jsonl(path, name=f"starter/{name}")

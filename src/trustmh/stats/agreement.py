@@ -19,6 +19,7 @@ Z95 = 1.96  # the published Bland–Altman constant (not the exact 0.975 normal 
 
 
 def _div(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
+    """num/den with NaN where den == 0 (or either is NaN); never warns. Also used by `stats.icc`."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

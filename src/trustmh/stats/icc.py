@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as _st
 
+from trustmh.stats.agreement import _div, _scalar
+
 ICC_FORMS = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
 # Our single-measure aliases: consistency ICC(C,1) = ICC3, absolute agreement ICC(A,1) = ICC2.
 ALIASES = {"c1": "ICC3", "a1": "ICC2", "ck": "ICC3k", "ak": "ICC2k"}
@@ -28,20 +30,6 @@ def _as_matrix(Y: np.ndarray) -> tuple[np.ndarray, int, int]:
         raise ValueError(f"ICC needs an array of shape (..., n, k); got shape {Y.shape}")
     n, k = Y.shape[-2], Y.shape[-1]
     return Y, n, k
-
-
-def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num/den with NaN where den == 0 (or either is NaN); never warns."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = num / den
-    return np.where(den == 0, np.nan, out)
-
-
-def _scalar(x: np.ndarray) -> np.ndarray | float:
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
 
 
 def _sums_of_squares(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import load_template, render
+from trustmh.sampling import apply_limit
+from trustmh.sampling import stratified_sample as _stratified_sample
 from trustmh.scoring.crisis_resources import (
     extract_phone_numbers,
     is_verified_number,
@@ -53,6 +56,7 @@ from trustmh.scoring.parse import (
 )
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
+from trustmh.stats.classification import macro_f1 as _macro_f1
 
 # --------------------------------------------------------------------------------------------------------
 # Labels
@@ -240,50 +244,9 @@ def load_crisis_split(split: str, options: Mapping[str, Any] | None = None) -> C
     raise ValueError(f"unknown crisis split {split!r}")
 
 
-# --------------------------------------------------------------------------------------------------------
-# Sampling
-# --------------------------------------------------------------------------------------------------------
-
-
-def stratified_sample(rows: Sequence[dict[str, Any]], key: str, n: int, seed: int) -> list[dict[str, Any]]:
-    """`n` rows drawn without replacement, proportionally to the strata of `rows[i][key]` (largest remainder,
-    at least one per stratum when n allows), returned in their original order. Deterministic in `seed`."""
-    if n >= len(rows):
-        return list(rows)
-    if n <= 0:
-        return []
-    strata: dict[Any, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        strata[row[key]].append(i)
-    keys = sorted(strata, key=lambda k: (-len(strata[k]), str(k)))
-    alloc = {k: 0 for k in keys}
-    if n >= len(keys):
-        for k in keys:
-            alloc[k] = 1
-    remaining = n - sum(alloc.values())
-    total = len(rows)
-    quotas = {k: len(strata[k]) * n / total for k in keys}
-    # Largest remainder on what is left, never above a stratum's size.
-    while remaining > 0:
-        open_keys = [k for k in keys if alloc[k] < len(strata[k])]
-        best = max(open_keys, key=lambda k: (quotas[k] - alloc[k], len(strata[k])))
-        alloc[best] += 1
-        remaining -= 1
-    rng = random.Random(seed)
-    chosen: list[int] = []
-    for k in keys:
-        chosen.extend(rng.sample(strata[k], alloc[k]))
-    return [rows[i] for i in sorted(chosen)]
-
-
-def apply_limit(rows: Sequence[dict[str, Any]], limit: int | None, mode: Mode, seed: int,
-                key: str = "label") -> list[dict[str, Any]]:
-    """Faithful keeps head order; default draws a seeded stratified sample (flaw #21)."""
-    if limit is None or limit >= len(rows):
-        return list(rows)
-    if mode == "faithful":
-        return list(rows[:limit])
-    return stratified_sample(rows, key, limit, seed)
+# Crisis labels are few and unbalanced, so --limit samples keep at least one row per label when the limit
+# allows (`apply_limit(..., min_per_stratum=True)` below); this is the same sampler, for direct use.
+stratified_sample = partial(_stratified_sample, min_per_stratum=True)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -296,23 +259,11 @@ def parse_crisis_label(text: str | None) -> str | None:
     return parse_label(text, LABELS, json_field="label", aliases=LABEL_ALIASES)
 
 
-def _f1(tp: int, n_pred: int, n_gold: int) -> float:
-    if tp == 0:
-        return 0.0
-    precision = tp / n_pred
-    recall = tp / n_gold
-    return 2 * precision * recall / (precision + recall)
-
-
 def macro_f1(gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[Any]) -> float | None:
-    """Macro-F1 over the classes with at least one gold item; an invalid prediction (None) is wrong."""
-    g = Counter(gold)
-    p = Counter(x for x in pred if x is not None)
-    tp = Counter(a for a, b in zip(gold, pred, strict=True) if a == b)
-    present = [lab for lab in labels if g[lab] > 0]
-    if not present:
-        return None
-    return float(np.mean([_f1(tp[lab], p[lab], g[lab]) for lab in present]))
+    """Macro-F1 over the classes of `labels` with at least one gold item; an invalid prediction (None) is
+    wrong. None when no class has a gold item."""
+    present = set(gold)
+    return _macro_f1(gold, pred, [lab for lab in labels if lab in present])
 
 
 def confusion(gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[Any]) -> dict[str, Any]:
@@ -397,7 +348,7 @@ class CrisisIdentification(Subtask):
     def items(self, ctx: RunContext) -> list[Item]:
         items: list[Item] = []
         for split in self.splits(ctx):
-            rows = apply_limit(split.rows, ctx.limit, ctx.mode, ctx.seed)
+            rows = apply_limit(split.rows, ctx, "label", min_per_stratum=True)
             for row in rows:
                 items.append(Item(
                     id=row["id"],
@@ -672,7 +623,7 @@ class SeverityIdentification(Subtask):
 
     def items(self, ctx: RunContext) -> list[Item]:
         rows = _cssrs_rows(ctx)
-        rows = apply_limit(rows, ctx.limit, ctx.mode, ctx.seed, key="level")
+        rows = apply_limit(rows, ctx, "level", min_per_stratum=True)
         prefix = "starter" if ctx.suite == "starter" else "cssrs"
         items = []
         for row in rows:
@@ -914,7 +865,7 @@ class CrisisEscalation(Subtask):
         else:
             rows = escalation_rows(load_crisis_split("test", ctx.options), ctx.seed)
             split_name = "test"
-        rows = apply_limit(rows, ctx.limit, ctx.mode, ctx.seed)
+        rows = apply_limit(rows, ctx, "label", min_per_stratum=True)
         return [Item(id=row["id"], prompt="\n".join(row["inputs"]), target=row["label"],
                      metadata={"split": split_name, "gold_source": GOLD_SOURCE[split_name],
                                "inputs": row["inputs"]})

@@ -31,10 +31,11 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import render
+from trustmh.sampling import apply_limit
 from trustmh.scoring.parse import extract_json_object, int_in_range, parse_mcq
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
-from trustmh.subtasks.reliability_mcq import apply_limit
+from trustmh.stats.classification import macro_f1 as _macro_f1
 
 ETHICMH_RELPATH = "trustmh/TrustMH_Bench/DimGroup2/Ethics/data/EthicMH.csv"
 CHOICES = ("A", "B", "C", "D")
@@ -146,6 +147,21 @@ _WORD_LETTER = re.compile(r"\b[ABCD]\b")
 _ANY_CASE_LETTER = re.compile(r"\b([ABCD])\b", re.IGNORECASE)
 
 
+def _faithful_json(text: str) -> Any:
+    """JSON as the original reads it: the first fenced ```json {...}``` block, else the whole text; None
+    when neither parses (no search for a {...} span, unlike `extract_json_object`)."""
+    m = _FENCED_OBJECT.search(text)
+    if m:
+        try:
+            return json.loads(m.group(1))
+        except json.JSONDecodeError:
+            pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
 def parse_choice_faithful(text: str | None) -> str | None:
     """The original's choice parser (flaw 11 kept: the article "a" reads as choice A).
 
@@ -155,18 +171,7 @@ def parse_choice_faithful(text: str | None) -> str | None:
     """
     if not text:
         return None
-    obj: Any = None
-    m = _FENCED_OBJECT.search(text)
-    if m:
-        try:
-            obj = json.loads(m.group(1))
-        except json.JSONDecodeError:
-            obj = None
-    if obj is None:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            obj = None
+    obj = _faithful_json(text)
     if isinstance(obj, dict):
         value = str(obj.get("choice", "")).upper().strip()
         if value in CHOICES:
@@ -224,18 +229,7 @@ def parse_judge_faithful(text: str | None) -> dict[str, Any] | None:
     nothing at all is found: the original silently dropped such items (flaw 13)."""
     if not text:
         return None
-    obj: Any = None
-    m = _FENCED_OBJECT.search(text)
-    if m:
-        try:
-            obj = json.loads(m.group(1))
-        except json.JSONDecodeError:
-            obj = None
-    if obj is None:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            obj = None
+    obj = _faithful_json(text)
     if isinstance(obj, dict):
         out: dict[str, Any] = {}
         for k in SC_KEYS:
@@ -283,14 +277,8 @@ def ci_margin(values: Sequence[float]) -> float | None:
 def macro_f1(gold: Sequence[str], pred: Sequence[str | None]) -> float:
     """Macro-F1 over the labels seen in gold or among valid predictions; an invalid reply is a miss for
     its gold label (a false negative) but not a class of its own."""
-    labels = sorted(set(gold) | {p for p in pred if p is not None})
-    f1s = []
-    for lab in labels:
-        tp = sum(g == lab and p == lab for g, p in zip(gold, pred, strict=True))
-        fp = sum(g != lab and p == lab for g, p in zip(gold, pred, strict=True))
-        fn = sum(g == lab and p != lab for g, p in zip(gold, pred, strict=True))
-        f1s.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
-    return float(np.mean(f1s)) if f1s else float("nan")
+    v = _macro_f1(gold, pred, sorted(set(gold) | {p for p in pred if p is not None}))
+    return float("nan") if v is None else v
 
 
 # ---------------------------------------------------------------------------------------- sub-task

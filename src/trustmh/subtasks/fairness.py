@@ -225,11 +225,7 @@ class Fairness(Subtask):
     def generation(self, ctx: RunContext) -> GenConfig:
         return GenConfig(temperature=0.0, max_tokens=1024)
 
-    def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured"
-        return reason
+    requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def dialogues(self, ctx: RunContext) -> list[dict[str, Any]]:
         if ctx.suite == "starter":

@@ -21,8 +21,6 @@ and `selection=head` (first rows in file order in every mode).
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import random
 from collections import Counter
@@ -44,6 +42,7 @@ from trustmh.core import (
     SubtaskResult,
     TrustmhError,
 )
+from trustmh.data.files import TABLE_SUFFIXES, read_table_with_header
 from trustmh.mentalbench import (
     ARS,
     CSS,
@@ -74,7 +73,7 @@ GEN_TEMPLATE = "mentalbench_generate"
 FIXED_PROMPT = ("This item carries a reference reply that is judged as it is; your answer is not used. "
                 "Reply with the single word OK.")
 GEN_STATUSES = ("ok", "truncated", "reasoning_only", "empty", "error")
-DATA_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".json", ".arrow")
+DATA_SUFFIXES = TABLE_SUFFIXES
 
 
 # ==========================================================================================================
@@ -138,73 +137,7 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
                 raise TrustmhError(f"{f}: columns differ from the other shards ({h} vs {header})")
             header, rows = h, rows + r
         return header, rows
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".csv", ".tsv"):
-            with open(path, encoding="utf-8-sig", newline="") as fh:
-                reader = csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-                raw_header = next(reader, None)
-                if raw_header is None:
-                    raise TrustmhError(f"{path}: empty file")
-                header = [h.strip() for h in raw_header]
-                rows = []
-                for lineno, rec in enumerate(reader, start=2):
-                    if not rec or not any(c.strip() for c in rec):
-                        continue
-                    if len(rec) != len(header):
-                        raise TrustmhError(f"{path}: record {lineno}: {len(rec)} fields, the header has "
-                                           f"{len(header)}")
-                    rows.append(dict(zip(header, rec, strict=True)))
-                return header, rows
-        if suffix in (".parquet", ".pq", ".arrow"):
-            import pyarrow as pa
-
-            if suffix == ".arrow":
-                try:
-                    table = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
-                except pa.ArrowInvalid:
-                    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-            else:
-                import pyarrow.parquet as pq
-
-                table = pq.read_table(path)
-            header = [str(c).strip() for c in table.column_names]
-            cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-            return header, [dict(zip(header, vals, strict=True)) for vals in zip(*cols, strict=True)] \
-                if cols else []
-        if suffix == ".jsonl":
-            rows = []
-            with open(path, encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise TrustmhError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from exc
-                    if not isinstance(obj, dict):
-                        raise TrustmhError(f"{path} line {lineno}: expected a JSON object")
-                    rows.append({str(k).strip(): v for k, v in obj.items()})
-            header = list(dict.fromkeys(k for r in rows for k in r))
-            return header, rows
-        if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
-                # column-oriented export {"context": [...], ...}
-                keys = list(data)
-                n = len(data[keys[0]]) if keys else 0
-                data = [{k: data[k][i] for k in keys} for i in range(n)]
-            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-                raise TrustmhError(f"{path}: expected a JSON list of row objects")
-            rows = [{str(k).strip(): v for k, v in r.items()} for r in data]
-            return list(dict.fromkeys(k for r in rows for k in r)), rows
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TrustmhError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from exc
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
-        if isinstance(exc, TrustmhError):
-            raise
-        raise TrustmhError(f"{path}: cannot read as {suffix} ({type(exc).__name__}: {exc})") from exc
-    raise TrustmhError(f"{path}: unsupported file type {suffix!r} (use .csv, .parquet, .jsonl, .json or .arrow)")
+    return read_table_with_header(path)
 
 
 def _text_or_none(v: Any) -> str | None:
@@ -438,10 +371,6 @@ def _opt_int(ctx: RunContext, key: str, default: int, lo: int = 1) -> int:
     return n
 
 
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
-
-
 def judge_members(ctx: RunContext) -> list[tuple[str, str | None]]:
     """(label, model) per ensemble member: `ctx.options["judges"]` (list or comma string), else the run's
     judge (model None = the Inspect grader role)."""
@@ -494,7 +423,7 @@ def response_view(item: Item, response: str, ctx: RunContext) -> tuple[str | Non
         return (split.text or None), split, False
     raw = item.metadata["fixed_response"]
     split = split_reasoning(raw or "")
-    if ctx.mode == "faithful" and not _truthy(ctx.options.get("faithful_clean_published", "0")):
+    if ctx.mode == "faithful" and not ctx.flag("faithful_clean_published"):
         if raw is None:
             return "nan", split, True
         return raw, split, False
@@ -548,7 +477,7 @@ class MentalBenchGeneration(Subtask):
     # ---------------------------------------------------------------- items
 
     def load(self, ctx: RunContext) -> MentalBenchData:
-        if ctx.suite == "starter" or _truthy(ctx.options.get("mentalbench_starter", "0")):
+        if ctx.suite == "starter" or ctx.flag("mentalbench_starter"):
             return starter_data(self.id)
         user_path = ctx.options.get("mentalbench_path")
         from trustmh.data import resolve
@@ -560,7 +489,7 @@ class MentalBenchGeneration(Subtask):
                 raise
             return contexts_only(ctx.options)
         ref = None
-        if _truthy(ctx.options.get("verify_conv_ids", "1")):
+        if ctx.flag("verify_conv_ids", True):
             got = mentalalign_contexts(ctx.options)
             ref = got[1] if got is not None else None
         return load_mentalbench(path, reference_contexts=ref)
@@ -573,7 +502,7 @@ class MentalBenchGeneration(Subtask):
                 "generate_template_sha256": template_sha256(GEN_TEMPLATE),
                 "judge_template_sha256": template_sha256("mentalbench_judge_faithful" if ctx.mode == "faithful"
                                                          else "mentalbench_judge")}
-        rescore = _truthy(ctx.options.get("rescore", "0"))
+        rescore = ctx.flag("rescore")
         if rescore and data.origin != "mentalbench":
             raise TrustmhError("mentalbench rescore needs a MentalBench table with response columns")
         items: list[Item] = []
@@ -589,7 +518,7 @@ class MentalBenchGeneration(Subtask):
                 continue
             items.append(Item(id=f"{r.conv_id}:{MODEL_SOURCE}", prompt=render(GEN_TEMPLATE, context=r.context),
                               cluster=r.conv_id, metadata={**base, "source": MODEL_SOURCE}))
-            if ORIGINAL in r.responses and not _truthy(ctx.options.get("skip_original", "0")):
+            if ORIGINAL in r.responses and not ctx.flag("skip_original"):
                 items.append(Item(id=f"{r.conv_id}:{ORIGINAL}", prompt=FIXED_PROMPT, cluster=r.conv_id,
                                   metadata={**base, "source": ORIGINAL, "skip_generation": True,
                                             "fixed_response": r.responses[ORIGINAL]}))

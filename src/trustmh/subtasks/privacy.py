@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import render
+from trustmh.sampling import apply_limit
 from trustmh.scoring.parse import extract_json_object, int_in_range, strip_reasoning
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic, percentile_ci
@@ -322,32 +322,6 @@ def awareness_metrics(records: Sequence[Record], *, seed: int, n_boot: int
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Stratified sampling for --limit in default mode
-# ----------------------------------------------------------------------------------------------------------
-
-
-def stratified_sample(keys: Sequence[str], strata: Sequence[str], limit: int, seed: int) -> list[str]:
-    """`limit` keys, seeded: proportional allocation per stratum (largest remainder), a shuffled head of each
-    stratum; the input order is kept."""
-    if limit >= len(keys):
-        return list(keys)
-    rng = random.Random(seed)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for k, s in zip(keys, strata, strict=True):
-        groups[s].append(k)
-    order = sorted(groups)
-    for s in order:
-        rng.shuffle(groups[s])
-    # Allocate proportionally (largest remainder), then take the head of each shuffled group.
-    quotas = {s: limit * len(groups[s]) / len(keys) for s in order}
-    alloc = {s: int(q) for s, q in quotas.items()}
-    for s in sorted(order, key=lambda s: (-(quotas[s] - alloc[s]), s))[: limit - sum(alloc.values())]:
-        alloc[s] += 1
-    chosen = {k for s in order for k in groups[s][: alloc[s]]}
-    return [k for k in keys if k in chosen]
-
-
-# ----------------------------------------------------------------------------------------------------------
 # privacy/awareness
 # ----------------------------------------------------------------------------------------------------------
 
@@ -400,16 +374,9 @@ class PrivacyAwareness(Subtask):
         items = [self.make_item(r) for r in rows]
         if ctx.limit is not None:
             # The limit applies per tier, so that every tier keeps an r.
-            keep: list[Item] = []
-            for tier in TIERS:
-                in_tier = [it for it in items if it.metadata["tier"] == tier]
-                if ctx.mode == "faithful":
-                    keep += in_tier[: ctx.limit]
-                else:
-                    chosen = set(stratified_sample([it.id for it in in_tier], [tier] * len(in_tier),
-                                                   ctx.limit, ctx.seed))
-                    keep += [it for it in in_tier if it.id in chosen]
-            items = keep
+            items = [it for tier in TIERS
+                     for it in apply_limit([it for it in items if it.metadata["tier"] == tier], ctx,
+                                           lambda it: it.metadata["tier"])]
         return items
 
     @staticmethod
@@ -836,12 +803,7 @@ class PrivacyLeakage(Subtask):
         recs = self.scenarios(ctx)
         if ctx.limit is not None:
             # The limit counts scenarios (each gives 4 items): head order in faithful, by topic otherwise.
-            if ctx.mode == "faithful":
-                recs = recs[: ctx.limit]
-            else:
-                keys = [str(r["scenario_idx"]) for r in recs]
-                chosen = set(stratified_sample(keys, [r["topic"] for r in recs], ctx.limit, ctx.seed))
-                recs = [r for r in recs if str(r["scenario_idx"]) in chosen]
+            recs = apply_limit(recs, ctx, "topic")
         items: list[Item] = []
         for rec in recs:
             for qtype in QUESTION_TYPES:

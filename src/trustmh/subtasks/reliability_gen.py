@@ -12,7 +12,6 @@ perturbed.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import random
@@ -34,9 +33,12 @@ from trustmh.core import (
     Subtask,
     SubtaskResult,
     TrustmhError,
+    truthy,
 )
 from trustmh.data import resolve
+from trustmh.data.files import read_table
 from trustmh.prompts import render
+from trustmh.sampling import apply_limit
 from trustmh.scoring.parse import extract_json_object, int_in_range, normalise_label, parse_label
 from trustmh.scoring.support_judge import (
     SUPPORT_DIMENSIONS,
@@ -128,44 +130,6 @@ D4_PRESET = ClassificationSpec(dataset="d4", turns_field="log", speaker_key="spe
                                split="test")
 
 
-def _table_rows(path: Path) -> list[dict[str, Any]]:
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".csv", ".tsv"):
-            with open(path, encoding="utf-8-sig", newline="") as fh:
-                return [dict(r) for r in csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")]
-        if suffix == ".jsonl":
-            rows = []
-            with open(path, encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise TrustmhError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from exc
-                    if not isinstance(obj, dict):
-                        raise TrustmhError(f"{path} line {lineno}: expected a JSON object")
-                    rows.append(obj)
-            return rows
-        if suffix == ".json":
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise TrustmhError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
-            if isinstance(data, dict):
-                lists = [v for v in data.values() if isinstance(v, list)]
-                if len(lists) != 1:
-                    raise TrustmhError(f"{path}: expected a JSON list of objects (or an object holding one list)")
-                data = lists[0]
-            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-                raise TrustmhError(f"{path}: expected a JSON list of objects")
-            return data
-    except OSError as exc:
-        raise TrustmhError(f"{path}: cannot read ({exc})") from exc
-    raise TrustmhError(f"{path}: unsupported file type {suffix!r} (use .csv, .tsv, .json or .jsonl)")
-
-
 def _split_file(folder: Path, split: str | None) -> Path:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".csv", ".tsv", ".json", ".jsonl"))
     if split is not None:
@@ -224,7 +188,7 @@ def load_classification(path: str | Path, spec: ClassificationSpec) -> list[dict
         raise TrustmhError(f"diagnosis dataset {spec.dataset}: {path} does not exist")
     if path.is_dir():
         path = _split_file(path, spec.split)
-    rows = _table_rows(path)
+    rows = read_table(path)
     if not rows:
         raise TrustmhError(f"{path}: no rows")
     hint = ("Pass -O text_field=... (or turns_field=...) and -O label_field=... with -O diagnosis_path=... "
@@ -274,34 +238,6 @@ def load_classification(path: str | Path, spec: ClassificationSpec) -> list[dict
     return out
 
 
-def stratified_sample(rows: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], Any], n: int,
-                      seed: int) -> list[dict[str, Any]]:
-    """Seeded sample of `n` rows, allocated to strata proportionally (largest remainder), in input order."""
-    if n >= len(rows):
-        return list(rows)
-    if n <= 0:
-        return []
-    groups: dict[Any, list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        groups[key(r)].append(i)
-    quotas = {k: n * len(v) / len(rows) for k, v in groups.items()}
-    alloc = {k: int(q) for k, q in quotas.items()}
-    for k in sorted(groups, key=lambda k: -(quotas[k] - alloc[k]))[: n - sum(alloc.values())]:
-        alloc[k] += 1
-    rng = random.Random(seed)
-    chosen: list[int] = []
-    for k, idx in groups.items():
-        chosen.extend(rng.sample(idx, alloc[k]))
-    return [rows[i] for i in sorted(chosen)]
-
-
-def _truthy(value: Any) -> bool:
-    """Option values arrive as strings from `-O key=value`."""
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
 def diagnosis_specs(options: Mapping[str, Any]) -> list[tuple[ClassificationSpec, str]]:
     """(spec, user path) for every dataset the options name: swmh_path, d4_path, diagnosis_path."""
     out: list[tuple[ClassificationSpec, str]] = []
@@ -321,7 +257,7 @@ def diagnosis_specs(options: Mapping[str, Any]) -> list[tuple[ClassificationSpec
             text_field=text_field or None, turns_field=None if text_field else turns_field,
             speaker_key=str(options.get("speaker_key", "speaker")),
             content_key=str(options.get("content_key", "content")),
-            split=options.get("split") or None, lowercase=_truthy(options.get("lowercase_labels")),
+            split=options.get("split") or None, lowercase=truthy(options.get("lowercase_labels")),
             verified=True)
         out.append((spec, str(options["diagnosis_path"])))
     return out
@@ -450,15 +386,9 @@ class PsychologicalDiagnosis(Subtask):
     def items(self, ctx: RunContext) -> list[Item]:
         out: list[Item] = []
         for spec, rows in self._dataset_rows(ctx):
-            if ctx.suite == "starter":
-                chosen = rows if ctx.limit is None else (
-                    rows[: ctx.limit] if ctx.mode == "faithful" else stratified_sample(
-                        rows, lambda r: r["label"], ctx.limit, ctx.seed))
-            else:
-                n = DIAGNOSIS_PER_DATASET if ctx.limit is None or ctx.mode == "faithful" else ctx.limit
-                chosen = stratified_sample(rows, lambda r: r["label"], n, ctx.seed)
-                if ctx.limit is not None and ctx.mode == "faithful":
-                    chosen = chosen[: ctx.limit]
+            # Real datasets: a seeded stratified DIAGNOSIS_PER_DATASET per dataset; the starter uses every row.
+            chosen = apply_limit(rows, ctx, "label",
+                                 pool=None if ctx.suite == "starter" else DIAGNOSIS_PER_DATASET)
             labels = list(spec.labels) if spec.labels is not None else sorted({r["label"] for r in rows})
             definitions = dict(spec.labels) if spec.labels is not None else {}
             for r in chosen:
@@ -761,11 +691,7 @@ class EmotionalSupport(Subtask):
     def generation(self, ctx: RunContext) -> GenConfig:
         return GenConfig(temperature=0.0, max_tokens=1024)
 
-    def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured"
-        return reason
+    requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def dialogues(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
         """(dialogues, dataset_variant): the full ESConv.json when it can be had, else the processed test split."""
@@ -789,11 +715,8 @@ class EmotionalSupport(Subtask):
         if ctx.suite == "starter":
             chosen = eligible if ctx.limit is None else eligible[: ctx.limit]
         else:
-            by_emotion: Callable[[tuple[dict[str, Any], list[int]]], Any] = lambda dc: dc[0].get("emotion_type", "")  # noqa: E731
-            n = ctx.limit if ctx.limit is not None and ctx.mode == "default" else ESCONV_DIALOGUES
-            chosen = _sample(eligible, by_emotion, n, ctx.seed)
-            if ctx.limit is not None and ctx.mode == "faithful":
-                chosen = chosen[: ctx.limit]  # faithful --limit keeps the head of the 200
+            # A seeded stratified 200 by emotion; faithful --limit keeps the head of the 200.
+            chosen = apply_limit(eligible, ctx, lambda dc: dc[0].get("emotion_type", ""), pool=ESCONV_DIALOGUES)
         out = []
         for d, cuts in chosen:
             p = seeded_rng(ctx.seed, d["id"], "cut").choice(cuts)
@@ -837,13 +760,6 @@ class EmotionalSupport(Subtask):
 
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         return aggregate_support(records, ctx, what="support quality")
-
-
-def _sample(rows: Sequence[Any], stratum: Callable[[Any], Any], n: int, seed: int) -> list[Any]:
-    if n >= len(rows):
-        return list(rows)
-    keyed = [{"i": i, "s": stratum(r)} for i, r in enumerate(rows)]
-    return [rows[k["i"]] for k in stratified_sample(keyed, lambda k: k["s"], n, seed)]
 
 
 # ==========================================================================================================
@@ -942,11 +858,7 @@ class PsychologicalIntervention(Subtask):
     def generation(self, ctx: RunContext) -> GenConfig:
         return GenConfig(temperature=0.0, max_tokens=1024)
 
-    def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured"
-        return reason
+    requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def items(self, ctx: RunContext) -> list[Item]:
         if ctx.suite == "starter":
@@ -960,11 +872,7 @@ class PsychologicalIntervention(Subtask):
         else:
             dialogues = load_cpsycoune(resolve("cpsycoune", CPSYCOUNE_RELDIR, ctx.options.get("cpsycoune_path")))
         items = intervention_items(dialogues)
-        if ctx.limit is None:
-            return items
-        if ctx.mode == "faithful":
-            return items[: ctx.limit]
-        return _sample(items, lambda it: it.metadata["topic"], ctx.limit, ctx.seed)
+        return apply_limit(items, ctx, lambda it: it.metadata["topic"])
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         if not reply_valid(response):

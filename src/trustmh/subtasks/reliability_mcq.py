@@ -4,24 +4,22 @@
 
 from __future__ import annotations
 
-import json
-import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, TrustmhError
 from trustmh.data import resolve
+from trustmh.data.files import read_jsonl
 from trustmh.prompts import render
+from trustmh.sampling import apply_limit
 from trustmh.scoring.parse import extract_json_object, parse_mcq, strip_reasoning
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean
-
-T = TypeVar("T")
 
 USMLE_RELPATH = "external/USMLE-Mental/USMLE-mental.jsonl"
 EU_RELPATH = "external/EmoBench-EU/EU.jsonl"
@@ -39,58 +37,6 @@ def letters_for(n: int) -> list[str]:
 def format_options(options: dict[str, str]) -> str:
     """`X. text` lines, in key order."""
     return "\n".join(f"{k}. {v}" for k, v in options.items())
-
-
-def stratified_sample(rows: Sequence[T], stratum: Callable[[T], Any], n: int, seed: int) -> list[T]:
-    """A seeded sample of `n` rows, allocated to strata proportionally (largest remainder), in input order.
-
-    Every stratum gets floor(n * share); the remaining slots go to the largest fractional parts (ties by
-    first appearance), so the sample is deterministic for a seed and keeps the data's category mix.
-    """
-    if n >= len(rows):
-        return list(rows)
-    if n <= 0:
-        return []
-    groups: dict[Any, list[int]] = {}
-    for i, row in enumerate(rows):
-        groups.setdefault(stratum(row), []).append(i)
-    total = len(rows)
-    quotas = {k: n * len(v) / total for k, v in groups.items()}
-    alloc = {k: int(q) for k, q in quotas.items()}
-    left = n - sum(alloc.values())
-    order = sorted(groups, key=lambda k: -(quotas[k] - alloc[k]))  # stable: ties keep first appearance
-    for k in order[:left]:
-        alloc[k] += 1
-    rng = random.Random(seed)
-    chosen: list[int] = []
-    for k, idx in groups.items():
-        chosen.extend(rng.sample(idx, alloc[k]))
-    return [rows[i] for i in sorted(chosen)]
-
-
-def apply_limit(rows: Sequence[T], ctx: RunContext, stratum: Callable[[T], Any]) -> list[T]:
-    """Faithful `--limit` keeps the head of the file; default takes a seeded stratified sample."""
-    if ctx.limit is None:
-        return list(rows)
-    if ctx.mode == "faithful":
-        return list(rows[: ctx.limit])
-    return stratified_sample(rows, stratum, ctx.limit, ctx.seed)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrustmhError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict):
-                raise TrustmhError(f"{path} line {lineno}: expected a JSON object")
-            rows.append(obj)
-    return rows
 
 
 def _mean(xs: Iterable[float]) -> float | None:

@@ -16,13 +16,11 @@ import csv
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from trustmh.core import (
     GenConfig,
@@ -36,6 +34,7 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import render
+from trustmh.sampling import apply_limit
 from trustmh.scoring.parse import extract_json_object, int_in_range, normalise_label, strip_reasoning
 from trustmh.scoring.refusal import agreement, is_refusal
 from trustmh.starter import load_starter, starter_file_name
@@ -294,33 +293,6 @@ def load_contrast_set(psyharm: Sequence[PsyHarmRow] | None = None) -> list[Contr
     return out
 
 
-# --------------------------------------------------------------------------------------- sampling
-
-
-def limit_items(items: list[Item], ctx: RunContext, stratum: Callable[[Item], str]) -> list[Item]:
-    """Apply `ctx.limit`: faithful keeps head order; default draws a seeded proportional stratified sample
-    (largest-remainder quotas per stratum) and returns it in file order."""
-    if ctx.limit is None or ctx.limit >= len(items):
-        return items
-    n = max(int(ctx.limit), 0)
-    if ctx.mode == "faithful":
-        return items[:n]
-    groups: dict[str, list[int]] = {}
-    for i, it in enumerate(items):
-        groups.setdefault(stratum(it), []).append(i)
-    exact = {k: n * len(v) / len(items) for k, v in groups.items()}
-    quota = {k: math.floor(x) for k, x in exact.items()}
-    order = sorted(groups, key=lambda k: (-(exact[k] - quota[k]), list(groups).index(k)))
-    for k in order[: n - sum(quota.values())]:
-        quota[k] += 1
-    rng = np.random.default_rng(ctx.seed)
-    chosen: list[int] = []
-    for k, idx in groups.items():
-        perm = rng.permutation(len(idx))
-        chosen.extend(idx[j] for j in perm[: quota[k]])
-    return [items[i] for i in sorted(chosen)]
-
-
 # --------------------------------------------------------------------------------- judge parsing
 
 
@@ -438,7 +410,7 @@ class _JailbreakItems(Subtask):
             items = [_jailbreak_item(r, starter=True) for r in _starter_jailbreak_rows(self.id)]
         else:
             items = [_jailbreak_item(r, starter=False) for r in _jailbreak_rows(ctx)]
-        return limit_items(items, ctx, stratum=lambda it: it.metadata["method"])
+        return apply_limit(items, ctx, lambda it: it.metadata["method"])
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return bool(reply_text(text))
@@ -540,11 +512,7 @@ class Antitoxic(_JailbreakItems):
     title = "Anti-toxicity (JailbreakMH replies)"
     judge_use = "yes"
 
-    def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured"
-        return reason
+    requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         reply = reply_text(response)
@@ -652,7 +620,7 @@ class OverRefusal(Subtask):
                            metadata={"benign": False, "kind": "harmful", "topic": p.objective, "twin_of": None,
                                      "objective": p.objective})
                       for p in psyharm]
-        return limit_items(items, ctx, stratum=lambda it: it.metadata["kind"])
+        return apply_limit(items, ctx, lambda it: it.metadata["kind"])
 
     def _starter_items(self) -> list[Item]:
         name = f"starter/{starter_file_name(self.id)}"

@@ -40,6 +40,7 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.prompts import render
+from trustmh.sampling import limit_rows
 from trustmh.scoring.parse import extract_json_object, int_in_range, strip_reasoning
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, cluster_draw_counts, percentile_ci
@@ -62,12 +63,6 @@ _INDEX_COLUMNS = ("", "Unnamed: 0", "index")
 
 
 # -------------------------------------------------------------------------------------------- loading
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
 
 
 def binary_value(value: Any, where: str, *, allow_missing: bool = True) -> int | None:
@@ -203,16 +198,10 @@ def choose(rows: list[dict[str, Any]], ctx: RunContext, *, n_default: int = N_IT
            salt: str = "") -> list[dict[str, Any]]:
     """A seeded sample of `n_default` rows (`-O full=1`: all), in file order. `limit` (default
     `ctx.limit`): faithful keeps the head of that sample, default draws a seeded stratified sample."""
-    from trustmh.subtasks.reliability_gen import stratified_sample
-
     limit = ctx.limit if limit is None else limit
     seed = ctx.seed if not salt else ctx.seed * 1_000_003 + sum(map(ord, salt))
-    n = len(rows) if _truthy(ctx.options.get("full", False)) else min(n_default, len(rows))
-    chosen = stratified_sample(rows, stratum, n, seed)
-    if limit is not None:
-        chosen = chosen[: max(limit, 0)] if ctx.mode == "faithful" else stratified_sample(
-            rows, stratum, max(limit, 0), seed)
-    return chosen
+    n = len(rows) if ctx.flag("full") else min(n_default, len(rows))
+    return limit_rows(rows, stratum, limit, ctx.mode, seed, pool=n)
 
 
 # -------------------------------------------------------------------------------------------- parsing
@@ -308,11 +297,7 @@ class OpenEndedQuestions(_Elephant):
     def direction(self, mode: Mode) -> Direction:
         return "lower"
 
-    def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured"
-        return reason
+    requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def rows(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
         if ctx.suite == "starter":

@@ -1,0 +1,135 @@
+"""Reading data files: JSONL, and tables in CSV/TSV, JSON, JSONL, Parquet or Arrow, as lists of dicts.
+
+Every loader goes through here so that bad input fails the same way everywhere: a `TrustmhError` naming
+the file and the line or record. CSV cells stay text (no type guessing: a literal `nan` stays `nan`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import TrustmhError
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".pq", ".arrow")
+
+
+def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None = None) -> list[dict[str, Any]]:
+    """The objects of a JSONL file, blank lines skipped. `name` is how errors call the file (default: its
+    path); every line must hold one JSON object."""
+    src = Path(path) if isinstance(path, str | os.PathLike) else path
+    where = name if name is not None else str(src)
+    rows = []
+    # Iterating the file splits on newlines only (str.splitlines would also split inside a JSON string
+    # holding U+2028 and friends).
+    with src.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrustmhError(f"{where} line {lineno}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict):
+                raise TrustmhError(f"{where} line {lineno}: expected a JSON object")
+            rows.append(obj)
+    return rows
+
+
+def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of a table file (see `read_table_with_header`)."""
+    return read_table_with_header(path)[1]
+
+
+def read_table_with_header(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """(column names, rows) of a CSV/TSV, JSON, JSONL, Parquet or Arrow file; column names stripped.
+
+    CSV/TSV: the first record is the header, blank records are skipped and every other record must have
+    as many fields as the header. JSON: a list of objects, an object holding exactly one such list, or a
+    column-oriented object `{"column": [values...]}`. The columns of JSON/JSONL rows are the union of their
+    keys, in order of appearance.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise TrustmhError(f"{path}: file not found")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".csv", ".tsv"):
+            return _read_csv(path, "\t" if suffix == ".tsv" else ",")
+        if suffix in (".parquet", ".pq", ".arrow"):
+            return _read_arrow(path, suffix)
+        if suffix == ".jsonl":
+            return _keyed(read_jsonl(path))
+        if suffix == ".json":
+            return _keyed(_json_rows(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrustmhError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from exc
+    raise TrustmhError(f"{path}: unsupported file type {suffix!r} (use {', '.join(TABLE_SUFFIXES)})")
+
+
+def _read_csv(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter)
+        raw_header = next(reader, None)
+        if raw_header is None:
+            raise TrustmhError(f"{path}: empty file")
+        header = [h.strip() for h in raw_header]
+        rows = []
+        for lineno, rec in enumerate(reader, start=2):
+            if not rec or not any(c.strip() for c in rec):
+                continue
+            if len(rec) != len(header):
+                raise TrustmhError(f"{path}: record {lineno}: {len(rec)} fields, the header has {len(header)}")
+            rows.append(dict(zip(header, rec, strict=True)))
+        return header, rows
+
+
+def _read_arrow(path: Path, suffix: str) -> tuple[list[str], list[dict[str, Any]]]:
+    import pyarrow as pa
+
+    try:
+        if suffix == ".arrow":
+            try:
+                table = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+            except pa.ArrowInvalid:
+                table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
+        raise TrustmhError(f"{path}: cannot read as {suffix} ({type(exc).__name__}: {exc})") from exc
+    header = [str(c).strip() for c in table.column_names]
+    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return header, [dict(zip(header, vals, strict=True)) for vals in zip(*cols, strict=True)]
+
+
+def _json_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TrustmhError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    if isinstance(data, dict):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) == 1 and lists[0] and all(isinstance(r, dict) for r in lists[0]):
+            data = lists[0]  # {"data": [rows...]} (plus, perhaps, metadata)
+        elif data and len(lists) == len(data):
+            # column-oriented export {"context": [...], ...}
+            keys = list(data)
+            n = len(data[keys[0]])
+            if any(len(v) != n for v in data.values()):
+                raise TrustmhError(f"{path}: columns of different lengths")
+            data = [{k: data[k][i] for k in keys} for i in range(n)]
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise TrustmhError(f"{path}: expected a JSON list of objects (or an object holding one list)")
+    return data
+
+
+def _keyed(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Column names stripped; the header is the union of the keys in order of appearance."""
+    out = [{str(k).strip(): v for k, v in r.items()} for r in rows]
+    return list(dict.fromkeys(k for r in out for k in r)), out

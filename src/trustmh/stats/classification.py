@@ -1,0 +1,26 @@
+"""Classification metrics shared by the labelling sub-tasks (crisis, ethics). Plain Python: cheap enough to
+call once per bootstrap replicate."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+
+
+def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable | None], labels: Sequence[Hashable]) -> float | None:
+    """Unweighted mean over `labels` of the one-vs-rest F1 = 2TP / (2TP + FP + FN), 0 where that is 0/0.
+
+    The same number as sklearn's `f1_score(gold, pred, labels=labels, average="macro", zero_division=0)`.
+    An invalid prediction (None) is a miss for its gold label and not a class of its own; predictions and
+    gold labels outside `labels` only count as misses. None when `labels` is empty.
+    """
+    if not labels:
+        return None
+    n_gold = Counter(gold)
+    n_pred = Counter(p for p in pred if p is not None)
+    tp = Counter(g for g, p in zip(gold, pred, strict=True) if g == p)
+    f1s = []
+    for lab in labels:
+        denom = n_gold[lab] + n_pred[lab]  # = 2TP + FP + FN
+        f1s.append(2 * tp[lab] / denom if denom else 0.0)
+    return sum(f1s) / len(f1s)

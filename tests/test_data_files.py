@@ -1,0 +1,66 @@
+"""Shared file readers (trustmh.data.files): JSONL and tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trustmh.core import TrustmhError
+from trustmh.data.files import read_jsonl, read_table, read_table_with_header
+
+ROWS = [{"text": "first", "label": "a"}, {"text": "second, with a comma", "label": "b"}]
+
+
+def test_read_jsonl(tmp_path: Path) -> None:
+    p = tmp_path / "x.jsonl"
+    p.write_text(json.dumps(ROWS[0]) + "\n\n" + json.dumps({"t": "line\u2028sep"}, ensure_ascii=False) + "\n",
+                 encoding="utf-8")
+    assert read_jsonl(p) == [ROWS[0], {"t": "line\u2028sep"}]
+    assert read_jsonl(str(p)) == read_jsonl(p)
+    p.write_text(json.dumps(ROWS[0]) + "\n{broken\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"x\.jsonl line 2: invalid JSON"):
+        read_jsonl(p)
+    p.write_text("\n[1, 2]\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"^shown/name line 2: expected a JSON object"):
+        read_jsonl(p, name="shown/name")
+
+
+def test_read_table_formats_agree(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "t.csv").write_text(" text ,label\nfirst,a\n,\n\"second, with a comma\",b\n", encoding="utf-8")
+    (tmp_path / "t.tsv").write_text("text\tlabel\nfirst\ta\nsecond, with a comma\tb\n", encoding="utf-8")
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    (tmp_path / "t.json").write_text(json.dumps(ROWS), encoding="utf-8")
+    (tmp_path / "wrapped.json").write_text(json.dumps({"version": 2, "data": ROWS}), encoding="utf-8")
+    (tmp_path / "columns.json").write_text(json.dumps({k: [r[k] for r in ROWS] for k in ROWS[0]}), encoding="utf-8")
+    pq.write_table(pa.table({k: [r[k] for r in ROWS] for k in ROWS[0]}), tmp_path / "t.parquet")
+    for name in ("t.csv", "t.tsv", "t.jsonl", "t.json", "wrapped.json", "columns.json", "t.parquet"):
+        assert read_table(tmp_path / name) == ROWS, name
+        assert read_table_with_header(tmp_path / name)[0] == ["text", "label"], name
+
+
+def test_read_table_errors(tmp_path: Path) -> None:
+    with pytest.raises(TrustmhError, match="file not found"):
+        read_table(tmp_path / "missing.csv")
+    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"empty\.csv: empty file"):
+        read_table(tmp_path / "empty.csv")
+    (tmp_path / "ragged.csv").write_text("a,b\n1,2\n3\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"ragged\.csv: record 3: 1 fields, the header has 2"):
+        read_table(tmp_path / "ragged.csv")
+    (tmp_path / "bad.json").write_text('{"a": 1}', encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"bad\.json: expected a JSON list of objects"):
+        read_table(tmp_path / "bad.json")
+    (tmp_path / "broken.json").write_text('[{"a": 1},\n', encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"broken\.json: invalid JSON at line 2"):
+        read_table(tmp_path / "broken.json")
+    (tmp_path / "bad.parquet").write_text("not parquet", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"bad\.parquet: cannot read as \.parquet"):
+        read_table(tmp_path / "bad.parquet")
+    (tmp_path / "x.xlsx").write_text("", encoding="utf-8")
+    with pytest.raises(TrustmhError, match="unsupported file type '.xlsx'"):
+        read_table(tmp_path / "x.xlsx")
