@@ -249,3 +249,17 @@ def test_a_path_to_a_gguf_file_is_accepted_as_the_model_name() -> None:
     out = _generate(model, "Hello")
     assert isinstance(model.api, gguf.GGUFModelAPI) and model.api.model_path == path
     assert out.usage is not None and 0 < out.usage.output_tokens <= 4
+
+
+def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
+    """With a response schema, llama.cpp's grammar guarantees JSON (used for the demo judge)."""
+    import json
+
+    from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
+
+    schema = ResponseSchema(name="rating", json_schema=JSONSchema(
+        type="object", properties={"score": JSONSchema(type="integer")}, required=["score"]))
+    config = GenerateConfig(max_tokens=48, temperature=0, seed=1, response_schema=schema)
+    out = asyncio.run(smollm2.generate("Rate the colour blue from 1 to 5.", config=config))
+    assert isinstance(json.loads(out.completion)["score"], int)

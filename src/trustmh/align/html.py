@@ -134,8 +134,13 @@ def render_html(result: dict[str, Any]) -> str:
              f"thresholds {_e(md.get('thresholds_version'))}</p>"]
     if result.get("mode") == "faithful":
         tc = result.get("tertile_cutoffs", {})
+
+        def cuts(v: object) -> str:
+            return ", ".join(f"{x:.3f}" for x in v) if isinstance(v, list | tuple) else str(v)
+
         parts.append("<p>Categories depend only on the width of the ICC(C,1) interval (relative tertiles "
-                     f"{_e(tc.get('fixed'))}; recomputed here {_e(tc.get('recomputed'))}), not on the ICC value.</p>")
+                     f"{_e(cuts(tc.get('fixed')))}; recomputed from these widths {_e(cuts(tc.get('recomputed')))}),"
+                     " not on the ICC value.</p>")
     diffs = result.get("differences_from_faithful")
     if diffs:
         parts.append("<h2>Differences from faithful</h2><ul>" + "".join(f"<li>{_e(d)}</li>" for d in diffs)

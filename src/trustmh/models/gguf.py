@@ -391,6 +391,10 @@ class GGUFModelAPI(ModelAPI):
             request["presence_penalty"] = float(config.presence_penalty)
         if config.stop_seqs:
             request["stop"] = list(config.stop_seqs)
+        if config.response_schema is not None:
+            # llama.cpp compiles the JSON schema to a grammar: the reply is always well-formed JSON.
+            schema = config.response_schema.json_schema.model_dump(exclude_none=True)
+            request["response_format"] = {"type": "json_object", "schema": schema}
 
         start = time.monotonic()
         with loaded.lock:

@@ -18,10 +18,12 @@ from inspect_ai.model import (
     GenerateConfig,
     Model,
     ModelOutput,
+    ResponseSchema,
     get_model,
 )
 from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import JSONSchema
 
 from trustmh.catalogue import BY_ID, get_subtask
 from trustmh.core import Item, Record, RunContext, Subtask, TrustmhError, make_record
@@ -77,12 +79,26 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
     outputs: dict[str, str] = {}
     for req in subtask.judge_requests(item, response, ctx):
         config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=capped(req.max_tokens, ctx))
+        if judge_json_mode(req.model or ctx.judge.model, ctx):
+            config.response_schema = JUDGE_JSON
         model = default if req.model is None else get_model(req.model, config=config)
         text = (await model.generate(req.prompt, config=config)).completion
         if not req.validate(text):
             text = (await model.generate(req.prompt, config=config)).completion
         outputs[req.name] = text
     return outputs
+
+
+# Every judge answers with one JSON object; where a provider can enforce that, ask it to.
+JUDGE_JSON = ResponseSchema(name="judgement", json_schema=JSONSchema(type="object"))
+
+
+def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
+    """`-O judge_json_mode=1|0`; by default on for the in-process model, whose grammar guarantees JSON
+    (hosted providers differ in how they treat a schema, so they are left to the prompt)."""
+    if "judge_json_mode" in ctx.options:
+        return ctx.flag("judge_json_mode")
+    return bool(judge and judge.startswith("gguf/"))
 
 
 def capped(max_tokens: int, ctx: RunContext) -> int:
