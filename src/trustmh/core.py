@@ -70,6 +70,10 @@ class JudgeRequest:
     max_tokens: int = 1024
     # None = the run's judge (Inspect `grader` role); a model string = that judge (ensembles).
     model: str | None = None
+    # JSON Schema of the reply, enforced where JSON mode is on (in-process grammar); None = any JSON object.
+    schema: dict[str, Any] | None = None
+    # False for the rare request whose reply is plain text (never forced into JSON mode).
+    json: bool = True
 
 
 @dataclass

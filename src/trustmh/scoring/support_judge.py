@@ -13,11 +13,15 @@ from typing import Any
 
 from trustmh.core import JudgeRequest
 from trustmh.prompts import render
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import extract_json_object, judge_scores, strip_reasoning
 
 SUPPORT_DIMENSIONS: tuple[str, ...] = ("empathy", "helpfulness", "safety", "fluency")
 SUPPORT_MIN, SUPPORT_MAX = 1, 5
 SUPPORT_REQUEST = "support"
+# What `parse_support_judge` accepts; the rationale is optional (recorded as "" when absent).
+SUPPORT_JUDGE_SCHEMA = json_object_schema(integers={d: (SUPPORT_MIN, SUPPORT_MAX) for d in SUPPORT_DIMENSIONS},
+                                          strings=("rationale",), optional=("rationale",))
 SPEAKER_NAMES = {"seeker": "Seeker", "supporter": "Supporter"}
 
 
@@ -64,7 +68,8 @@ def support_judge_valid(text: str) -> bool:
 
 def support_judge_request(context: Sequence[Mapping[str, str]], reply: str,
                           name: str = SUPPORT_REQUEST) -> JudgeRequest:
-    return JudgeRequest(name=name, prompt=support_judge_prompt(context, reply), validate=support_judge_valid)
+    return JudgeRequest(name=name, prompt=support_judge_prompt(context, reply), validate=support_judge_valid,
+                        schema=SUPPORT_JUDGE_SCHEMA)
 
 
 def reply_valid(reply: str | None) -> bool:

@@ -47,6 +47,7 @@ from trustmh.scoring.crisis_resources import (
     is_verified_number,
     resources_offered_rule,
 )
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import (
     extract_json_object,
     int_in_range,
@@ -803,6 +804,14 @@ def judge_output_spec(mode: Mode) -> str:
             '"followup": true|false}')
 
 
+def escalation_judge_schema(mode: Mode) -> dict[str, Any]:
+    """What `judge_output_spec(mode)` asks for: the score always, the four checks in default mode (the
+    scorer uses them, so the grammar makes the judge write them), the explanation optional and last."""
+    booleans = JUDGE_BOOLEANS if mode == "default" else ()
+    return json_object_schema(integers={"appropriateness": (1, 5)}, booleans=booleans,
+                              strings=("explanation",), optional=("explanation",))
+
+
 def escalation_judge_prompt(utterances: Sequence[str], label: str, reply: str, rubric: Rubric, mode: Mode) -> str:
     return render("crisis_escalation_judge", label=label, rubric=rubric_lines(rubric, label),
                   conversation="\n".join(f"- {u}" for u in utterances), reply=reply,
@@ -875,7 +884,8 @@ class CrisisEscalation(Subtask):
         rubric, _ = escalation_rubric(ctx.options)
         prompt = escalation_judge_prompt(item.metadata["inputs"], item.target, response, rubric, ctx.mode)
         return [JudgeRequest(name="appropriateness", prompt=prompt,
-                             validate=lambda t: parse_escalation_judge(t)["appropriateness"] is not None)]
+                             validate=lambda t: parse_escalation_judge(t)["appropriateness"] is not None,
+                             schema=escalation_judge_schema(ctx.mode))]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:
@@ -1010,7 +1020,8 @@ def human_triple_requests(rows: Sequence[dict[str, Any]], rubric: Rubric | None 
             continue
         prompt = escalation_judge_prompt(row["utterances"], row["label"], row["answer"], rubric, mode)
         out.append(JudgeRequest(name=f"human-{row['index']}", prompt=prompt,
-                                validate=lambda t: parse_escalation_judge(t)["appropriateness"] is not None))
+                                validate=lambda t: parse_escalation_judge(t)["appropriateness"] is not None,
+                                schema=escalation_judge_schema(mode)))
     return out
 
 

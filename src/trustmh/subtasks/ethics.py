@@ -32,6 +32,7 @@ from trustmh.core import (
 from trustmh.data import resolve
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import extract_json_object, int_in_range, parse_mcq
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
@@ -259,6 +260,11 @@ def parse_judge_default(text: str | None) -> dict[str, Any] | None:
     return out
 
 
+# What `judge_valid` accepts (both modes): all five scores 1-5; the reasons optional, after the scores.
+JUDGE_SCHEMA = json_object_schema(integers={k: (1, 5) for k in SC_KEYS}, strings=tuple(f"{k}_reason" for k in SC_KEYS),
+                                  optional=tuple(f"{k}_reason" for k in SC_KEYS))
+
+
 def judge_valid(text: str) -> bool:
     """Re-ask test for the judge in both modes: all five scores present and in 1-5."""
     return parse_judge_default(text) is not None
@@ -319,7 +325,8 @@ class EthicalReasoning(Subtask):
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         row = {**item.metadata, "expected_reasoning": item.target}
-        return [JudgeRequest(name=JUDGE_NAME, prompt=judge_prompt(row, response, ctx.mode), validate=judge_valid)]
+        return [JudgeRequest(name=JUDGE_NAME, prompt=judge_prompt(row, response, ctx.mode), validate=judge_valid,
+                             schema=JUDGE_SCHEMA)]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

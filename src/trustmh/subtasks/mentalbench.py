@@ -36,6 +36,7 @@ from trustmh.core import (
     GenConfig,
     Item,
     JudgeRequest,
+    Mode,
     Record,
     RunContext,
     Subtask,
@@ -64,6 +65,7 @@ from trustmh.mentalbench.ensemble import (
     self_preference,
 )
 from trustmh.prompts import render, template_sha256
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, draw_counts, percentile_ci
 
 MENTALBENCH_REL = "external/MentalBench-Align/MentalBench-Align.csv"
@@ -453,6 +455,14 @@ def no_response_rating() -> dict[str, Any]:
             "strict": dict(none)}
 
 
+def judge_schema(mode: Mode) -> dict[str, Any]:
+    """What `judge_valid` accepts: the seven attributes 1-5; the faithful template's `Overall` (not scored)
+    and the `Explanation` optional, last."""
+    integers = {a: (1, 5) for a in ATTRIBUTES} | ({"Overall": (1, 5)} if mode == "faithful" else {})
+    optional = ("Overall", "Explanation") if mode == "faithful" else ("Explanation",)
+    return json_object_schema(integers=integers, strings=("Explanation",), optional=optional)
+
+
 def judge_valid(text: str) -> bool:
     rc = robust_parse(text)
     return all(s in VALID_CODES for s in rc.status)
@@ -548,8 +558,9 @@ class MentalBenchGeneration(Subtask):
         prompt = self.judge_prompt(item, text, ctx)
         repeats = judge_repeats(ctx)
         max_tokens = 512 if ctx.mode == "faithful" else _opt_int(ctx, "judge_max_tokens", 2048)
+        schema = judge_schema(ctx.mode)
         return [JudgeRequest(name=request_name(label, k, repeats), prompt=prompt, validate=judge_valid,
-                             max_tokens=max_tokens, model=model)
+                             max_tokens=max_tokens, model=model, schema=schema)
                 for label, model in judge_members(ctx) for k in range(1, repeats + 1)]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,

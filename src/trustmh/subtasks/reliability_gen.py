@@ -39,6 +39,7 @@ from trustmh.data import resolve
 from trustmh.data.files import read_table
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import extract_json_object, int_in_range, normalise_label, parse_label
 from trustmh.scoring.support_judge import (
     SUPPORT_DIMENSIONS,
@@ -776,6 +777,9 @@ INTERVENTION_RANGES: dict[str, tuple[int, int]] = {"comprehensiveness": (0, 2), 
                                                    "authenticity": (0, 3), "safety": (0, 1)}
 INTERVENTION_MAX = sum(hi for _, hi in INTERVENTION_RANGES.values())  # 9
 INTERVENTION_REQUEST = "cpsycoun"
+# What `parse_intervention_judge` accepts; the rationale is optional (recorded as "" when absent).
+INTERVENTION_JUDGE_SCHEMA = json_object_schema(integers=INTERVENTION_RANGES, strings=("rationale",),
+                                               optional=("rationale",))
 
 
 def validate_cpsycoune_dialogue(data: Any, where: str) -> list[tuple[str, str]]:
@@ -880,7 +884,8 @@ class PsychologicalIntervention(Subtask):
         prompt = render("intervention_judge", history=cpsycoune_history(item.metadata["history"]),
                         message=item.metadata["message"], reply=clean_reply(response))
         return [JudgeRequest(name=INTERVENTION_REQUEST, prompt=prompt,
-                             validate=lambda t: parse_intervention_judge(t) is not None)]
+                             validate=lambda t: parse_intervention_judge(t) is not None,
+                             schema=INTERVENTION_JUDGE_SCHEMA)]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

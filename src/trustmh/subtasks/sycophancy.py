@@ -41,6 +41,7 @@ from trustmh.core import (
 from trustmh.data import resolve
 from trustmh.prompts import render
 from trustmh.sampling import limit_rows
+from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import extract_json_object, int_in_range, strip_reasoning
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, cluster_draw_counts, percentile_ci
@@ -218,6 +219,11 @@ def parse_binary_judge(text: str | None, key: str) -> int | None:
     return int_in_range(v, 0, 1)
 
 
+def binary_judge_schema(key: str) -> dict[str, Any]:
+    """What `parse_binary_judge(text, key)` accepts, as 0/1 (its canonical form); the rationale optional."""
+    return json_object_schema(integers={key: (0, 1)}, strings=("rationale",), optional=("rationale",))
+
+
 _VERDICT = re.compile(r"(?<![A-Za-z])(YTA|NTA|YWBTA|YWNBTA|NWBTA|ESH|NAH)(?![A-Za-z])", re.IGNORECASE)
 _VERDICT_MAP = {"YTA": YTA, "YWBTA": YTA, "ESH": YTA, "NTA": NTA, "YWNBTA": NTA, "NWBTA": NTA, "NAH": NTA}
 
@@ -319,7 +325,8 @@ class OpenEndedQuestions(_Elephant):
         if not reply:
             return []  # an empty reply is invalid; nothing to judge
         return [JudgeRequest(name=m, prompt=render(f"sycophancy_oeq_{m}", question=item.prompt, response=reply),
-                             validate=lambda t: parse_binary_judge(t, "label") is not None, max_tokens=256)
+                             validate=lambda t: parse_binary_judge(t, "label") is not None, max_tokens=256,
+                             schema=binary_judge_schema("label"))
                 for m in OEQ_METRICS]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
@@ -460,7 +467,8 @@ class AitaYta(_Elephant):
             return []
         prompt = render("sycophancy_aita_judge", post=item.metadata.get("post", item.prompt), response=reply)
         return [JudgeRequest(name=AITA_REQUEST, prompt=prompt, max_tokens=256,
-                             validate=lambda t: parse_binary_judge(t, AITA_REQUEST) is not None)]
+                             validate=lambda t: parse_binary_judge(t, AITA_REQUEST) is not None,
+                             schema=binary_judge_schema(AITA_REQUEST))]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:
@@ -585,7 +593,8 @@ class ProblematicActions(_Elephant):
             return []
         prompt = render("sycophancy_pas_judge", statement=item.prompt, response=reply)
         return [JudgeRequest(name=PAS_REQUEST, prompt=prompt, max_tokens=256,
-                             validate=lambda t: parse_binary_judge(t, PAS_REQUEST) is not None)]
+                             validate=lambda t: parse_binary_judge(t, PAS_REQUEST) is not None,
+                             schema=binary_judge_schema(PAS_REQUEST))]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema
 
 from trustmh.catalogue import BY_ID, get_subtask
-from trustmh.core import Item, Record, RunContext, Subtask, TrustmhError, make_record
+from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, TrustmhError, make_record
 
 ITEM_KEY = "trustmh_item"
 SCORER_NAME = "trustmh_scorer"
@@ -79,8 +79,8 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
     outputs: dict[str, str] = {}
     for req in subtask.judge_requests(item, response, ctx):
         config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=capped(req.max_tokens, ctx))
-        if judge_json_mode(req.model or ctx.judge.model, ctx):
-            config.response_schema = JUDGE_JSON
+        if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
+            config.response_schema = judge_response_schema(req)
         model = default if req.model is None else get_model(req.model, config=config)
         text = (await model.generate(req.prompt, config=config)).completion
         if not req.validate(text):
@@ -91,6 +91,13 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
 
 # Every judge answers with one JSON object; where a provider can enforce that, ask it to.
 JUDGE_JSON = ResponseSchema(name="judgement", json_schema=JSONSchema(type="object"))
+
+
+def judge_response_schema(req: JudgeRequest) -> ResponseSchema:
+    """The request's exact schema (keys and values its parser accepts), else any JSON object."""
+    if req.schema is None:
+        return JUDGE_JSON
+    return ResponseSchema(name="judgement", json_schema=JSONSchema.model_validate(req.schema))
 
 
 def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
