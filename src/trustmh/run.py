@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trustmh.catalogue import BY_ID, get_subtask, is_implemented, select
+from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
     JudgeInfo,
     Mode,
@@ -193,6 +193,4 @@ def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: i
     if n_errors:
         result.metrics["n_errors"] = n_errors
         result.notes.append(f"{n_errors} sample(s) failed with an error and are not scored")
-    info = BY_ID[subtask.id]
-    result.metrics.setdefault("title", info.title)
     return result
