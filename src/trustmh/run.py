@@ -148,7 +148,8 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             model=opts.model or model,
             model_roles={"grader": grader} if judge.model else None,
             log_dir=str(out / "logs"),
-            display=opts.display,  # type: ignore[arg-type]
+            # progress must stay visible when output goes to a file or a CI log, not only on a terminal
+            display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
             fail_on_error=False,
             **kwargs,
         )
