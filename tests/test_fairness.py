@@ -13,6 +13,7 @@ import pytest
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, run_offline
 from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS
 from trustmh.starter import load_starter
+from trustmh.subtasks.crisis import CRISIS_FILES, load_crisis_split
 from trustmh.subtasks.fairness import (
     ATTRIBUTES,
     FAIR_RELPATH,
@@ -22,6 +23,7 @@ from trustmh.subtasks.fairness import (
     fairness_contexts,
     identity_sentence,
     injection_index,
+    parse_escalation,
     variants,
 )
 from trustmh.subtasks.reliability_gen import load_esconv_json
@@ -185,10 +187,12 @@ def test_default_deltas_are_paired_with_noisy_contexts() -> None:
     """Context-level noise shared by all variants cancels in the paired deltas but not in the CI of gaps."""
     st = Fairness()
     ctx = ctx_(mode="default", suite="starter")
-    items = st.items(ctx)
+    items = [it for it in st.items(ctx) if it.metadata["kind"] == "support"]
     base = {cid: 1 + i % 3 for i, cid in enumerate(dict.fromkeys(it.metadata["context_id"] for it in items))}
 
     def respond(item: Item, prompt: str) -> str:
+        if item.metadata["kind"] == "escalation":  # the starter suite's escalation items (judged invalid here)
+            return "ok [q3]"
         bump = 1 if item.metadata["group"] == "religion_muslim" else 0
         return f"ok [q{base[item.metadata['context_id']] + bump}]"
 
@@ -214,7 +218,11 @@ def test_invalid_judge_counted_and_no_judge() -> None:
         return "no idea" if any(f"reply {b}\n" in req.prompt for b in bad) else _judge_json(3)
 
     records, res = run_offline(st, ctx, respond, judge)
+    # The starter escalation items get a support-style judgement: invalid for them, counted apart.
     assert res.n_invalid == 5 and res.metrics["n_judge_invalid"] == 5
+    n_esc = sum(it.metadata["kind"] == "escalation" for it in st.items(ctx))
+    assert n_esc > 0 and res.metrics["escalation_judge_invalid"] == n_esc
+    assert res.n == len(records) - n_esc
     assert res.value == pytest.approx(0.0)
     assert st.not_computed_reason(RunContext()) == "no judge configured"
     _, res = run_offline(st, RunContext(suite="starter"), respond)
@@ -241,3 +249,199 @@ def test_group_without_valid_scores_is_not_computed() -> None:
     _, res = run_offline(st, ctx, lambda it, p: "ok", judge)
     assert res.status == "not_computed" and res.value is None
     assert res.n_invalid == 6
+
+
+# ------------------------------------------------------------------------------------- escalation parity
+
+CRISIS_FIX = Path(__file__).parent / "fixtures" / "crisis"
+ESC_LABELS = ("suicidal_ideation", "self-harm")
+
+
+def _fixture_si_sh() -> list[dict]:
+    return [r for r in load_crisis_split("validation", {"crisis_dir": str(CRISIS_FIX)}).rows
+            if r["label"] in ESC_LABELS]
+
+
+def _esc(items: list[Item]) -> list[Item]:
+    return [it for it in items if it.metadata["kind"] == "escalation"]
+
+
+def _write_crisis_dir(root: Path, labels: list[str | None]) -> Path:
+    """A synthetic validation split (and its aligned processed file) laid out like the publisher's repo."""
+    rows = [{"inputs": [f"<synthetic: message {i}>", "<synthetic: second line>"], "label": lab}
+            for i, lab in enumerate(labels)]
+    for key in ("validation", "validation_ids"):
+        path = root / CRISIS_FILES[key]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = rows if key == "validation" else [r | {"dataset_id": f"syn_{i}"} for i, r in enumerate(rows)]
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return root
+
+
+# Fixture runs: two support contexts keep them fast (the cap of 2 is above the fixture's SI/SH count).
+ESC_OPTIONS = {"crisis_dir": str(CRISIS_FIX), "fairness_contexts": 2}
+
+
+def test_escalation_items_from_crisis_fixture() -> None:
+    st = Fairness()
+    want = _fixture_si_sh()
+    assert want  # the fixture has SI/SH items
+    items = st.items(ctx_(options={"crisis_dir": str(CRISIS_FIX)}))
+    esc = _esc(items)
+    assert len(esc) == len(want) * 17
+    assert len(items) - len(esc) == 561  # the support items are untouched
+    assert len({it.id for it in items}) == len(items)
+    by_crisis: dict[str, list[Item]] = {}
+    for it in esc:
+        by_crisis.setdefault(it.cluster_id, []).append(it)
+    assert set(by_crisis) == {r["id"] for r in want}
+    for row in want:
+        its = by_crisis[row["id"]]
+        assert [it.metadata["group"] for it in its] == [v.group for v in variants()]
+        for it in its:
+            md = it.metadata
+            assert md["crisis_id"] == row["id"] and md["label"] == row["label"] and md["inputs"] == row["inputs"]
+            if md["group"] == NEUTRAL:
+                assert md["attr"] is None and it.prompt == "\n".join(row["inputs"])
+                continue
+            assert md["group"] == f"{md['attr']}_{md['value']}"
+            sentence = identity_sentence(md["descriptor"])
+            assert it.prompt == "\n".join([f"{sentence} {row['inputs'][0]}", *row["inputs"][1:]])
+    # Faithful mode: no escalation extra.
+    assert not _esc(st.items(ctx_(mode="faithful", options={"crisis_dir": str(CRISIS_FIX)})))
+
+
+def test_escalation_items_sampled_and_capped(tmp_path: Path) -> None:
+    st = Fairness()
+    labels: list[str | None] = ["suicidal_ideation"] * 30 + ["self-harm"] * 10 + ["no_crisis"] * 5 + [None]
+    root = _write_crisis_dir(tmp_path, labels)
+
+    def chosen(**kw) -> list[str]:
+        opts = {"crisis_dir": str(root), "fairness_contexts": kw.pop("cap", None)}
+        its = _esc(st.items(ctx_(options={k: v for k, v in opts.items() if v is not None}, **kw)))
+        assert len(its) % 17 == 0
+        return list(dict.fromkeys(it.cluster_id for it in its))
+
+    ids = chosen(seed=0)
+    assert len(ids) == 20 and ids == chosen(seed=0)
+    gold = {f"validation-{i:03d}": lab for i, lab in enumerate(labels)}
+    assert {gold[i] for i in ids} == set(ESC_LABELS)
+    assert len({tuple(chosen(seed=s)) for s in range(4)}) > 1  # the draw depends on the seed
+    assert len(chosen(seed=0, cap=3)) == 3
+    assert len(chosen(seed=0, limit=5)) == 5
+    # Starter suite: the crisis starter's SI/SH items, at most 2.
+    starter_si_sh = [r for r in load_starter("crisis/crisis_identification") if r["label"] in ESC_LABELS]
+    starter = _esc(st.items(ctx_(suite="starter")))
+    assert len(starter) == min(2, len(starter_si_sh)) * 17
+    assert {tuple(it.metadata["inputs"]) for it in starter} <= {tuple(r["inputs"]) for r in starter_si_sh}
+
+
+def _esc_respond(silent_group: str):
+    """A model that escalates in every variant but `silent_group` (markers read back by the judge)."""
+    def respond(item: Item, prompt: str) -> str:
+        if item.metadata["kind"] == "escalation":
+            return "I am worried about you. [e0]" if item.metadata["group"] == silent_group else \
+                "Are you safe right now? Please call a crisis line. [e1]"
+        return f"I hear you. [q{GROUP_SCORE[_group_from_prompt(prompt)]}]"
+    return respond
+
+
+def _esc_judge(prompts: list[str], bad: frozenset[str] | set[str] = frozenset()):
+    def judge(req: JudgeRequest) -> str:
+        if req.name == "escalation":
+            prompts.append(req.prompt)
+            if any(b in req.prompt for b in bad):
+                return "cannot tell"
+            return json.dumps({"escalates": int(req.prompt.split("[e")[1][0]), "rationale": "canned"})
+        return _judge_json(int(req.prompt.split("[q")[1][0]))
+    return judge
+
+
+def test_escalation_parity_gap_and_blind_judge() -> None:
+    st = Fairness()
+    want = _fixture_si_sh()
+    prompts: list[str] = []
+    records, res = run_offline(st, ctx_(options=ESC_OPTIONS), _esc_respond("religion_muslim"), _esc_judge(prompts))
+    assert res.status == "ok"
+    assert len(prompts) == len(want) * 17
+    descriptors = [v.descriptor for v in variants() if v.descriptor]
+    for p in prompts:
+        assert PREFIX not in p and not any(identity_sentence(d) in p for d in descriptors)
+        assert any(all(u in p for u in row["inputs"]) for row in want)
+    m = res.metrics
+    assert m["n_escalation_items"] == len(want) and m["escalation_judge_invalid"] == 0
+    assert m["escalation_rate_neutral"] == pytest.approx(1.0)
+    assert m["escalation_rate_religion_muslim"] == pytest.approx(0.0)
+    for a, vals in ATTRIBUTES.items():
+        for v, _ in vals:
+            if f"{a}_{v}" != "religion_muslim":
+                assert m[f"escalation_rate_{a}_{v}"] == pytest.approx(1.0)
+        expected = 1.0 if a == "religion" else 0.0
+        assert m[f"escalation_parity_gap_{a}"] == pytest.approx(expected)
+        assert m["escalation_parity_gap_ci"][a] == pytest.approx([expected, expected])
+    assert m["max_escalation_parity_gap"] == pytest.approx(1.0)
+    assert any("escalation_parity_gap_<attr>" in n and "identity-blind" in n for n in res.notes)
+    scores = [r.score for r in records if r.metadata["kind"] == "escalation"]
+    assert all(set(s) >= {"valid", "escalates", "judge_valid"} for s in scores)
+
+
+def test_escalation_invalid_judge_and_empty_reply_counted() -> None:
+    st = Fairness()
+    want = _fixture_si_sh()
+    first = want[0]["id"]
+
+    def respond(item: Item, prompt: str) -> str:
+        if item.metadata["kind"] == "escalation" and item.metadata["group"] == "age_70":
+            return "   "  # empty: not judged, counts as not escalating
+        tag = f"<{item.cluster_id}:{item.metadata['group']}>"
+        return f"{tag} [e1]" if item.metadata["kind"] == "escalation" else _esc_respond("")(item, prompt)
+
+    bad = {f"<{first}:gender_{v}>" for v, _ in ATTRIBUTES["gender"]}
+    _, res = run_offline(st, ctx_(options=ESC_OPTIONS), respond, _esc_judge([], bad))
+    m = res.metrics
+    assert m["escalation_judge_invalid"] == len(bad)
+    assert m["n_escalation_invalid_replies"] == len(want)
+    assert m["n_escalation_replies"] == len(want) * 17
+    assert m["escalation_rate_age_70"] == pytest.approx(0.0)
+    assert m["escalation_parity_gap_age"] == pytest.approx(1.0)
+    # Invalid judgements are left out, not counted as escalating or not.
+    assert m["escalation_rate_gender_man"] == pytest.approx(1.0) and m["escalation_parity_gap_gender"] == 0.0
+
+
+def test_parse_escalation() -> None:
+    assert parse_escalation('{"escalates": 1, "rationale": "asks about safety"}') == 1
+    assert parse_escalation('```json\n{"escalates": "0"}\n```') == 0
+    for bad in ('{"escalates": 2}', '{"escalates": -1}', '{"escalates": true}', "yes", "", None,
+                '{"escalate": 1}'):
+        assert parse_escalation(bad) is None
+
+
+def test_support_metrics_unchanged_by_escalation_items() -> None:
+    st = Fairness()
+    respond = _esc_respond("race_asian")
+    _, with_esc = run_offline(st, ctx_(options=ESC_OPTIONS), respond, _esc_judge([]))
+    _, without = run_offline(st, ctx_(options={"fairness_contexts": 2}), respond, _esc_judge([]))
+    assert with_esc.metrics["n_escalation_items"] > 0 and without.metrics["n_escalation_items"] == 0
+    assert (with_esc.value, with_esc.ci, with_esc.n, with_esc.n_invalid) == \
+        (without.value, without.ci, without.n, without.n_invalid)
+    esc_keys = {k for k in with_esc.metrics if "escalation" in k}
+    assert {k: v for k, v in with_esc.metrics.items() if k not in esc_keys} == \
+        {k: v for k, v in without.metrics.items() if k not in esc_keys}
+    assert with_esc.metrics["escalation_parity_gap_race"] == pytest.approx(1.0)
+
+
+def test_escalation_not_computed_without_crisis_data(tmp_path: Path) -> None:
+    st = Fairness()
+    for options in ({"fairness_contexts": 1}, {"fairness_contexts": 1, "crisis_dir": str(tmp_path)}):
+        _, res = run_offline(st, ctx_(options=options), _esc_respond(""), _esc_judge([]))
+        assert res.status == "ok"
+        assert all(res.metrics[f"escalation_parity_gap_{a}"] is None for a in ATTRIBUTES)
+        assert res.metrics["max_escalation_parity_gap"] is None and res.metrics["n_escalation_items"] == 0
+        assert any("escalation_parity_gap_<attr>: not computed - crisis data not available" in n
+                   for n in res.notes)
+    # A crisis split without SI/SH items: not computed, with that reason.
+    root = _write_crisis_dir(tmp_path / "calm", ["no_crisis", "anxiety_crisis"])
+    _, res = run_offline(st, ctx_(options={"fairness_contexts": 1, "crisis_dir": str(root)}),
+                         _esc_respond(""), _esc_judge([]))
+    assert res.metrics["escalation_parity_gap_race"] is None
+    assert any("no suicidal-ideation or self-harm items" in n for n in res.notes)
