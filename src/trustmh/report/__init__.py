@@ -26,6 +26,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;padding:.5rem;
 max-height:18rem;overflow:auto;font-size:.85rem}
 details{margin:.4rem 0}summary{cursor:pointer}
 .cm td{text-align:right;min-width:2.2rem}.cm td.hi{background:#dbeafe}
+.wide{overflow-x:auto}
 """
 
 
@@ -215,14 +216,26 @@ def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str,
     body.append("<tr><td>normalised overall</td>" + "".join(
         f"<td class=\"num\">{fmt(board['overall_normalised'].get(m))}</td>" for m in models) + "</tr>")
     body.append("<tr><td>mean pillar rank (original scheme)</td>" + "".join(
-        f"<td class=\"num\">{fmt(board['overall_mean_rank'].get(m), 2)}</td>" for m in models) + "</tr></table>")
+        f"<td class=\"num\">{fmt(board['overall_mean_rank'].get(m), 2)}</td>" for m in models) + "</tr>")
+    body.append("<tr><td>pillars covered</td>" + "".join(
+        f"<td class=\"num\">{sum(v is not None for v in (board['pillar_normalised'].get(m) or {}).values())}"
+        f"/{len(PILLARS)}</td>" for m in models) + "</tr></table>")
+    if len({tuple(sorted(board["pillar_normalised"].get(m) or {})) for m in models}) > 1:
+        body.append("<p class=\"banner\">The runs cover different pillars: overall scores and mean ranks "
+                    "are only comparable between runs with the same coverage.</p>")
     body.append("<h2>Pillars</h2><table><tr><th>pillar</th>" + head + "</tr>")
     for pillar in PILLARS:
+        if not any(pillar in (board["pillar_normalised"].get(m) or {}) for m in models):
+            continue  # no run evaluated this pillar
         cells = []
         for m in models:
-            norm = (board["pillar_normalised"].get(m) or {}).get(pillar)
+            pillars_of_run = board["pillar_normalised"].get(m) or {}
+            if pillar not in pillars_of_run:
+                cells.append("<td class=\"muted\">—</td>")
+                continue
             rank = (board["pillar_mean_rank"].get(pillar) or {}).get(m)
-            cells.append(f"<td class=\"num\">{fmt(norm)}<br><span class=\"muted\">rank {fmt(rank, 2)}</span></td>")
+            cells.append(f"<td class=\"num\">{fmt(pillars_of_run[pillar])}<br><span class=\"muted\">rank "
+                         f"{fmt(rank, 2)}</span></td>")
         body.append(f"<tr><td>{esc(PILLAR_TITLES[pillar])}</td>{''.join(cells)}</tr>")
     body.append("</table><h2>Sub-tasks</h2><table><tr><th>sub-task</th>" + head + "</tr>")
     for sid, entry in board["subtasks"].items():
