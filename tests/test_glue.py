@@ -146,3 +146,22 @@ def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> No
     assert code != 0
     assert data["errors"], "the error is reported in results.json"
     assert data["subtasks"]["reliability/knowledge"]["status"] == "not_computed"
+
+
+def test_results_record_decoding_and_dataset_hashes(tmp_path: Path) -> None:
+    """results.json says how each sub-task was decoded and which exact data files (sha256) it read."""
+    from trustmh.run import RunOptions, run
+
+    data, code = run(RunOptions(model=canned_model(lambda p, m, c: "Answer: A"), suite="trustmh", out=tmp_path,
+                                no_judge=True, subtasks=["knowledge"], limit=2, seed=5, display="none",
+                                n_boot=50))
+    assert code == 0
+    assert data["generation"]["reliability/knowledge"] == {"temperature": 0.0, "top_p": None, "samples": 1,
+                                                          "max_tokens": 1024, "seed": 5}
+    from trustmh.data import DATASETS
+
+    registered = {f.relpath: f.sha256 for f in DATASETS["usmle_mental"].files}
+    files = data["datasets"]["usmle_mental"]
+    assert files, "the USMLE file read by the run is listed"
+    for relpath, digest in files.items():
+        assert digest == registered[relpath]

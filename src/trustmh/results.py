@@ -20,6 +20,7 @@ from typing import Any
 import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
 from trustmh.core import Record, RunContext, SubtaskResult, clean_json
+from trustmh.data.registry import resolved_files
 from trustmh.leaderboard import normalised_summary
 
 
@@ -54,6 +55,7 @@ class RunResults:
             "pillars": summary["pillars"],
             "overall": summary["overall"],
             "errors": self.errors,
+            "datasets": resolved_files(),
         }
         if self.ctx.suite == "starter":
             out["notice"] = ("starter suite: items written by trustmh as a demonstration of the pipeline; "

@@ -17,6 +17,7 @@ from trustmh.core import (
     SubtaskResult,
     TrustmhError,
 )
+from trustmh.data.registry import reset_resolved
 from trustmh.results import RunResults, write_run
 
 BUNDLED_MODEL = "gguf/smollm2"
@@ -77,7 +78,7 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
     from inspect_ai import eval as inspect_eval
 
-    from trustmh.tasks import build_task
+    from trustmh.tasks import build_task, capped
 
     model, suite, judge = resolve_defaults(opts)
     options = dict(opts.options)
@@ -105,8 +106,10 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
 
+    reset_resolved()
     results: dict[str, SubtaskResult] = {}
     records: dict[str, list[Record]] = {}
+    generation: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     tasks = []
     subtasks: dict[str, Subtask] = {}
@@ -124,6 +127,9 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             continue
         try:
             tasks.append(build_task(sid, ctx))
+            gen = subtask.generation(ctx)
+            generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
+                               "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
         except TrustmhError as exc:
             errors.append(f"{sid}: {exc}")
             results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
@@ -170,7 +176,7 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             records[sid] = recs
             results[sid] = aggregate(subtask, recs, ctx, n_errors)
     run_results = RunResults(model=model, ctx=ctx, subtasks=results, records=records,
-                             model_reported=model_reported, errors=errors)
+                             model_reported=model_reported, errors=errors, extra={"generation": generation})
     data = write_run(run_results, out)
     if "mentalbench/generation" in records:
         from trustmh.mentalbench.export import export_long_table

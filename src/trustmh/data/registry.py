@@ -231,12 +231,36 @@ def _resolve_file(ds: Dataset, df: DataFile) -> Path:
     return fetch_file(ds, df)
 
 
+# Provenance of every file this process resolved: {dataset: {relpath or user path: sha256}}; written into
+# results.json so a number can be traced to the exact bytes it came from.
+_RESOLVED: dict[str, dict[str, str | None]] = {}
+
+
+def resolved_files() -> dict[str, dict[str, str | None]]:
+    return {name: dict(sorted(files.items())) for name, files in sorted(_RESOLVED.items())}
+
+
+def reset_resolved() -> None:
+    """Start a new provenance record (one per run or rescore)."""
+    _RESOLVED.clear()
+
+
+def _record(name: str, key: str, path: Path) -> Path:
+    _RESOLVED.setdefault(name, {})[key] = cached_sha256(path) if path.is_file() else None
+    return path
+
+
 def resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None = None) -> Path:
     """Local path of `relpath` (relative to the data-dir layout) of dataset `name`.
 
     `relpath` may also name a folder holding registered files (e.g. the Ethics `outputs` folder): every
     registered file under it is made available and checked, and the folder is returned.
     """
+    path = _resolve(name, relpath, user_path)
+    return _record(name, f"user path {path}" if user_path is not None else relpath, path)
+
+
+def _resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None) -> Path:
     ds = get(name)
     if user_path is not None:
         p = Path(user_path).expanduser()

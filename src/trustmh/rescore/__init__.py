@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.data.registry import reset_resolved
 from trustmh.results import RunResults, atomic_write_text, write_run
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -20,6 +21,7 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if not source.is_dir():
         raise TrustmhError(f"--from {source}: not a directory")
+    reset_resolved()
     if fmt == "trustmh-original":
         return rescore_trustmh_original(source, out, mode=mode, seed=seed)
     if fmt == "mentalbench":
