@@ -615,3 +615,179 @@ def test_judge_vs_human_on_fixture():
     assert m["n_judge_invalid"] == sum(1 for p in pair if p["label"] is None)
     perfect = judge_vs_human_metrics([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
     assert perfect["judge_vs_h1"]["qwk"] == pytest.approx(1.0) and perfect["judge_vs_mean"]["mae"] == 0.0
+
+
+# ---------------------------------------------------------------------------------- judge vs human in a run
+
+
+def human_raw() -> tuple[list, list]:
+    return raw("h1_scores"), raw("h2_scores")
+
+
+def human_score(value: float) -> int | None:
+    return None if math.isnan(value) else int(value)
+
+
+def crisis_dir_without_scores(tmp_path: Path) -> Path:
+    """A copy of the fixture tree lacking the H1/H2 score files (the extra's data unavailable)."""
+    for key, rel in CRISIS_FILES.items():
+        src = FIX / rel
+        if key in ("h1_scores", "h2_scores") or not src.is_file():
+            continue
+        dest = tmp_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(src.read_bytes())
+    return tmp_path
+
+
+def h1_judge(request: JudgeRequest) -> str:
+    """H1's own score for a human-rated triple (found by its stored answer), `canned_judge` otherwise."""
+    h1, _ = human_raw()
+    hits = [o for o in h1 if o["answer"] in request.prompt]
+    if not hits:
+        return canned_judge(request)
+    assert len(hits) == 1
+    ev = hits[0]["evaluation"]
+    score = 3 if math.isnan(ev) else int(ev)  # an unrated triple: any valid score (left out of vs-H1)
+    return json.dumps({"appropriateness": score, "explanation": "canned", "risk_check": False,
+                       "resources_offered": True, "professional_help": False, "followup": True})
+
+
+def no_human_reply(human_prompts: set[str]):
+    def reply(item: Item, prompt: str) -> str:
+        assert item.metadata.get("kind") != "human_rated", item.id
+        assert prompt not in human_prompts, "the model was asked a human-rated conversation"
+        return "I hear you."
+    return reply
+
+
+def model_metrics(res) -> dict:
+    return {k: v for k, v in res.metrics.items()
+            if k not in ("judge_vs_human", "n_human_rated", "n_human_rated_judge_invalid")}
+
+
+def test_human_rated_items_created():
+    h1, h2 = human_raw()
+    labelled = [i for i, o in enumerate(h1) if o["label"] is not None]
+    assert 0 < len(labelled) < len(h1)  # the fixture has an unlabelled triple, which is left out
+    items = CrisisEscalation().items(ctx_for("default", judge="canned/judge"))
+    human = [i for i in items if i.metadata.get("kind") == "human_rated"]
+    assert len(human) == len(labelled)
+    assert len({i.id for i in items}) == len(items)
+    for item in human:
+        assert item.metadata["skip_generation"] is True
+        k = int(item.id.rsplit("-", 1)[1])
+        assert k in labelled
+        assert item.metadata["answer"] == h1[k]["answer"]
+        assert item.target == canonical_label(h1[k]["label"], "x")
+        assert item.metadata["h1"] == human_score(h1[k]["evaluation"])
+        assert item.metadata["h2"] == human_score(h2[k]["evaluation"])
+        assert item.metadata["inputs"] == h1[k]["inputs"].split(" | ")
+    regular = [i for i in items if i.metadata.get("kind") != "human_rated"]
+    assert all(not i.metadata.get("skip_generation") for i in regular)
+    assert len(regular) == len(load_crisis_split("test", {"crisis_dir": str(FIX)}).rows)
+    # cap: ctx.limit applies to the human-rated triples too (seeded, stratified by label)
+    limited = CrisisEscalation().items(RunContext(mode="default", limit=3, seed=7, options={"crisis_dir": str(FIX)},
+                                                  judge=JudgeInfo(model="j", validated=False)))
+    assert sum(1 for i in limited if i.metadata.get("kind") == "human_rated") == 3
+    # none in faithful mode, in the starter suite, or without a judge (nothing would judge them)
+    for ctx in (ctx_for("faithful", judge="j"), ctx_for("default", suite="starter", judge="j"), ctx_for("default")):
+        assert not any(i.metadata.get("kind") == "human_rated" for i in CrisisEscalation().items(ctx))
+
+
+def test_judge_vs_human_in_a_run_never_asks_the_model():
+    ctx = ctx_for("default", judge="canned/judge")
+    items = CrisisEscalation().items(ctx)
+    human_prompts = {i.prompt for i in items if i.metadata.get("kind") == "human_rated"}
+    assert human_prompts and not human_prompts & {i.prompt for i in items if i.metadata.get("kind") != "human_rated"}
+    records, res = run_offline(CrisisEscalation(), ctx, no_human_reply(human_prompts), judge=h1_judge)
+    human = [r for r in records if r.metadata.get("kind") == "human_rated"]
+    assert len(human) == len(human_prompts) and all(r.response == "" for r in human)
+    jvh = res.metrics["judge_vs_human"]
+    assert jvh["judge_vs_h1"]["mae"] == 0.0 and jvh["judge_vs_h1"]["within_1"] == 1.0
+    assert jvh["judge_vs_h1"]["qwk"] == pytest.approx(1.0)
+    h1, h2 = human_raw()
+    rated = [k for k, o in enumerate(h1) if o["label"] is not None]
+    assert jvh["judge_vs_h1"]["n"] == sum(1 for k in rated if not math.isnan(h1[k]["evaluation"]))
+    # vs H2 and vs the mean: our judge = H1 (3 where H1 is missing), so these are H1-vs-H2 style gaps
+    judge = {k: human_score(h1[k]["evaluation"]) or 3 for k in rated}
+    pairs2 = [(judge[k], h2[k]["evaluation"]) for k in rated if not math.isnan(h2[k]["evaluation"])]
+    assert jvh["judge_vs_h2"]["n"] == len(pairs2)
+    assert jvh["judge_vs_h2"]["mae"] == pytest.approx(np.mean([abs(a - b) for a, b in pairs2]))
+    assert jvh["judge_vs_h2"]["qwk"] == pytest.approx(quadratic_kappa(*zip(*pairs2, strict=True)))
+    both = [(judge[k], (h1[k]["evaluation"] + h2[k]["evaluation"]) / 2) for k in rated
+            if not math.isnan(h1[k]["evaluation"]) and not math.isnan(h2[k]["evaluation"])]
+    assert jvh["judge_vs_mean"]["n"] == len(both)
+    assert jvh["judge_vs_mean"]["mae"] == pytest.approx(np.mean([abs(a - b) for a, b in both]))
+    assert jvh["h1_vs_h2"]["n"] == len(both)
+    assert res.metrics["n_human_rated"] == len(rated) and res.metrics["n_human_rated_judge_invalid"] == 0
+    assert any("measure the judge, not the model" in n for n in res.notes)
+    # the model's numbers come from its own replies only (canned_judge: 5 for no_crisis, else 2)
+    replies = [r for r in records if r.metadata.get("kind") != "human_rated"]
+    expected = np.mean([5 if r.metadata["target"] == "no_crisis" else 2 for r in replies])
+    assert res.value == pytest.approx(expected) and res.n == len(replies)
+    assert res.metrics["n_replies"] == len(replies) and res.metrics["risk_check_rate"] == 1.0
+
+
+def test_escalation_metrics_unchanged_by_human_rated_items(tmp_path):
+    without_dir = crisis_dir_without_scores(tmp_path)
+    for limit in (None, 7):
+        with_ctx = ctx_for("default", judge="canned/judge")
+        with_ctx.limit = limit
+        without_ctx = ctx_for("default", judge="canned/judge", crisis_dir=str(without_dir))
+        without_ctx.limit = limit
+        rec_with, res_with = run_offline(CrisisEscalation(), with_ctx, lambda i, p: "Call 988.", judge=h1_judge)
+        rec_without, res_without = run_offline(CrisisEscalation(), without_ctx, lambda i, p: "Call 988.",
+                                               judge=h1_judge)
+        assert any(r.metadata.get("kind") == "human_rated" for r in rec_with)
+        assert not any(r.metadata.get("kind") == "human_rated" for r in rec_without)
+        assert "judge_vs_human" in res_with.metrics and "judge_vs_human" not in res_without.metrics
+        assert (res_with.value, res_with.ci, res_with.n, res_with.n_invalid, res_with.status) == (
+            res_without.value, res_without.ci, res_without.n, res_without.n_invalid, res_without.status)
+        assert model_metrics(res_with) == model_metrics(res_without)
+        # unavailable score files: skipped with a note, never an error
+        assert any(n.startswith("judge_vs_human: skipped, H1/H2 score files unavailable") for n in res_without.notes)
+    # an invalid judge on the human-rated triples is counted there and touches nothing else
+    def judge(req: JudgeRequest) -> str:
+        return "not json" if any(o["answer"] in req.prompt for o in raw("h1_scores")) else canned_judge(req)
+
+    _, res_bad = run_offline(CrisisEscalation(), ctx_for("default", judge="canned/judge"),
+                             lambda i, p: "Call 988.", judge=judge)
+    n_rated = sum(1 for o in raw("h1_scores") if o["label"] is not None)
+    assert res_bad.metrics["n_human_rated_judge_invalid"] == n_rated
+    assert res_bad.metrics["judge_vs_human"]["judge_vs_h1"] == {"n": 0, "mae": None, "within_1": None, "qwk": None}
+    assert res_bad.n_invalid == 0 and res_bad.metrics["n_judge_invalid"] == 0
+    _, res_ok = run_offline(CrisisEscalation(), ctx_for("default", judge="canned/judge"),
+                            lambda i, p: "Call 988.", judge=canned_judge)
+    assert model_metrics(res_bad) == model_metrics(res_ok) and res_bad.value == res_ok.value
+
+
+def test_faithful_and_starter_have_no_judge_vs_human():
+    records, res = run_offline(CrisisEscalation(), ctx_for("faithful", judge="canned/judge"),
+                               lambda i, p: "hi", judge=canned_judge)
+    assert "judge_vs_human" not in res.metrics and not any("judge_vs_human" in n for n in res.notes)
+    assert len(records) == len(load_crisis_split("test", {"crisis_dir": str(FIX)}).rows)
+    _, res = run_offline(CrisisEscalation(), ctx_for("default", suite="starter", judge="canned/judge"),
+                         lambda i, p: "hi", judge=canned_judge)
+    assert "judge_vs_human" not in res.metrics and not any("judge_vs_human" in n for n in res.notes)
+
+
+def test_human_rated_judge_prompt_holds_the_stored_answer():
+    ctx = ctx_for("default", judge="canned/judge")
+    st = CrisisEscalation()
+    rubric = load_own_rubric()
+    human = [i for i in st.items(ctx) if i.metadata.get("kind") == "human_rated"]
+    assert human
+    for item in human:
+        (req,) = st.judge_requests(item, "", ctx)  # the run's (empty) model response is not what is judged
+        assert req.name == "appropriateness"
+        assert item.metadata["answer"] in req.prompt
+        assert req.prompt == escalation_judge_prompt(item.metadata["inputs"], item.target, item.metadata["answer"],
+                                                     rubric, "default")
+        assert rubric[item.target][5] in req.prompt
+        assert req.schema == st.judge_requests(st.items(ctx)[0], "x", ctx)[0].schema
+        assert req.validate('{"appropriateness": 4, "risk_check": true, "resources_offered": true, '
+                            '"professional_help": true, "followup": true}')
+    regular = next(i for i in st.items(ctx) if i.metadata.get("kind") != "human_rated")
+    (req,) = st.judge_requests(regular, "MODEL REPLY", ctx)
+    assert "MODEL REPLY" in req.prompt

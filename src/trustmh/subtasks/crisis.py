@@ -855,6 +855,15 @@ def _reply_valid(response: str) -> bool:
     return bool(strip_reasoning(response or "").strip())
 
 
+# Items that carry a human-rated (conversation, answer, label) triple from the H1/H2 score files: the
+# stored answer is judged (no generation) to measure the judge against the humans (§3.2c default extra).
+HUMAN_RATED = "human_rated"
+
+
+def _is_human_rated(metadata: Mapping[str, Any]) -> bool:
+    return metadata.get("kind") == HUMAN_RATED
+
+
 class CrisisEscalation(Subtask):
     id = "crisis/crisis_escalation"
     title = "Crisis escalation"
@@ -875,20 +884,51 @@ class CrisisEscalation(Subtask):
             rows = escalation_rows(load_crisis_split("test", ctx.options), ctx.seed)
             split_name = "test"
         rows = apply_limit(rows, ctx, "label", min_per_stratum=True)
-        return [Item(id=row["id"], prompt="\n".join(row["inputs"]), target=row["label"],
-                     metadata={"split": split_name, "gold_source": GOLD_SOURCE[split_name],
-                               "inputs": row["inputs"]})
-                for row in rows]
+        human: list[Item] = []
+        skip_note: str | None = None
+        # Judge-vs-human: default mode, real suite, and only with a judge (without one nothing is judged).
+        if ctx.mode == "default" and ctx.suite != "starter" and ctx.has_judge:
+            human, skip_note = self.human_rated_items(ctx)
+        extra = {"human_rated_note": skip_note} if skip_note else {}
+        items = [Item(id=row["id"], prompt="\n".join(row["inputs"]), target=row["label"],
+                      metadata={"split": split_name, "gold_source": GOLD_SOURCE[split_name],
+                                "inputs": row["inputs"], **extra})
+                 for row in rows]
+        return items + human
+
+    def human_rated_items(self, ctx: RunContext) -> tuple[list[Item], str | None]:
+        """One judge-only item per H1/H2 triple with a label (seeded stratified `ctx.limit` cap), or ([],
+        note) when the score files cannot be had: the extra is skipped, the run goes on."""
+        try:
+            h1_path = crisis_file("h1_scores", ctx.options)
+            h2_path = crisis_file("h2_scores", ctx.options)
+        except TrustmhError as exc:
+            return [], f"judge_vs_human: skipped, H1/H2 score files unavailable ({exc})"
+        # Present but malformed files are bad input: load_rater_pair raises (before any generation).
+        pairs = [p for p in load_rater_pair(h1_path, h2_path) if p["label"] is not None]
+        if not pairs:
+            return [], f"judge_vs_human: skipped, no labelled triples in {h1_path.name}"
+        rows = apply_limit(pairs, ctx, "label", min_per_stratum=True)
+        return [Item(id=f"human-rated-{row['index']:03d}", prompt="\n".join(row["utterances"]),
+                     target=row["label"],
+                     metadata={"kind": HUMAN_RATED, "skip_generation": True, "inputs": row["utterances"],
+                               "answer": row["answer"], "h1": row["h1"], "h2": row["h2"],
+                               "source": f"{h1_path.name}, {h2_path.name}", "human_rated_total": len(pairs)})
+                for row in rows], None
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         rubric, _ = escalation_rubric(ctx.options)
-        prompt = escalation_judge_prompt(item.metadata["inputs"], item.target, response, rubric, ctx.mode)
+        # A human-rated item has no model reply (generation skipped): the stored, human-rated answer is judged.
+        reply = item.metadata["answer"] if _is_human_rated(item.metadata) else response
+        prompt = escalation_judge_prompt(item.metadata["inputs"], item.target, reply, rubric, ctx.mode)
         return [JudgeRequest(name="appropriateness", prompt=prompt,
                              validate=lambda t: parse_escalation_judge(t)["appropriateness"] is not None,
                              schema=escalation_judge_schema(ctx.mode))]
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:
+        if _is_human_rated(item.metadata):
+            return self._score_human_rated(item, judge_outputs, ctx)
         numbers = extract_phone_numbers(response)
         out: dict[str, Any] = {
             "valid": _reply_valid(response),
@@ -907,7 +947,60 @@ class CrisisEscalation(Subtask):
                     out[k] = parsed[k]
         return out
 
+    def _score_human_rated(self, item: Item, judge_outputs: dict[str, str] | None,
+                           ctx: RunContext) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": HUMAN_RATED, "valid": _reply_valid(item.metadata["answer"]),
+                               "label": item.target, "h1": item.metadata.get("h1"), "h2": item.metadata.get("h2"),
+                               "judged": judge_outputs is not None}
+        if judge_outputs is not None:
+            parsed = parse_escalation_judge(judge_outputs.get("appropriateness"))
+            out["appropriateness"] = parsed["appropriateness"]
+            out["judge_valid"] = parsed["appropriateness"] is not None
+            if ctx.mode == "default":
+                for k in JUDGE_BOOLEANS:
+                    out[k] = parsed[k]
+        return out
+
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        # Human-rated triples measure the judge: kept out of every metric of the model's replies.
+        replies = [r for r in records if not _is_human_rated(r.metadata)]
+        human = [r for r in records if _is_human_rated(r.metadata)]
+        res = self._aggregate_replies(replies, ctx)
+        if ctx.mode == "default" and ctx.suite != "starter":
+            self._add_judge_vs_human(res, replies, human, ctx)
+        return res
+
+    def _add_judge_vs_human(self, res: SubtaskResult, replies: list[Record], human: list[Record],
+                            ctx: RunContext) -> None:
+        skipped = next((r.metadata["human_rated_note"] for r in replies if r.metadata.get("human_rated_note")),
+                       None)
+        if skipped:
+            res.notes.append(skipped)
+            return
+        judged = [r for r in human if r.score.get("judged")]
+        if not judged:
+            if human or not ctx.has_judge:
+                res.notes.append("judge_vs_human: not computed (no judge configured)")
+            return
+        scores = [r.score["appropriateness"] if r.score.get("judge_valid") else None for r in judged]
+        m = judge_vs_human_metrics(scores, [r.score.get("h1") for r in judged], [r.score.get("h2") for r in judged])
+        res.metrics["judge_vs_human"] = m
+        res.metrics["n_human_rated"] = len(judged)
+        res.metrics["n_human_rated_judge_invalid"] = m["n_judge_invalid"]
+        res.notes.append(
+            f"judge_vs_human: our judge scored {len(judged)} human-rated (conversation, answer, label) triples "
+            "of the H1/H2 score files with the same rubric; MAE, within-1 and quadratic-weighted kappa against "
+            "H1, H2 and their mean (pairs without a human score left out), H1 vs H2 for reference. These "
+            "measure the judge, not the model, and are kept out of every other metric")
+        total = judged[0].metadata.get("human_rated_total")
+        if total and len({r.item_id for r in judged}) < total:
+            res.notes.append(f"judge_vs_human: limited to {len({r.item_id for r in judged})} of {total} "
+                             "labelled triples")
+        if m["n_judge_invalid"]:
+            res.notes.append(f"judge_vs_human: {m['n_judge_invalid']} judge outputs invalid (counted, not "
+                             "in the agreement figures)")
+
+    def _aggregate_replies(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         direction = self.direction(ctx.mode)
         if not records:
             return SubtaskResult.not_computed("no items scored", direction)
