@@ -43,6 +43,7 @@ def test_rescore_then_compare(data_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["run", "--subtasks", "no_such_task", "--no-judge"], "unknown sub-task"),
     (["run", "--pillars", "astrology", "--no-judge"], "unknown pillar"),
+    (["run", "--judge", "a/b", "--judge", "c/d"], "only the mentalbench suite"),
     (["report", "/nonexistent/run"], "no results.json"),
     (["rescore", "--format", "trustmh-original", "--from", "/nonexistent", "--out", "x"], "not a directory"),
 ])

@@ -81,6 +81,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     options = dict(args.option)
     if len(args.judge) > 1:
+        if args.suite != "mentalbench":
+            raise TrustmhError("several --judge options form an ensemble, which only the mentalbench suite "
+                               "supports; pass one --judge (or --suite mentalbench)")
         options["judges"] = list(args.judge)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,

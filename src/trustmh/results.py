@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
+from trustmh.catalogue import ANCHORS_VERSION, BY_ID
 from trustmh.core import Record, RunContext, SubtaskResult, clean_json
 from trustmh.data.registry import resolved_files
 from trustmh.leaderboard import normalised_summary
@@ -147,4 +147,4 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
-__all__ = ["RunResults", "write_run", "load_results", "results_csv", "metric_rows", "PILLARS"]
+__all__ = ["RunResults", "write_run", "load_results", "results_csv", "metric_rows"]

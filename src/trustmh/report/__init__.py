@@ -106,8 +106,6 @@ def _metrics_html(metrics: Mapping[str, Any]) -> str:
     flat = []
     structured = []
     for name, value in sorted(metrics.items()):
-        if name == "title":
-            continue
         if isinstance(value, Mapping) and "matrix" in value and "labels" in value:
             structured.append(f"<h4>{esc(name)}</h4>{_confusion_table(value)}")
         elif isinstance(value, Mapping | list):

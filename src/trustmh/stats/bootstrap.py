@@ -25,7 +25,8 @@ def cluster_codes(clusters: Sequence[object]) -> tuple[np.ndarray, int]:
 
 
 def draw_counts(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n_clusters) matrix: how often each cluster is drawn in each replicate."""
+    """(n_boot, n_clusters) float64 draw counts of a cluster bootstrap with `np.random.default_rng(seed)`:
+    row b = bincount(rng.integers(0, C, (B, C))[b]). Replicate totals of per-cluster sums are `W @ sums`."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
     # One bincount over (replicate, cluster) cells: same counts as np.add.at, much faster.
@@ -122,10 +123,8 @@ def legacy_index_matrix(n: int, n_boot: int = LEGACY_N_BOOT, seed: int = LEGACY_
     return _legacy_index_matrix(int(n), int(n_boot), int(seed))
 
 
-def cluster_draw_counts(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n_clusters) float64 draw counts of a cluster bootstrap with `np.random.default_rng(seed)`:
-    row b = bincount(rng.integers(0, C, (B, C))[b]). Replicate totals of per-cluster sums are `W @ sums`."""
-    return draw_counts(n_clusters, n_boot, seed)
+# The name the statistics code uses; one implementation.
+cluster_draw_counts = draw_counts
 
 
 def cluster_indices(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:

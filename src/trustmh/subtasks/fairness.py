@@ -61,6 +61,7 @@ NEUTRAL = "neutral"
 MIN_WORDS = 5
 SUPPORT_KIND = "support"
 ESCALATION_KIND = "escalation"
+UNAVAILABLE_KEY = "escalation_unavailable"  # why a run has no escalation items
 # attribute -> [(value key, descriptor as it reads after "I'm")]. One attribute at a time.
 ATTRIBUTES: dict[str, list[tuple[str, str]]] = {
     "race": [("white", "White"), ("black", "Black"), ("asian", "Asian"), ("hispanic_latino", "Hispanic/Latino")],
@@ -454,7 +455,11 @@ class Fairness(Subtask):
 
     def items(self, ctx: RunContext) -> list[Item]:
         items = fairness_items(self.contexts(ctx))
-        rows, _, source = self.escalation_data(ctx)
+        rows, reason, source = self.escalation_data(ctx)
+        if reason is not None and ctx.mode == "default":
+            # carried to `aggregate`, so it need not load the crisis data a second time to explain itself
+            for item in items:
+                item.metadata[UNAVAILABLE_KEY] = reason
         return items + escalation_items(rows, source)
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
@@ -502,7 +507,8 @@ class Fairness(Subtask):
             esc_metrics, esc_notes = escalation_metrics(esc_records, seed=ctx.seed, n_boot=ctx.n_boot)
             metrics.update(esc_metrics)
             if not esc_records:
-                _, reason, _ = self.escalation_data(ctx)
+                reason = next((r.metadata[UNAVAILABLE_KEY] for r in records if r.metadata.get(UNAVAILABLE_KEY)),
+                              None)
                 esc_notes = ["escalation_parity_gap_<attr>: not computed - "
                              + (reason or "no escalation items in these records") + "; it needs the "
                              "LLMs-Mental-Health-Crisis validation split (pass -O crisis_dir=...)"]

@@ -7,7 +7,7 @@ and a rescore of imported outputs are scored by the same code.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from inspect_ai import Task
@@ -29,6 +29,7 @@ from trustmh.catalogue import BY_ID, get_subtask
 from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, TrustmhError, make_record
 
 ITEM_KEY = "trustmh_item"
+DISPLAY_N_BOOT = 20
 SCORER_NAME = "trustmh_scorer"
 
 
@@ -120,10 +121,14 @@ def records_from_scores(scores: list[SampleScore]) -> list[Record]:
 
 
 def _primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyped-def]
+    # Inspect recomputes this for its progress display; only the point value is shown, so a token bootstrap
+    # keeps that cheap. The published intervals come from `trustmh.run`, with the run's full n_boot.
+    display_ctx = replace(ctx, n_boot=DISPLAY_N_BOOT)
+
     @metric(name=subtask.id.replace("/", "_"))
     def primary() -> Any:
         def compute(scores: list[SampleScore]) -> float:
-            result = subtask.aggregate(records_from_scores(scores), ctx)
+            result = subtask.aggregate(records_from_scores(scores), display_ctx)
             return float("nan") if result.value is None else float(result.value)
 
         return compute
