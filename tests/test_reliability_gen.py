@@ -585,3 +585,16 @@ def test_starter_files_are_demo() -> None:
         assert 2 <= len(rows) <= 20
         assert all("synthetic demo" in r["source"] for r in rows)
     assert re.search("EOS", json.dumps(load_starter("reliability/emotional_support"))) is None
+
+
+def test_diagnosis_prompt_example_is_not_a_label() -> None:
+    """A model that copies the prompt's example answer must be scored invalid, not as some real label."""
+    st = PsychologicalDiagnosis()
+    ctx = ctx_(suite="starter", mode="default")
+    items = st.items(ctx)
+    example = items[0].prompt.strip().rsplit("\n", 1)[-1]
+    assert example.startswith('{"label"')
+    labels = items[0].metadata["labels"]
+    assert parse_diagnosis(example, labels) is None
+    records, res = run_offline(st, ctx, lambda it, p: example)
+    assert res.n_invalid == len(items) and not any(r.score.get("correct") for r in records)

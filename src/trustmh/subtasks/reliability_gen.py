@@ -282,7 +282,7 @@ def diagnosis_prompt(metadata: Mapping[str, Any], *, text: str | None = None,
         kind, header = "a conversation between a doctor and a patient", "Conversation:"
         content = dialogue_block(turns or [])
     return render("diagnosis", input_kind=kind, labels=label_block(labels, metadata.get("definitions")),
-                  content_header=header, content=content, example_label=labels[0])
+                  content_header=header, content=content)
 
 
 def parse_diagnosis(text: str | None, labels: Sequence[str]) -> str | None:
