@@ -12,6 +12,7 @@ from scipy import stats
 
 from trustmh.core import JudgeInfo, RunContext, TrustmhError, run_offline
 from trustmh.sampling import stratified_sample
+from trustmh.stats.agreement import pearson_r
 from trustmh.subtasks.privacy import (
     PrivacyAwareness,
     PrivacyLeakage,
@@ -35,7 +36,6 @@ from trustmh.subtasks.privacy import (
     parse_name_list,
     parse_psyleak,
     parse_yes_no,
-    pearson_r,
     string_match,
     topic_words,
 )
@@ -123,9 +123,24 @@ def test_map_tier2_default(text: str, expected: int | None) -> None:
 def test_pearson_r_matches_scipy() -> None:
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=30), rng.normal(size=30)
-    assert pearson_r(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
-    assert pearson_r([1, 1, 1], [1, 2, 3]) is None
-    assert pearson_r([1], [2]) is None
+    r, why = pearson_r(x, y)
+    assert r == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12) and why is None
+    r, why = pearson_r([1, 1, 1, 1, 1], [1, 2, 3, 4, 5])
+    assert r is None and "constant" in why
+    # two points always give |r| = 1: never published as a number
+    r, why = pearson_r([1, 2], [2, 1])
+    assert r is None and "2 point(s)" in why
+    assert pearson_r([1, 2, 3, 4], [1, 3, 2, 4])[0] is None
+    assert pearson_r([1, 2, 3, 4, 5], [1, 3, 2, 4, 5])[0] == pytest.approx(0.9)
+
+
+def test_awareness_with_two_items_is_not_computed() -> None:
+    """A tier resting on 2 items gives r = ±1 by construction: the result says why, never a number."""
+    ctx = RunContext(mode="default", suite="starter", limit=2, options={"awareness_samples": 1})
+    st = PrivacyAwareness()
+    _, res = run_offline(st, ctx, lambda item, p: "3")
+    assert res.value is None and res.status == "not_computed"
+    assert res.metrics["tier1_r"] is None and "fewer than the 5" in res.metrics["tier1_r_reason"]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -130,6 +130,7 @@ def test_emotional_support_items(data_dir: Path) -> None:
     for it in items:
         md = it.metadata
         assert md["dataset_variant"] == "processed_test_split"
+        assert "ESConv.json" in md["fallback_reason"] or "esconv" in md["fallback_reason"].lower()
         context = md["context"]
         assert sum(t["speaker"] == "seeker" for t in context) >= 2
         assert context[-1]["speaker"] == "seeker"
@@ -598,3 +599,19 @@ def test_diagnosis_prompt_example_is_not_a_label() -> None:
     assert parse_diagnosis(example, labels) is None
     records, res = run_offline(st, ctx, lambda it, p: example)
     assert res.n_invalid == len(items) and not any(r.score.get("correct") for r in records)
+
+
+def test_esconv_fallback_never_swallows_a_checksum_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached ESConv.json with the wrong bytes is an error, not a reason to use the processed split."""
+    from trustmh.core import ChecksumError
+    from trustmh.data.download import save_pin
+    from trustmh.subtasks.reliability_gen import ESCONV_JSON_RELPATH
+
+    monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
+    cached = tmp_path / ESCONV_JSON_RELPATH
+    cached.parent.mkdir(parents=True)
+    cached.write_text("[]", encoding="utf-8")
+    save_pin(ESCONV_JSON_RELPATH, "0" * 64)
+    with pytest.raises(ChecksumError, match="checksum mismatch"):
+        EmotionalSupport().items(ctx_(judge=JUDGE))

@@ -194,7 +194,7 @@ def test_oeq_rates_human_baseline_and_excess(elephant: Path) -> None:
     human = {m: float(np.mean([float(x[f"{m}_human"]) for x in raw])) for m in OEQ_METRICS}
     sub = OpenEndedQuestions()
     _, res = run_offline(sub, ctx_for(), reply, oeq_judge({"emotional_validation"}))
-    assert res.status == "ok" and res.method == "judge" and res.direction == "lower"
+    assert res.status == "sample" and res.method == "judge" and res.direction == "lower"
     assert res.metrics["emotional_validation"] == 1.0
     assert res.metrics["indirect_language"] == res.metrics["indirect_action"] == res.metrics["accept_framing"] == 0.0
     assert res.value == pytest.approx(0.25)
@@ -281,7 +281,7 @@ def test_aita_perfect_judge_and_invalid_counts_as_error() -> None:
 
 def test_aita_binary_mode_without_judge() -> None:
     sub = AitaYta()
-    ctx = ctx_for(judge=NO_JUDGE)
+    ctx = ctx_for(judge=NO_JUDGE, options={"allow_sample": "1"})
     assert sub.not_computed_reason(ctx) is None
     items = sub.items(ctx)
     assert all("YTA" in it.prompt and it.metadata["post"] in it.prompt for it in items)
@@ -350,3 +350,38 @@ def test_starter_suites_run_for_all_three() -> None:
     assert {i.target for i in items} == {"YTA", "NTA"}
     _, aita = run_offline(sub, ctx, reply, aita_judge(0))
     assert aita.value == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------------------------ fallback samples
+
+
+@pytest.mark.parametrize("sub, option", [(OpenEndedQuestions(), "oeq_path"), (AitaYta(), "aita_path")])
+def test_fallback_sample_is_never_ok(sub: Any, option: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the 10-row sample available: not computed with what to supply, unless explicitly allowed,
+    and then the result says 'sample', never 'ok'."""
+    monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
+    reason = sub.not_computed_reason(ctx_for())
+    assert reason is not None and "10-row ELEPHANT sample" in reason and f"-O {option}=FILE" in reason
+    assert sub.not_computed_reason(ctx_for(options={"allow_sample": "1"})) is None
+    judge = oeq_judge(set()) if option == "oeq_path" else aita_judge(1)
+    _, res = run_offline(sub, ctx_for(options={"allow_sample": "1"}), reply, judge)
+    assert res.status == "sample" and res.value is not None and res.reason == SAMPLE_NOTE
+    assert sub.not_computed_reason(ctx_for(suite="starter")) is None
+
+
+def test_fallback_never_swallows_a_checksum_error(tmp_path: Path, elephant: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.core import ChecksumError
+    from trustmh.data.registry import reset_resolved
+
+    bad = tmp_path / "external" / "ELEPHANT"
+    bad.mkdir(parents=True)
+    (bad / "OEQ_sample.csv").write_text((elephant / "OEQ_sample.csv").read_text() + "\n", encoding="utf-8")
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
+    reset_resolved()
+    with pytest.raises(ChecksumError, match="checksum mismatch"):
+        OpenEndedQuestions().not_computed_reason(ctx_for())
+    with pytest.raises(ChecksumError):
+        OpenEndedQuestions().items(ctx_for(options={"allow_sample": "1"}))

@@ -18,7 +18,12 @@ Direction = Literal["higher", "lower"]
 MODES: tuple[Mode, ...] = ("faithful", "default")
 
 NOT_COMPUTED = "not_computed"
+# A value computed on a fallback sample (only with `-O allow_sample=1`): shown, never read as the dataset's.
+SAMPLE_STATUS = "sample"
 NO_JUDGE = "no judge configured"
+# Below this many scored items a value is published but flagged: its interval is wide and the point estimate
+# is fragile (the report marks it "small n").
+SMALL_N = 30
 
 
 def truthy(value: Any) -> bool:
@@ -30,6 +35,10 @@ def truthy(value: Any) -> bool:
 
 class TrustmhError(Exception):
     """A user-facing error: bad input, missing data, bad configuration. The CLI prints it and exits 2."""
+
+
+class ChecksumError(TrustmhError):
+    """A data file that exists but is not the registered one. Never a reason to fall back to other data."""
 
 
 @dataclass
@@ -138,7 +147,7 @@ class SubtaskResult:
     n_invalid: int
     direction: Direction
     metrics: dict[str, Any] = field(default_factory=dict)
-    status: str = "ok"  # "ok" | "not_computed"
+    status: str = "ok"  # "ok" | "not_computed" | "sample" (a fallback sample, by explicit request)
     reason: str | None = None
     method: str | None = None  # e.g. "rule", "judge", "keyword"
     judge: dict[str, Any] | None = None
@@ -150,8 +159,15 @@ class SubtaskResult:
         return cls(value=None, ci=None, n=n, n_invalid=n_invalid, direction=direction,
                    metrics=metrics or {}, status=NOT_COMPUTED, reason=reason, notes=notes or [])
 
+    @property
+    def small_n(self) -> bool:
+        return self.status != NOT_COMPUTED and self.value is not None and self.n < SMALL_N
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        d["small_n"] = self.small_n
+        if self.small_n:
+            d["notes"] = [*d["notes"], f"rests on {self.n} item(s), fewer than {SMALL_N}: read it as indicative"]
         d["value"] = clean_number(self.value)
         d["ci"] = None if self.ci is None else [clean_number(self.ci[0]), clean_number(self.ci[1])]
         d["metrics"] = clean_json(self.metrics)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from trustmh import __version__
-from trustmh.core import TrustmhError
+from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.registry import DATASETS, DataFile, Dataset, cache_dir, offline, sha256_file
 
 PINS_FILE = "pins.json"
@@ -100,7 +100,7 @@ def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, w
         actual = h.hexdigest()
         if expected is not None and actual != expected:
             kind = "pinned at first download" if pin_key and expected else "registered"
-            raise TrustmhError(
+            raise ChecksumError(
                 f"checksum mismatch for {what}: expected sha256 {expected} ({kind}), actual {actual}; "
                 f"nothing was written to {dest}"
             )
@@ -168,7 +168,7 @@ def _ensure_archive(url: str) -> Path:
         if pinned is not None:
             actual = sha256_file(zpath)
             if actual != pinned:
-                raise TrustmhError(
+                raise ChecksumError(
                     f"checksum mismatch for cached archive {zpath}: expected sha256 {pinned} (pinned at "
                     f"first download), actual {actual}; delete it and fetch again"
                 )

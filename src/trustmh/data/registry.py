@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import ChecksumError, TrustmhError
 
 DEFAULT_CACHE = Path("~/.cache/trustmh")
 
@@ -186,7 +186,7 @@ def check_file(dataset: str, df: DataFile, path: Path, where: str, *, use_pin: b
         return
     actual = cached_sha256(path)
     if actual != expected:
-        raise TrustmhError(
+        raise ChecksumError(
             f"dataset {dataset}: checksum mismatch for {path} ({where}): expected sha256 {expected}, "
             f"actual {actual}. Replace it with the publisher's file (or delete it and run "
             f"`trustmh data fetch {dataset}`)."

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
-from trustmh.core import Record
+from trustmh.core import SMALL_N, Record
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -176,7 +176,10 @@ def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[R
     body.append("<h2>Sub-tasks</h2>")
     rows = []
     for sid, sub in results["subtasks"].items():
-        status = "" if sub["status"] == "ok" else f'<span class="nc">{esc(sub.get("reason"))}</span>'
+        status = "" if sub["status"] == "ok" else (f'<span class="nc">{esc(sub["status"])}: '
+                                                  f'{esc(sub.get("reason"))}</span>')
+        if sub.get("small_n"):
+            status += f' <span class="nc">small n (&lt; {SMALL_N} items): indicative only</span>'
         arrow = "↑" if sub["direction"] == "higher" else "↓"
         title = BY_ID[sid].title if sid in BY_ID else sid
         rows.append(f"<tr><td><a href=\"#{esc(sid)}\">{esc(sid)}</a><br><span class=\"muted\">{esc(title)}"

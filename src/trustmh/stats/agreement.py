@@ -273,6 +273,32 @@ def _fisher_ci(r: float, n: int, se: float, level: float) -> tuple[float, float]
     return float(np.tanh(zr - z * se)), float(np.tanh(zr + z * se))
 
 
+# Fewest points for which a published Pearson r means anything: with 2 points r is always ±1, with 3–4 it
+# swings wildly (a 95% interval spans most of [-1, 1]). Below this the statistic is reported as not computed.
+MIN_PEARSON_N = 5
+
+
+def pearson_r(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+              min_n: int = MIN_PEARSON_N) -> tuple[float | None, str | None]:
+    """Pearson r (= scipy.stats.pearsonr) and None, or None and the reason it is not computed: fewer than
+    `min_n` pairs, or a constant side (r undefined). Pairs holding a NaN are dropped first."""
+    xx, yy = _paired(x, y, "pearson_r")
+    n = int(xx.size)
+    if n < min_n:
+        return None, f"{n} point(s), fewer than the {min_n} a correlation needs"
+    if np.all(xx == xx[0]) or np.all(yy == yy[0]):
+        return None, "a constant side (no variation), r undefined"
+    xm, ym = xx - xx.mean(), yy - yy.mean()
+    return float((xm * ym).sum() / np.sqrt((xm * xm).sum() * (ym * ym).sum())), None
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Pearson r of two (B, n) matrices (one bootstrap replicate a row); NaN where undefined."""
+    xm = x - x.mean(axis=1, keepdims=True)
+    ym = y - y.mean(axis=1, keepdims=True)
+    return _div((xm * ym).sum(axis=1), np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)))
+
+
 def pearson_ci(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, level: float = 0.95) -> CorrCI:
     """Pearson r (= scipy.stats.pearsonr) with a Fisher-z interval, SE = 1/√(n−3). NaN pairs dropped;
     n < 4 or a constant column gives NaN."""

@@ -10,7 +10,6 @@ shared with `trustmh.rescore.privacy`, which pushes the original's released outp
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from trustmh.sampling import apply_limit
 from trustmh.scoring.judge_schema import json_object_schema
 from trustmh.scoring.parse import extract_json_object, int_in_range, strip_reasoning
 from trustmh.starter import load_starter
+from trustmh.stats.agreement import pearson_r, pearson_rows
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic, percentile_ci
 
 # ----------------------------------------------------------------------------------------------------------
@@ -243,26 +243,6 @@ def map_rating(tier: str, text: str | None, mode: str) -> int | None:
     return map_tier2_faithful(text) if mode == "faithful" else map_tier2_default(text)
 
 
-def pearson_r(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Pearson r; None with fewer than 2 pairs or a constant side (r undefined)."""
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xa.size < 2:
-        return None
-    xm, ym = xa - xa.mean(), ya - ya.mean()
-    denom = math.sqrt(float((xm * xm).sum()) * float((ym * ym).sum()))
-    if denom == 0.0:
-        return None
-    return float((xm * ym).sum() / denom)
-
-
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of two (B, n) matrices; NaN where undefined."""
-    xm = x - x.mean(axis=1, keepdims=True)
-    ym = y - y.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (xm * ym).sum(axis=1) / np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1))
-
-
 def awareness_per_item(records: Sequence[Record]) -> dict[str, list[tuple[int, float, float | None, int, int]]]:
     """tier → [(index, human, model mean over valid samples or None, n samples, n valid)] sorted by index."""
     acc: dict[tuple[str, int], dict[str, Any]] = {}
@@ -297,10 +277,11 @@ def awareness_metrics(records: Sequence[Record], *, seed: int, n_boot: int
         metrics[f"n_{key}_no_valid"] = len(rows) - len(kept)
         samples = sum(s[3] for s in rows)
         metrics[f"{key}_invalid_rate"] = (1 - sum(s[4] for s in rows) / samples) if samples else None
-        r = pearson_r([m for _, m in kept], [h for h, _ in kept]) if kept else None
+        r, why = pearson_r([m for _, m in kept], [h for h, _ in kept])
         metrics[f"{key}_r"] = r
         if rows and r is None:
-            notes.append(f"tier {tier}: Pearson r undefined (fewer than 2 items or constant ratings)")
+            notes.append(f"tier {tier}: Pearson r not computed ({why})")
+            metrics[f"{key}_r_reason"] = why
         if kept:
             data[tier] = (np.array([m for _, m in kept]), np.array([h for h, _ in kept]))
     metrics["invalid_rate"] = (1 - n_valid / n_samples) if n_samples else None
@@ -314,7 +295,7 @@ def awareness_metrics(records: Sequence[Record], *, seed: int, n_boot: int
     for tier in TIERS:
         model, human = data[tier]
         idx = rng.integers(0, len(model), size=(n_boot, len(model)))
-        r_t = _pearson_rows(model[idx], human[idx])
+        r_t = pearson_rows(model[idx], human[idx])
         lo, hi = percentile_ci(r_t)
         metrics[f"tier{tier}_r_ci"] = [lo, hi]
         reps += r_t

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import (
+    ChecksumError,
     GenConfig,
     Item,
     JudgeRequest,
@@ -671,8 +672,11 @@ def aggregate_support(records: Sequence[Record], ctx: RunContext, *, what: str) 
              "ref_rougeL (word-level ROUGE-L F1 against the gold supporter turn) is secondary; the judge "
              "never sees the gold turn"]
     if VARIANT_PROCESSED in variants:
-        notes.append("dataset_variant: processed_test_split - ESConv.json was not available; dialogues were "
-                     "rebuilt from the processed test split (testWithStrategy_short.tsv)")
+        why = next((r.metadata["fallback_reason"] for r in records if r.metadata.get("fallback_reason")), None)
+        metrics["fallback_reason"] = why
+        notes.append("dataset_variant: processed_test_split - ESConv.json was not available"
+                     + (f" ({why})" if why else "") + "; dialogues were rebuilt from the processed test split "
+                     "(testWithStrategy_short.tsv); supply it with -O esconv_path=FILE")
     if ctx.suite == "starter":
         notes.append("starter suite: invented demonstration dialogues, not ESConv")
     notes += _demo_judge_note(ctx)
@@ -694,24 +698,29 @@ class EmotionalSupport(Subtask):
 
     requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
-    def dialogues(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
-        """(dialogues, dataset_variant): the full ESConv.json when it can be had, else the processed test split."""
+    def dialogues(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str, str | None]:
+        """(dialogues, dataset_variant, why ESConv.json was not used): the full ESConv.json when it can be had,
+        else the processed test split (PILLARS.md §3.1). A checksum mismatch is raised, never fallen back from."""
         if ctx.suite == "starter":
             return [validate_esconv_dialogue(d, f"starter {self.id} line {i + 1}") | {"id": d.get("id", f"s{i}")}
-                    for i, d in enumerate(load_starter(self.id))], "starter"
+                    for i, d in enumerate(load_starter(self.id))], "starter", None
         user_path = ctx.options.get("esconv_path")
         try:
             path = resolve("esconv", ESCONV_JSON_RELPATH, user_path)
-        except TrustmhError:
+        except ChecksumError:
+            raise  # a wrong ESConv.json is bad data, never a reason to use other data
+        except TrustmhError as exc:
             if user_path:
                 raise
+            why = str(exc)
         else:
-            return [d | {"id": f"esconv-{i:04d}"} for i, d in enumerate(load_esconv_json(path))], VARIANT_FULL
+            return ([d | {"id": f"esconv-{i:04d}"} for i, d in enumerate(load_esconv_json(path))], VARIANT_FULL,
+                    None)
         path = resolve("esconv_processed", ESCONV_TSV_RELPATHS["test"], ctx.options.get("esconv_processed_path"))
-        return esconv_tsv_dialogues(load_esconv_tsv(path), "test"), VARIANT_PROCESSED
+        return esconv_tsv_dialogues(load_esconv_tsv(path), "test"), VARIANT_PROCESSED, why
 
     def items(self, ctx: RunContext) -> list[Item]:
-        dialogues, variant = self.dialogues(ctx)
+        dialogues, variant, why = self.dialogues(ctx)
         eligible = [(d, cuts) for d in dialogues if (cuts := eligible_cuts(d["turns"]))]
         if ctx.suite == "starter":
             chosen = eligible if ctx.limit is None else eligible[: ctx.limit]
@@ -724,7 +733,7 @@ class EmotionalSupport(Subtask):
             context = context_turns(d["turns"][:p])
             gold = d["turns"][p]
             md = {"context": context, "dialogue_id": d["id"], "cut_turn": p, "gold_strategy": gold.get("strategy"),
-                  "dataset_variant": variant, "emotion_type": d.get("emotion_type"),
+                  "dataset_variant": variant, "fallback_reason": why, "emotion_type": d.get("emotion_type"),
                   "problem_type": d.get("problem_type")}
             out.append(Item(id=f"{d['id']}-t{p:02d}", prompt=support_generation_prompt(context), target=gold["text"],
                             cluster=d["id"], metadata=md))

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import (
+    SAMPLE_STATUS,
+    ChecksumError,
     Direction,
     GenConfig,
     Item,
@@ -53,7 +55,8 @@ OEQ_SAMPLE = "external/ELEPHANT/OEQ_sample.csv"
 AITA_SAMPLE = "external/ELEPHANT/AITA_sample.csv"
 N_ITEMS = 500
 OEQ_METRICS: tuple[str, ...] = ("emotional_validation", "indirect_language", "indirect_action", "accept_framing")
-SAMPLE_NOTE = "10-item sample: the full ELEPHANT dataset was not available, the 10-row test sample was used"
+SAMPLE_NOTE = ("10-item sample: the full ELEPHANT dataset was not available, the 10-row test sample was scored "
+               "at your request (-O allow_sample=1); status 'sample', not a benchmark value")
 VARIANT_FULL, VARIANT_SAMPLE, VARIANT_USER, VARIANT_STARTER = "full", "sample", "user", "starter"
 YTA, NTA = "YTA", "NTA"
 VERDICT_JUDGE, VERDICT_BINARY = "judge", "binary"
@@ -177,17 +180,42 @@ def load_pas(path: str | Path, text_field: str = "prompt") -> list[dict[str, Any
     return _unique(out, str(path))
 
 
-def _elephant_path(full: str, sample: str, user_path: str | None) -> tuple[Path, str]:
-    """The full file (user path, data dir, cache or download) else the 10-row sample."""
+def _elephant_path(full: str, sample: str, user_path: str | None) -> tuple[Path, str, str | None]:
+    """(path, variant, why the full file was not used): the full file (user path, data dir, cache or
+    download), else the 10-row sample. A checksum mismatch is never a reason to fall back: it is raised."""
     if user_path:
-        return resolve(DATASET, full, user_path), VARIANT_USER
+        return resolve(DATASET, full, user_path), VARIANT_USER, None
     try:
-        return resolve(DATASET, full), VARIANT_FULL
+        return resolve(DATASET, full), VARIANT_FULL, None
+    except ChecksumError:
+        raise
     except TrustmhError as full_err:
         try:
-            return resolve(DATASET, sample), VARIANT_SAMPLE
+            return resolve(DATASET, sample), VARIANT_SAMPLE, str(full_err)
+        except ChecksumError:
+            raise
         except TrustmhError as sample_err:
             raise TrustmhError(f"ELEPHANT data not found: {full_err}; and the sample: {sample_err}") from sample_err
+
+
+def _sample_reason(ctx: RunContext, full: str, sample: str, option: str) -> str | None:
+    """Why a sub-task is not computed when only the 10-row ELEPHANT sample is available (None otherwise, or
+    when the user asked for the sample with `-O allow_sample=1`)."""
+    if ctx.suite == "starter" or ctx.flag("allow_sample"):
+        return None
+    _, variant, why = _elephant_path(full, sample, ctx.options.get(option))
+    if variant != VARIANT_SAMPLE:
+        return None
+    return (f"only the 10-row ELEPHANT sample is available ({why}); supply the full file with "
+            f"-O {option}=FILE (or -O allow_sample=1 to score the sample, reported with status 'sample')")
+
+
+def _mark_sample(result: SubtaskResult, records: Sequence[Record]) -> SubtaskResult:
+    """A result computed on the fallback sample carries status 'sample', never 'ok'."""
+    if result.status == "ok" and any(r.metadata.get("dataset_variant") == VARIANT_SAMPLE for r in records):
+        result.status = SAMPLE_STATUS
+        result.reason = SAMPLE_NOTE
+    return result
 
 
 def _starter(subtask_id: str) -> list[tuple[str, dict[str, Any]]]:
@@ -305,10 +333,13 @@ class OpenEndedQuestions(_Elephant):
 
     requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
+    def not_computed_reason(self, ctx: RunContext) -> str | None:
+        return super().not_computed_reason(ctx) or _sample_reason(ctx, OEQ_FULL, OEQ_SAMPLE, "oeq_path")
+
     def rows(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
         if ctx.suite == "starter":
             return oeq_rows(_starter(self.id), "starter-oeq", f"starter {self.id}"), VARIANT_STARTER
-        path, variant = _elephant_path(OEQ_FULL, OEQ_SAMPLE, ctx.options.get("oeq_path"))
+        path, variant, _ = _elephant_path(OEQ_FULL, OEQ_SAMPLE, ctx.options.get("oeq_path"))
         return load_oeq(path), variant
 
     def items(self, ctx: RunContext) -> list[Item]:
@@ -399,8 +430,9 @@ class OpenEndedQuestions(_Elephant):
             notes.append("no human labels in this data: human baseline not computed")
         if intervals:
             metrics["intervals"] = intervals
-        return SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid, direction=direction,
-                             metrics=metrics, method="judge", judge=_judge_info(ctx), notes=notes)
+        return _mark_sample(SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid,
+                                          direction=direction, metrics=metrics, method="judge",
+                                          judge=_judge_info(ctx), notes=notes), records)
 
 
 # ---------------------------------------------------------------------------------- sycophancy/aita_yta
@@ -426,13 +458,13 @@ class AitaYta(_Elephant):
         reason = super().not_computed_reason(ctx)
         if reason is None and _verdict_mode(ctx) == VERDICT_JUDGE and not ctx.has_judge:
             return "no judge configured"
-        return reason
+        return reason or _sample_reason(ctx, AITA_FULL, AITA_SAMPLE, "aita_path")
 
     def rows(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str, int]:
         if ctx.suite == "starter":
             rows, other = aita_rows(_starter(self.id), "starter-aita", f"starter {self.id}")
             return rows, VARIANT_STARTER, other
-        path, variant = _elephant_path(AITA_FULL, AITA_SAMPLE, ctx.options.get("aita_path"))
+        path, variant, _ = _elephant_path(AITA_FULL, AITA_SAMPLE, ctx.options.get("aita_path"))
         rows, other = load_aita(path)
         return rows, variant, other
 
@@ -545,8 +577,9 @@ class AitaYta(_Elephant):
                                              metrics=metrics, notes=notes)
             res.method, res.judge = method, judge
             return res
-        return SubtaskResult(value=value, ci=percentile_ci(rep_value), n=len(records), n_invalid=n_invalid,
-                             direction=direction, metrics=metrics, method=method, judge=judge, notes=notes)
+        return _mark_sample(SubtaskResult(value=value, ci=percentile_ci(rep_value), n=len(records),
+                                          n_invalid=n_invalid, direction=direction, metrics=metrics,
+                                          method=method, judge=judge, notes=notes), records)
 
 
 # --------------------------------------------------------------------------------------- sycophancy/pas

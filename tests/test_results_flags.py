@@ -1,0 +1,15 @@
+"""Flags every published result carries so a reader cannot mistake a fragile number for a solid one."""
+
+from __future__ import annotations
+
+from trustmh.core import SMALL_N, SubtaskResult
+
+
+def test_small_n_is_flagged_in_results_json() -> None:
+    tiny = SubtaskResult(value=0.5, ci=(0.1, 0.9), n=2, n_invalid=0, direction="higher").to_json()
+    assert tiny["small_n"] is True and any("fewer than 30" in n for n in tiny["notes"])
+    enough = SubtaskResult(value=0.5, ci=(0.4, 0.6), n=SMALL_N, n_invalid=0, direction="higher").to_json()
+    assert enough["small_n"] is False and enough["notes"] == []
+    # a value that was not computed is not "small": it has no value at all
+    nc = SubtaskResult.not_computed("no judge configured", "higher", n=3).to_json()
+    assert nc["small_n"] is False and nc["value"] is None
