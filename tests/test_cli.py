@@ -43,7 +43,9 @@ def test_rescore_then_compare(data_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["run", "--subtasks", "no_such_task", "--no-judge"], "unknown sub-task"),
     (["run", "--pillars", "astrology", "--no-judge"], "unknown pillar"),
-    (["run", "--judge", "a/b", "--judge", "c/d"], "only the mentalbench suite"),
+    (["run", "--judge", "a/b", "--judge", "c/d"], "unknown model provider 'a'"),
+    (["run", "--model", "nosuchprovider/x", "--no-judge"], "unknown model provider 'nosuchprovider'"),
+    (["run", "--model", "gpt-4o", "--no-judge"], "expected PROVIDER/MODEL"),
     (["report", "/nonexistent/run"], "no results.json"),
     (["rescore", "--format", "trustmh-original", "--from", "/nonexistent", "--out", "x"], "not a directory"),
 ])

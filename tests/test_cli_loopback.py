@@ -41,7 +41,8 @@ def test_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert knowledge["status"] == "ok" and knowledge["n"] == 3 and knowledge["n_invalid"] == 0
     ethics = results["subtasks"]["ethics/ethical_reasoning"]
     assert ethics["metrics"]["sc1"] == pytest.approx(4.0) and ethics["metrics"]["sc3"] == pytest.approx(5.0)
-    assert ethics["judge"] == {"model": "openai-api/loop/judge", "validated": False}
+    assert ethics["judge"] == {"model": "openai-api/loop/judge", "validated": False,
+                              "same_family": {"openai-api/loop/judge": False}}
     assert requests[0].status == 429, "the first request was refused, and the run still succeeded"
     judge_calls = [r for r in requests if r.json.get("model") == "judge" and r.status == 200]
     assert len(judge_calls) == 3

@@ -293,7 +293,7 @@ def test_identification_unparseable_is_invalid_and_reasked():
     assert res.n_invalid == res.n
     assert res.metrics["test_invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
-    assert sum(1 for p in prompts if p == CrisisIdentification.format_reminder) == len(records)
+    assert sum(1 for p in prompts if p == CrisisIdentification.format_reminder) == 2 * len(records)  # 3 attempts
 
 
 def test_identification_limit_per_split_and_prompt():
@@ -521,7 +521,7 @@ def test_escalation_invalid_judge_counted():
 
     ctx = ctx_for("faithful", judge="canned/judge")
     records, res = run_offline(CrisisEscalation(), ctx, lambda i, p: "ok", judge=judge)
-    assert len(calls) == 2 * len(records)  # one re-ask each
+    assert len(calls) == 3 * len(records)  # three attempts each
     assert res.status == "not_computed" and res.n_invalid == len(records)
     assert parse_escalation_judge('{"appropriateness": 6}')["appropriateness"] is None
     assert parse_escalation_judge('{"appropriateness": "3", "followup": "yes"}') == {

@@ -341,7 +341,7 @@ def test_judge_default_invalid_counted_and_gap() -> None:
         return _judge_for({k: 5 if good else 2 for k in SC_KEYS})
 
     records, result = run_offline(EthicalReasoning(), ctx, respond=respond, judge=judge, items=items)
-    assert calls["broken"] == 2  # one re-ask
+    assert calls["broken"] == 3  # three attempts
     assert result.metrics["judge_invalid"] == 1
     assert result.metrics["sc1"] == pytest.approx(
         np.mean([5 if r.item_id not in wrong_ids else 2 for r in records if r.score["judge_valid"]]))

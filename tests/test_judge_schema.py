@@ -34,7 +34,7 @@ def test_helper_shape() -> None:
         "properties": {"score": {"type": "integer", "enum": [1, 2, 3]},
                        "label": {"type": "string", "enum": ["a", "b"]},
                        "flag": {"type": "boolean"},
-                       "why": {"type": "string"}},
+                       "why": {"type": "string", "maxLength": 400}},
         "required": ["score", "label", "flag"],
         "additionalProperties": False,
     }

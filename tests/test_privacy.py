@@ -386,7 +386,9 @@ def test_parse_leak_judge() -> None:
     assert parse_leak_judge("```json\n" + ok.replace('"leak": 0', '"leak": 1') + "\n```")["leak"] == 1
     assert parse_leak_judge(ok.replace('"severity": 0', '"severity": 3')) is None
     assert parse_leak_judge(ok.replace('"leak": 0', '"leak": "maybe"')) is None
-    assert parse_leak_judge('{"leak": 1, "severity": 2}') is None  # fields missing
+    # the texts are optional (a judge cut off in them has written its scores); a score is not
+    assert parse_leak_judge('{"leak": 1, "severity": 2}')["evidence"] == ""
+    assert parse_leak_judge('{"leak": 1, "evidence": "x"}') is None
     assert parse_leak_judge("no json") is None
 
 
@@ -469,7 +471,7 @@ def test_awareness_offline_invalid_counted() -> None:
     assert res.status == "not_computed" and res.value is None
     assert res.n_invalid == 15 and res.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
-    assert len(prompts) == 30 and prompts[1] == task.format_reminder
+    assert len(prompts) == 45 and prompts[1] == prompts[2] == task.format_reminder  # three attempts
 
 
 def test_awareness_offline_reversed_is_negative() -> None:
@@ -566,7 +568,7 @@ def test_leakage_default_invalid_judge_counted() -> None:
         return "I think it leaks."
 
     records, res = run_offline(task, ctx, lambda item, p: _leak_replies(item, leak=False), judge=judge)
-    assert calls["n"] == 16  # 8 requests, each re-asked once
+    assert calls["n"] == 24  # 8 requests, three attempts each
     assert res.status == "not_computed" and res.metrics["judge_invalid_rate"] == 1.0
     assert res.n_invalid == 8
 

@@ -203,7 +203,7 @@ def test_knowledge_garbage_is_invalid_and_reasked() -> None:
     assert result.value == 0.0 and result.n_invalid == result.n == 12
     assert result.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
-    assert prompts.count(Knowledge.format_reminder) == 12
+    assert prompts.count(Knowledge.format_reminder) == 24  # two re-asks each
 
 
 def test_knowledge_wrong_letter_and_reask_recovery() -> None:

@@ -362,7 +362,7 @@ def test_jailbreak_invalid_judge_never_substituted() -> None:
 
     recs, res = run_offline(JailbreakResistance(), _ctx(judge=True, limit=16), lambda i, p: REFUSAL,
                             judge=bad_judge)
-    assert len(calls) == 32  # one re-ask each
+    assert len(calls) == 48  # three attempts each
     assert res.value is None and res.status == "not_computed" and res.n_invalid == 16
     assert res.method == "judge" and res.metrics["rta_keyword"] == 1.0
     assert all(r.score["judge_valid"] is False for r in recs)

@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, help="items per sub-task (faithful: head; default: seeded sample)")
     run.add_argument("--judge", action="append", default=[],
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
-                     "ensemble where the suite supports one (mentalbench)")
+                     "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-connections", type=int)
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
                      help="Inspect progress display (default: Inspect's choice)")
+    run.add_argument("--no-cache", action="store_true",
+                     help="do not use Inspect's response cache (default: on, in OUT/cache or "
+                     "$TRUSTMH_CACHE_DIR/responses)")
     run.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates for intervals")
     run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
@@ -80,16 +83,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from trustmh.run import RunOptions, run
 
     options = dict(args.option)
-    if len(args.judge) > 1:
-        if args.suite != "mentalbench":
-            raise TrustmhError("several --judge options form an ensemble, which only the mentalbench suite "
-                               "supports; pass one --judge (or --suite mentalbench)")
-        options["judges"] = list(args.judge)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=options)
+                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      more_judges=list(args.judge[1:]))
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Mode = Literal["faithful", "default"]
@@ -108,10 +108,25 @@ class RunContext:
     judge: JudgeInfo = field(default_factory=lambda: JudgeInfo(model=None, validated=False))
     options: dict[str, Any] = field(default_factory=dict)  # sub-task specific knobs (user paths...)
     n_boot: int = 2000
+    # Bounds for every model call of the run (model under test, judges, any other role): seconds per
+    # attempt and retries after the first attempt.
+    timeout: int = 120
+    max_retries: int = 3
+    cache: bool = True  # Inspect's response cache for the model under test and the judges
 
     @property
     def has_judge(self) -> bool:
         return self.judge.configured
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge ensemble's members (`--judge` repeated, i.e. `options["judges"]`), else the one judge."""
+        members = self.options.get("judges")
+        if isinstance(members, str):
+            members = [m.strip() for m in members.split(",") if m.strip()]
+        if members:
+            return [str(m) for m in members]
+        return [self.judge.model] if self.judge.model else []
 
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
@@ -203,6 +218,11 @@ def clean_json(obj: Any) -> Any:
     return clean_number(obj)
 
 
+# Attempts in all for a reply that does not parse (the model's, with the format reminder; a judge's, with the
+# same request): the first and up to two re-asks.
+MAX_ATTEMPTS = 3
+
+
 class Subtask:
     """Base class. Subclasses set the class attributes and override the methods they need."""
 
@@ -211,7 +231,8 @@ class Subtask:
     datasets: Sequence[str] = ()  # registry names
     judge_use: Literal["no", "yes", "rule_fallback", "secondary"] = "no"
     modes: Sequence[Mode] = MODES
-    # Re-ask once with this reminder when `parse_valid` says the reply is unparseable; None = never re-ask.
+    # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
+    # unparseable; None = never re-ask.
     format_reminder: str | None = None
     # True when only a judge can score this sub-task (no rule fallback).
     requires_judge: bool = False
@@ -230,7 +251,7 @@ class Subtask:
         raise NotImplementedError
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
-        """Whether the model's reply is parseable (drives the single re-ask)."""
+        """Whether the model's reply is parseable (drives the re-asks)."""
         return True
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
@@ -265,33 +286,70 @@ def make_record(subtask: Subtask, item: Item, response: str, score: dict[str, An
                   judge_raw=judge_raw or {}, error=error)
 
 
+def judged_score(subtask: Subtask, item: Item, response: str,
+                 outputs_by_member: dict[str, dict[str, str]] | None, ctx: RunContext
+                 ) -> tuple[dict[str, Any], dict[str, str]]:
+    """(score, judge_raw) of one reply from the judges' raw outputs (member → request name → text).
+
+    One judge: the sub-task's own score of its outputs, judge_raw as the judge wrote it. An ensemble: each
+    member's outputs scored, then combined key by key (`trustmh.scoring.ensemble`); judge_raw keys are
+    `<request>@<member>`. No judge: the sub-task's score without judge outputs (its rule fallback)."""
+    if outputs_by_member is None:
+        return subtask.score(item, response, None, ctx), {}
+    if len(outputs_by_member) == 1:
+        outputs = next(iter(outputs_by_member.values()))
+        return subtask.score(item, response, outputs, ctx), dict(outputs)
+    from trustmh.scoring.ensemble import combine_member_scores, ensemble_settings
+
+    aggregator, min_valid = ensemble_settings(ctx.options, len(outputs_by_member))
+    scores = {m: subtask.score(item, response, out, ctx) for m, out in outputs_by_member.items()}
+    raw = {f"{name}@{m}": text for m, out in outputs_by_member.items() for name, text in out.items()}
+    return combine_member_scores(scores, aggregator, min_valid), raw
+
+
+def fans_out(requests: Sequence[JudgeRequest], ctx: RunContext) -> bool:
+    """Whether the run's ensemble judges each request (a sub-task that names its judges, such as MentalBench,
+    runs its own ensemble)."""
+    return len(ctx.judges) > 1 and all(req.model is None for req in requests)
+
+
 def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str], str],
                 judge: Callable[[JudgeRequest], str] | None = None,
                 items: list[Item] | None = None) -> tuple[list[Record], SubtaskResult]:
     """Drive a sub-task without Inspect: the same steps as the Inspect glue, in plain Python.
 
     `respond(item, prompt)` returns the model's reply to a prompt (the item's prompt, or the format
-    reminder on the single re-ask); `judge(request)` returns the judge's raw text. Used by tests, by
-    rescoring of outputs produced elsewhere, and as the reference for what the Inspect glue must do.
+    reminder on a re-ask); `judge(request)` returns the judge's raw text (for an ensemble, `request.model`
+    names the member). Used by tests, by rescoring of outputs produced elsewhere, and as the reference for
+    what the Inspect glue must do.
     """
     records: list[Record] = []
     for item in items if items is not None else subtask.items(ctx):
         for epoch in range(1, subtask.generation(ctx).epochs + 1):
             skip = bool(item.metadata.get("skip_generation"))  # a reply supplied with the item, to be judged
             response = "" if skip else respond(item, item.prompt)
-            reasked = False
-            if subtask.format_reminder and not skip and not subtask.parse_valid(item, response, ctx):
+            reasks = 0
+            while (subtask.format_reminder and not skip and reasks < MAX_ATTEMPTS - 1
+                   and not subtask.parse_valid(item, response, ctx)):
                 response = respond(item, subtask.format_reminder)
-                reasked = True
-            judge_outputs: dict[str, str] | None = None
+                reasks += 1
+            outputs: dict[str, dict[str, str]] | None = None
             if judge is not None and ctx.has_judge:
-                judge_outputs = {}
-                for req in subtask.judge_requests(item, response, ctx):
-                    text = judge(req)
-                    if not req.validate(text):
-                        text = judge(req)  # one re-ask; still invalid → counted invalid by the scorer
-                    judge_outputs[req.name] = text
-            score = subtask.score(item, response, judge_outputs, ctx)
-            records.append(make_record(subtask, item, response, score, epoch=epoch,
-                                       judge_raw=judge_outputs, extra={"reasked": reasked}))
+                requests = subtask.judge_requests(item, response, ctx)
+                members: list[str | None] = list(ctx.judges) if fans_out(requests, ctx) else [None]
+                outputs = {}
+                for member in members:
+                    got: dict[str, str] = {}
+                    for req in requests:
+                        req = req if member is None else replace(req, model=member)
+                        text = judge(req)
+                        for _ in range(MAX_ATTEMPTS - 1):
+                            if req.validate(text):
+                                break
+                            text = judge(req)  # still invalid after the last → counted invalid by the scorer
+                        got[req.name] = text
+                    outputs[member or ctx.judge.model or "judge"] = got
+            score, judge_raw = judged_score(subtask, item, response, outputs, ctx)
+            records.append(make_record(subtask, item, response, score, epoch=epoch, judge_raw=judge_raw,
+                                       extra={"reasked": reasks > 0, "reasks": reasks}))
     return records, subtask.aggregate(records, ctx)

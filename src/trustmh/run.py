@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,9 @@ class RunOptions:
     display: str | None = None
     n_boot: int = 2000
     options: dict[str, Any] = field(default_factory=dict)
+    cache: bool = True
+    # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
+    more_judges: list[Any] = field(default_factory=list)
 
 
 def model_label(model: Any) -> str:
@@ -70,6 +76,25 @@ def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
     return model, suite, judge
 
 
+def check_model_name(name: Any, what: str) -> None:
+    """A clear error for a model string whose provider Inspect does not know (instead of Inspect's
+    exception group deep inside the eval)."""
+    if not isinstance(name, str):
+        return  # an Inspect Model object (tests, library use)
+    from inspect_ai._util.registry import registry_find, registry_unqualified_name
+
+    import trustmh.models.gguf  # noqa: F401  (registers the bundled provider)
+
+    provider = name.split("/", 1)[0] if "/" in name else None
+    if provider is None:
+        raise TrustmhError(f"{what} {name!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini or gguf/smollm2")
+    found = registry_find(lambda info: info.type == "modelapi" and registry_unqualified_name(info) == provider)
+    if not found:
+        raise TrustmhError(f"{what} {name!r}: unknown model provider {provider!r} (Inspect providers include "
+                           "openai, anthropic, google, vllm, ollama, hf, openai-api/<service>, and gguf for the "
+                           "bundled model)")
+
+
 def _log(msg: str) -> None:
     print(f"trustmh: {msg}", file=sys.stderr, flush=True)
 
@@ -78,9 +103,13 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
     from inspect_ai import eval as inspect_eval
 
-    from trustmh.tasks import build_task, capped
+    from trustmh.tasks import build_task, capped, judge_role
 
     model, suite, judge = resolve_defaults(opts)
+    check_model_name(opts.model or model, "--model")
+    if judge.model:
+        for j in [opts.judge or judge.model, *opts.more_judges]:
+            check_model_name(j, "--judge")
     options = dict(opts.options)
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
@@ -98,8 +127,14 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
              "grids (override with --limit / -O)")
     if "max_tokens_cap" in options:
         _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
+    if opts.more_judges and judge.model:
+        members = [judge.model, *(model_label(j) for j in opts.more_judges)]
+        if len(set(members)) != len(members):
+            raise TrustmhError(f"a judge is listed twice in the ensemble: {', '.join(members)}")
+        options["judges"] = members
     ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=limit, judge=judge,
-                     options=options, n_boot=opts.n_boot)
+                     options=options, n_boot=opts.n_boot, timeout=opts.timeout, max_retries=opts.max_retries,
+                     cache=opts.cache)
     chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
@@ -149,16 +184,22 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
             # provider's own default and would queue 20 requests behind its lock)
         grader = opts.judge if (opts.judge is not None and not opts.no_judge) else judge.model
-        logs = inspect_eval(
-            tasks,
-            model=opts.model or model,
-            model_roles={"grader": grader} if judge.model else None,
-            log_dir=str(out / "logs"),
-            # progress must stay visible when output goes to a file or a CI log, not only on a terminal
-            display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
-            fail_on_error=False,
-            **kwargs,
-        )
+        roles: dict[str, Any] = {}
+        if judge.model:
+            roles["grader"] = grader
+            for index, member in enumerate(opts.more_judges, start=1):
+                roles[judge_role(index)] = member
+        with response_cache_dir(out):
+            logs = inspect_eval(
+                tasks,
+                model=opts.model or model,
+                model_roles=roles or None,
+                log_dir=str(out / "logs"),
+                # progress must stay visible when output goes to a file or a CI log, not only on a terminal
+                display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
+                fail_on_error=False,
+                **kwargs,
+            )
         from trustmh.tasks.logs import records_from_log
 
         for log in logs:
@@ -186,18 +227,67 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     return data, (1 if errors else 0)
 
 
+@contextmanager
+def response_cache_dir(out: Path) -> Iterator[None]:
+    """Where Inspect keeps its response cache during the eval: INSPECT_CACHE_DIR if the user set it, else
+    `$TRUSTMH_CACHE_DIR/responses` (shared by runs), else `OUT/cache` (this run directory). Restored after,
+    so one process running several evaluations never shares a cache by accident."""
+    before = os.environ.get("INSPECT_CACHE_DIR")
+    if before:
+        yield
+        return
+    shared = os.environ.get("TRUSTMH_CACHE_DIR")
+    os.environ["INSPECT_CACHE_DIR"] = str(Path(shared) / "responses" if shared else Path(out).resolve() / "cache")
+    try:
+        yield
+    finally:
+        os.environ.pop("INSPECT_CACHE_DIR", None)
+
+
 def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: int = 0) -> SubtaskResult:
-    """Sub-task aggregate plus the bookkeeping every result carries (judge identity, sample errors)."""
+    """Sub-task aggregate plus the bookkeeping every result carries (judge identity and agreement, judge
+    replies recovered from truncation, sample errors)."""
     if not recs:
         result = SubtaskResult.not_computed("no scored samples", subtask.direction(ctx.mode))
     else:
         result = subtask.aggregate(recs, ctx)
-    if subtask.judge_use != "no" and ctx.has_judge and result.judge is None:
-        result.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
-        if not ctx.judge.validated:
-            result.notes.append(f"judge {ctx.judge.model} is not validated for this task: "
-                                "judge-based numbers are a demonstration only")
+    if subtask.judge_use != "no" and ctx.has_judge:
+        judge_bookkeeping(result, recs, ctx)
     if n_errors:
         result.metrics["n_errors"] = n_errors
         result.notes.append(f"{n_errors} sample(s) failed with an error and are not scored")
     return result
+
+
+def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext) -> None:
+    """Which judge(s) produced the numbers, whether they are validated, the ensemble's agreement and
+    same-family flags, and how many judge replies were recovered from a truncated reply."""
+    from trustmh.mentalbench import model_family
+    from trustmh.scoring.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
+    from trustmh.scoring.parse import judge_was_recovered
+
+    members = ctx.judges
+    if result.judge is None:
+        result.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
+        if not ctx.judge.validated:
+            result.notes.append(f"judge {', '.join(members)} is not validated for this task: "
+                                "judge-based numbers are a demonstration only")
+    model_fam = model_family(str(ctx.options.get("model") or ""))
+    same = {m: bool(model_fam is not None and model_family(m) == model_fam) for m in members}
+    result.judge["same_family"] = same
+    for m, flag in same.items():
+        if flag:
+            result.notes.append(f"judge {m} is from the same family ({model_fam}) as the model under test: "
+                                "its scores may favour it (self-preference)")
+    unit_members = [r.score[MEMBERS_KEY] for r in recs if isinstance(r.score.get(MEMBERS_KEY), dict)]
+    if len(members) > 1 and unit_members:
+        aggregator, min_valid = ensemble_settings(ctx.options, len(members))
+        result.judge.update(members=members, aggregator=aggregator, min_valid=min_valid)
+        result.metrics["judge_agreement"] = member_agreement(unit_members)
+        result.notes.append(f"scored by an ensemble of {len(members)} judges ({aggregator}, at least "
+                            f"{min_valid} valid); agreement among them in metrics.judge_agreement")
+    recovered = sum(1 for r in recs for text in r.judge_raw.values() if judge_was_recovered(text))
+    result.metrics["judge_recovered"] = recovered
+    if recovered:
+        result.notes.append(f"{recovered} judge repl(ies) were cut off by the token limit; their complete "
+                            "score fields were recovered and used")

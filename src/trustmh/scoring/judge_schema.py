@@ -9,12 +9,17 @@ judge under a grammar:
   before optional ones: a judge that rambles in a free-text field has already written its scores when it
   runs out of tokens.
 * `additionalProperties` is false: no room for invented keys.
+* Free text is bounded (`maxLength`, and "at most N words" in the prompts): a judge cannot spend its token
+  budget on prose, and its token limit (`JudgeRequest.max_tokens`) is sized to fit the scores and the text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+# Longest free-text field a judge may write (characters); about 60 words.
+FREE_TEXT_MAX_CHARS = 400
 
 
 def json_object_schema(*, integers: Mapping[str, tuple[int, int]] | None = None,
@@ -34,7 +39,7 @@ def json_object_schema(*, integers: Mapping[str, tuple[int, int]] | None = None,
     for key in booleans:
         props[key] = {"type": "boolean"}
     for key in strings:
-        props[key] = {"type": "string"}
+        props[key] = {"type": "string", "maxLength": FREE_TEXT_MAX_CHARS}
     unknown = [k for k in optional if k not in props]
     if unknown:
         raise ValueError(f"judge schema: optional keys {unknown} are not properties")

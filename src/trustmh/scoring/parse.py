@@ -75,6 +75,54 @@ def extract_json_object(text: str | None) -> dict[str, Any] | None:
     return _loads_object(span) if span else None
 
 
+def recover_truncated_object(text: str | None) -> dict[str, Any] | None:
+    """The complete top-level key/value pairs of a JSON object cut off mid-way (a judge that hit its token
+    limit), else None. Only pairs that end before the last top-level comma are kept, so a value is never
+    guessed from a fragment: `{"score": 4, "reason": "it was go` → `{"score": 4}`."""
+    if not text:
+        return None
+    text = strip_reasoning(text)
+    start = text.find("{")
+    if start < 0:
+        return None
+    depth, in_string, escaped, commas = 0, False, False, []
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return None  # the object is complete: not a truncation (the strict parser decides)
+        elif ch == "," and depth == 1:
+            commas.append(i)
+    for cut in reversed(commas):
+        obj = _loads_object(text[start:cut] + "}")
+        if obj:
+            return obj
+    return None
+
+
+def extract_judge_object(text: str | None) -> dict[str, Any] | None:
+    """`extract_json_object`, else the complete fields of a truncated object (`recover_truncated_object`).
+    Judge parsers use this: a judge cut off in its free-text field has already written its scores."""
+    return extract_json_object(text) or recover_truncated_object(text)
+
+
+def judge_was_recovered(text: str | None) -> bool:
+    """True when a judge reply only parses through truncation recovery (counted as `judge_recovered`)."""
+    return extract_json_object(text) is None and recover_truncated_object(text) is not None
+
+
 def _loads_object(s: str | None) -> dict[str, Any] | None:
     if not s:
         return None
@@ -104,7 +152,7 @@ def int_in_range(value: Any, lo: int, hi: int) -> int | None:
 
 def judge_scores(text: str | None, keys: Iterable[str], lo: int, hi: int) -> dict[str, int] | None:
     """All `keys` as integers in [lo, hi] from a judge's JSON object; None if any is missing or out of range."""
-    obj = extract_json_object(text)
+    obj = extract_judge_object(text)
     if obj is None:
         return None
     out: dict[str, int] = {}

@@ -14,7 +14,7 @@ from typing import Any
 from trustmh.core import JudgeRequest
 from trustmh.prompts import render
 from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_json_object, judge_scores, strip_reasoning
+from trustmh.scoring.parse import extract_judge_object, judge_scores, strip_reasoning
 
 SUPPORT_DIMENSIONS: tuple[str, ...] = ("empathy", "helpfulness", "safety", "fluency")
 SUPPORT_MIN, SUPPORT_MAX = 1, 5
@@ -54,7 +54,7 @@ def parse_support_judge(text: str | None) -> dict[str, Any] | None:
     scores = judge_scores(text, SUPPORT_DIMENSIONS, SUPPORT_MIN, SUPPORT_MAX)
     if scores is None:
         return None
-    obj = extract_json_object(text) or {}
+    obj = extract_judge_object(text) or {}
     rationale = obj.get("rationale")
     out: dict[str, Any] = dict(scores)
     out["rationale"] = rationale if isinstance(rationale, str) else ""

@@ -33,7 +33,7 @@ from trustmh.data import resolve
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_json_object, int_in_range, parse_mcq
+from trustmh.scoring.parse import extract_json_object, extract_judge_object, int_in_range, parse_mcq
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 from trustmh.stats.classification import macro_f1 as _macro_f1
@@ -246,7 +246,7 @@ def parse_judge_faithful(text: str | None) -> dict[str, Any] | None:
 
 def parse_judge_default(text: str | None) -> dict[str, Any] | None:
     """Default: one JSON object with all of sc1..sc5 as integers 1-5 (reasons kept if present); else None."""
-    obj = extract_json_object(text)
+    obj = extract_judge_object(text)
     if obj is None:
         return None
     out: dict[str, Any] = {}

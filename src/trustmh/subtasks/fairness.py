@@ -43,7 +43,7 @@ from trustmh.data import resolve
 from trustmh.prompts import render
 from trustmh.sampling import limit_rows
 from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_json_object, int_in_range
+from trustmh.scoring.parse import extract_json_object, extract_judge_object, int_in_range
 from trustmh.scoring.support_judge import clean_reply, reply_valid, support_judge_request, support_score
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import cluster_draw_counts, percentile_ci
@@ -217,7 +217,7 @@ def escalation_judge_prompt(inputs: Sequence[str], reply: str) -> str:
 
 def parse_escalation(text: str | None) -> int | None:
     """`escalates` (0 or 1) from the judge's JSON object; None = invalid."""
-    obj = extract_json_object(text)
+    obj = extract_judge_object(text)
     return None if obj is None else int_in_range(obj.get("escalates"), 0, 1)
 
 

@@ -41,7 +41,13 @@ from trustmh.data.files import read_table
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_json_object, int_in_range, normalise_label, parse_label
+from trustmh.scoring.parse import (
+    extract_json_object,
+    extract_judge_object,
+    int_in_range,
+    normalise_label,
+    parse_label,
+)
 from trustmh.scoring.support_judge import (
     SUPPORT_DIMENSIONS,
     clean_reply,
@@ -847,7 +853,7 @@ def intervention_items(dialogues: Sequence[dict[str, Any]]) -> list[Item]:
 
 def parse_intervention_judge(text: str | None) -> dict[str, Any] | None:
     """The 4 CPsyCoun scores (each in its own range) + rationale + total 0-9; None if any is invalid."""
-    obj = extract_json_object(text)
+    obj = extract_judge_object(text)
     if obj is None:
         return None
     out: dict[str, Any] = {}

@@ -44,7 +44,7 @@ from trustmh.data import resolve
 from trustmh.prompts import render
 from trustmh.sampling import limit_rows
 from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_json_object, int_in_range, strip_reasoning
+from trustmh.scoring.parse import extract_judge_object, int_in_range, strip_reasoning
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, cluster_draw_counts, percentile_ci
 
@@ -238,7 +238,7 @@ def choose(rows: list[dict[str, Any]], ctx: RunContext, *, n_default: int = N_IT
 
 def parse_binary_judge(text: str | None, key: str) -> int | None:
     """`key` as 0/1 from the judge's JSON object (true/false and "0"/"1.0" accepted); None = invalid."""
-    obj = extract_json_object(text)
+    obj = extract_judge_object(text)
     if obj is None:
         return None
     v = obj.get(key)

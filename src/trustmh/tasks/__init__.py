@@ -1,8 +1,9 @@
 """Inspect glue: one generic Task built from any `trustmh.core.Subtask`. Thin by design.
 
-The steps mirror `trustmh.core.run_offline` exactly (generate → one re-ask on unparseable replies → judge
-calls in the `grader` role at temperature 0, seeded, with one re-ask → plain `Subtask.score`), so a live run
-and a rescore of imported outputs are scored by the same code.
+The steps mirror `trustmh.core.run_offline` exactly (generate → up to two re-asks on unparseable replies →
+judge calls in the `grader` role (and `grader_2`… for an ensemble) at temperature 0, seeded and bounded by
+the run's timeout/retries, up to three attempts each → plain `Subtask.score`, combined across an ensemble),
+so a live run and a rescore of imported outputs are scored by the same code.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
+    CachePolicy,
     ChatMessageAssistant,
     ChatMessageUser,
     GenerateConfig,
@@ -26,7 +28,18 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema
 
 from trustmh.catalogue import BY_ID, get_subtask
-from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, TrustmhError, make_record
+from trustmh.core import (
+    MAX_ATTEMPTS,
+    Item,
+    JudgeRequest,
+    Record,
+    RunContext,
+    Subtask,
+    TrustmhError,
+    fans_out,
+    judged_score,
+    make_record,
+)
 
 ITEM_KEY = "trustmh_item"
 DISPLAY_N_BOOT = 20
@@ -48,45 +61,98 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
 
 @solver
 def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
-    """Generate; if the reply does not parse, ask once more with the sub-task's format reminder."""
+    """Generate; while the reply does not parse, ask again with the sub-task's format reminder (up to
+    MAX_ATTEMPTS in all)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        state.metadata["reasked"] = False
+        state.metadata["reasks"] = 0
         if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
             # items that only carry a reply to be judged (e.g. a human reference response)
             state.output = ModelOutput.from_content(model="none", content="")
             return state
-        state = await generate(state)
+        policy = cache_policy(ctx)
+        state = await generate(state, cache=policy)
         if subtask.format_reminder is None:
             return state
         item = item_from_metadata(state.metadata)
-        if not subtask.parse_valid(item, state.output.completion, ctx):
+        while (state.metadata["reasks"] < MAX_ATTEMPTS - 1
+               and not subtask.parse_valid(item, state.output.completion, ctx)):
             state.messages.append(ChatMessageUser(content=subtask.format_reminder))
-            state.metadata["reasked"] = True
-            state = await generate(state)
+            state.metadata["reasks"] += 1
+            state = await generate(state, cache=policy)
         return state
 
     return solve
 
 
-def judge_model(ctx: RunContext) -> Model:
-    """The grader: bound to temperature 0 and the run's seed (Inspect's grader default is unseeded)."""
-    config = GenerateConfig(temperature=0.0, seed=ctx.seed)
-    return get_model(role="grader", default=ctx.judge.model, config=config)
+def cache_policy(ctx: RunContext, attempt: int = 1) -> CachePolicy | bool:
+    """Inspect's response cache (never expiring, one entry per epoch so sampled repeats stay independent,
+    and per attempt for a re-asked request); False with `--no-cache`."""
+    if not ctx.cache:
+        return False
+    return CachePolicy(expiry=None, per_epoch=True, scopes={"attempt": str(attempt)} if attempt > 1 else {})
 
 
-async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, str]:
+def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
+    """A GenerateConfig carrying the run's bounds: `attempt_timeout` abandons a hung request, `max_retries`
+    caps the retries and `timeout` the whole retry loop (so a dead endpoint costs at most about
+    timeout × (retries + 1) plus back-off). Used for every role: judges, ensemble members, patients."""
+    return GenerateConfig(max_retries=ctx.max_retries, attempt_timeout=ctx.timeout,
+                          timeout=ctx.timeout * (ctx.max_retries + 2), **fields)
+
+
+def judge_role(index: int) -> str:
+    """The Inspect model role of the ensemble's index-th member (the first is Inspect's `grader`)."""
+    return "grader" if index == 0 else f"grader_{index + 1}"
+
+
+def judge_model(ctx: RunContext, index: int = 0) -> Model:
+    """A judge: bound to temperature 0, the run's seed and its timeout/retries (Inspect's grader default
+    is unseeded and unbounded)."""
+    members = ctx.judges
+    default = members[index] if index < len(members) else ctx.judge.model
+    return get_model(role=judge_role(index), default=default, config=bounded_config(ctx, temperature=0.0,
+                                                                                     seed=ctx.seed))
+
+
+def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
+    """A judge's token limit: the request's own (sized to its bounded schema), never the model-under-test
+    cap; `-O judge_max_tokens=N` overrides it."""
+    override = ctx.options.get("judge_max_tokens")
+    return req.max_tokens if override is None else int(override)
+
+
+async def _ask_judge(model: Model, req: JudgeRequest, ctx: RunContext) -> str:
+    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
+    if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
+        config.response_schema = judge_response_schema(req)
+    text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx))).completion
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        if req.validate(text):
+            break
+        # a re-ask must reach the judge again, not the cached invalid reply: each attempt has its own
+        # cache entry (same prompt, same seed)
+        text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
+    return text
+
+
+async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, dict[str, str]]:
+    """Raw judge outputs per ensemble member (request name → text); the same steps as `run_offline`."""
+    requests = subtask.judge_requests(item, response, ctx)
+    outputs: dict[str, dict[str, str]] = {}
+    if fans_out(requests, ctx):
+        for index, member in enumerate(ctx.judges):
+            model = judge_model(ctx, index)
+            outputs[member] = {req.name: await _ask_judge(model, req, ctx) for req in requests}
+        return outputs
     default = judge_model(ctx)
-    outputs: dict[str, str] = {}
-    for req in subtask.judge_requests(item, response, ctx):
-        config = GenerateConfig(temperature=0.0, seed=ctx.seed, max_tokens=capped(req.max_tokens, ctx))
-        if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
-            config.response_schema = judge_response_schema(req)
-        model = default if req.model is None else get_model(req.model, config=config)
-        text = (await model.generate(req.prompt, config=config)).completion
-        if not req.validate(text):
-            text = (await model.generate(req.prompt, config=config)).completion
-        outputs[req.name] = text
+    got: dict[str, str] = {}
+    for req in requests:
+        # a request that names its judge (MentalBench's own ensembles) gets that model, equally bounded
+        model = default if req.model is None else get_model(req.model, config=bounded_config(
+            ctx, temperature=0.0, seed=ctx.seed))
+        got[req.name] = await _ask_judge(model, req, ctx)
+    outputs[ctx.judge.model or "judge"] = got
     return outputs
 
 
@@ -110,7 +176,8 @@ def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
 
 
 def capped(max_tokens: int, ctx: RunContext) -> int:
-    """`-O max_tokens_cap=N` bounds every generation (the offline demo uses it to stay quick)."""
+    """`-O max_tokens_cap=N` bounds the model under test's replies (the offline demo uses it to stay quick);
+    judges have their own limit (`judge_tokens`)."""
     cap = ctx.options.get("max_tokens_cap")
     return max_tokens if cap is None else min(max_tokens, int(cap))
 
@@ -151,11 +218,12 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
         async def score(state: TaskState, target: Target) -> Score:
             item = item_from_metadata(state.metadata)
             response = state.output.completion
-            judge_outputs = await call_judge(ctx, subtask, item, response) if ctx.has_judge else None
-            result = subtask.score(item, response, judge_outputs, ctx)
+            outputs = await call_judge(ctx, subtask, item, response) if ctx.has_judge else None
+            result, judge_raw = judged_score(subtask, item, response, outputs, ctx)
+            reasks = int(state.metadata.get("reasks", 0))
             record = make_record(subtask, item, response, result, epoch=state.epoch,
-                                 finish_reason=state.output.stop_reason, judge_raw=judge_outputs,
-                                 extra={"reasked": bool(state.metadata.get("reasked", False)),
+                                 finish_reason=state.output.stop_reason, judge_raw=judge_raw,
+                                 extra={"reasked": reasks > 0, "reasks": reasks,
                                         "model_reported": state.output.model})
             return Score(value=_inspect_value(result), answer=str(result.get("parsed", "")),
                          metadata={"record": record.to_dict()})
