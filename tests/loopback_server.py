@@ -4,6 +4,10 @@ It speaks just enough of the OpenAI API for Inspect's `openai-api` provider:
 `POST /v1/chat/completions` (non-streaming) and `GET /v1/models`. Replies come from a user function
 `respond(messages, request_json) -> str`, always with a `usage` block. Faults can be scripted per chat
 request (numbered from 1): the first N answer 429 (`Retry-After: 0`), some answer 500, some are delayed.
+Random faults can be injected at a rate, seeded (`fault_rate`, `fault_kinds`: 429, 500, a hang past the
+client's timeout, a cut connection, an HTML page, an empty completion, and a 200 whose JSON body is cut in
+half), requests for some models can hang until the server stops (`hang_models`: a dead judge), and every
+reply can wait a fixed `latency` (throughput benchmarks).
 Every request is recorded for assertions. The server is bounded: it stops itself after `max_requests`
 requests or `max_seconds` seconds, whichever comes first, and when its `with` block exits.
 
@@ -27,6 +31,7 @@ Inspect derives the variables from the service name: `openai-api/<service>/<mode
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -35,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+
+FAULT_KINDS = ("429", "500", "hang", "cut", "html", "empty", "half_json")
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -94,6 +101,12 @@ class LoopbackServer:
         api_key: the bearer token the server accepts (401 otherwise); None accepts any.
         service: the Inspect service name, used by `env()` and `model_name()`.
         model_ids: what `GET /v1/models` lists.
+        latency: seconds every chat reply waits before it is sent.
+        fault_rate: share of chat requests answered with a random fault (seeded by `fault_seed`).
+        fault_kinds: which faults to draw from (FAULT_KINDS).
+        hang_seconds: how long a "hang" fault waits (set it past the client's attempt timeout).
+        hang_models: chat requests for these model ids never get an answer (until the server stops).
+        error_echo: text put into every error message (e.g. to check that an echoed API key is redacted).
     """
 
     def __init__(
@@ -108,6 +121,13 @@ class LoopbackServer:
         api_key: str | None = "loopback-test-key",
         service: str = "loop",
         model_ids: Iterable[str] = ("loop-model",),
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: Iterable[str] = FAULT_KINDS,
+        fault_seed: int = 0,
+        hang_seconds: float = 30.0,
+        hang_models: Iterable[str] = (),
+        error_echo: str = "",
     ) -> None:
         self.respond: Respond = respond or default_respond
         self.fail_first = fail_first
@@ -119,6 +139,17 @@ class LoopbackServer:
         self._check_key = api_key is not None
         self.service = service
         self.model_ids = list(model_ids)
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.fault_kinds = list(fault_kinds)
+        unknown = set(self.fault_kinds) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}")
+        self._fault_rng = random.Random(fault_seed)
+        self.hang_seconds = hang_seconds
+        self.hang_models = set(hang_models)
+        self.error_echo = error_echo
+        self.faults: dict[int, str] = {}  # chat request number -> the fault injected
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []  # exceptions raised by `respond` (answered as 500)
         self._lock = threading.Lock()
@@ -214,6 +245,19 @@ class LoopbackServer:
             self.requests.append(record)
             return record
 
+    def _draw_fault(self, chat_number: int) -> str | None:
+        with self._lock:
+            if self.fault_rate <= 0 or self._fault_rng.random() >= self.fault_rate:
+                return None
+            kind = self._fault_rng.choice(self.fault_kinds)
+            self.faults[chat_number] = kind
+            return kind
+
+    def completed(self, model: str | None = None) -> list[RecordedRequest]:
+        """Chat requests answered with a completion (status 200 and a reply), optionally for one model."""
+        return [r for r in self.chat_requests if r.status == 200 and r.reply is not None
+                and (model is None or (r.json or {}).get("model") == model)]
+
     def _after(self, record: RecordedRequest, status: int | None) -> None:
         record.status = status
         record.finished = time.monotonic()
@@ -307,10 +351,15 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     else None
                 )
             n = record.chat_number
-            delay = server.delays.get(n, 0.0)
+            delay = server.delays.get(n, 0.0) + server.latency
+            if body.get("model") in server.hang_models:
+                delay = server.max_seconds + 1  # a dead endpoint: no answer until the server stops
             if delay > 0 and server._stopped.wait(delay):
                 self._drop()  # stopped while waiting: hang up without an answer
                 return None
+            fault = server._draw_fault(n)
+            if fault is not None:
+                return self._fault(fault, n, body)
             if n <= server.fail_first:
                 ok = self._error(
                     429, f"rate limited (scripted, request {n})", "rate_limit_exceeded", {"Retry-After": "0"}
@@ -362,5 +411,47 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 },
             }
             return 200 if self._send(200, payload) else None
+
+        def _fault(self, kind: str, n: int, body: dict[str, Any]) -> int | None:
+            echo = f" {server.error_echo}" if server.error_echo else ""
+            if kind == "429":
+                ok = self._error(429, f"rate limited (injected, request {n}){echo}", "rate_limit_exceeded",
+                                 {"Retry-After": "0"})
+                return 429 if ok else None
+            if kind == "500":
+                return 500 if self._error(500, f"server error (injected, request {n}){echo}", "server_error") else None
+            if kind == "hang":
+                server._stopped.wait(server.hang_seconds)
+                self._drop()
+                return None
+            if kind == "cut":
+                self._drop()  # close without a byte of response
+                return None
+            raw: bytes
+            ctype = "application/json"
+            status = 200
+            if kind == "html":
+                raw, ctype, status = b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html", 502
+            elif kind == "empty":
+                raw = json.dumps({"id": f"chatcmpl-loop-{n}", "object": "chat.completion", "created": 0,
+                                  "model": body.get("model") or "loop-model", "choices": [],
+                                  "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}
+                                  }).encode()
+            else:  # half_json: a 200 whose JSON body is cut in half
+                full = json.dumps({"id": f"chatcmpl-loop-{n}", "object": "chat.completion", "created": 0,
+                                   "model": body.get("model") or "loop-model",
+                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * 40},
+                                                "finish_reason": "stop"}]}).encode()
+                raw = full[: len(full) // 2]
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return None
+            return status
 
     return Handler

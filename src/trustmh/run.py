@@ -26,6 +26,7 @@ from trustmh.results import RunResults, write_run
 BUNDLED_MODEL = "gguf/smollm2"
 DEMO_LIMIT = 4
 DEMO_MAX_TOKENS = 192
+SAMPLE_RETRIES = 3
 
 
 @dataclass
@@ -177,7 +178,10 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     if tasks:
         # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
         kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "attempt_timeout": opts.timeout,
-                                  "timeout": opts.timeout * (opts.max_retries + 2)}
+                                  "timeout": opts.timeout * (opts.max_retries + 2),
+                                  # a sample whose call failed in a way the provider does not retry (a 200
+                                  # with half a JSON body) is run again, a bounded number of times
+                                  "retry_on_error": SAMPLE_RETRIES}
         if opts.max_connections is not None:
             kwargs["max_connections"] = opts.max_connections
         elif model.startswith("gguf/"):

@@ -70,8 +70,7 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
             # items that only carry a reply to be judged (e.g. a human reference response)
             state.output = ModelOutput.from_content(model="none", content="")
             return state
-        policy = cache_policy(ctx)
-        state = await generate(state, cache=policy)
+        state = await generate_once(state, generate, ctx)
         if subtask.format_reminder is None:
             return state
         item = item_from_metadata(state.metadata)
@@ -79,10 +78,23 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
                and not subtask.parse_valid(item, state.output.completion, ctx)):
             state.messages.append(ChatMessageUser(content=subtask.format_reminder))
             state.metadata["reasks"] += 1
-            state = await generate(state, cache=policy)
+            state = await generate_once(state, generate, ctx)
         return state
 
     return solve
+
+
+async def generate_once(state: TaskState, generate: Generate, ctx: RunContext) -> TaskState:
+    """One reply of the model under test, cached. A provider that answers 200 with no choices at all
+    (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
+    already cached the empty answer, which would otherwise come back on every retry, now and on resume."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return await generate(state, cache=cache_policy(ctx, attempt))
+        except IndexError:
+            if attempt == MAX_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def cache_policy(ctx: RunContext, attempt: int = 1) -> CachePolicy | bool:
