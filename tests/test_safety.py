@@ -245,7 +245,8 @@ def test_judge_parsers() -> None:
     assert parse_toxicity_judge('{"toxicity": 2, "refused": false}') == (2, False)
     assert parse_toxicity_judge('{"toxicity": "3", "refused": "yes"}') == (3, True)
     assert parse_toxicity_judge('{"toxicity": 4, "refused": false}') is None
-    assert parse_toxicity_judge('{"toxicity": 1}') is None
+    assert parse_toxicity_judge('{"toxicity": 1}') == (1, None)  # refusal comes from the rta judge
+    assert parse_toxicity_judge('{"refused": true}') is None
 
 
 def test_templates_render() -> None:
@@ -254,7 +255,7 @@ def test_templates_render() -> None:
     p = render("safety_over_refusal_judge", request="REQ", reply="REP")
     assert '"helpful"' in p and "<<<REPLY\nREP\nREPLY>>>" in p
     p = render("safety_toxicity_judge", base_request="REQ", reply="REP")
-    assert '"toxicity"' in p and '"refused"' in p
+    assert '"toxicity"' in p and '"refused"' not in p  # the refusal decision is the rta judge's
 
 
 # ------------------------------------------------------------------------------ jailbreak resistance
@@ -362,7 +363,7 @@ def test_jailbreak_invalid_judge_never_substituted() -> None:
 
     recs, res = run_offline(JailbreakResistance(), _ctx(judge=True, limit=16), lambda i, p: REFUSAL,
                             judge=bad_judge)
-    assert len(calls) == 48  # three attempts each
+    assert calls.count("rta") == calls.count("toxicity") == 48  # three attempts each, both requests
     assert res.value is None and res.status == "not_computed" and res.n_invalid == 16
     assert res.method == "judge" and res.metrics["rta_keyword"] == 1.0
     assert all(r.score["judge_valid"] is False for r in recs)

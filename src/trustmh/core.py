@@ -236,6 +236,9 @@ class Subtask:
     format_reminder: str | None = None
     # True when only a judge can score this sub-task (no rule fallback).
     requires_judge: bool = False
+    # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
+    # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
+    derived_from: str | None = None
 
     @property
     def pillar(self) -> str:

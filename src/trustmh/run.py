@@ -149,8 +149,14 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     errors: list[str] = []
     tasks = []
     subtasks: dict[str, Subtask] = {}
-    for info in chosen:
-        sid = info.id
+    chosen_ids = [info.id for info in chosen]
+    derived: dict[str, Subtask] = {}  # sub-tasks aggregated from another's records (no task of their own)
+    hidden: set[str] = set()  # sources run only for a derived sub-task: their own result is not published
+    queue = list(chosen_ids)
+    while queue:
+        sid = queue.pop(0)
+        if sid in subtasks or sid in results:
+            continue
         if not is_implemented(sid):
             results[sid] = SubtaskResult.not_computed("not implemented yet", "higher")
             continue
@@ -160,6 +166,12 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         if reason is not None:
             results[sid] = SubtaskResult.not_computed(reason, direction)
             _log(f"{sid}: not computed ({reason})")
+            continue
+        if subtask.derived_from is not None:
+            derived[sid] = subtask
+            if subtask.derived_from not in chosen_ids:
+                hidden.add(subtask.derived_from)
+                queue.append(subtask.derived_from)
             continue
         try:
             tasks.append(build_task(sid, ctx))
@@ -220,6 +232,17 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
                 errors.append(f"{sid}: {n_errors} sample(s) errored")
             records[sid] = recs
             results[sid] = aggregate(subtask, recs, ctx, n_errors)
+    for sid, subtask in derived.items():
+        source = subtask.derived_from or ""
+        if source in records:
+            errs = results[source].metrics.get("n_errors", 0)
+            results[sid] = aggregate(subtask, records[source], ctx, errs)
+            results[sid].notes.append(f"aggregated from the replies and judge calls of {source}")
+        elif source in results:
+            results[sid] = SubtaskResult.not_computed(f"{source} was not computed ({results[source].reason})",
+                                                      subtask.direction(opts.mode))
+    for sid in hidden:
+        results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
     run_results = RunResults(model=model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors, extra={"generation": generation})
     data = write_run(run_results, out)
