@@ -64,3 +64,29 @@ def test_report_rejects_a_file_that_is_not_results(tmp_path: Path, capsys: pytes
     assert main(["report", str(bad), "--out", str(tmp_path / "r.html")]) == 2
     assert "missing field 'mode'" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_documented_flags_become_subtask_options(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    import trustmh.run as run_module
+
+    seen = {}
+
+    def fake_run(opts):  # noqa: ANN001, ANN202
+        seen.update(opts.options)
+        return {}, 0
+
+    monkeypatch.setattr(run_module, "run", fake_run)
+    assert main(["run", "--rubric", "upstream", "--tier2-limit", "98", "--full", "--no-judge"]) == 0
+    assert seen["rubric"] == "upstream" and seen["tier2_limit"] == "98" and seen["full"] == "1"
+    assert main(["run", "--rubric", "upstream", "-O", "rubric=trustmh", "--no-judge"]) == 2
+    assert "--rubric upstream conflicts with -O rubric=trustmh" in capsys.readouterr().err
+
+
+def test_missing_crisis_data_names_the_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from trustmh.core import TrustmhError
+    from trustmh.subtasks.crisis import crisis_file
+
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
+    with pytest.raises(TrustmhError, match="-O crisis_dir=FOLDER"):
+        crisis_file("test")

@@ -38,7 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "else trustmh")
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
     run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
-    run.add_argument("--limit", type=int, help="items per sub-task (faithful: head; default: seeded sample)")
+    run.add_argument("--limit", type=int,
+                     help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
+                     "Samples can be more: fairness asks each context in 17 identity variants, privacy "
+                     "awareness draws several samples per item, robustness asks each item at each "
+                     "perturbation level; results.json records the samples of each sub-task")
     run.add_argument("--judge", action="append", default=[],
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
@@ -57,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
     run.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("--rubric", choices=["trustmh", "upstream"],
+                     help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
+                     "-O rubric=…)")
+    run.add_argument("--tier2-limit", type=int, metavar="N",
+                     help="privacy awareness: tier-2 items per tier (faithful default 20; same as "
+                     "-O tier2_limit=N)")
+    run.add_argument("--full", action="store_true",
+                     help="anti-sycophancy: every ELEPHANT row instead of the seeded sample (same as -O full=1)")
     run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
 
@@ -83,6 +95,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from trustmh.run import RunOptions, run
 
     options = dict(args.option)
+    # documented flags for the sub-task options people use most (the -O spelling keeps working)
+    for key, value in (("rubric", args.rubric), ("tier2_limit", args.tier2_limit),
+                       ("full", "1" if args.full else None)):
+        if value is None:
+            continue
+        if key in options and str(options[key]) != str(value):
+            raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
+        options[key] = str(value)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,

@@ -278,6 +278,10 @@ def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: i
         result = SubtaskResult.not_computed("no scored samples", subtask.direction(ctx.mode))
     else:
         result = subtask.aggregate(recs, ctx)
+    # what --limit became: replies scored and distinct items (fairness asks each item in 17 variants,
+    # privacy awareness samples several replies per item, robustness asks each item at each level)
+    result.metrics["n_samples"] = len(recs)
+    result.metrics["n_items"] = len({r.item_id for r in recs})
     if subtask.judge_use != "no" and ctx.has_judge:
         judge_bookkeeping(result, recs, ctx)
     if n_errors:

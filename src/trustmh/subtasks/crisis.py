@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import (
+    ChecksumError,
     GenConfig,
     Item,
     JudgeRequest,
@@ -132,7 +133,13 @@ def crisis_file(key: str, options: Mapping[str, Any] | None = None) -> Path:
             raise TrustmhError(f"crisis: {path} not found (crisis_dir={folder} must be laid out like the "
                                f"publisher's repository, with {repo_path})")
         return path
-    return resolve("crisis", CRISIS_PREFIX + repo_path)
+    try:
+        return resolve("crisis", CRISIS_PREFIX + repo_path)
+    except ChecksumError:
+        raise
+    except TrustmhError as exc:
+        raise TrustmhError(f"{exc} To use a local copy of the LLMs-Mental-Health-Crisis repository, pass "
+                           f"-O crisis_dir=FOLDER (a folder laid out like it, with {repo_path}).") from exc
 
 
 def canonical_label(value: Any, where: str) -> str | None:

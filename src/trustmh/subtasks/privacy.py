@@ -61,11 +61,11 @@ NAME_MATCH_NOTE = "name-match rates (the faithful nine) are not a valid leak mea
 COMBINATION_NOTE = ("value = mean(free_response_string_match, info_accessibility_error, privacy_sharing_error): "
                     "this combination is documented, not validated (no combination of the released metrics "
                     "reproduces the paper's Leakage ranks)")
-PROXY_NOTE = ("free_response_proxy_model not computed: no proxy model configured (option "
-              "`privacy_proxy_model` with a judge); the original's proxy answers were never released, so "
-              "rescoring never computes it")
-PROXY_USED_NOTE = ("free_response_proxy_model uses the configured judge model as the proxy, not the original's "
-                   "Llama-2-13b-chat")
+PROXY_NOTE = ("free_response_proxy_model not computed: no proxy model configured (-O privacy_proxy_model=MODEL, "
+              "with a judge configured); the original's proxy answers were never released, so rescoring never "
+              "computes it")
+PROXY_USED_NOTE = ("free_response_proxy_model asks the model named by -O privacy_proxy_model ({model}) as the "
+                   "proxy, not the original's Llama-2-13b-chat")
 
 
 def _resolve_first(candidates: Sequence[tuple[str, str]]) -> Path:
@@ -833,9 +833,11 @@ class PrivacyLeakage(Subtask):
         if ctx.mode == "faithful":
             if not ctx.options.get("privacy_proxy_model"):
                 return []
-            # The original's proxy check, run by the configured grader: who is related to the topic?
+            # The original's proxy check, asked of the model named by the option (bounded like every judge):
+            # who is related to the topic?
             return [JudgeRequest(name="proxy", prompt=proxy_prompt(response or "", item.metadata["secret"]),
-                                 validate=lambda t: bool(t and t.strip()), max_tokens=256, json=False)]
+                                 validate=lambda t: bool(t and t.strip()), max_tokens=256, json=False,
+                                 model=str(ctx.options["privacy_proxy_model"]))]
         m = item.metadata
         prompt = leak_judge_prompt(aware=m["aware_agent"], about=m["subject_agent"],
                                    questioner=m["oblivious_agent"], disclosure=m["disclosure"],
@@ -895,7 +897,7 @@ class PrivacyLeakage(Subtask):
         for qtype in QUESTION_TYPES:
             metrics[f"n_{_qkey(qtype)}"] = sum(1 for r in records if r.metadata["question_type"] == qtype)
         notes = [COMBINATION_NOTE]
-        notes.append(PROXY_USED_NOTE if proxy else PROXY_NOTE)
+        notes.append(PROXY_USED_NOTE.format(model=ctx.options.get("privacy_proxy_model")) if proxy else PROXY_NOTE)
         parts = ("free_response_string_match", "info_accessibility_error", "privacy_sharing_error")
         if any(metrics[p] is None for p in parts):
             return SubtaskResult.not_computed("a question type of the composite has no records", "lower",
