@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-connections", type=int)
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
                      help="Inspect progress display (default: Inspect's choice)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace a run of another configuration in --out (default: refuse; the same "
+                     "configuration continues where it stopped)")
+    run.add_argument("--max-tasks", type=int, metavar="N",
+                     help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
@@ -108,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      more_judges=list(args.judge[1:]))
+                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

@@ -69,12 +69,22 @@ def _ordered(subtasks: dict[str, Any]) -> list[str]:
     return sorted(subtasks, key=lambda s: order.get(s, len(order)))
 
 
+def with_umask(path: str | Path) -> None:
+    """Give a file the permissions a plain `open()` would under the user's umask (0644 by default):
+    mkstemp, which atomic writes use, creates 0600, so colleagues and web servers could not read reports."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically: a temporary name in the same folder, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        with_umask(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

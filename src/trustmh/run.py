@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustmh import rundir
 from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
     JudgeInfo,
@@ -27,6 +29,7 @@ BUNDLED_MODEL = "gguf/smollm2"
 DEMO_LIMIT = 4
 DEMO_MAX_TOKENS = 192
 SAMPLE_RETRIES = 3
+DEFAULT_MAX_TASKS = 4
 
 
 @dataclass
@@ -50,6 +53,9 @@ class RunOptions:
     n_boot: int = 2000
     options: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
+    overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
+    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or 1 for the bundled model.
+    max_tasks: int | None = None
     # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
     more_judges: list[Any] = field(default_factory=list)
 
@@ -77,6 +83,21 @@ def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
     return model, suite, judge
 
 
+def run_manifest(model: str, suite: str, ctx: RunContext, subtask_ids: list[str], opts: RunOptions
+                 ) -> dict[str, Any]:
+    """Everything that changes what a run computes, with the versions that compute it (`run.json`)."""
+    import inspect_ai
+
+    import trustmh
+
+    return json.loads(json.dumps({
+        "trustmh_version": trustmh.__version__, "inspect_version": inspect_ai.__version__,
+        "model": model, "suite": suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
+        "judges": ctx.judges, "judge_validated": ctx.judge.validated, "subtasks": subtask_ids,
+        "options": ctx.options, "n_boot": ctx.n_boot, "cache": ctx.cache,
+    }, default=str))
+
+
 def check_model_name(name: Any, what: str) -> None:
     """A clear error for a model string whose provider Inspect does not know (instead of Inspect's
     exception group deep inside the eval)."""
@@ -102,7 +123,7 @@ def _log(msg: str) -> None:
 
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
-    from inspect_ai import eval as inspect_eval
+    from inspect_ai import eval_set
 
     from trustmh.tasks import build_task, capped, judge_role
 
@@ -142,12 +163,21 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
 
+    out = Path(opts.out)
+    continued = rundir.prepare(out, run_manifest(model, suite, ctx, [i.id for i in chosen], opts),
+                               overwrite=opts.overwrite)
+    if continued:
+        _log(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
+             "not paid again")
+        rundir.forget_errored_logs(out / "logs")
+
     reset_resolved()
     results: dict[str, SubtaskResult] = {}
     records: dict[str, list[Record]] = {}
     generation: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     tasks = []
+    item_order: dict[str, dict[str, int]] = {}
     subtasks: dict[str, Subtask] = {}
     chosen_ids = [info.id for info in chosen]
     derived: dict[str, Subtask] = {}  # sub-tasks aggregated from another's records (no task of their own)
@@ -174,7 +204,9 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
                 queue.append(subtask.derived_from)
             continue
         try:
-            tasks.append(build_task(sid, ctx))
+            task = build_task(sid, ctx)
+            tasks.append(task)
+            item_order[sid] = {str(sample.id): i for i, sample in enumerate(task.dataset)}
             gen = subtask.generation(ctx)
             generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
                                "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
@@ -185,7 +217,6 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             continue
         subtasks[sid] = subtask
 
-    out = Path(opts.out)
     model_reported = None
     if tasks:
         # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
@@ -205,12 +236,18 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             roles["grader"] = grader
             for index, member in enumerate(opts.more_judges, start=1):
                 roles[judge_role(index)] = member
+        max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
         with response_cache_dir(out):
-            logs = inspect_eval(
+            # An eval set, so that running the same command again continues the run: finished sub-tasks
+            # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
+            _, logs = eval_set(
                 tasks,
+                log_dir=str(out / "logs"),
+                retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
+                retry_immediate=False,
                 model=opts.model or model,
                 model_roles=roles or None,
-                log_dir=str(out / "logs"),
+                max_tasks=max_tasks,
                 # progress must stay visible when output goes to a file or a CI log, not only on a terminal
                 display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
                 fail_on_error=False,
@@ -224,6 +261,10 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
                 continue
             subtask = subtasks[sid]
             recs, n_errors, reported = records_from_log(log)
+            # canonical order (dataset order, then epoch), so results never depend on completion order,
+            # on how a resumed run was interrupted, or on how samples were spread over processes
+            order = item_order[sid]
+            recs.sort(key=lambda r: (order.get(r.item_id, len(order)), r.epoch))
             model_reported = model_reported or reported
             if log.status != "success":
                 msg = log.error.message if log.error else log.status

@@ -27,6 +27,7 @@ from pathlib import Path
 from trustmh import __version__
 from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.registry import DATASETS, DataFile, Dataset, cache_dir, offline, sha256_file
+from trustmh.results import with_umask
 
 PINS_FILE = "pins.json"
 ARCHIVES_DIR = "_archives"
@@ -77,6 +78,7 @@ def save_pin(key: str, digest: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(pins, fh, indent=1, sort_keys=True)
+        with_umask(tmp)
         os.replace(tmp, p)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -104,6 +106,7 @@ def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, w
                 f"checksum mismatch for {what}: expected sha256 {expected} ({kind}), actual {actual}; "
                 f"nothing was written to {dest}"
             )
+        with_umask(tmp)
         os.replace(tmp, dest)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -11,7 +11,10 @@ from trustmh.tasks import SCORER_NAME
 
 
 def records_from_log(log: EvalLog) -> tuple[list[Record], int, str | None]:
-    """(scored records, number of errored samples, provider-reported model id)."""
+    """(scored records, number of errored samples, provider-reported model id). A header-only log (what an
+    eval set returns) is read in full from its location."""
+    if log.samples is None and log.location:
+        log = read_eval_log(log.location)
     records: list[Record] = []
     n_errors = 0
     reported = None
