@@ -293,6 +293,8 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def _error(
             self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None
         ) -> bool:
+            if server.error_echo:
+                message = f"{message} {server.error_echo}"
             return self._send(status, {"error": {"message": message, "type": kind, "code": kind}}, headers)
 
         def _read_json(self) -> dict[str, Any] | None:
@@ -413,13 +415,12 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             return 200 if self._send(200, payload) else None
 
         def _fault(self, kind: str, n: int, body: dict[str, Any]) -> int | None:
-            echo = f" {server.error_echo}" if server.error_echo else ""
             if kind == "429":
-                ok = self._error(429, f"rate limited (injected, request {n}){echo}", "rate_limit_exceeded",
+                ok = self._error(429, f"rate limited (injected, request {n})", "rate_limit_exceeded",
                                  {"Retry-After": "0"})
                 return 429 if ok else None
             if kind == "500":
-                return 500 if self._error(500, f"server error (injected, request {n}){echo}", "server_error") else None
+                return 500 if self._error(500, f"server error (injected, request {n})", "server_error") else None
             if kind == "hang":
                 server._stopped.wait(server.hang_seconds)
                 self._drop()

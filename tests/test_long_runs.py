@@ -100,3 +100,46 @@ def test_cache_lives_in_the_run_directory_by_default(tmp_path: Path, monkeypatch
                        "--no-judge", model="m-default-cache") == 0
     assert any((tmp_path / "cache").rglob("*")), "responses cached under OUT/cache"
     assert "INSPECT_CACHE_DIR" not in os.environ, "the process environment is restored after the run"
+
+
+CANARY = "sk-canary-0123456789abcdef"
+
+
+def test_api_key_echoed_by_the_provider_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """A gateway that quotes the key in its error messages: the canary appears in no file under the run
+    directory (every `.eval` member unzipped), in no trace log written by the run, and not on the console."""
+    import zipfile
+
+    from inspect_ai._util.trace import inspect_trace_dir
+
+    start = time.time()
+    out = tmp_path / "run"
+    def failing(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        if "Question" in message_text(messages[-1]) and len(message_text(messages[-1])) % 3 == 0:
+            raise RuntimeError("backend down")  # answered 500, with the key quoted
+        return respond(messages, request)
+
+    with LoopbackServer(failing, api_key=CANARY, error_echo=f"(key {CANARY})", max_requests=300,
+                        max_seconds=120) as server:
+        code = run_cli(server, monkeypatch, out, "--subtasks", "knowledge", "--limit", "6", "--no-judge",
+                       "--max-retries", "0", model="m-canary")
+    assert code == 1, "some samples errored, with the key in the provider's message"
+    console = capfd.readouterr()
+    assert CANARY not in console.out + console.err
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".eval" for p in files)
+    echoed = False
+    for path in files:
+        if path.suffix == ".eval":
+            with zipfile.ZipFile(path) as zf:
+                for member in zf.namelist():
+                    text = zf.read(member).decode("utf-8", "replace")
+                    assert CANARY not in text, f"{path.name}:{member}"
+                    echoed = echoed or "[REDACTED]" in text
+        else:
+            assert CANARY.encode() not in path.read_bytes(), path
+    assert echoed, "the provider did echo the key (so the test tests something)"
+    for trace in inspect_trace_dir().glob("*.log"):
+        if trace.stat().st_mtime >= start:
+            assert CANARY not in trace.read_text(errors="replace"), trace

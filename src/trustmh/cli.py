@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.secrets import redact, secret_values
 
 SUITES = {
     "starter": "items written by trustmh for every implemented sub-task (offline demo; not the real data)",
@@ -166,6 +168,9 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug (anywhere on the line) shows the traceback of an error; without it an error is one line
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     try:
         if argv and argv[0] == "align":
             from trustmh.align.cli import main as align_main
@@ -180,11 +185,19 @@ def main(argv: list[str] | None = None) -> int:
                                     "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
-        print(f"trustmh: error: {exc}", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        print(f"trustmh: error: {redact(str(exc), secret_values())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("trustmh: interrupted", file=sys.stderr)
+        print("trustmh: interrupted (run the same command again to continue)", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001  an unexpected failure: one line, the traceback under --debug
+        if debug:
+            traceback.print_exc()
+        print(f"trustmh: error: {type(exc).__name__}: {redact(str(exc), secret_values())} (run again with "
+              "--debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from trustmh.core import (
 )
 from trustmh.data.registry import reset_resolved
 from trustmh.results import RunResults, write_run
+from trustmh.secrets import redact, scrub_run_dir, secret_values
 
 BUNDLED_MODEL = "gguf/smollm2"
 DEMO_LIMIT = 4
@@ -164,6 +166,7 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
 
     out = Path(opts.out)
+    started = time.time()
     continued = rundir.prepare(out, run_manifest(model, suite, ctx, [i.id for i in chosen], opts),
                                overwrite=opts.overwrite)
     if continued:
@@ -291,6 +294,13 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         from trustmh.mentalbench.export import export_long_table
 
         export_long_table(records["mentalbench/generation"], out, model_label=model)
+    secrets = secret_values()
+    scrubbed = scrub_run_dir(out, secrets, since=started)
+    if scrubbed:
+        _log(f"an API key appeared in {len(scrubbed)} file(s) (a provider quoted it in an error); redacted")
+        data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for err in errors:  # shown whatever the display (Inspect's own display may be "none")
+        _log(f"error: {redact(err, secrets)}")
     _log(f"wrote {out / 'results.json'}, {out / 'results.csv'}, {out / 'report.html'}")
     return data, (1 if errors else 0)
 
