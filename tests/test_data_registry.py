@@ -117,7 +117,7 @@ def test_every_spec_dataset_is_registered_with_metadata() -> None:
         assert ds.name == name and ds.title and ds.licence and ds.source and ds.notes, name
         assert ds.gated == (name in GATED), name
         if ds.gated:
-            assert not ds.files and ds.access and ds.user_option.startswith("--")
+            assert not ds.files and ds.access and ds.user_option.startswith("-O ")
         else:
             assert ds.files, name
     for name, prefix in PINNED.items():
@@ -259,9 +259,9 @@ def test_missing_file_download_failure_is_a_clear_error(tmp_path: Path, monkeypa
         resolve("usmle_mental", "external/USMLE-Mental/USMLE-mental.jsonl")
     assert len(isolated.calls) == 1 and no_part_files(tmp_path / "cache")
     # A file with no registered download says where to put it and which option to pass.
-    with pytest.raises(TrustmhError, match="--cssrs-path"):
+    with pytest.raises(TrustmhError, match="-O cssrs_path=PATH"):
         resolve("cssrs", "external/C-SSRS/500_Reddit_users_posts_labels.csv")
-    with pytest.raises(TrustmhError, match="--mentalbench-path"):
+    with pytest.raises(TrustmhError, match="-O mentalbench_path="):
         resolve("mentalbench", "external/MentalBench-Align/MentalBench-Align.csv")
     assert len(isolated.calls) == 1
 
@@ -445,7 +445,7 @@ def test_cli_fetch_downloads_missing_and_explains_gated(tmp_path: Path, monkeypa
     assert data_main(["fetch", "synthetic"]) == 0 and isolated.calls == [url]  # present: not fetched again
     capsys.readouterr()
     assert data_main(["fetch", "d4"]) == 1
-    assert "--d4-path" in capsys.readouterr().err
+    assert "-O d4_path=PATH" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [[], ["fetch"], ["fetch", "nope"], ["verify", "nope"], ["bogus"],

@@ -165,7 +165,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "notes": "DOI 10.5281/zenodo.2667859. Sensitive content. The local file is a third-party copy (md5 "
                  "0bbdba19150c6568f10973171eba31ce); the download path stays disabled until it has been "
                  "confirmed against the Zenodo record: put the file under TRUSTMH_DATA_DIR or pass its path.",
-        "option": "--cssrs-path",
+        "option": "cssrs_path",
         "files": [f("external/C-SSRS/500_Reddit_users_posts_labels.csv", None)],
     })
 
@@ -265,14 +265,14 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "licence": "MIT (per the GitHub repository)",
         "source": "https://huggingface.co/datasets/abadawi/MentalBench-Align",
         "hf_repo": "abadawi/MentalBench-Align", "revision": None,
-        "option": "--mentalbench-path",
+        "option": "mentalbench_path",
         "notes": "The file name and revision inside the Hugging Face dataset are not yet registered, so no "
                  "automatic download: download the data file from the dataset page and pass "
                  "--mentalbench-path FILE (or put it under TRUSTMH_DATA_DIR at the registered relpath).",
         "download_error": "the MentalBench-100k file name and revision in the Hugging Face dataset "
                           "abadawi/MentalBench-Align are not registered yet, so trustmh cannot download it; "
                           "download the data file from https://huggingface.co/datasets/abadawi/MentalBench-Align "
-                          "and pass --mentalbench-path FILE",
+                          "and pass -O mentalbench_path=FILE",
         "files": [f("external/MentalBench-Align/MentalBench-Align.csv", None, known=False)],
     })
 
@@ -281,20 +281,20 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "name": "d4", "title": "D4: Chinese depression-diagnosis dialogues (~1,339)", "gated": True,
         "licence": "signed data-use agreement", "source": "https://x-lance.github.io/D4/",
         "access": "request access (signed data-use agreement) at https://x-lance.github.io/D4/",
-        "option": "--d4-path", "notes": "Gated: read only from a path the user supplies.", "files": [],
+        "option": "d4_path", "notes": "Gated: read only from a path the user supplies.", "files": [],
     })
     ds.append({
         "name": "swmh", "title": "SWMH: Reddit mental-health posts (54,412; 5 subreddits)", "gated": True,
         "licence": "gated, research use only (accept the terms on Hugging Face)",
         "source": "https://huggingface.co/datasets/AIMH/SWMH",
         "access": "accept the terms at https://huggingface.co/datasets/AIMH/SWMH and download it yourself",
-        "option": "--swmh-path", "notes": "Gated: read only from a path the user supplies.", "files": [],
+        "option": "swmh_path", "notes": "Gated: read only from a path the user supplies.", "files": [],
     })
     ds.append({
         "name": "psyqa", "title": "PsyQA: Chinese psychological QA", "gated": True,
         "licence": "restrictive; signed data-use agreement", "source": "https://github.com/thu-coai/PsyQA",
         "access": "request access (signed data-use agreement) as described at https://github.com/thu-coai/PsyQA",
-        "option": "--psyqa-path",
+        "option": "psyqa_path",
         "notes": "Gated: read only from a path the user supplies. PsyLeak (trustmh) is built from translated "
                  "PsyQA text.", "files": [],
     })
@@ -302,7 +302,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "name": "pas", "title": "PAS: problematic action statements (ELEPHANT; Cheng et al. 2025)", "gated": True,
         "licence": "terms unverified (OSF)", "source": "https://osf.io/smvw7/",
         "access": "download it from the OSF project https://osf.io/smvw7/ after reading its terms",
-        "option": "--pas-path", "notes": "User path only: a CSV with a statement column (default `prompt`).",
+        "option": "pas_path", "notes": "User path only: a CSV with a statement column (default `prompt`).",
         "files": [],
     })
 

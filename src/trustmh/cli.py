@@ -11,6 +11,9 @@ from typing import Any
 from trustmh.core import TrustmhError
 from trustmh.secrets import redact, secret_values
 
+# Fewer bootstrap replicates than this give intervals too coarse to publish.
+MIN_N_BOOT = 200
+
 SUITES = {
     "starter": "items written by trustmh for every implemented sub-task (offline demo; not the real data)",
     "trustmh": "TrustMH-Bench: the real datasets (TRUSTMH_DATA_DIR, cache or download; gated ones by path)",
@@ -20,6 +23,19 @@ SUITES = {
 
 def _csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def at_least(lo: int, what: str):  # noqa: ANN202
+    """An argparse type: a whole number ≥ lo, with a message that says why."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {value!r}") from None
+        if number < lo:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {lo}, got {number}")
+        return number
+    return parse
 
 
 def _key_value(value: str) -> tuple[str, str]:
@@ -40,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "else trustmh")
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
     run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
-    run.add_argument("--limit", type=int,
+    run.add_argument("--limit", type=at_least(1, "--limit"),
                      help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
                      "Samples can be more: fairness asks each context in 17 identity variants, privacy "
                      "awareness draws several samples per item, robustness asks each item at each "
@@ -52,26 +68,26 @@ def build_parser() -> argparse.ArgumentParser:
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
     run.add_argument("--mode", choices=["default", "faithful"], default="default")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
     run.add_argument("--out", type=Path, default=Path("trustmh-out"))
-    run.add_argument("--max-retries", type=int, default=3)
-    run.add_argument("--timeout", type=int, default=120, help="seconds per model request")
-    run.add_argument("--max-connections", type=int)
+    run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
+    run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
+    run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
                      help="Inspect progress display (default: Inspect's choice)")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
-    run.add_argument("--max-tasks", type=int, metavar="N",
+    run.add_argument("--max-tasks", type=at_least(1, "--max-tasks"), metavar="N",
                      help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
-    run.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
     run.add_argument("--rubric", choices=["trustmh", "upstream"],
                      help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
                      "-O rubric=…)")
-    run.add_argument("--tier2-limit", type=int, metavar="N",
+    run.add_argument("--tier2-limit", type=at_least(1, "--tier2-limit"), metavar="N",
                      help="privacy awareness: tier-2 items per tier (faithful default 20; same as "
                      "-O tier2_limit=N)")
     run.add_argument("--full", action="store_true",
@@ -88,9 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
-    res.add_argument("--seed", type=int, default=0)
+    res.add_argument("--seed", type=at_least(0, "--seed"), default=0)
     res.add_argument("--judge", action="append", default=[], help="judge model(s) (mentalbench format)")
-    res.add_argument("--limit", type=int)
+    res.add_argument("--limit", type=at_least(1, "--limit"))
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
@@ -101,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from trustmh.run import RunOptions, run
 
+    if args.no_judge and args.judge:
+        raise TrustmhError("--judge and --no-judge contradict each other; pass one")
     options = dict(args.option)
     # documented flags for the sub-task options people use most (the -O spelling keeps working)
     for key, value in (("rubric", args.rubric), ("tier2_limit", args.tier2_limit),

@@ -149,11 +149,23 @@ def load_results(path: Path) -> dict[str, Any]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise TrustmhError(f"{file}: no results.json here (run `trustmh run --out {path}` first)") from exc
+    except UnicodeDecodeError as exc:
+        raise TrustmhError(f"{file}: not UTF-8 text (byte {exc.start}); is this a trustmh results.json?") from exc
+    except OSError as exc:
+        raise TrustmhError(f"{file}: cannot read ({exc.strerror or exc})") from exc
     except json.JSONDecodeError as exc:
         raise TrustmhError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise TrustmhError(f"{file}: expected a JSON object, got {type(data).__name__}")
     for key in ("model", "mode", "subtasks"):
         if key not in data:
             raise TrustmhError(f"{file}: missing field {key!r}; is this a trustmh results.json?")
+    if not isinstance(data["subtasks"], dict):
+        raise TrustmhError(f"{file}: field 'subtasks' must be an object of sub-task results")
+    for sid, sub in data["subtasks"].items():
+        missing = [k for k in ("value", "status", "direction", "n") if not isinstance(sub, dict) or k not in sub]
+        if missing:
+            raise TrustmhError(f"{file}: subtasks.{sid} lacks field(s) {', '.join(missing)}")
     return data
 
 

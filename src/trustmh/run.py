@@ -24,6 +24,7 @@ from trustmh.core import (
     TrustmhError,
 )
 from trustmh.data.registry import reset_resolved
+from trustmh.options import check_options
 from trustmh.results import RunResults, write_run
 from trustmh.secrets import redact, scrub_run_dir, secret_values
 
@@ -134,6 +135,10 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     if judge.model:
         for j in [opts.judge or judge.model, *opts.more_judges]:
             check_model_name(j, "--judge")
+    chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)
+    if not chosen:
+        raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
+    check_options(opts.options, [info.id for info in chosen])
     options = dict(opts.options)
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
@@ -159,9 +164,6 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     ctx = RunContext(mode=opts.mode, seed=opts.seed, suite=suite, limit=limit, judge=judge,
                      options=options, n_boot=opts.n_boot, timeout=opts.timeout, max_retries=opts.max_retries,
                      cache=opts.cache)
-    chosen = select(opts.pillars, opts.subtasks, opts.mode, suite)
-    if not chosen:
-        raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
 
@@ -220,6 +222,9 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             continue
         subtasks[sid] = subtask
 
+    if not tasks and errors and not derived:
+        # nothing could be evaluated: bad input, reported before any model call, and no result written
+        raise TrustmhError("; ".join(errors))
     model_reported = None
     if tasks:
         # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.

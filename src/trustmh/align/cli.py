@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from trustmh.cli import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 
 USAGE = ("trustmh align (--mentalalign DIR | --human FILE --judge FILE [--judge FILE ...]) "
@@ -26,14 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="FILE", action="append", default=[],
                    help="tidy long table of one judge's ratings (repeatable)")
     p.add_argument("--mode", choices=("faithful", "default"), default="faithful")
-    p.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    p.add_argument("--seed", type=at_least(0, "--seed"), default=42, help="bootstrap seed (default 42)")
     p.add_argument("--out", metavar="FILE.json", help="write FILE.json, FILE.csv and FILE.html")
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
     p.add_argument("--no-html", action="store_true", help="do not write the HTML page")
     p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (§4.3 item 9)")
-    p.add_argument("--stability-seeds", type=int, default=200, metavar="N",
+    p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds"), default=200, metavar="N",
                    help="label stability over bootstrap seeds 0..N-1 (default 200; 0 = skip)")
-    p.add_argument("--n-boot", type=int, default=1000, metavar="N", help="bootstrap replicates (default 1000)")
+    p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     return p
 
 
@@ -67,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
             data = load_tidy(args.human, args.judge)
         else:
             raise TrustmhError("no input: give --mentalalign DIR, or --human FILE with at least one --judge FILE")
+        from trustmh.align.parse import ST
+
+        for name, ratings in [("human ratings", data.human), *data.judges.items()]:
+            n_out = int((ratings.status == ST["out_of_range"]).sum())
+            if n_out:  # counted in the data-quality table and left out of every statistic
+                print(f"trustmh align: warning: {name}: {n_out} score(s) outside the 1-5 scale (or not whole "
+                      "numbers) are left out; see the data-quality table", file=sys.stderr)
         if args.n_boot < 10:
             raise TrustmhError("--n-boot must be at least 10")
         if args.stability_seeds < 0:

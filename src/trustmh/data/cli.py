@@ -104,7 +104,7 @@ def cmd_fetch(names: Sequence[str], all_: bool, out: Emit, err: Emit) -> int:
     failures = 0
     for ds in selected:
         if ds.gated:
-            msg = f"{ds.name}: gated, not downloadable: {ds.access}; then pass {ds.user_option} PATH"
+            msg = f"{ds.name}: gated, not downloadable: {ds.access}; then pass {ds.user_option}"
             if all_:
                 out(f"skip {msg}")
             else:

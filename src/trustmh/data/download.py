@@ -183,13 +183,13 @@ def fetch_file(ds: Dataset, df: DataFile) -> Path:
     """Download one registered file into the cache (verified) and return its path."""
     dest = cache_dir() / df.relpath
     if ds.gated:
-        raise TrustmhError(f"dataset {ds.name} is gated: {ds.access}; pass {ds.user_option} PATH")
+        raise TrustmhError(f"dataset {ds.name} is gated: {ds.access}; pass {ds.user_option}")
     if not df.downloadable:
         if ds.download_error:
             raise TrustmhError(f"dataset {ds.name}: {ds.download_error}")
         raise TrustmhError(
             f"dataset {ds.name}: {df.relpath} has no registered download; put it under TRUSTMH_DATA_DIR "
-            f"at {df.relpath} or pass {ds.user_option} PATH (source: {ds.source})"
+            f"at {df.relpath} or pass {ds.user_option} (source: {ds.source})"
         )
     if df.url is not None:
         return download(df.url, dest, df.sha256, pin_key=None if df.sha256 else df.relpath)

@@ -26,17 +26,28 @@ def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None =
     rows = []
     # Iterating the file splits on newlines only (str.splitlines would also split inside a JSON string
     # holding U+2028 and friends).
-    with src.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrustmhError(f"{where} line {lineno}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict):
-                raise TrustmhError(f"{where} line {lineno}: expected a JSON object")
-            rows.append(obj)
+    if isinstance(src, Path) and src.is_dir():
+        raise TrustmhError(f"{where}: is a directory; expected a JSONL file")
+    lineno = 0
+    try:
+        with src.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise TrustmhError(f"{where} line {lineno}: invalid JSON ({exc.msg})") from exc
+                if not isinstance(obj, dict):
+                    raise TrustmhError(f"{where} line {lineno}: expected a JSON object")
+                rows.append(obj)
+    except UnicodeDecodeError as exc:
+        raise TrustmhError(f"{where} line {lineno + 1}: not UTF-8 text (byte {exc.start} of the line); save "
+                           "the file as UTF-8") from exc
+    except FileNotFoundError as exc:
+        raise TrustmhError(f"{where}: file not found") from exc
+    except OSError as exc:
+        raise TrustmhError(f"{where}: cannot read ({exc.strerror or exc})") from exc
     return rows
 
 
@@ -56,6 +67,8 @@ def read_table_with_header(path: str | os.PathLike[str]) -> tuple[list[str], lis
     path = Path(path)
     if not path.exists():
         raise TrustmhError(f"{path}: file not found")
+    if path.is_dir():
+        raise TrustmhError(f"{path}: is a directory; expected a file ({', '.join(TABLE_SUFFIXES)})")
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".tsv"):

@@ -75,7 +75,13 @@ class Dataset:
 
     @property
     def user_option(self) -> str:
-        return self.option or f"--{self.name.replace('_', '-')}-path"
+        """How a user supplies their own copy: the `-O` option that reads it, else the data folder."""
+        from trustmh.options import BY_MODULE, GLOBAL
+
+        key = (self.option or f"{self.name}_path").lstrip("-").replace("-", "_")
+        if key in set(GLOBAL).union(*BY_MODULE.values()):
+            return f"-O {key}=PATH"
+        return "TRUSTMH_DATA_DIR=FOLDER (a folder laid out like ../shared/data)"
 
     def file(self, relpath: str) -> DataFile | None:
         for f in self.files:
@@ -210,7 +216,7 @@ def find_local(dataset: Dataset, df: DataFile) -> tuple[Path, str] | None:
 def _gated_error(ds: Dataset) -> TrustmhError:
     return TrustmhError(
         f"dataset {ds.name} ({ds.title}) is gated and is only read from a path you supply: "
-        f"{ds.access or 'request access at ' + ds.source}, then pass {ds.user_option} PATH."
+        f"{ds.access or 'request access at ' + ds.source}, then pass {ds.user_option}."
     )
 
 
@@ -277,7 +283,7 @@ def _resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None) 
     if not members:
         raise TrustmhError(
             f"dataset {name}: {rel} is not a registered file or folder of this dataset "
-            f"(see `trustmh data list`); pass {ds.user_option} PATH to use your own copy."
+            f"(see `trustmh data list`); pass {ds.user_option} to use your own copy."
         )
     root = data_dir()
     if root is not None and all((root / f.relpath).is_file() for f in members):

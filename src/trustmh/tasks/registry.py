@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
 
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
-from trustmh.core import JudgeInfo, RunContext
+from trustmh.core import JudgeInfo, RunContext, TrustmhError
 from trustmh.tasks import build_task
 
 
@@ -23,7 +24,11 @@ def _make(info: SubtaskInfo) -> Callable[..., Task]:
                          limit=None if limit is None else int(limit),
                          judge=JudgeInfo(model=judge, validated=bool(judge_validated), seed=int(seed)),
                          options=dict(options))
-        return build_task(info.id, ctx)
+        try:
+            return build_task(info.id, ctx)
+        except TrustmhError as exc:
+            # Inspect prints a PrerequisiteError as its message alone: one clear line, not a traceback
+            raise PrerequisiteError(f"trustmh: error: {exc}") from None
 
     subtask_task.__name__ = info.task_name
     subtask_task.__doc__ = f"{info.title} ({info.id})"

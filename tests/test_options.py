@@ -1,0 +1,40 @@
+"""Every `-O` key read anywhere in the source is declared in `trustmh.options` (so unknown keys can be
+refused without refusing a real one)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from trustmh.options import BY_MODULE, GLOBAL, check_options, known_keys
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "trustmh"
+READ = re.compile(r"""(?:options\.get\(|options\[|\.flag\(|_opt_int\(ctx, )["']([a-z0-9_]+)["']""")
+
+
+def test_every_key_read_is_declared() -> None:
+    declared = set(GLOBAL).union(*BY_MODULE.values())
+    read = {m.group(1) for path in SRC.rglob("*.py") for m in READ.finditer(path.read_text(encoding="utf-8"))}
+    assert read, "the pattern finds the keys"
+    assert read - declared == set(), f"read but not declared in trustmh.options: {sorted(read - declared)}"
+
+
+def test_keys_are_scoped_to_the_chosen_subtasks() -> None:
+    knowledge = known_keys(["reliability/knowledge"])
+    assert "usmle_mental_path" in knowledge and "rubric" not in knowledge and "max_tokens_cap" in knowledge
+    assert "rubric" in known_keys(["crisis/crisis_escalation"])
+    check_options({"usmle_mental_path": "x", "max_tokens_cap": "64"}, ["reliability/knowledge"])
+
+
+def test_every_data_hint_names_an_option_that_exists() -> None:
+    """What `trustmh data list` and the resolver tell users to pass is an option `trustmh run` accepts."""
+    from trustmh.data import DATASETS
+
+    declared = set(GLOBAL).union(*BY_MODULE.values())
+    for ds in DATASETS.values():
+        hint = ds.user_option
+        if hint.startswith("-O "):
+            assert hint.removeprefix("-O ").split("=")[0] in declared, (ds.name, hint)
+        else:
+            assert "TRUSTMH_DATA_DIR" in hint, (ds.name, hint)
+        assert "--" not in hint, (ds.name, hint)
