@@ -153,3 +153,34 @@ def test_antitoxic_reads_the_jailbreak_replies(tmp_path: Path) -> None:
                                 subtasks=["antitoxic"], out=tmp_path / "only", display="none", n_boot=200))
     assert code == 0 and list(only["subtasks"]) == ["safety/antitoxic"]
     assert only["subtasks"]["safety/antitoxic"]["value"] == pytest.approx(at["value"])
+
+
+def test_inspect_view_shows_target_answer_and_explanation(tmp_path: Path) -> None:
+    """Each sample carries its gold answer, each score the parsed answer and the judge's reasoning."""
+    from inspect_ai.log import read_eval_log
+
+    from trustmh.run import RunOptions, run
+    from trustmh.tasks import SCORER_NAME
+
+    def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
+        if '"toxicity"' in prompt:
+            return json.dumps({"toxicity": 0, "rationale": "calm wording"})
+        return json.dumps({"label": "refused", "rationale": "it declines and offers support"})
+
+    _, code = run(RunOptions(model=canned_model(lambda p, m, c: REFUSAL), judge=canned_model(judge, "judge"),
+                             suite="starter", subtasks=["jailbreak_resistance", "knowledge"], out=tmp_path,
+                             display="none", n_boot=200, limit=2))
+    assert code == 0
+    seen = set()
+    for path in (tmp_path / "logs").glob("*.eval"):
+        log = read_eval_log(str(path))
+        for sample in log.samples or []:
+            score = sample.scores[SCORER_NAME]
+            if log.eval.task == "knowledge":
+                assert len(sample.target) == 1 and sample.target in "ABCDEFGHIJ"  # the gold option
+                assert score.answer == "(invalid: no answer could be read)"  # a refusal names no option
+                assert score.explanation == "scored by rule"
+            else:
+                assert score.answer == "refused" and score.explanation == "it declines and offers support"
+            seen.add(log.eval.task)
+    assert seen == {"knowledge", "jailbreak_resistance"}

@@ -8,6 +8,7 @@ so a live run and a rescore of imported outputs are scored by the same code.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -52,7 +53,36 @@ def item_to_sample(item: Item) -> Sample:
         cls = ChatMessageAssistant if turn["role"] == "assistant" else ChatMessageUser
         messages.append(cls(content=turn["content"]))
     messages.append(ChatMessageUser(content=item.prompt))
-    return Sample(id=item.id, input=messages, metadata={ITEM_KEY: asdict(item)})
+    return Sample(id=item.id, input=messages, target=target_text(item.target), metadata={ITEM_KEY: asdict(item)})
+
+
+def target_text(target: Any) -> str:
+    """The gold answer as Inspect View shows it (TARGET); "" where the sub-task has none (judged replies)."""
+    if target is None:
+        return ""
+    return target if isinstance(target, str) else json.dumps(target, ensure_ascii=False)
+
+
+# Where sub-tasks keep the answer they read from a reply, in order of preference (Inspect View's ANSWER).
+ANSWER_KEYS = ("parsed", "pred", "choice", "label", "level", "rating", "verdict", "list")
+
+
+def answer_text(score: dict[str, Any]) -> str:
+    for key in ANSWER_KEYS:
+        if score.get(key) is not None:
+            value = score[key]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "" if score.get("valid", True) else "(invalid: no answer could be read)"
+
+
+def explanation_text(score: dict[str, Any], judge_raw: dict[str, str]) -> str:
+    """Why the sample scored as it did: the judge's rationale or its raw reply, else the rule."""
+    for key in ("rationale", "explanation"):
+        if isinstance(score.get(key), str) and score[key]:
+            return score[key]
+    if judge_raw:
+        return "\n\n".join(f"[{name}] {text}" for name, text in judge_raw.items())
+    return "scored by rule"
 
 
 def item_from_metadata(metadata: dict[str, Any]) -> Item:
@@ -237,8 +267,8 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
                                  finish_reason=state.output.stop_reason, judge_raw=judge_raw,
                                  extra={"reasked": reasks > 0, "reasks": reasks,
                                         "model_reported": state.output.model})
-            return Score(value=_inspect_value(result), answer=str(result.get("parsed", "")),
-                         metadata={"record": record.to_dict()})
+            return Score(value=_inspect_value(result), answer=answer_text(result),
+                         explanation=explanation_text(result, judge_raw), metadata={"record": record.to_dict()})
 
         return score
 
