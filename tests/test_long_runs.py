@@ -51,7 +51,8 @@ def test_faults_of_every_kind_lose_no_item(tmp_path: Path, monkeypatch: pytest.M
         if json.loads(line)["score"]["correct"]) / 40)
 
 
-def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A judge endpoint that never answers costs at most timeout × (retries + 1) per attempt: the run ends,
     writes its results and counts the samples as errored (exit 1), instead of hanging."""
     start = time.monotonic()
@@ -63,6 +64,7 @@ def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.M
     elapsed = time.monotonic() - start
     assert elapsed < 120, f"the run took {elapsed:.0f} s"
     assert code == 1
+    assert "trustmh: error: ethics/ethical_reasoning" in capsys.readouterr().err, "shown with --display none"
     results = json.loads((tmp_path / "results.json").read_text())
     ethics = results["subtasks"]["ethics/ethical_reasoning"]
     assert ethics["status"] == "not_computed" or ethics["metrics"].get("n_errors") == 2

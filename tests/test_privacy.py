@@ -610,3 +610,22 @@ def test_leakage_faithful_proxy_model_when_configured() -> None:
                           lambda item, p: "x", judge=judge)
     assert res1.metrics["free_response_proxy_model"] is None and len(proxy_prompts) == 8
     assert any("-O privacy_proxy_model=MODEL" in n for n in res1.notes)
+
+
+def test_leakage_invalid_verdict_counts_as_a_leak() -> None:
+    """Half the verdicts unreadable, the rest "no leak": the conservative rate is not 0."""
+    task = PrivacyLeakage()
+    ctx = RunContext(mode="default", suite="starter", n_boot=100, judge=JudgeInfo(model="demo/judge",
+                                                                                    validated=False))
+    seen: dict[str, int] = {}
+
+    def judge(req) -> str:
+        k = seen.setdefault(req.prompt, len(seen))
+        return '{"leak": 0, "severity": 0}' if k % 2 else "unreadable"
+
+    records, res = run_offline(task, ctx, lambda item, p: _leak_replies(item, leak=False), judge=judge)
+    fr = [r for r in records if r.metadata["question_type"] == "free-response" and not r.metadata.get("primed")]
+    bad = sum(1 for r in fr if not r.score["judge_valid"])
+    assert 0 < bad < len(fr)
+    assert res.metrics["leak_rate_valid_only"] == 0.0
+    assert res.value == pytest.approx(bad / len(fr))

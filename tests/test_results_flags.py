@@ -13,3 +13,20 @@ def test_small_n_is_flagged_in_results_json() -> None:
     # a value that was not computed is not "small": it has no value at all
     nc = SubtaskResult.not_computed("no judge configured", "higher", n=3).to_json()
     assert nc["small_n"] is False and nc["value"] is None
+
+
+def test_files_are_written_with_the_users_umask(tmp_path) -> None:  # noqa: ANN001
+    import os
+    import stat
+
+    from trustmh.results import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "report.html", "<p>ok</p>")
+        os.umask(0o077)
+        atomic_write_text(tmp_path / "private.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "private.json").stat().st_mode) == 0o600
