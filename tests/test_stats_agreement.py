@@ -175,6 +175,9 @@ def test_lin_ccc_properties() -> None:
     assert ag.lin_ccc(x, [np.nan, 2, 3, 4, 5]) == pytest.approx(ag.lin_ccc(x[1:], x[1:]))
     with pytest.raises(TrustmhError):
         ag.lin_ccc(x, x[:3])
+    # a constant rater: no concordance in variation, 0 by Lin's formula (not an undefined-r NaN)
+    assert ag.lin_ccc(x, np.full(5, 3.0)) == 0.0 and ag.lin_ccc(np.full(5, 3.0), x, ddof=0) == 0.0
+    assert np.isnan(ag.lin_ccc(np.full(5, 3.0), np.full(5, 3.0)))  # 0/0: undefined, said as NaN
 
 
 @SETTINGS

@@ -244,18 +244,19 @@ def kripp_alpha_from_counts(counts: np.ndarray, level: str = "ordinal",
 
 def lin_ccc(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray,  # noqa: E741
             ddof: int = 1) -> float:
-    """Concordance correlation 2·r·s_h·s_l / (s_h² + s_l² + (m_l − m_h)²) with Pearson r and standard
-    deviations of the given ddof. ddof=1 is the authors' variant (§4.2.3); ddof=0 is Lin (1989).
-    NaN pairs are dropped."""
+    """Concordance correlation 2·s_hl / (s_h² + s_l² + (m_l − m_h)²) (= 2·r·s_h·s_l / …) with covariance
+    and variances of the given ddof. ddof=1 is the authors' variant (§4.2.3); ddof=0 is Lin (1989).
+    NaN pairs are dropped. Written with the covariance, so a constant rater gives 0 (no concordance in
+    variation), as Lin's formula does, rather than the NaN of an undefined r; NaN only for fewer than 2
+    pairs or two identical constants (0/0: agreement without variation, undefined)."""
     hh, ll = _paired(h, l, "lin_ccc")
     if hh.size < 2:
         return float("nan")
     mh, ml = hh.mean(), ll.mean()
     dh, dl = hh - mh, ll - ml
-    sh = np.sqrt((dh @ dh) / (hh.size - ddof))
-    sl = np.sqrt((dl @ dl) / (hh.size - ddof))
-    r = float(_div(dh @ dl, np.sqrt((dh @ dh) * (dl @ dl))))
-    return float(_div(2.0 * r * sh * sl, sh**2 + sl**2 + (ml - mh) ** 2))
+    n = hh.size - ddof
+    cov, vh, vl = (dh @ dl) / n, (dh @ dh) / n, (dl @ dl) / n
+    return float(_div(2.0 * cov, vh + vl + (ml - mh) ** 2))
 
 
 class CorrCI(NamedTuple):
