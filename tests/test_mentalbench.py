@@ -362,7 +362,7 @@ def test_export_long_table_then_align(tmp_path: Path) -> None:
                             max(1, s - 1) if int(r["item"]) % 2 else s])
     out = tmp_path / "align.json"
     code = align_main(["--human", str(human), "--judge", str(paths["judge_long"]), "--mode", "default",
-                       "--out", str(out), "--stability-seeds", "0", "--n-boot", "50", "--no-html"])
+                       "--out", str(out), "--stability-seeds", "0", "--n-boot", "200", "--no-html"])
     assert code == 0
     result = json.loads(out.read_text())
     cells = [c for c in result["cells"] if c["judge"] == "openai/gpt-judge"]
@@ -460,3 +460,42 @@ def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
     assert len(rows) == 3 * 10 * 7 and {r["item"] for r in rows} == {"1", "2", "3"}
     assert sum(r["status"] == "no_response" for r in rows) == 7  # qwen_2 row 3 is empty
     assert not math.isnan(float(next(r["score"] for r in rows if r["status"] == "ok")))
+
+
+def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
+    """Two judges one point apart: their mean is a half-point score on every item; it reaches judge_long.csv
+    and align keeps every pair (none is dropped as 'not a whole number')."""
+    from trustmh.align.cli import main as align_main
+
+    ctx = _fixture_ctx()
+    ctx.options.update(judges=["openai/gpt-judge", "anthropic/claude-judge"], ensemble="mean", min_valid="2")
+
+    def judge(req: JudgeRequest) -> str:
+        reply = req.prompt.split("<reply>\n")[1].split("\n</reply>")[0]
+        base = sum(reply.encode()) % 4 + (1 if req.model == "anthropic/claude-judge" else 0)
+        return scores_json({a: 1 + base for a in ATTRIBUTES})
+
+    records, _ = run_offline(MentalBenchGeneration(), ctx, lambda i, p: "OK", judge)
+    paths = export_long_table(records, tmp_path)
+    with open(paths["judge_long"], newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["rater"] == "ensemble"]
+    scored = [r for r in rows if r["score"]]
+    assert len(scored) == 117 * 7 and all(float(r["score"]) % 1 == 0.5 for r in scored)
+    human = tmp_path / "human_long.csv"
+    with open(human, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["item", "source", "rater", "attribute", "score"])
+        for r in scored:
+            w.writerow([r["item"], r["source"], "human", r["attribute"], int(float(r["score"]) + 0.5)])
+    ens = tmp_path / "ensemble_long.csv"
+    with open(ens, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "align.json"
+    assert align_main(["--human", str(human), "--judge", str(ens), "--mode", "default", "--out", str(out),
+                       "--stability-seeds", "0", "--n-boot", "200", "--no-html"]) == 0
+    cells = [c for c in json.loads(out.read_text())["cells"] if c.get("level") == "response"]
+    assert cells and all(c["n_pairs"] == 117 for c in cells)
+    # the half-up binning makes κ exact here (human = ensemble rounded half up)
+    assert all(c["kappa_quadratic"] == pytest.approx(1.0) for c in cells)

@@ -61,6 +61,11 @@ class DefaultConfig:
         return asdict(self)
 
 
+
+def half_up(x: np.ndarray) -> np.ndarray:
+    """Round half up (np.rint rounds half to even, which would bin 2.5 as 2 and 3.5 as 4)."""
+    return np.floor(np.asarray(x, float) + 0.5)
+
 def trust_label(a1_lo: float, thresholds: dict[str, Any] = THRESHOLDS) -> str | None:
     if a1_lo is None or not np.isfinite(a1_lo):
         return None
@@ -157,9 +162,10 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
         stat6[:, :, k] = np.stack([m.astype(float), h0, l0, h0 * h0, l0 * l0, h0 * l0], axis=-1)
         mi = m & incl[k][None, :]
         pairs_used[j] += mi.sum(axis=0)
-        # 5 × 5 table per conversation of the included pairs (scores are integers 1–5 when valid_only).
-        hi = np.clip(np.rint(h0).astype(int), 1, 5) - 1
-        li = np.clip(np.rint(l0).astype(int), 1, 5) - 1
+        # 5 × 5 table per conversation of the included pairs. κ and α need categories: a real-valued
+        # rating (a mean or median ensemble, several human raters averaged) is binned half up (3.5 → 4).
+        hi = np.clip(half_up(h0).astype(int), 1, 5) - 1
+        li = np.clip(half_up(l0).astype(int), 1, 5) - 1
         code = hi * 5 + li
         for s in range(S):
             if incl[k, s]:
@@ -223,8 +229,8 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
                 lo2, hi2 = icc_analytic_ci(Y, "ICC2")
             r.update(c1_lo_analytic=float(lo3), c1_hi_analytic=float(hi3),
                      a1_lo_analytic=float(lo2), a1_hi_analytic=float(hi2))
-            hi_i = np.rint(h).astype(int)
-            li_i = np.rint(l).astype(int)
+            hi_i = half_up(h).astype(int)
+            li_i = half_up(l).astype(int)
             r["kappa_quadratic"] = float(weighted_kappa(hi_i, li_i, "quadratic", labels=SCALE))
             r["kappa_linear"] = float(weighted_kappa(hi_i, li_i, "linear", labels=SCALE))
             r["kripp_alpha_ordinal"] = float(kripp_alpha_ordinal_from_counts(total_tables[k]))

@@ -238,11 +238,12 @@ def parse_cells(cells: Sequence[Sequence[object]], rater: str, kind: str,
 
 def from_numeric(values: np.ndarray, present: np.ndarray, rater: str, kind: str) -> ParsedRatings:
     """Ratings that arrive as numbers (tidy tables): `values` (I, S, A) float; `present` marks rows that
-    exist. Missing rows are `no_output`, NaN scores `missing_key`, non-integers or values outside 1–5
-    `out_of_range`."""
+    exist. Missing rows are `no_output`, NaN scores `missing_key`, values outside 1–5 `out_of_range`.
+    Real values inside the scale are valid (a mean or median judge ensemble, several human raters
+    averaged): ICC, CCC and bias use them as they are; κ and α bin them half up."""
     status = np.full(values.shape, ST["no_output"], dtype=np.int8)
     finite = np.isfinite(values)
-    in_range = finite & (values == np.round(values)) & (values >= 1) & (values <= 5)
+    in_range = finite & (values >= 1) & (values <= 5)
     status[present & ~finite] = ST["missing_key"]
     status[present & finite & ~in_range] = ST["out_of_range"]
     status[present & in_range] = ST["ok"]

@@ -6,8 +6,8 @@ plus `strict_score`, `repeat` and `epoch` for reference (align ignores them).
 
 * `export_long_table(records, out_dir)` writes, from the records of a MentalBench run or rescore:
   - `judge_long.csv`: the rows `trustmh align` can pair with the released human ratings: canonical sources
-    only, first epoch, first repeat of each judge; the ensemble (rater `ensemble`) only when its scores are
-    whole numbers (`-O ensemble=vote`), since align treats a non-integer score as out of range;
+    only, first epoch, first repeat of each judge, and the ensemble (rater `ensemble`, real-valued for a
+    mean or median ensemble: align uses such scores as they are and bins them half up for κ and α);
   - `judge_long_all.csv`: every row, including the model under test (source = its label), repeats
     (rater `<judge>@k`) and the ensemble.
 * `human_long_table(mentalalign_dir, out_file)` writes the released expert ratings the same way.
@@ -85,12 +85,10 @@ def long_rows(records: Iterable[Record], model_label: str | None = None) -> list
 
 
 def alignable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows `trustmh align` can pair with human ratings (see the module docstring)."""
-    keep = [row for row in rows if row["source"] in SOURCES and row["epoch"] == 1 and row["repeat"] == 1]
-    ens = [row for row in keep if row["rater_kind"] == "ensemble"]
-    if any(row["score"] is not None and not float(row["score"]).is_integer() for row in ens):
-        keep = [row for row in keep if row["rater_kind"] != "ensemble"]
-    return keep
+    """The rows `trustmh align` can pair with human ratings (see the module docstring). A mean or median
+    ensemble stays whole: its real-valued scores are valid ratings for align (dropping the non-integer ones
+    would keep only the items where the members agree)."""
+    return [row for row in rows if row["source"] in SOURCES and row["epoch"] == 1 and row["repeat"] == 1]
 
 
 def to_csv(rows: Iterable[dict[str, Any]]) -> str:
