@@ -499,3 +499,15 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     assert cells and all(c["n_pairs"] == 117 for c in cells)
     # the half-up binning makes κ exact here (human = ensemble rounded half up)
     assert all(c["kappa_quadratic"] == pytest.approx(1.0) for c in cells)
+
+
+def test_no_pairable_reply_writes_no_judge_long(tmp_path: Path) -> None:
+    """Only the model's own replies judged (as in an offline run on contexts without their released replies):
+    nothing to pair with the experts, so judge_long.csv is not written (rather than header-only);
+    judge_long_all.csv still holds every row."""
+    ctx = _starter_ctx(judges=None, skip_original="1")
+    records, _ = run_offline(MentalBenchGeneration(), ctx, _respond, lambda req: scores_json(
+        {a: 3 for a in ATTRIBUTES}))
+    paths = export_long_table(records, tmp_path)
+    assert "judge_long" not in paths and not (tmp_path / "judge_long.csv").exists()
+    assert len((tmp_path / "judge_long_all.csv").read_text().splitlines()) > 1

@@ -298,7 +298,11 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     if "mentalbench/generation" in records:
         from trustmh.mentalbench.export import export_long_table
 
-        export_long_table(records["mentalbench/generation"], out, model_label=model)
+        written = export_long_table(records["mentalbench/generation"], out, model_label=model)
+        if "judge_long" not in written:
+            _log("judge_long.csv not written: no judged reply in this run is one of the human-rated "
+                 "MentalAlign responses (judge the released responses with `trustmh rescore --format "
+                 "mentalbench` to compare a judge with the experts)")
     secrets = secret_values()
     scrubbed = scrub_run_dir(out, secrets, since=started)
     if scrubbed:

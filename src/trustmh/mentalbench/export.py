@@ -104,15 +104,20 @@ def export_long_table(records: Iterable[Record], out_dir: str | Path,
                       model_label: str | None = None) -> dict[str, Path]:
     """Write `judge_long.csv` (alignable rows) and `judge_long_all.csv` (every row) into `out_dir`.
 
-    Call after a MentalBench run or rescore with that sub-task's records. Returns {"judge_long": path,
-    "judge_long_all": path}."""
+    Call after a MentalBench run or rescore with that sub-task's records. Returns the paths written:
+    `judge_long` only when some judged reply can be paired with the released human ratings (a run on the
+    starter contexts, or one whose replies are all the model's own, has none: a header-only table would
+    make `trustmh align` fail later for no visible reason)."""
     from trustmh.results import atomic_write_text
 
     out = Path(out_dir)
     rows = long_rows(records, model_label)
-    paths = {"judge_long": out / JUDGE_LONG, "judge_long_all": out / JUDGE_LONG_ALL}
-    atomic_write_text(paths["judge_long"], to_csv(alignable(rows)))
+    paths = {"judge_long_all": out / JUDGE_LONG_ALL}
     atomic_write_text(paths["judge_long_all"], to_csv(rows))
+    pairable = alignable(rows)
+    if pairable:
+        paths["judge_long"] = out / JUDGE_LONG
+        atomic_write_text(paths["judge_long"], to_csv(pairable))
     return paths
 
 

@@ -121,7 +121,9 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     out = Path(out)
     write_run(run, out)
     paths = export_long_table(records, out)
-    written = [out / "results.json", paths["judge_long"], paths["judge_long_all"]]
+    written = [out / "results.json", *paths.values()]
+    if "judge_long" not in paths:
+        _log("judge_long.csv not written: no judged reply can be paired with the human ratings")
     ma_dir = _mentalalign_dir(opts)
     if ma_dir is not None:
         try:
