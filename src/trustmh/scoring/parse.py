@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -26,26 +26,31 @@ def strip_reasoning(text: str) -> str:
     return text
 
 
+def _outside_strings(text: str, start: int) -> Iterator[tuple[int, str]]:
+    """(index, character) of every character from `start` that is not inside a JSON string."""
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        else:
+            yield i, ch
+
+
 def _first_balanced_object(text: str) -> str | None:
     """The first balanced {...} span, aware of JSON strings and escapes."""
     start = text.find("{")
     while start != -1:
         depth = 0
-        in_string = False
-        escaped = False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-                continue
-            if ch == '"':
-                in_string = True
-            elif ch == "{":
+        for i, ch in _outside_strings(text, start):
+            if ch == "{":
                 depth += 1
             elif ch == "}":
                 depth -= 1
@@ -85,19 +90,9 @@ def recover_truncated_object(text: str | None) -> dict[str, Any] | None:
     start = text.find("{")
     if start < 0:
         return None
-    depth, in_string, escaped, commas = 0, False, False, []
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
+    depth, commas = 0, []
+    for i, ch in _outside_strings(text, start):
+        if ch in "{[":
             depth += 1
         elif ch in "}]":
             depth -= 1
