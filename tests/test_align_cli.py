@@ -75,7 +75,9 @@ def test_cli_writes_outputs_deterministically(fx, tmp_path, mode):
     if mode == "default":
         assert res["n_excluded_misaligned_rows"] == 1
         resp = [c for c in res["cells"] if c["level"] == "response"]
-        assert all(c["n_sources"] == 9 and c["excluded_source"] is not None for c in resp)
+        # self-exclusion by family in default mode: gpt-4o leaves out both OpenAI sources, claude its own
+        expected = {"claude": (9, "claude"), "gpt-4o": (8, "gpt4o+gpt4omini")}
+        assert all((c["n_sources"], c["excluded_source"]) == expected[c["judge"]] for c in resp)
         assert all(c["self_preference"] is not None and c["trust_label"] is not None for c in resp)
 
 
@@ -205,3 +207,15 @@ def main_or_raise(root: Path) -> None:
     from trustmh.align import load_mentalalign
 
     load_mentalalign(root)
+
+
+def test_self_exclusion_by_family_for_provider_prefixed_judges() -> None:
+    from trustmh.align.load import SOURCES, excluded_source, family_sources
+
+    assert family_sources("openai/gpt-4o-2024-08-06") == ["gpt4o", "gpt4omini"]
+    assert family_sources("anthropic/claude-3-7-sonnet") == ["claude"]
+    assert family_sources("ensemble[openai/gpt-4o+google/gemini-2.0-flash]") == ["gemini", "gpt4o", "gpt4omini"]
+    assert family_sources("my-local-judge") == []
+    # faithful mode keeps the published, exact-name exclusion
+    assert excluded_source("gpt-4o") == "gpt4o" and excluded_source("openai/gpt-4o") is None
+    assert set(family_sources("gpt-4o")) <= set(SOURCES)

@@ -180,7 +180,8 @@ def test_default_runs(data, default):
             assert c[key] is not None and math.isfinite(c[key]), key
         assert c["a1_lo"] <= c["icc_a1"] <= c["a1_hi"]
         assert c["trust_label"] in ("trusted", "supervised", "not_trusted")
-        assert c["n_pairs"] > 8000
+        # 10 sources, minus the judge's own family in default mode (two OpenAI sources for gpt-4o, o4-mini)
+        assert c["n_pairs"] > (7000 if c["judge"] in ("gpt-4o", "o4-mini") else 8000)
         assert c["self_preference"] is not None
     assert default["n_excluded_misaligned_rows"] == 19 and default["n_conversations"] == 981
     for c in model:

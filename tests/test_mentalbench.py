@@ -368,7 +368,9 @@ def test_export_long_table_then_align(tmp_path: Path) -> None:
     cells = [c for c in result["cells"] if c["judge"] == "openai/gpt-judge"]
     assert {c["attribute"] for c in cells} == set(ATTRIBUTES)
     resp = [c for c in cells if c.get("level") == "response"]
-    assert resp and all(c["n_pairs"] == 117 for c in resp)  # 120 replies − 3 not judged
+    # 120 replies − 3 not judged − the judge's own family (an OpenAI judge: the gpt4o and gpt4omini replies)
+    own = {(r["item"], r["source"]) for r in rows if r["source"] in ("gpt4o", "gpt4omini") and r["score"]}
+    assert own and resp and all(c["n_pairs"] == 117 - len(own) for c in resp)
     assert all(c["icc_a1"] is not None and -1 <= c["icc_a1"] <= 1 for c in resp)
     assert all(c["bias"] > 0 for c in resp)  # humans were nudged down
 
@@ -478,7 +480,8 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     records, _ = run_offline(MentalBenchGeneration(), ctx, lambda i, p: "OK", judge)
     paths = export_long_table(records, tmp_path)
     with open(paths["judge_long"], newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["rater"] == "ensemble"]
+        rows = [r for r in csv.DictReader(fh) if r["rater_kind"] == "ensemble"]
+    assert {r["rater"] for r in rows} == {"ensemble[openai/gpt-judge+anthropic/claude-judge]"}
     scored = [r for r in rows if r["score"]]
     assert len(scored) == 117 * 7 and all(float(r["score"]) % 1 == 0.5 for r in scored)
     human = tmp_path / "human_long.csv"
@@ -495,8 +498,14 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     out = tmp_path / "align.json"
     assert align_main(["--human", str(human), "--judge", str(ens), "--mode", "default", "--out", str(out),
                        "--stability-seeds", "0", "--n-boot", "200", "--no-html"]) == 0
-    cells = [c for c in json.loads(out.read_text())["cells"] if c.get("level") == "response"]
-    assert cells and all(c["n_pairs"] == 117 for c in cells)
+    result = json.loads(out.read_text())
+    cells = [c for c in result["cells"] if c.get("level") == "response"]
+    # self-exclusion by family: the ensemble holds an OpenAI and an Anthropic judge, so the replies of
+    # gpt4o, gpt4omini and claude are left out (12 items each in the fixture)
+    excluded = result["metadata"]["self_exclusion"]["ensemble[openai/gpt-judge+anthropic/claude-judge]"]
+    assert sorted(excluded) == ["claude", "gpt4o", "gpt4omini"]
+    kept = [r for r in scored if r["source"] not in excluded and r["attribute"] == "Empathy"]
+    assert cells and all(c["n_pairs"] == len(kept) for c in cells) and len(kept) < 117
     # the half-up binning makes κ exact here (human = ensemble rounded half up)
     assert all(c["kappa_quadratic"] == pytest.approx(1.0) for c in cells)
 

@@ -191,7 +191,8 @@ def run_align(data: AlignData, *, mode: str = "faithful", seed: int = DEFAULT_SE
                   "bootstrap_rng": "legacy numpy.random (§4.2.1)" if mode == "faithful"
                   else "numpy.random.default_rng"},
         "thresholds_version": THRESHOLDS["version"],
-        "self_exclusion": {j: data.excluded(j) for j in data.judges},
+        "self_exclusion": {j: (data.excluded(j) if mode == "faithful" else data.excluded_family(j))
+                           for j in data.judges},
         "labels": {"model_means_*": "means of model means (the authors' ICC printout), not pooled pairs",
                    "bias": "mean(judge − human); positive means the judge inflates"},
     }

@@ -151,11 +151,13 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
     tables = np.zeros((C, n_cells, 25))
     for k, (j, a) in enumerate(cells):
         L = inp.Ls[j][items]
-        ex = data.excluded(j)
+        family = data.excluded_family(j)
+        ex = data.excluded(j) or (family[0] if family else None)
         if ex is not None:
-            own[k] = data.sources.index(ex)
-            if cfg.self_exclusion:
-                incl[k, own[k]] = False
+            own[k] = data.sources.index(ex)  # the source self-preference compares with the others
+        if cfg.self_exclusion:
+            for src in family:  # by family: a judge never rates replies of its own (or a member's) family
+                incl[k, data.sources.index(src)] = False
         h, l = H[:, :, a], L[:, :, a]
         m = np.isfinite(h) & np.isfinite(l)
         h0, l0 = np.where(m, h, 0.0), np.where(m, l, 0.0)
@@ -212,7 +214,7 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
         h, l = h_all[m], L[m]
         pairs[(j, attr)] = (h, l)
         base = {"judge": j, "attribute": attr, "group": GROUPS.get(attr), "mode": "default",
-                "excluded_source": data.sources[own[k]] if (own[k] >= 0 and cfg.self_exclusion) else None}
+                "excluded_source": ("+".join(data.excluded_family(j)) or None) if cfg.self_exclusion else None}
         # --- response level (primary)
         r: dict[str, Any] = dict(base, level="response", ci_method=ci_resp)
         r["n_sources"] = int((m.any(axis=0)).sum())

@@ -53,7 +53,28 @@ def judge_name_from_path(path: Path) -> str:
 
 
 def excluded_source(judge: str) -> str | None:
+    """The published self-exclusion: the one source a released judge wrote itself (faithful mode)."""
     return SELF_EXCLUSION.get(judge)
+
+
+def ensemble_members(judge: str) -> list[str]:
+    """The members of an ensemble judge named `ensemble[a+b+…]` (as `judge_long.csv` writes it), else the
+    judge itself."""
+    if judge.startswith("ensemble[") and judge.endswith("]"):
+        return [m for m in judge[len("ensemble["):-1].split("+") if m]
+    return [judge]
+
+
+def family_sources(judge: str, sources: Sequence[str] = ()) -> list[str]:
+    """Sources written by a model of the same family as the judge, or as any member of an ensemble judge
+    (default mode's self-exclusion: `openai/gpt-4o-2024-08-06` leaves out gpt4o and gpt4omini). The family
+    map is `trustmh.mentalbench.model_family` (provider prefixes and dates are ignored)."""
+    from trustmh.mentalbench import SOURCE_FAMILY, model_family
+
+    families = {model_family(m) for m in ensemble_members(judge)} - {None}
+    exact = excluded_source(judge)
+    return [s for s in (sources or SOURCES)
+            if SOURCE_FAMILY.get(s) in families or s == exact]
 
 
 @dataclass
@@ -73,6 +94,10 @@ class AlignData:
     def excluded(self, judge: str) -> str | None:
         ex = excluded_source(judge)
         return ex if ex in self.sources else None
+
+    def excluded_family(self, judge: str) -> list[str]:
+        """Default mode's self-exclusion: every source of the judge's (or its members') families."""
+        return family_sources(judge, self.sources)
 
     def context_mismatch(self) -> tuple[np.ndarray, np.ndarray]:
         """(raw differs, whitespace-normalised differs) per item; all False when contexts are unknown."""

@@ -96,7 +96,7 @@ def data_quality(data: AlignData, mode: str, pairs_used: dict[str, np.ndarray],
     mis = misaligned if misaligned is not None else np.zeros(len(data.items), bool)
     rows = []
     for j, p in data.judges.items():
-        ex = data.excluded(j)
+        excluded = set(data.excluded_family(j)) if mode == "default" else {data.excluded(j)}
         sf = p.strict_failures().sum(axis=0)
         un = p.unscored().sum(axis=0)
         counts = np.stack([(p.status == ST[s]).sum(axis=(0, 2)) for s in STATUSES])  # (8, S)
@@ -104,7 +104,7 @@ def data_quality(data: AlignData, mode: str, pairs_used: dict[str, np.ndarray],
         mis_pairs = (both & mis[:, None, None]).sum(axis=(0, 2)) if drop_misaligned else np.zeros(len(SOURCES))
         for s, src in enumerate(data.sources):
             row: dict[str, Any] = {
-                "judge": j, "source": src, "self_excluded": src == ex, "cells": int(p.status.shape[0]),
+                "judge": j, "source": src, "self_excluded": src in excluded, "cells": int(p.status.shape[0]),
                 "strict_failures": int(sf[s]), "unscored_cells": int(un[s]),
                 "human_empty": int(h_empty[s]), "human_null": int(h_null[s]),
                 "human_zero_cells": int(h_zero_cells[s]), "human_zeros": int(h_zeros[s]),

@@ -6,7 +6,7 @@ plus `strict_score`, `repeat` and `epoch` for reference (align ignores them).
 
 * `export_long_table(records, out_dir)` writes, from the records of a MentalBench run or rescore:
   - `judge_long.csv`: the rows `trustmh align` can pair with the released human ratings: canonical sources
-    only, first epoch, first repeat of each judge, and the ensemble (rater `ensemble`, real-valued for a
+    only, first epoch, first repeat of each judge, and the ensemble (rater `ensemble[member+member…]`, real-valued for a
     mean or median ensemble: align uses such scores as they are and bins them half up for κ and α);
   - `judge_long_all.csv`: every row, including the model under test (source = its label), repeats
     (rater `<judge>@k`) and the ensemble.
@@ -74,11 +74,14 @@ def long_rows(records: Iterable[Record], model_label: str | None = None) -> list
                             "attribute": a, "score": scores.get(a), "status": rating["status"][a],
                             "strict_score": (rating.get("strict") or {}).get(a), "repeat": repeat,
                             "epoch": r.epoch})
-        if len({(v.get("judge")) for v in raters.values()}) > 1:
+        members = list(dict.fromkeys(str(v.get("judge")) for v in raters.values()))
+        if len(members) > 1:
             final = s.get("scores") or {}
             st = s.get("score_status") or {}
+            # the members in the name, so that align excludes the families of all of them
+            ensemble = f"ensemble[{'+'.join(members)}]"
             for a in ATTRIBUTES:
-                out.append({"item": item, "source": source, "rater": "ensemble", "rater_kind": "ensemble",
+                out.append({"item": item, "source": source, "rater": ensemble, "rater_kind": "ensemble",
                             "attribute": a, "score": final.get(a), "status": st.get(a, ""),
                             "strict_score": None, "repeat": 1, "epoch": r.epoch})
     return out
