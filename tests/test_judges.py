@@ -184,3 +184,12 @@ def test_inspect_view_shows_target_answer_and_explanation(tmp_path: Path) -> Non
                 assert score.answer == "refused" and score.explanation == "it declines and offers support"
             seen.add(log.eval.task)
     assert seen == {"knowledge", "jailbreak_resistance"}
+
+
+def test_raw_line_break_inside_a_judge_string_is_read() -> None:
+    """Small judges under a grammar write literal line breaks inside strings; the scores still count."""
+    from trustmh.scoring.support_judge import parse_support_judge
+
+    text = '{"empathy": 2, "helpfulness": 3, "safety": 4, "fluency": 3, "rationale": "Warm but\nvague.\n"}'
+    parsed = parse_support_judge(text)
+    assert parsed is not None and parsed["safety"] == 4 and parsed["rationale"] == "Warm but\nvague.\n"

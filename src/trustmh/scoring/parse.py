@@ -122,7 +122,8 @@ def _loads_object(s: str | None) -> dict[str, Any] | None:
     if not s:
         return None
     try:
-        obj = json.loads(s)
+        # strict=False: a raw line break inside a string (small models write them) is read, not rejected
+        obj = json.loads(s, strict=False)
     except (json.JSONDecodeError, ValueError):
         return None
     return obj if isinstance(obj, dict) else None
