@@ -219,3 +219,25 @@ def test_self_exclusion_by_family_for_provider_prefixed_judges() -> None:
     # faithful mode keeps the published, exact-name exclusion
     assert excluded_source("gpt-4o") == "gpt4o" and excluded_source("openai/gpt-4o") is None
     assert set(family_sources("gpt-4o")) <= set(SOURCES)
+
+
+def test_tidy_status_column_is_read_and_all_failures_refused(tmp_path, capsys):
+    head = "item,source,rater,attribute,score,status\n"
+    human = tmp_path / "h.csv"
+    human.write_text(head + "".join(f"c{i},gpt4o,h,Empathy,{1 + i % 5},ok\n" for i in range(6)), encoding="utf-8")
+    judge = tmp_path / "j.csv"
+    judge.write_text(head + "".join(f"c{i},gpt4o,j,Empathy,,no_response\n" for i in range(6)), encoding="utf-8")
+    from trustmh.align.load import load_tidy
+    from trustmh.core import TrustmhError
+
+    with pytest.raises(TrustmhError, match=r"judge 'j': no valid score to analyse \(statuses found: no_response 6\)"):
+        load_tidy(human, [judge])
+    assert main(["--human", str(human), "--judge", str(judge), "--mode", "default"]) == 2
+    assert "no_response 6" in capsys.readouterr().err
+    mixed = tmp_path / "m.csv"
+    mixed.write_text(head + "c0,gpt4o,j,Empathy,,no_response\n" + "".join(
+        f"c{i},gpt4o,j,Empathy,{i % 5 + 1},ok\n" for i in range(1, 6)), encoding="utf-8")
+    data = load_tidy(human, [mixed])
+    from trustmh.align.parse import ST
+
+    assert int((data.judges["j"].status == ST["no_response"]).sum()) == 1  # not misread as missing_key

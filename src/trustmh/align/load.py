@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trustmh.align.parse import ATTRIBUTES, ParsedRatings, from_numeric, parse_cells
+from trustmh.align.parse import ATTRIBUTES, ST, STATUSES, ParsedRatings, from_numeric, parse_cells
 from trustmh.core import TrustmhError
 from trustmh.data.files import read_table
 
@@ -292,6 +292,15 @@ def _score_value(v: object, path: Path, line: int) -> float:
         raise TrustmhError(f"{path}: row {line}, column score: not a number: {v!r}") from None
 
 
+def _require_scores(ratings: ParsedRatings, what: str) -> None:
+    """A rater without a single valid score cannot be analysed: say what the file holds instead."""
+    if ratings.valid.any():
+        return
+    codes, counts = np.unique(ratings.status[ratings.status != ST["no_output"]], return_counts=True)
+    found = ", ".join(f"{STATUSES[c]} {n}" for c, n in zip(codes, counts, strict=True)) or "no rows"
+    raise TrustmhError(f"{what}: no valid score to analyse (statuses found: {found})")
+
+
 def _natural_key(s: str) -> tuple:
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", s) if t != "")
 
@@ -327,7 +336,11 @@ def load_tidy(human_path: str | os.PathLike[str], judge_paths: Sequence[str | os
             if rk not in (None, "") and str(rk).strip() not in ("human", "judge", "ensemble"):
                 raise TrustmhError(f"{path}: row {r}, column rater_kind: unknown value {rk!r}")
             score = _score_value(row["score"], path, r)
-            recs.append((r, item, source, attr, rater, score))
+            status = str(row.get("status") or "").strip()
+            if status and status not in ST:
+                raise TrustmhError(f"{path}: row {r}, column status: unknown value {status!r}; expected one of "
+                                   f"{list(ST)}")
+            recs.append((r, item, source, attr, rater, score, status))
             items_seen.setdefault(item, None)
         parsed.append((path, kind, recs))
     items = sorted(items_seen, key=_natural_key)
@@ -336,12 +349,13 @@ def load_tidy(human_path: str | os.PathLike[str], judge_paths: Sequence[str | os
     apos = {a: i for i, a in enumerate(ATTRIBUTES)}
     shape = (len(items), len(SOURCES), len(ATTRIBUTES))
 
-    def grid(path: Path, recs: list) -> tuple[np.ndarray, np.ndarray]:
+    def grid(path: Path, recs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         total = np.zeros(shape)
         count = np.zeros(shape)
         present = np.zeros(shape, bool)
+        given = np.full(shape, -1, dtype=np.int8)  # the file's own status for a row without a score
         seen: dict[tuple[str, int, int, int], int] = {}
-        for r, item, source, attr, rater, score in recs:
+        for r, item, source, attr, rater, score, status in recs:
             key = (rater, ipos[item], spos[source], apos[attr])
             if key in seen:
                 raise TrustmhError(f"{path}: row {r}: rater {rater!r} scores item {item!r}, source {source!r}, "
@@ -352,13 +366,15 @@ def load_tidy(human_path: str | os.PathLike[str], judge_paths: Sequence[str | os
             if not math.isnan(score):
                 total[idx] += score
                 count[idx] += 1
+            elif status:
+                given[idx] = ST[status]
         with np.errstate(invalid="ignore", divide="ignore"):
             values = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-        return values, present
+        return values, present, given
 
     hpath, _, hrecs = parsed[0]
-    hv, hpres = grid(hpath, hrecs)
-    human = from_numeric(hv, hpres, "human", "human")
+    hv, hpres, hgiven = grid(hpath, hrecs)
+    human = from_numeric(hv, hpres, "human", "human", hgiven)
     inputs = {hpath.name: sha256_file(hpath)}
     judges: dict[str, ParsedRatings] = {}
     for path, _, recs in parsed[1:]:
@@ -369,8 +385,10 @@ def load_tidy(human_path: str | os.PathLike[str], judge_paths: Sequence[str | os
         for name in sorted(by_rater):
             if name in judges:
                 raise TrustmhError(f"{path}: judge {name!r} also appears in another --judge file")
-            v, pres = grid(path, by_rater[name])
-            judges[name] = from_numeric(v, pres, name, "judge")
+            v, pres, given = grid(path, by_rater[name])
+            judges[name] = from_numeric(v, pres, name, "judge", given)
+            _require_scores(judges[name], f"{path}: judge {name!r}")
     if not judges:
         raise TrustmhError("no judge ratings given (--judge FILE)")
+    _require_scores(human, f"{hpath}: human ratings")
     return AlignData(items=items, human=human, judges=judges, inputs=inputs, source_kind="tidy")

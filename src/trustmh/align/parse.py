@@ -236,17 +236,22 @@ def parse_cells(cells: Sequence[Sequence[object]], rater: str, kind: str,
     return ParsedRatings(rater, kind, strict, score, raw, status, step, empty)
 
 
-def from_numeric(values: np.ndarray, present: np.ndarray, rater: str, kind: str) -> ParsedRatings:
+def from_numeric(values: np.ndarray, present: np.ndarray, rater: str, kind: str,
+                 given_status: np.ndarray | None = None) -> ParsedRatings:
     """Ratings that arrive as numbers (tidy tables): `values` (I, S, A) float; `present` marks rows that
     exist. Missing rows are `no_output`, NaN scores `missing_key`, values outside 1–5 `out_of_range`.
     Real values inside the scale are valid (a mean or median judge ensemble, several human raters
-    averaged): ICC, CCC and bias use them as they are; κ and α bin them half up."""
+    averaged): ICC, CCC and bias use them as they are; κ and α bin them half up. `given_status` (codes, -1 =
+    none) is the file's own status of a row without a score, kept instead of `missing_key`."""
     status = np.full(values.shape, ST["no_output"], dtype=np.int8)
     finite = np.isfinite(values)
     in_range = finite & (values >= 1) & (values <= 5)
     status[present & ~finite] = ST["missing_key"]
     status[present & finite & ~in_range] = ST["out_of_range"]
     status[present & in_range] = ST["ok"]
+    if given_status is not None:  # a tidy file's own status for rows without a score (e.g. no_response)
+        use = present & ~finite & (given_status >= 0)
+        status[use] = given_status[use]
     strict = np.where(present, values, np.nan)
     score = np.where(present & in_range, values, np.nan)
     step = np.where(present.any(axis=-1), 1, 0).astype(np.int8)
