@@ -520,3 +520,16 @@ def test_no_pairable_reply_writes_no_judge_long(tmp_path: Path) -> None:
     paths = export_long_table(records, tmp_path)
     assert "judge_long" not in paths and not (tmp_path / "judge_long.csv").exists()
     assert len((tmp_path / "judge_long_all.csv").read_text().splitlines()) > 1
+
+
+def test_rescore_from_accepts_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--from` may name the MentalBench file itself, not only its folder."""
+    from trustmh.cli import main
+
+    code = main(["rescore", "--format", "mentalbench", "--from", str(FIXTURE), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert "not a directory" not in err and "no such file" not in err
+    assert code == 2 and "judge" in err  # it got as far as asking for a judge
+    assert main(["rescore", "--format", "mentalbench", "--from", str(tmp_path / "none.csv"), "--out",
+                 str(tmp_path / "o")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err

@@ -19,7 +19,9 @@ ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-B
 
 def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
             judges: list[str] | None = None, limit: int | None = None) -> int:
-    if not source.is_dir():
+    if fmt == "mentalbench" and not source.exists():
+        raise TrustmhError(f"--from {source}: no such file or directory")
+    if fmt != "mentalbench" and not source.is_dir():
         raise TrustmhError(f"--from {source}: not a directory")
     reset_resolved()
     if fmt == "trustmh-original":
