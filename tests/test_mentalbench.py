@@ -533,3 +533,16 @@ def test_rescore_from_accepts_a_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["rescore", "--format", "mentalbench", "--from", str(tmp_path / "none.csv"), "--out",
                  str(tmp_path / "o")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_item_gen_status_uses_the_finish_reason() -> None:
+    """items.jsonl and results.json agree: a reply cut by the token limit is 'truncated' per item too."""
+    from trustmh.core import make_record
+
+    sub = MentalBenchGeneration()
+    item = sub.items(_starter_ctx())[0]
+    score = sub.score(item, "A complete-looking but cut reply", None, _starter_ctx())
+    assert score["gen_status"] == "ok"
+    rec = make_record(sub, item, "A complete-looking but cut reply", score, finish_reason="max_tokens")
+    assert rec.score["gen_status"] == "truncated"
+    assert make_record(sub, item, "x", score, finish_reason="stop").score["gen_status"] == "ok"

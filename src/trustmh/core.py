@@ -218,6 +218,9 @@ def clean_json(obj: Any) -> Any:
     return clean_number(obj)
 
 
+# Finish reasons that mean a reply was cut by its token limit (Inspect's and the providers' spellings).
+LENGTH_STOPS = frozenset({"max_tokens", "model_length", "length"})
+
 # Attempts in all for a reply that does not parse (the model's, with the format reminder; a judge's, with the
 # same request): the first and up to two re-asks.
 MAX_ATTEMPTS = 3
@@ -284,6 +287,9 @@ def make_record(subtask: Subtask, item: Item, response: str, score: dict[str, An
     metadata = {"target": item.target, **item.metadata}
     if extra:
         metadata.update(extra)
+    if score.get("gen_status") == "ok" and finish_reason in LENGTH_STOPS:
+        # the scorer sees the text, not why it ended: a reply cut by the token limit is truncated
+        score = {**score, "gen_status": "truncated"}
     return Record(subtask=subtask.id, item_id=item.id, cluster=item.cluster_id, response=response,
                   score=score, epoch=epoch, finish_reason=finish_reason, metadata=metadata,
                   judge_raw=judge_raw or {}, error=error)

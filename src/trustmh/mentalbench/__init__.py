@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from trustmh.align.parse import ATTRIBUTES, GROUPS
+from trustmh.core import LENGTH_STOPS
 
 __all__ = ["ATTRIBUTES", "GROUPS", "CSS", "ARS", "SOURCE_COLUMNS", "SOURCE_FAMILY", "model_family",
            "split_reasoning", "Split", "gen_status", "is_missing_text", "MODEL_SOURCE", "ORIGINAL"]
@@ -175,7 +176,6 @@ def is_missing_text(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("", "nan")
 
 
-LENGTH_STOPS = frozenset({"max_tokens", "model_length", "length"})
 
 
 def gen_status(split: Split, finish_reason: str | None = None, error: bool = False) -> str:

@@ -704,8 +704,6 @@ def aggregate_mentalbench(records: list[Record], ctx: RunContext) -> SubtaskResu
         st = r.score.get("gen_status", "empty")
         if r.error:
             st = "error"
-        elif st == "ok" and r.finish_reason in ("max_tokens", "model_length", "length"):
-            st = "truncated"
         gen_counts[st] = gen_counts.get(st, 0) + 1
     metrics["gen_status"] = gen_counts
     metrics["no_response"] = sum(not r.score.get("valid", False) for r in model_recs)
