@@ -194,7 +194,10 @@ def run_align(data: AlignData, *, mode: str = "faithful", seed: int = DEFAULT_SE
         "self_exclusion": {j: (data.excluded(j) if mode == "faithful" else data.excluded_family(j))
                            for j in data.judges},
         "labels": {"model_means_*": "means of model means (the authors' ICC printout), not pooled pairs",
-                   "bias": "mean(judge − human); positive means the judge inflates"},
+                   "bias": "mean(judge − human); positive means the judge inflates",
+                   "kappa_*, kripp_alpha_ordinal": "on the 1–5 categories; a real-valued rating (a mean or "
+                   "median ensemble, averaged human raters) is binned half up (3.5 → 4); ICC, CCC, bias "
+                   "and errors use the values as they are"},
     }
     out: dict[str, Any] = {"mode": mode, "seed": seed, "metadata": metadata,
                            "data_facts": data_facts(data), **extra,
