@@ -100,12 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, default=Path("trustmh-comparison.html"))
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
-    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench"])
+    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original"])
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
     res.add_argument("--seed", type=at_least(0, "--seed"), default=0)
-    res.add_argument("--judge", action="append", default=[], help="judge model(s) (mentalbench format)")
+    res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
+                     "crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit"))
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)

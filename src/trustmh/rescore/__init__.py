@@ -19,6 +19,8 @@ ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-B
 
 def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
             judges: list[str] | None = None, limit: int | None = None) -> int:
+    if fmt == "crisis-original":
+        return _rescore_crisis(source, out, seed=seed, judges=judges or [])
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():
@@ -74,3 +76,42 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
 
 def _safe_dir_name(model: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+
+
+def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) -> int:
+    from trustmh.rescore.crisis import rescore_crisis
+
+    if not source.is_dir():
+        raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
+    if len(judges) > 1:
+        raise TrustmhError("rescore --format crisis-original: one --judge at most (trustmh's own judge)")
+    judge = _bounded_judge(judges[0], seed) if judges else None
+    return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
+
+
+def _bounded_judge(model: str, seed: int):  # noqa: ANN202
+    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
+    every judge of a run, up to three attempts."""
+    import asyncio
+
+    from inspect_ai.model import get_model
+
+    from trustmh.core import MAX_ATTEMPTS, JudgeInfo, JudgeRequest, RunContext
+    from trustmh.run import check_model_name
+    from trustmh.tasks import bounded_config, cache_policy
+
+    check_model_name(model, "--judge")
+    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
+    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
+
+    def ask(req: JudgeRequest) -> str:
+        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
+        text = ""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            text = asyncio.run(judge_model.generate(req.prompt, config=config,
+                                                    cache=cache_policy(ctx, attempt))).completion
+            if req.validate(text):
+                break
+        return text
+
+    return ask

@@ -391,3 +391,18 @@ def koo_li_band(icc: float) -> str:
         if x >= cut:
             return name
     return "poor"
+
+
+def rating_agreement(a: Sequence[float | None], b: Sequence[float | None], lo: int = 1, hi: int = 5,
+                     ) -> dict[str, float | int | None]:
+    """Agreement of two raters on an ordinal lo–hi scale: n, MAE, RMSE and the share of pairs within one
+    point. Both sides are rounded half up and clipped to [lo, hi] first (a rater's mean of repeats, an
+    averaged jury); pairs with a missing side are left out. Fewer than one pair: every figure None."""
+    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)
+             if x is not None and y is not None and np.isfinite(float(x)) and np.isfinite(float(y))]
+    if not pairs:
+        return {"n": 0, "mae": None, "rmse": None, "within_1": None}
+    arr = np.clip(np.floor(np.array(pairs) + 0.5), lo, hi)
+    d = np.abs(arr[:, 0] - arr[:, 1])
+    return {"n": len(pairs), "mae": float(d.mean()), "rmse": float(np.sqrt((d * d).mean())),
+            "within_1": float((d <= 1).mean())}
