@@ -259,3 +259,8 @@ def test_error_stats_sign_and_missing() -> None:
                                            (0.4999, "poor"), (-0.3, "poor"), (float("nan"), "undefined")])
 def test_koo_li_band(icc: float, band: str) -> None:
     assert ag.koo_li_band(icc) == band
+
+
+def test_weighted_kappa_refuses_missing_pairs() -> None:
+    with pytest.raises(ValueError, match="1 pair\\(s\\) have a missing rating"):
+        ag.weighted_kappa([1, 2, float("nan")], [1, 2, 3])

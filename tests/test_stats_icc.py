@@ -278,3 +278,23 @@ def test_pingouin_on_an_ill_conditioned_matrix() -> None:
     for form in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC3k"):
         assert ours[form] == pytest.approx(ref.at[FORMS[form], "ICC"], abs=1e-9, rel=1e-9)
         assert ours[f"{form}_lo"] == pytest.approx(ref.at[FORMS[form], "CI95"][0], abs=1e-9, rel=1e-9)
+
+
+def test_degenerate_inputs_say_so() -> None:
+    """NaN in one matrix is an error that says why; perfect agreement has the interval [1, 1]; a denominator
+    that is zero up to rounding gives NaN, never ~1e16."""
+    from trustmh.stats.icc import icc_all
+
+    with pytest.raises(ValueError, match="1 target\\(s\\) have a missing"):
+        icc_all(np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, 4.0]]))
+    batch = np.stack([np.array([[1.0, 2.0], [2.0, 3.0], [4.0, 4.0]]), np.full((3, 2), np.nan)])
+    assert np.isnan(icc_all(batch)["a1"][1])  # a NaN bootstrap replicate stays NaN, no error
+    same = np.array([[1.0, 1.0], [3.0, 3.0], [5.0, 5.0], [2.0, 2.0]])
+    res = icc_all(same)
+    for form in ("ICC2", "ICC3", "ICC2k", "ICC3k"):
+        assert res[form] == pytest.approx(1.0) and (res[f"{form}_lo"], res[f"{form}_hi"]) == (1.0, 1.0)
+    # ms_r + (ms_c − ms_e)/n is exactly 0 for [[1,1],[1,2],[2,1]]; after scaling it is ~1e-18 in floats
+    ill = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 1.0]]) * 0.3 + 1.7  # unguarded: ~1.7e16
+    ms_r, ms_c, ms_e = (icc_all(ill)[m] for m in ("ms_r", "ms_c", "ms_e"))
+    assert abs(ms_r + (ms_c - ms_e) / 3) < 1e-15  # the design really is degenerate
+    assert np.isnan(icc_all(ill)["ICC2k"])

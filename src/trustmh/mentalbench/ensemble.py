@@ -205,6 +205,7 @@ def retest_reliability(repeats: Sequence[np.ndarray], attributes: Sequence[str])
 
 
 def _icc_rows(y: np.ndarray) -> float | None:
+    y = y[np.isfinite(y).all(axis=1)]  # targets every repeat scored (listwise)
     if y.shape[0] < 2:
         return None
     v = float(icc_a1(y))

@@ -100,8 +100,16 @@ def weighted_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.nd
     Weights are on label *positions* in `labels` (default: sorted observed values). For a fixed ordinal
     scale pass it, e.g. labels=[1, 2, 3, 4, 5], so an unused category still counts as a step.
     """
+    missing = sum(1 for x, y in zip(a, b, strict=True) if _missing(x) or _missing(y))
+    if missing:
+        raise ValueError(f"weighted_kappa: {missing} pair(s) have a missing rating; drop them first (so the "
+                         "number of pairs used is the caller's to report)")
     table, _ = confusion_table(a, b, labels)
     return float(weighted_kappa_from_table(table, weights))
+
+
+def _missing(x: object) -> bool:
+    return x is None or (isinstance(x, float | np.floating) and bool(np.isnan(x)))
 
 
 # ------------------------------------------------------------------------------------------- Fleiss' κ

@@ -5,8 +5,10 @@ axes, so a (28 cells, 1000 replicates, 9, 2) array is analysed in one call. Sing
 McGraw & Wong (1996); the six Shrout–Fleiss forms and their F-based intervals use pingouin's names
 (ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k) and formulas, so they can be checked against it.
 
-A zero denominator gives NaN (never an exception): with two exactly degenerate cases made exact so that
-float noise cannot turn "undefined" into a number:
+A zero denominator gives NaN (never an exception), also when it is zero only up to rounding (an
+ill-conditioned ICC2k is NaN, not ~1e16); one matrix holding a NaN is a ValueError that says so (a batch of
+bootstrap replicates keeps NaN per replicate); perfect agreement gives ICC 1 with the interval [1, 1]. Two
+exactly degenerate cases are made exact so that float noise cannot turn "undefined" into a number:
 
 * all rows identical (e.g. a bootstrap draw that hits one row n times): MS_R = MS_E = 0 exactly;
 * all raters identical on every row: MS_C = MS_E = 0 exactly (ICC = 1 when MS_R > 0).
@@ -28,6 +30,12 @@ def _as_matrix(Y: np.ndarray) -> tuple[np.ndarray, int, int]:
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim < 2:
         raise ValueError(f"ICC needs an array of shape (..., n, k); got shape {Y.shape}")
+    if Y.ndim == 2 and not np.isfinite(Y).all():
+        # one matrix: a missing rating is the caller's to handle (pingouin raises too); in a batch of
+        # bootstrap replicates a NaN replicate is NaN and is dropped by the percentile step
+        bad = int((~np.isfinite(Y)).any(axis=1).sum())
+        raise ValueError(f"ICC: {bad} target(s) have a missing (NaN or infinite) rating; drop incomplete rows "
+                         "first (listwise deletion, pingouin's nan_policy='omit')")
     n, k = Y.shape[-2], Y.shape[-1]
     return Y, n, k
 
@@ -179,10 +187,21 @@ def _all_from_ms(ms_r: np.ndarray, ms_c: np.ndarray, ms_e: np.ndarray, ss_c: np.
             "ICC2k": (l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
             "ICC3k": (1 - 1 / f3l, 1 - 1 / f3u),
         }
+    # A denominator that is zero up to rounding (ms_r + (ms_c − ms_e)/n for ICC2k) is a degenerate design,
+    # not a huge ICC: NaN, never ~1e16.
+    scale = np.abs(ms_r) + np.abs(ms_c) + np.abs(ms_e)
+    with np.errstate(all="ignore"):
+        tiny = 1e-12 * scale
+        icc2 = np.where(np.abs(ms_r + (k - 1) * ms_e + k * (ms_c - ms_e) / n) <= tiny, np.nan, icc2)
+        icc2k = np.where(np.abs(ms_r + (ms_c - ms_e) / n) <= tiny, np.nan, icc2k)
     vals = {"ICC1": icc1, "ICC2": icc2, "ICC3": icc3, "ICC1k": icc1k, "ICC2k": icc2k, "ICC3k": icc3k}
     for name in ICC_FORMS:
         out[name] = vals[name]
-        out[f"{name}_lo"], out[f"{name}_hi"] = (np.asarray(b, dtype=np.float64) for b in cis[name])
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in cis[name])
+        # perfect agreement (no residual variance): the F statistic is infinite and the interval is [1, 1]
+        exact = np.asarray(vals[name] == 1.0) & ~np.isfinite(lo)
+        out[f"{name}_lo"] = np.where(exact, 1.0, lo)
+        out[f"{name}_hi"] = np.where(np.asarray(vals[name] == 1.0) & ~np.isfinite(hi), 1.0, hi)
     for alias, name in ALIASES.items():
         out[alias] = out[name]
         out[f"{alias}_lo"] = out[f"{name}_lo"]
