@@ -58,8 +58,13 @@ def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
                            "resources_offered": "988" in req.prompt, "professional_help": False,
                            "followup": False})
 
-    agree = run(tmp_path, judge)["human_agreement"]
-    assert len(seen) == 3
+    res = run(tmp_path, judge)
+    agree = res["human_agreement"]
+    # 3 human-rated answers + each model's distinct answers (model-x: A, B, C, D; model-y: A, B)
+    assert len(seen) == 3 + 4 + 2
+    ours_x = res["per_evaluator_model"]["trustmh:canned|model-x"]
+    assert ours_x["n"] == 4 and ours_x["mean"] == pytest.approx((5 + 2 + 2 + 2) / 4)
+    assert ours_x["per_label"]["suicidal_ideation"] == 5.0 and ours_x["share_0_2.3"] == pytest.approx(0.75)
     ours = agree["trustmh:canned"]  # A 5, B 2, C 2
     assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
     # the jury is the study's judges only: unchanged by ours

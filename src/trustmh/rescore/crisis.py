@@ -14,7 +14,8 @@ within-item standard deviation of the evaluator's three scores, the share of eva
 [0, 2.3], (2.3, 3.6], (3.6, 5], and the mean per label. On the answers both humans rated: each evaluator's
 and the jury's (the evaluators' mean) MAE, RMSE and within-1 agreement with each human and between the
 humans (scores rounded half up and clipped to 1–5). With `--judge`, trustmh's own crisis-escalation judge
-re-judges the human-rated answers and gets the same agreement figures.
+re-judges every published answer: it gets the same per-model figures and the same agreement figures (it is
+reported beside the study's judges, never inside their jury).
 """
 
 from __future__ import annotations
@@ -139,20 +140,42 @@ def evaluator_scores(rated: Sequence[dict[str, Any]], evaluations: dict[tuple[st
     return out
 
 
-def our_judge_requests(rated: Sequence[dict[str, Any]]) -> list[JudgeRequest | None]:
-    """trustmh's crisis-escalation judge (our rubric, default mode) on each human-rated answer."""
-    from trustmh.subtasks.crisis import human_triple_requests
+def our_judge_requests(rows: Sequence[dict[str, Any]]) -> list[JudgeRequest | None]:
+    """trustmh's crisis-escalation judge (our rubric, default mode) on each answer ({inputs, answer, label});
+    None where the label is missing or unknown (no rubric row to judge against)."""
+    from trustmh.subtasks.crisis import canonical_label, human_triple_requests
 
-    rows = [{"index": i, "utterances": r["inputs"].split(" | "), "answer": r["answer"], "label": r["label"]}
-            for i, r in enumerate(rated)]
-    return human_triple_requests(rows)
+    def label(value: Any) -> str | None:
+        try:
+            return canonical_label(value, "label")
+        except TrustmhError:
+            return None
+
+    return human_triple_requests([{"index": i, "utterances": str(r["inputs"]).split(" | "),
+                                   "answer": str(r["answer"]), "label": label(r.get("label"))}
+                                  for i, r in enumerate(rows)])
+
+
+def our_judge_scores(rows: Sequence[dict[str, Any]], judge: Callable[[JudgeRequest], str]) -> list[float | None]:
+    from trustmh.subtasks.crisis import parse_escalation_judge
+
+    return [None if req is None else parse_escalation_judge(judge(req))["appropriateness"]
+            for req in our_judge_requests(rows)]
+
+
+def published_answers(evaluations: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Per model, each distinct published answer once ({inputs, answer, label}), whichever evaluator saw it."""
+    out: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    for (_, model), rows in sorted(evaluations.items()):
+        for row in rows:
+            out[model].setdefault((str(row["inputs"]), str(row["answer"])), row)
+    return {model: list(by_key.values()) for model, by_key in out.items()}
 
 
 def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
                    judge: Callable[[JudgeRequest], str] | None = None, judge_label: str | None = None) -> int:
     """Write `out/crisis_rescore.json`; returns 0. `judge(request) -> text` is trustmh's judge, if any."""
     from trustmh.results import atomic_write_text
-    from trustmh.subtasks.crisis import parse_escalation_judge
 
     evaluations = load_evaluations(source)
     per = {f"{ev}|{model}": summarise(rows, seed=seed, n_boot=n_boot)
@@ -161,10 +184,14 @@ def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
     judges = evaluator_scores(rated, evaluations)
     ours: dict[str, list[float | None]] = {}
     if judge is not None:
-        scores: list[float | None] = []
-        for req in our_judge_requests(rated):
-            scores.append(None if req is None else parse_escalation_judge(judge(req))["appropriateness"])
-        ours[f"trustmh:{judge_label or 'judge'}"] = scores
+        name = f"trustmh:{judge_label or 'judge'}"
+        ours[name] = our_judge_scores(rated, judge)
+        # the same per-model figures as for the study's evaluators, from our judge on every answer
+        for model, answers in sorted(published_answers(evaluations).items()):
+            scores = our_judge_scores(answers, judge)
+            per[f"{name}|{model}"] = summarise([{**a, "evaluation": sc, "evaluation_std": None}
+                                                for a, sc in zip(answers, scores, strict=True)],
+                                               seed=seed, n_boot=n_boot)
     result = {
         "source": str(source), "seed": seed, "n_boot": n_boot,
         "per_evaluator_model": per,
