@@ -69,7 +69,7 @@ def test_cli_writes_outputs_deterministically(fx, tmp_path, mode):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == list(ALL_COLUMNS) and len(rows) == len(res["cells"])
     html = outs[0].with_suffix(".html").read_text()
-    assert "<img" in html and "data:image/png;base64," in html
+    assert html.count("<svg") >= 3 and "data:image" not in html  # forest + Bland–Altman panels, inline SVG
     assert len(res["data_quality"]) == 2 * len(SOURCES)
     assert res["sensitivity"] and {r["variant"] for r in res["sensitivity"]} >= {"no_original", "pair_on_context"}
     if mode == "default":
@@ -241,3 +241,12 @@ def test_tidy_status_column_is_read_and_all_failures_refused(tmp_path, capsys):
     from trustmh.align.parse import ST
 
     assert int((data.judges["j"].status == ST["no_response"]).sum()) == 1  # not misread as missing_key
+
+
+def test_svg_plots_escape_labels() -> None:
+    from trustmh.report import svg
+
+    page = svg.forest([("<script>alert(1)</script>", [(0.5, 0.2, 0.8, svg.BLUE, "ICC(C,1)")])])
+    page += svg.scatter([(3.0, 1.0, 4)], title="<img onerror=x>")
+    assert "<script>" not in page and "<img" not in page
+    assert "&lt;script&gt;" in page and "&lt;img onerror=x&gt;" in page

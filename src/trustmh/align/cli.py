@@ -16,7 +16,8 @@ from trustmh.core import TrustmhError
 
 USAGE = ("trustmh align (--mentalalign DIR | --human FILE --judge FILE [--judge FILE ...]) "
          "[--mode faithful|default] [--seed N] [--out FILE.json] [--sensitivity] [--html FILE] "
-         "[--stability-seeds N] [--n-boot N] [--no-html]")
+         "[--stability-seeds N] [--n-boot N] [--no-html] [--keep-misaligned] [--no-self-exclusion] "
+         "[--strict-scores]")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,8 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
     p.add_argument("--no-html", action="store_true", help="do not write the HTML page")
     p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (§4.3 item 9)")
-    p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds"), default=200, metavar="N",
-                   help="label stability over bootstrap seeds 0..N-1 (default 200; 0 = skip)")
+    p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds"), default=0, metavar="N",
+                   help="label stability over bootstrap seeds 0..N-1 (e.g. 200; default 0: not computed, "
+                   "which keeps align interactive)")
+    p.add_argument("--keep-misaligned", action="store_true",
+                   help="default mode: keep rows whose human and judge contexts differ (§4.3 item 2)")
+    p.add_argument("--no-self-exclusion", action="store_true",
+                   help="default mode: let judges rate their own family's replies (§4.3 item 3)")
+    p.add_argument("--strict-scores", action="store_true",
+                   help="default mode: the authors' strict parse, human 0/6 kept (§4.3 item 1: valid_only off)")
     p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     return p
 
@@ -81,9 +89,21 @@ def main(argv: list[str] | None = None) -> int:
             raise TrustmhError("--stability-seeds must be >= 0")
         if args.out and Path(args.out).suffix.lower() != ".json":
             raise TrustmhError(f"--out must name a .json file, got {args.out}")
-        result = run_align(data, mode=args.mode, seed=args.seed, n_boot=args.n_boot,
-                           stability_seeds=args.stability_seeds, sensitivity=args.sensitivity,
-                           keep_internals=True)
+        from threadpoolctl import threadpool_limits
+
+        from trustmh.align.default import DefaultConfig
+
+        switches = args.keep_misaligned or args.no_self_exclusion or args.strict_scores
+        if switches and args.mode != "default":
+            raise TrustmhError("--keep-misaligned, --no-self-exclusion and --strict-scores apply to --mode default")
+        config = DefaultConfig(valid_only=not args.strict_scores, drop_misaligned=not args.keep_misaligned,
+                               self_exclusion=not args.no_self_exclusion, n_boot=args.n_boot,
+                               stability_seeds=args.stability_seeds)
+        # the analysis multiplies many small matrices: threads only add overhead there
+        with threadpool_limits(limits=1):
+            result = run_align(data, mode=args.mode, seed=args.seed, n_boot=args.n_boot,
+                               stability_seeds=args.stability_seeds, sensitivity=args.sensitivity,
+                               default_config=config if args.mode == "default" else None, keep_internals=True)
         if args.out:
             paths = write_outputs(result, args.out, args.html, write_html=not args.no_html)
             print(_summary(result))

@@ -61,10 +61,10 @@ class DefaultConfig:
         return asdict(self)
 
 
-
 def half_up(x: np.ndarray) -> np.ndarray:
     """Round half up (np.rint rounds half to even, which would bin 2.5 as 2 and 3.5 as 4)."""
     return np.floor(np.asarray(x, float) + 0.5)
+
 
 def trust_label(a1_lo: float, thresholds: dict[str, Any] = THRESHOLDS) -> str | None:
     if a1_lo is None or not np.isfinite(a1_lo):

@@ -1,20 +1,20 @@
 """One self-contained HTML page for an `align` result: forest plot, Bland–Altman plots, tables.
 
-Plots are matplotlib (Agg) PNGs inlined as base64; every text taken from the data is escaped.
+Plots are inline SVG drawn by `trustmh.report.svg` (milliseconds, no library); every text taken from the data
+is escaped.
 """
 # ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from trustmh.align.tables import DQ_COLUMNS
+from trustmh.report import svg
 
 TABLE_COLUMNS = ("judge", "attribute", "level", "n_sources", "n_pairs", "icc_c1", "c1_lo", "c1_hi", "icc_a1",
                  "a1_lo", "a1_hi", "category", "koo_li_band", "trust_label", "label_stability", "bias",
@@ -35,83 +35,35 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
 def forest_plot(cells: Sequence[dict[str, Any]]) -> str | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # plotting is optional
-        return None
+    """Every cell's ICC(C,1) and ICC(A,1) with its 95% interval (inline SVG)."""
     rows = [c for c in cells if c.get("icc_c1") is not None or c.get("icc_a1") is not None]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.2))
-    y = np.arange(len(rows))[::-1]
-    for form, off, colour in (("c1", 0.15, "tab:blue"), ("a1", -0.15, "tab:orange")):
-        pt = np.array([np.nan if r.get(f"icc_{form}") is None else r[f"icc_{form}"] for r in rows], float)
-        lo = np.array([np.nan if r.get(f"{form}_lo") is None else r[f"{form}_lo"] for r in rows], float)
-        hi = np.array([np.nan if r.get(f"{form}_hi") is None else r[f"{form}_hi"] for r in rows], float)
-        ax.hlines(y + off, lo, hi, color=colour, lw=1.5)
-        ax.plot(pt, y + off, "o", color=colour, ms=3.5, label=f"ICC({form[0].upper()},1)")
-    ax.set_yticks(y)
-    ax.set_yticklabels([f"{r['judge']} · {r['attribute']}" + (f" · {r['level']}" if r.get("level") else "")
-                        for r in rows], fontsize=7)
-    ax.axvline(0, color="grey", lw=0.5)
-    for cut in (0.5, 0.75, 0.9):
-        ax.axvline(cut, color="grey", lw=0.5, ls=":")
-    ax.set_xlabel("ICC with 95% interval")
-    ax.legend(loc="lower left", fontsize=7)
-    return _png(fig)
+    return svg.forest([(f"{r['judge']} · {r['attribute']}" + (f" · {r['level']}" if r.get("level") else ""),
+                        [(r.get("icc_c1"), r.get("c1_lo"), r.get("c1_hi"), svg.BLUE, "ICC(C,1)"),
+                         (r.get("icc_a1"), r.get("a1_lo"), r.get("a1_hi"), svg.ORANGE, "ICC(A,1)")])
+                       for r in rows], title="ICC with 95% interval")
 
 
 def bland_altman_plots(pairs: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]],
                        cells: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """One figure per judge: mean vs difference, marker area ∝ number of pairs at that point."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {}
+    """One row of panels per judge: mean vs difference, marker area ∝ number of pairs at that point, bias and
+    limits of agreement in red (inline SVG)."""
     stats = {(c["judge"], c["attribute"]): c for c in cells if c.get("level") in (None, "model", "response")
              and (c.get("level") != "model" or c.get("mode") == "faithful")}
-    by_judge: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    panels: dict[str, list[str]] = {}
     for (j, a), (h, l) in pairs.items():
-        by_judge.setdefault(j, []).append((a, np.asarray(h, float), np.asarray(l, float)))
-    out = {}
-    for j, items in by_judge.items():
-        ncol = 4
-        nrow = int(np.ceil(len(items) / ncol))
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.6 * nrow), squeeze=False)
-        for ax in axes.ravel()[len(items):]:
-            ax.axis("off")
-        for ax, (a, h, l) in zip(axes.ravel(), items, strict=False):
-            if h.size:
-                m, d = (h + l) / 2, l - h
-                pts, cnt = np.unique(np.column_stack([m, d]), axis=0, return_counts=True)
-                ax.scatter(pts[:, 0], pts[:, 1], s=4 + 200 * cnt / cnt.max(), alpha=0.5, color="tab:blue")
-            c = stats.get((j, a), {})
-            for key, ls in (("bias", "-"), ("loa_lo", "--"), ("loa_hi", "--")):
-                if c.get(key) is not None:
-                    ax.axhline(c[key], color="tab:red", ls=ls, lw=1)
-            ax.axhline(0, color="grey", lw=0.5)
-            ax.set_title(a, fontsize=8)
-            ax.tick_params(labelsize=7)
-        fig.supxlabel("mean of human and judge", fontsize=8)
-        fig.supylabel("judge − human", fontsize=8)
-        out[j] = _png(fig)
-    return out
+        h, l = np.asarray(h, float), np.asarray(l, float)
+        points: list[tuple[float, float, int]] = []
+        if h.size:
+            pts, cnt = np.unique(np.column_stack([(h + l) / 2, l - h]), axis=0, return_counts=True)
+            points = [(float(x), float(y), int(c)) for (x, y), c in zip(pts, cnt, strict=True)]
+        c = stats.get((j, a), {})
+        lines = [(c[k], dash) for k, dash in (("bias", ""), ("loa_lo", "4,3"), ("loa_hi", "4,3"))
+                 if c.get(k) is not None]
+        panels.setdefault(j, []).append(svg.scatter(points, title=a, hlines=lines))
+    return {j: "".join(p) for j, p in panels.items()}
 
 
 def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -147,7 +99,7 @@ def render_html(result: dict[str, Any]) -> str:
                      + "</ul>")
     fp = forest_plot(cells)
     if fp:
-        parts.append(f"<h2>ICC intervals</h2><img alt='forest plot' src='{fp}'>")
+        parts.append(f"<h2>ICC intervals</h2>{fp}")
     parts.append("<h2>Per cell</h2>" + _table(cells, TABLE_COLUMNS))
     pairs = result.get("_internals", {}).get("pairs")
     if pairs:
@@ -155,7 +107,7 @@ def render_html(result: dict[str, Any]) -> str:
         if plots:
             parts.append("<h2>Bland–Altman (pooled pairs)</h2>")
             for j, src in plots.items():
-                parts.append(f"<h3>{_e(j)}</h3><img alt='Bland–Altman {_e(j)}' src='{src}'>")
+                parts.append(f"<h3>{_e(j)}</h3><div>{src}</div>")
     facts = result.get("data_facts")
     if facts:
         parts.append("<h2>Data facts</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in facts.items())
