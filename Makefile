@@ -24,6 +24,7 @@ test: install
 
 bench: install
 	taskset -c 0,1 $(BIN)/python benchmarks/mentalalign_bench.py
+	taskset -c 0,1 $(BIN)/python benchmarks/align_e2e.py
 
 clean:
 	rm -rf trustmh-out .pytest_cache

@@ -251,3 +251,28 @@ def test_real_data_byte_identical_json_and_csv(data, mode):
     assert texts[0] == texts[1]
     assert "NaN" not in texts[0] and "Infinity" not in texts[0]
     assert to_csv(runs[0]["cells"], ALL_COLUMNS) == to_csv(runs[1]["cells"], ALL_COLUMNS)
+
+
+def test_parse_cache_gives_the_same_data(tmp_path, monkeypatch):
+    """The checksum-keyed parse cache returns exactly what parsing the workbooks returns, and is used."""
+    from trustmh.align import load as load_module
+    from trustmh.align.load import load_workbooks
+
+    monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
+    root = Path(os.environ["TRUSTMH_DATA_DIR"]) / "mentalalign"
+    human = root / "Human_Judge" / "Human_judge.xlsx"
+    judges = sorted((root / "LLMs_as_a_judge").glob("*.xlsx"))[:2]
+    fresh = load_workbooks(human, judges, use_cache=False)
+    first = load_workbooks(human, judges)  # parses and writes the cache
+    assert list((tmp_path / "align").glob("*.npz"))
+    calls = []
+    monkeypatch.setattr(load_module, "_parse_workbooks", lambda *a: calls.append(a))
+    cached = load_workbooks(human, judges)
+    assert calls == [], "the warm call did not parse"
+    for data in (first, cached):
+        assert data.items == fresh.items and data.inputs == fresh.inputs
+        assert data.human_contexts == fresh.human_contexts and data.judge_contexts == fresh.judge_contexts
+        for name in ("strict", "score", "raw", "status", "step", "empty"):
+            np.testing.assert_array_equal(getattr(data.human, name), getattr(fresh.human, name))
+            for j in fresh.judges:
+                np.testing.assert_array_equal(getattr(data.judges[j], name), getattr(fresh.judges[j], name))

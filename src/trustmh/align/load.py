@@ -7,7 +7,9 @@ human column and every judge, plus the contexts when known. Workbook parsing is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import math
 import os
 import re
@@ -229,8 +231,67 @@ def load_mentalalign(root: str | os.PathLike[str]) -> AlignData:
     return load_workbooks(human_path, judge_paths)
 
 
+# Bump when parsing changes: cached parses of an older parser are then ignored.
+PARSE_CACHE_VERSION = "1"
+_ARRAYS = ("strict", "score", "raw", "status", "step", "empty")
+
+
+def _cache_path(paths: Sequence[Path]) -> Path:
+    from trustmh.data.registry import cache_dir
+
+    h = hashlib.sha256(PARSE_CACHE_VERSION.encode())
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + sha256_file(path).encode())
+    return cache_dir() / "align" / f"workbooks-{h.hexdigest()[:32]}"
+
+
+def _save_parsed(base: Path, data: AlignData) -> None:
+    """`base`.npz (arrays, no pickles) + `base`.json (names, ids, contexts); written atomically."""
+    from trustmh.results import atomic_write_text, with_umask
+
+    raters = {"human": data.human, **{f"judge:{k}": v for k, v in data.judges.items()}}
+    arrays = {f"{key}|{name}": getattr(r, name) for key, r in raters.items() for name in _ARRAYS}
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = base.with_name(base.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    with_umask(tmp)
+    os.replace(tmp, base.with_suffix(".npz"))
+    meta = {"items": data.items, "human_contexts": data.human_contexts, "judge_contexts": data.judge_contexts,
+            "inputs": data.inputs, "raters": {key: [r.rater, r.kind] for key, r in raters.items()}}
+    atomic_write_text(base.with_suffix(".json"), json.dumps(meta))
+
+
+def _load_parsed(base: Path) -> AlignData | None:
+    try:
+        meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+        with np.load(base.with_suffix(".npz"), allow_pickle=False) as z:
+            raters = {key: ParsedRatings(rater, kind, *(z[f"{key}|{name}"] for name in _ARRAYS))
+                      for key, (rater, kind) in meta["raters"].items()}
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        return None  # absent or unreadable: parse the workbooks again
+    judges = {key.split(":", 1)[1]: r for key, r in raters.items() if key.startswith("judge:")}
+    return AlignData(items=meta["items"], human=raters["human"], judges=judges,
+                     human_contexts=meta["human_contexts"], judge_contexts=meta["judge_contexts"],
+                     inputs=meta["inputs"])
+
+
 def load_workbooks(human_path: str | os.PathLike[str],
-                   judge_paths: Sequence[str | os.PathLike[str]]) -> AlignData:
+                   judge_paths: Sequence[str | os.PathLike[str]], *, use_cache: bool = True) -> AlignData:
+    """The parsed workbooks. Parsing the xlsx files takes seconds, so the result is cached on disk, keyed by
+    the sha256 of every workbook and the parser version (`$TRUSTMH_CACHE_DIR/align/`): a warm call only
+    hashes the files."""
+    base = _cache_path([Path(human_path), *map(Path, judge_paths)]) if use_cache else None
+    if base is not None and (cached := _load_parsed(base)) is not None:
+        return cached
+    data = _parse_workbooks(human_path, judge_paths)
+    if base is not None:
+        with contextlib.suppress(OSError):  # an unwritable cache only costs the next call its speed
+            _save_parsed(base, data)
+    return data
+
+
+def _parse_workbooks(human_path: str | os.PathLike[str],
+                     judge_paths: Sequence[str | os.PathLike[str]]) -> AlignData:
     hs = read_workbook(human_path, "human")
     human = parse_sheet(hs, "human", "human")
     judges: dict[str, ParsedRatings] = {}
