@@ -250,3 +250,31 @@ def test_svg_plots_escape_labels() -> None:
     page += svg.scatter([(3.0, 1.0, 4)], title="<img onerror=x>")
     assert "<script>" not in page and "<img" not in page
     assert "&lt;script&gt;" in page and "&lt;img onerror=x&gt;" in page
+
+
+def test_self_preference_by_family(tmp_path):
+    """A judge from the OpenAI family that rates both OpenAI sources one point high and every other source
+    exactly: its self-preference is +1 (the family's mean bias minus the others'), and both sources are
+    excluded from its agreement figures."""
+    import random
+
+    from trustmh.align.load import SOURCES
+
+    rng = random.Random(0)
+    rows_h, rows_j = [], []
+    for i in range(40):
+        for src in SOURCES:
+            h = rng.randint(1, 4)
+            rows_h.append(f"c{i},{src},h,Empathy,{h}\n")
+            rows_j.append(f"c{i},{src},openai/gpt-x,Empathy,{h + 1 if src in ('gpt4o', 'gpt4omini') else h}\n")
+    head = "item,source,rater,attribute,score\n"
+    (tmp_path / "h.csv").write_text(head + "".join(rows_h), encoding="utf-8")
+    (tmp_path / "j.csv").write_text(head + "".join(rows_j), encoding="utf-8")
+    out = tmp_path / "a.json"
+    assert main(["--human", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--mode", "default",
+                 "--out", str(out), "--no-html", "--n-boot", "200"]) == 0
+    cell = next(c for c in json.loads(out.read_text())["cells"]
+                if c["level"] == "response" and c["attribute"] == "Empathy")
+    assert cell["excluded_source"] == "gpt4o+gpt4omini"
+    assert cell["self_preference"] == pytest.approx(1.0)
+    assert cell["bias"] == pytest.approx(0.0)  # the inflated family is left out of the agreement figures

@@ -144,7 +144,7 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
     cells = [(j, a) for j in judges for a in range(len(attrs))]
     n_cells = len(cells)
     incl = np.ones((n_cells, S), bool)  # source included in the response/model-level analysis
-    own = np.full(n_cells, -1)
+    family_idx: list[list[int]] = []  # per cell: the sources of the judge's family (self-preference)
     pairs_used = {j: np.zeros(S, int) for j in judges}
     # Per (conversation, source, cell) sufficient statistics.
     stat6 = np.zeros((C, S, n_cells, 6))
@@ -152,9 +152,7 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
     for k, (j, a) in enumerate(cells):
         L = inp.Ls[j][items]
         family = data.excluded_family(j)
-        ex = data.excluded(j) or (family[0] if family else None)
-        if ex is not None:
-            own[k] = data.sources.index(ex)  # the source self-preference compares with the others
+        family_idx.append([data.sources.index(src) for src in family])
         if cfg.self_exclusion:
             for src in family:  # by family: a judge never rates replies of its own (or a member's) family
                 incl[k, data.sources.index(src)] = False
@@ -250,14 +248,17 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
         bias, blo, bhi = r.get("bias"), r["bias_lo"], r["bias_hi"]
         if bias is not None and np.isfinite(blo) and np.isfinite(bhi):
             r["calibrate"] = bool((blo > 0 or bhi < 0) and abs(bias) >= cfg.thresholds["calibrate_abs_bias"])
-        # Self-preference: bias on own source minus mean bias on the other sources.
-        if own[k] >= 0 and src_tot[own[k], k, 0] > 0:
-            others = [s for s in range(S) if s != own[k]]
+        # Self-preference: mean bias on the sources of the judge's own family (or of its members' families)
+        # minus the mean bias on the other sources.
+        fam = [s for s in family_idx[k] if src_tot[s, k, 0] > 0]
+        if fam:
+            others = [s for s in range(S) if s not in family_idx[k]]
             with np.errstate(invalid="ignore", divide="ignore"):
                 pt_b = (src_tot[:, k, 2] - src_tot[:, k, 1]) / src_tot[:, k, 0]
-                rep = src_bias[:, own[k], k] - np.nanmean(src_bias[:, others, k], axis=1)
+                rep = (np.nanmean(src_bias[:, fam, k], axis=1)
+                       - np.nanmean(src_bias[:, others, k], axis=1))
             sp_lo, sp_hi = _pct(rep[:, None])
-            r.update(self_preference=float(pt_b[own[k]] - np.nanmean(pt_b[others])),
+            r.update(self_preference=float(np.nanmean(pt_b[fam]) - np.nanmean(pt_b[others])),
                      self_preference_lo=float(sp_lo[0]), self_preference_hi=float(sp_hi[0]))
         rows.append(r)
         # --- model level (secondary, "leaderboard agreement")
