@@ -268,7 +268,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "option": "mentalbench_path",
         "notes": "The file name and revision inside the Hugging Face dataset are not yet registered, so no "
                  "automatic download: download the data file from the dataset page and pass "
-                 "--mentalbench-path FILE (or put it under TRUSTMH_DATA_DIR at the registered relpath).",
+                 "-O mentalbench_path=FILE (or put it under TRUSTMH_DATA_DIR at the registered relpath).",
         "download_error": "the MentalBench-100k file name and revision in the Hugging Face dataset "
                           "abadawi/MentalBench-Align are not registered yet, so trustmh cannot download it; "
                           "download the data file from https://huggingface.co/datasets/abadawi/MentalBench-Align "
