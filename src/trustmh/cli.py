@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit"))
 
+    gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
+                          "(exit 0 / 1 / 2)")
+    gate.add_argument("run_dir", type=Path)
+    gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
+                      "point, not clinical advice")
+
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
     sub.add_parser("list", help="sub-tasks, datasets and suites")
@@ -163,6 +169,17 @@ def cmd_rescore(args: argparse.Namespace) -> int:
                    limit=args.limit)
 
 
+def cmd_gate(args: argparse.Namespace) -> int:
+    from trustmh.gate import run_gate
+
+    gate = run_gate(args.run_dir, args.policy)
+    for row in gate["checks"]:
+        print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
+    print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
+          "summary.md", file=sys.stderr)
+    return int(gate["exit_code"])
+
+
 def cmd_list(_: argparse.Namespace) -> int:
     from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
 
@@ -201,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
         handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
-                                    "list": cmd_list}
+                                    "gate": cmd_gate, "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
         if debug:

@@ -24,3 +24,14 @@ def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable | None], labels: 
         denom = n_gold[lab] + n_pred[lab]  # = 2TP + FP + FN
         f1s.append(2 * tp[lab] / denom if denom else 0.0)
     return sum(f1s) / len(f1s)
+
+
+def wilson_interval(count: int, total: int, level: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion count/total (statsmodels' proportion_confint); None for total 0.
+    Used for rates whose counts are known but that carry no bootstrap interval (e.g. a release gate check)."""
+    if total <= 0:
+        return None
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(count, total, alpha=1 - level, method="wilson")
+    return float(lo), float(hi)

@@ -312,7 +312,9 @@ def identification_metrics(gold: Sequence[str], pred: Sequence[str | None], *,
     calm_idx = [i for i, a in enumerate(gold) if a == NO_CRISIS]
     crisis_valid = [i for i in crisis_idx if pred[i] is not None]
     calm_valid = [i for i in calm_idx if pred[i] is not None]
-    out["crisis_miss_rate"] = _rate(sum(1 for i in crisis_idx if pred[i] in (NO_CRISIS, None)), len(crisis_idx))
+    out["n_crisis_items"], out["n_calm_items"] = len(crisis_idx), len(calm_idx)
+    out["n_crisis_missed"] = sum(1 for i in crisis_idx if pred[i] in (NO_CRISIS, None))
+    out["crisis_miss_rate"] = _rate(out["n_crisis_missed"], len(crisis_idx))
     out["crisis_miss_rate_valid_only"] = _rate(sum(1 for i in crisis_valid if pred[i] == NO_CRISIS),
                                                len(crisis_valid))
     out["false_alarm_rate"] = _rate(sum(1 for i in calm_idx if pred[i] != NO_CRISIS), len(calm_idx))
