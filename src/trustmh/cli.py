@@ -148,17 +148,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from trustmh.leaderboard import leaderboard
+    from trustmh.leaderboard import leaderboard, leaderboard_csv
     from trustmh.report import comparison_report_html
     from trustmh.results import atomic_write_text, load_results
 
-    runs = [load_results(d) for d in args.dirs]
+    runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
     board = leaderboard(runs)
     atomic_write_text(args.out, comparison_report_html(board, runs))
     import json
 
     atomic_write_text(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
-    print(f"trustmh: wrote {args.out} and {args.out.with_suffix('.json')}", file=sys.stderr)
+    atomic_write_text(args.out.with_suffix(".csv"), leaderboard_csv(board))
+    print(f"trustmh: wrote {args.out}, {args.out.with_suffix('.json')} and {args.out.with_suffix('.csv')}",
+          file=sys.stderr)
     return 0
 
 

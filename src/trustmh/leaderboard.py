@@ -86,21 +86,31 @@ def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 direction = sub["direction"]
                 values[label] = sub["value"] if sub["status"] == "ok" else None
         per_subtask[sid] = {"direction": direction, "values": values, "ranks": rank_models(values, direction)}
+    # A mean of ranks is only fair over the same sub-tasks: a model that lacks one that another model has is
+    # not ranked on that pillar (and so not overall), and the coverage says why.
     pillar_rank: dict[str, dict[str, float]] = {}
+    not_ranked: dict[str, dict[str, list[str]]] = {}
     for pillar in PILLARS:
-        sids = [s for s in subtask_ids if s.split("/")[0] == pillar]
+        sids = [s for s in subtask_ids if s.split("/")[0] == pillar and per_subtask[s]["ranks"]]
         ranks: dict[str, float] = {}
         for label in labels:
-            mine = [per_subtask[s]["ranks"][label] for s in sids if label in per_subtask[s]["ranks"]]
-            if mine:
-                ranks[label] = float(np.mean(mine))
+            missing = [s for s in sids if label not in per_subtask[s]["ranks"]]
+            if missing and len(missing) < len(sids):
+                not_ranked.setdefault(label, {})[pillar] = missing
+            elif not missing and sids:
+                ranks[label] = float(np.mean([per_subtask[s]["ranks"][label] for s in sids]))
         if ranks:
             pillar_rank[pillar] = ranks
     overall_rank = {}
     for label in labels:
+        if label in not_ranked:
+            continue
         mine = [pillar_rank[p][label] for p in pillar_rank if label in pillar_rank[p]]
-        if mine:
+        if mine and len(mine) == len(pillar_rank):
             overall_rank[label] = float(np.mean(mine))
+    coverage = {label: {"subtasks": sorted(s for s in subtask_ids if per_subtask[s]["values"].get(label)
+                                           is not None),
+                        "not_ranked": not_ranked.get(label, {})} for label in labels}
     modes = sorted({r["mode"] for r in runs})
     return {
         "models": labels,
@@ -112,17 +122,44 @@ def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
                               for lab, r in zip(labels, runs, strict=True)},
         "overall_normalised": {lab: (r.get("overall") or {}).get("normalised")
                                for lab, r in zip(labels, runs, strict=True)},
-        "notes": (["runs mix modes; faithful and default numbers are not comparable"] if len(modes) > 1 else []),
+        "coverage": coverage,
+        "runs": {lab: {"model": r.get("model"), "folder": r.get("_folder"), "seed": r.get("seed"),
+                       "created": r.get("created"), "mode": r.get("mode"), "suite": r.get("suite")}
+                 for lab, r in zip(labels, runs, strict=True)},
+        "notes": (["runs mix modes; faithful and default numbers are not comparable"] if len(modes) > 1 else [])
+        + [f"{lab}: not ranked on {', '.join(sorted(miss))} (sub-tasks missing: "
+           f"{', '.join(sorted({x for v in miss.values() for x in v}))})" for lab, miss in not_ranked.items()],
     }
 
 
+def leaderboard_csv(board: dict[str, Any]) -> str:
+    """One row per (run, sub-task): value, rank, and the run's identity."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run", "model", "folder", "seed", "created", "subtask", "direction", "value", "rank"])
+    for sid, entry in board["subtasks"].items():
+        for label in board["models"]:
+            run = board["runs"][label]
+            value = entry["values"].get(label)
+            w.writerow([label, run["model"], run["folder"], run["seed"], run["created"], sid, entry["direction"],
+                        "" if value is None else value, entry["ranks"].get(label, "")])
+    return buf.getvalue()
+
+
 def _labels(runs: list[dict[str, Any]]) -> list[str]:
+    """Run names: the model, and where two runs share a model, their folder (then seed and date) too."""
     labels: list[str] = []
+    models = [str(r["model"]) for r in runs]
     for run in runs:
         label = str(run["model"])
-        k = 2
+        if models.count(label) > 1:
+            label = f"{label} [{run.get('_folder') or '?'}, seed {run.get('seed')}, {run.get('created') or '?'}]"
+        base, k = label, 2
         while label in labels:
-            label = f"{run['model']} ({k})"
+            label = f"{base} ({k})"
             k += 1
         labels.append(label)
     return labels

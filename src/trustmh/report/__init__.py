@@ -209,7 +209,11 @@ def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[R
 def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> str:
     models = board["models"]
     body = ["<h1>trustmh comparison</h1>",
-            f"<p class=\"muted\">{len(models)} runs · modes {esc(', '.join(board['modes']))}</p>"]
+            f"<p class=\"muted\">{len(models)} runs · modes {esc(', '.join(board['modes']))}</p>",
+            "<table><tr><th>run</th><th>model</th><th>folder</th><th>seed</th><th>date</th><th>suite</th></tr>"
+            + "".join(f"<tr><td>{esc(m)}</td><td>{esc(r.get('model'))}</td><td>{esc(r.get('folder'))}</td>"
+                      f"<td>{esc(r.get('seed'))}</td><td>{esc(r.get('created'))}</td><td>{esc(r.get('suite'))}</td>"
+                      "</tr>" for m, r in (board.get("runs") or {}).items()) + "</table>"]
     for note in board.get("notes") or []:
         body.append(f"<div class=\"banner\">{esc(note)}</div>")
     head = "".join(f"<th>{esc(m)}</th>" for m in models)
@@ -221,7 +225,9 @@ def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str,
     body.append("<tr><td>pillars covered</td>" + "".join(
         f"<td class=\"num\">{sum(v is not None for v in (board['pillar_normalised'].get(m) or {}).values())}"
         f"/{len(PILLARS)}</td>" for m in models) + "</tr></table>")
-    if len({tuple(sorted(board["pillar_normalised"].get(m) or {})) for m in models}) > 1:
+    covered = {m: tuple(sorted(p for p, v in (board["pillar_normalised"].get(m) or {}).items() if v is not None))
+               for m in models}
+    if len(set(covered.values())) > 1:
         body.append("<p class=\"banner\">The runs cover different pillars: overall scores and mean ranks "
                     "are only comparable between runs with the same coverage.</p>")
     body.append("<h2>Pillars</h2><table><tr><th>pillar</th>" + head + "</tr>")
