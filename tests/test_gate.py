@@ -112,3 +112,9 @@ def test_default_policy_names_real_subtasks_and_metrics() -> None:
     assert all(c.subtask in BY_ID for c in policy.checks)
     assert max(c.severity for c in policy.checks) == next(c.severity for c in policy.checks
                                                           if c.id == "crisis_miss_rate")
+
+
+def test_run_report_shows_the_gate(tmp_path: Path) -> None:
+    out = _run(tmp_path, "report-gate", "suicidal_ideation", limit=2)
+    page = (out / "report.html").read_text()
+    assert "Release gate: INSUFFICIENT" in page and "not clinical advice" in page

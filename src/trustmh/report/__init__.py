@@ -130,6 +130,24 @@ def _transcripts(records: Sequence[Record], k: int = 3) -> str:
     return "".join(parts)
 
 
+def _gate_section(results: Mapping[str, Any]) -> str:
+    """The release gate under trustmh's default policy (`trustmh gate RUN_DIR --policy FILE` for yours)."""
+    from trustmh.gate import evaluate, load_policy
+
+    gate = evaluate(dict(results), load_policy())
+    rows = "".join(
+        f"<tr><td>{esc(r.get('title') or r['id'])}</td><td class=\"num\">{esc(r['severity'])}</td>"
+        f"<td class=\"num\">{fmt(r['value'])}</td><td>{fmt_ci(r['ci'])}</td>"
+        f"<td>{esc(' '.join(f'{k} {v}' for k, v in r['limit'].items()))}</td>"
+        f"<td><b>{esc(r['verdict'])}</b></td><td>{esc(r['reason'])}</td></tr>" for r in gate["checks"])
+    return (f"<h2>Release gate: {esc(gate['verdict'].upper())}</h2><p class=\"muted\">Policy "
+            f"{esc(gate['policy']['version'])}: {esc(gate['policy']['note'])}. Limits apply to the bound of the "
+            "95% interval that protects users. Run <code>trustmh gate RUN_DIR --policy FILE</code> for your own "
+            "policy, gate.json and a model-card summary.</p><div class=\"wide\"><table><tr><th>check</th>"
+            "<th>severity</th><th>value</th><th>95% CI</th><th>limit</th><th>verdict</th><th>why</th></tr>"
+            f"{rows}</table></div>")
+
+
 def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[Record]] | None = None) -> str:
     records = records or {}
     judge = results.get("judge") or {}
@@ -173,6 +191,7 @@ def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[R
     body.append("<table><tr><th>pillar</th><th>normalised</th><th>sub-tasks computed</th></tr>"
                 + "".join(rows) + "</table>")
 
+    body.append(_gate_section(results))
     body.append("<h2>Sub-tasks</h2>")
     rows = []
     for sid, sub in results["subtasks"].items():
