@@ -38,6 +38,16 @@ def at_least(lo: int, what: str):  # noqa: ANN202
     return parse
 
 
+def _shard(value: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard expects I/N, e.g. 0/4, got {value!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
+    return i, n
+
+
 def _key_value(value: str) -> tuple[str, str]:
     if "=" not in value:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
@@ -80,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "configuration continues where it stopped)")
     run.add_argument("--max-tasks", type=at_least(1, "--max-tasks"), metavar="N",
                      help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
+    run.add_argument("--shard", type=_shard, metavar="I/N",
+                     help="run only slice I of N (0-based) of every sub-task's items; combine the N shard "
+                     "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
+    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
+                     help="split the run over N local processes (shards in OUT/workers/), then merge into OUT")
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
@@ -94,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="anti-sycophancy: every ELEPHANT row instead of the seeded sample (same as -O full=1)")
     run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
+
+    mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
+    mrg.add_argument("dirs", nargs="+", type=Path)
+    mrg.add_argument("--out", type=Path, required=True)
 
     rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
     rep.add_argument("dirs", nargs="+", type=Path)
@@ -135,15 +154,56 @@ def cmd_run(args: argparse.Namespace) -> int:
         if key in options and str(options[key]) != str(value):
             raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
         options[key] = str(value)
+    if args.workers and args.shard:
+        raise TrustmhError("--workers and --shard contradict each other; pass one")
+    if args.workers:
+        return run_workers(args)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks)
+                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
+                      shard=args.shard)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
+    return code
+
+
+def run_workers(args: argparse.Namespace) -> int:
+    """`--workers N`: N local `trustmh run --shard i/N` processes into OUT/workers/i, then `merge` into OUT."""
+    import subprocess
+
+    from trustmh.run import merge
+
+    argv = list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"]
+    cleaned: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("--workers", "--out"):
+            skip = True
+            continue
+        if a.startswith(("--workers=", "--out=")):
+            continue
+        cleaned.append(a)
+    dirs = [args.out / "workers" / str(i) for i in range(args.workers)]
+    procs = [subprocess.Popen([sys.executable, "-m", "trustmh.cli", *cleaned, "--shard", f"{i}/{args.workers}",
+                               "--out", str(d)]) for i, d in enumerate(dirs)]
+    codes = [p.wait() for p in procs]
+    if any(c not in (0, 1) for c in codes):
+        raise TrustmhError(f"a worker failed (exit codes {codes}); run the same command again to continue")
+    _, code = merge(dirs, args.out)
+    return max(code, *codes)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from trustmh.run import merge
+
+    _, code = merge(list(args.dirs), args.out)
     return code
 
 
@@ -220,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
         handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
-                                    "gate": cmd_gate, "list": cmd_list}
+                                    "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
         if debug:

@@ -61,6 +61,8 @@ class RunOptions:
     max_tasks: int | None = None
     # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
     more_judges: list[Any] = field(default_factory=list)
+    # (i, N): run only the i-th of N deterministic slices of every sub-task's items (`trustmh merge`).
+    shard: tuple[int, int] | None = None
 
 
 def model_label(model: Any) -> str:
@@ -124,11 +126,31 @@ def _log(msg: str) -> None:
     print(f"trustmh: {msg}", file=sys.stderr, flush=True)
 
 
-def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
-    """Run the evaluation; returns (results.json content, exit code)."""
-    from inspect_ai import eval_set
+@dataclass
+class RunPlan:
+    """What a run will do, decided before any model call: the context, the sub-tasks and their Inspect tasks,
+    and the results already known (not computed, errors). Shared by `run` and `merge`."""
 
-    from trustmh.tasks import build_task, capped, judge_role
+    opts: RunOptions
+    model: str
+    suite: str
+    judge: JudgeInfo
+    ctx: RunContext
+    chosen_ids: list[str]
+    results: dict[str, SubtaskResult] = field(default_factory=dict)
+    tasks: list[Any] = field(default_factory=list)
+    item_order: dict[str, dict[str, int]] = field(default_factory=dict)
+    subtasks: dict[str, Subtask] = field(default_factory=dict)
+    derived: dict[str, Subtask] = field(default_factory=dict)  # aggregated from another's records
+    hidden: set[str] = field(default_factory=set)  # run only for a derived sub-task: not published
+    generation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
+
+
+def plan_run(opts: RunOptions) -> RunPlan:
+    """Defaults, checks, the run context and the Inspect tasks (data is loaded here; no model is called)."""
+    from trustmh.tasks import build_task, capped
 
     model, suite, judge = resolve_defaults(opts)
     check_model_name(opts.model or model, "--model")
@@ -166,122 +188,144 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
                      cache=opts.cache)
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
-
-    out = Path(opts.out)
-    started = time.time()
-    continued = rundir.prepare(out, run_manifest(model, suite, ctx, [i.id for i in chosen], opts),
-                               overwrite=opts.overwrite)
-    if continued:
-        _log(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
-             "not paid again")
-        rundir.forget_errored_logs(out / "logs")
-
+    plan = RunPlan(opts=opts, model=model, suite=suite, judge=judge, ctx=ctx,
+                   chosen_ids=[info.id for info in chosen])
     reset_resolved()
-    results: dict[str, SubtaskResult] = {}
-    records: dict[str, list[Record]] = {}
-    generation: dict[str, dict[str, Any]] = {}
-    errors: list[str] = []
-    tasks = []
-    item_order: dict[str, dict[str, int]] = {}
-    subtasks: dict[str, Subtask] = {}
-    chosen_ids = [info.id for info in chosen]
-    derived: dict[str, Subtask] = {}  # sub-tasks aggregated from another's records (no task of their own)
-    hidden: set[str] = set()  # sources run only for a derived sub-task: their own result is not published
-    queue = list(chosen_ids)
+    queue = list(plan.chosen_ids)
     while queue:
         sid = queue.pop(0)
-        if sid in subtasks or sid in results:
+        if sid in plan.subtasks or sid in plan.results:
             continue
         if not is_implemented(sid):
-            results[sid] = SubtaskResult.not_computed("not implemented yet", "higher")
+            plan.results[sid] = SubtaskResult.not_computed("not implemented yet", "higher")
             continue
         subtask = get_subtask(sid)
         direction = subtask.direction(opts.mode)
         reason = subtask.not_computed_reason(ctx)
         if reason is not None:
-            results[sid] = SubtaskResult.not_computed(reason, direction)
+            plan.results[sid] = SubtaskResult.not_computed(reason, direction)
             _log(f"{sid}: not computed ({reason})")
             continue
         if subtask.derived_from is not None:
-            derived[sid] = subtask
-            if subtask.derived_from not in chosen_ids:
-                hidden.add(subtask.derived_from)
+            plan.derived[sid] = subtask
+            if subtask.derived_from not in plan.chosen_ids:
+                plan.hidden.add(subtask.derived_from)
                 queue.append(subtask.derived_from)
             continue
         try:
             task = build_task(sid, ctx)
-            tasks.append(task)
-            item_order[sid] = {str(sample.id): i for i, sample in enumerate(task.dataset)}
+            plan.tasks.append(task)
+            plan.item_order[sid] = {str(sample.id): i for i, sample in enumerate(task.dataset)}
             gen = subtask.generation(ctx)
-            generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
-                               "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
+            plan.generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
+                                    "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
         except TrustmhError as exc:
-            errors.append(f"{sid}: {exc}")
-            results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
+            plan.errors.append(f"{sid}: {exc}")
+            plan.results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
             _log(f"{sid}: ERROR {exc}")
             continue
-        subtasks[sid] = subtask
-
-    if not tasks and errors and not derived:
+        plan.subtasks[sid] = subtask
+    if not plan.tasks and plan.errors and not plan.derived:
         # nothing could be evaluated: bad input, reported before any model call, and no result written
-        raise TrustmhError("; ".join(errors))
-    model_reported = None
-    if tasks:
-        # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
-        kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "attempt_timeout": opts.timeout,
-                                  "timeout": opts.timeout * (opts.max_retries + 2),
-                                  # a sample whose call failed in a way the provider does not retry (a 200
-                                  # with half a JSON body) is run again, a bounded number of times
-                                  "retry_on_error": SAMPLE_RETRIES}
-        if opts.max_connections is not None:
-            kwargs["max_connections"] = opts.max_connections
-        elif model.startswith("gguf/"):
-            kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
-            # provider's own default and would queue 20 requests behind its lock)
-        grader = opts.judge if (opts.judge is not None and not opts.no_judge) else judge.model
-        roles: dict[str, Any] = {}
-        if judge.model:
-            roles["grader"] = grader
-            for index, member in enumerate(opts.more_judges, start=1):
-                roles[judge_role(index)] = member
-        max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
-        with response_cache_dir(out):
-            # An eval set, so that running the same command again continues the run: finished sub-tasks
-            # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
-            _, logs = eval_set(
-                tasks,
-                log_dir=str(out / "logs"),
-                retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
-                retry_immediate=False,
-                model=opts.model or model,
-                model_roles=roles or None,
-                max_tasks=max_tasks,
-                # progress must stay visible when output goes to a file or a CI log, not only on a terminal
-                display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
-                fail_on_error=False,
-                **kwargs,
-            )
-        from trustmh.tasks.logs import records_from_log
+        raise TrustmhError("; ".join(plan.errors))
+    return plan
 
-        for log in logs:
-            sid = (log.eval.metadata or {}).get("trustmh_subtask")
-            if sid is None:
-                continue
-            subtask = subtasks[sid]
-            recs, n_errors, reported = records_from_log(log)
-            # canonical order (dataset order, then epoch), so results never depend on completion order,
-            # on how a resumed run was interrupted, or on how samples were spread over processes
-            order = item_order[sid]
-            recs.sort(key=lambda r: (order.get(r.item_id, len(order)), r.epoch))
-            model_reported = model_reported or reported
-            if log.status != "success":
-                msg = log.error.message if log.error else log.status
-                errors.append(f"{sid}: task {log.status}: {msg}")
-            if n_errors:
-                errors.append(f"{sid}: {n_errors} sample(s) errored")
-            records[sid] = recs
-            results[sid] = aggregate(subtask, recs, ctx, n_errors)
-    for sid, subtask in derived.items():
+
+def shard_tasks(plan: RunPlan, shard: tuple[int, int]) -> None:
+    """Keep this shard's slice of every task: items k with k mod N == i, in dataset order, after each
+    sub-task's own seeded selection, so the shards together hold exactly the items of a single run."""
+    from inspect_ai.dataset import MemoryDataset
+
+    index, count = shard
+    kept = []
+    for task in plan.tasks:
+        samples = [s for k, s in enumerate(task.dataset) if k % count == index]
+        if samples:
+            task.dataset = MemoryDataset(samples, name=task.dataset.name)
+            kept.append(task)
+    plan.tasks = kept
+
+
+def execute(plan: RunPlan, out: Path) -> list[Any]:
+    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
+    from inspect_ai import eval_set
+
+    from trustmh.tasks import judge_role
+
+    opts, model = plan.opts, plan.model
+    if not plan.tasks:
+        return []
+    # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
+    kwargs: dict[str, Any] = {"max_retries": opts.max_retries, "attempt_timeout": opts.timeout,
+                              "timeout": opts.timeout * (opts.max_retries + 2),
+                              # a sample whose call failed in a way the provider does not retry (a 200
+                              # with half a JSON body) is run again, a bounded number of times
+                              "retry_on_error": SAMPLE_RETRIES}
+    if opts.max_connections is not None:
+        kwargs["max_connections"] = opts.max_connections
+    elif model.startswith("gguf/"):
+        kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
+        # provider's own default and would queue 20 requests behind its lock)
+    grader = opts.judge if (opts.judge is not None and not opts.no_judge) else plan.judge.model
+    roles: dict[str, Any] = {}
+    if plan.judge.model:
+        roles["grader"] = grader
+        for index, member in enumerate(opts.more_judges, start=1):
+            roles[judge_role(index)] = member
+    max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
+    with response_cache_dir(out):
+        # An eval set, so that running the same command again continues the run: finished sub-tasks
+        # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
+        _, logs = eval_set(
+            plan.tasks,
+            log_dir=str(out / "logs"),
+            retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
+            retry_immediate=False,
+            model=opts.model or model,
+            model_roles=roles or None,
+            max_tasks=max_tasks,
+            # progress must stay visible when output goes to a file or a CI log, not only on a terminal
+            display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
+            fail_on_error=False,
+            **kwargs,
+        )
+    return list(logs)
+
+
+def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], str | None]:
+    """Records per sub-task from the logs (several logs of one sub-task, e.g. shards, are pooled), in the
+    canonical order: dataset order, then epoch. Results never depend on completion order, on how a resumed
+    run was interrupted, or on how samples were spread over processes. Errors go into the plan."""
+    from trustmh.tasks.logs import records_from_log
+
+    records: dict[str, list[Record]] = {}
+    model_reported = None
+    for log in logs:
+        sid = (log.eval.metadata or {}).get("trustmh_subtask")
+        if sid is None or sid not in plan.subtasks:
+            continue
+        recs, n_errors, reported = records_from_log(log)
+        model_reported = model_reported or reported
+        if log.status != "success":
+            msg = log.error.message if log.error else log.status
+            plan.errors.append(f"{sid}: task {log.status}: {msg}")
+        if n_errors:
+            plan.errors.append(f"{sid}: {n_errors} sample(s) errored")
+        records.setdefault(sid, []).extend(recs)
+        plan.n_errors[sid] = plan.n_errors.get(sid, 0) + n_errors
+    for sid, recs in records.items():
+        order = plan.item_order[sid]
+        recs.sort(key=lambda r: (order.get(r.item_id, len(order)), r.epoch))
+    return records, model_reported
+
+
+def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path,
+             started: float, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """Aggregate, write the run directory's results, scrub secrets, report errors."""
+    ctx, results, errors = plan.ctx, plan.results, plan.errors
+    for sid, subtask in plan.subtasks.items():
+        results[sid] = aggregate(subtask, records.get(sid, []), ctx, plan.n_errors.get(sid, 0))
+    for sid, subtask in plan.derived.items():
         source = subtask.derived_from or ""
         if source in records:
             errs = results[source].metrics.get("n_errors", 0)
@@ -289,16 +333,17 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
             results[sid].notes.append(f"aggregated from the replies and judge calls of {source}")
         elif source in results:
             results[sid] = SubtaskResult.not_computed(f"{source} was not computed ({results[source].reason})",
-                                                      subtask.direction(opts.mode))
-    for sid in hidden:
+                                                      subtask.direction(ctx.mode))
+    for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
-    run_results = RunResults(model=model, ctx=ctx, subtasks=results, records=records,
-                             model_reported=model_reported, errors=errors, extra={"generation": generation})
+    run_results = RunResults(model=plan.model, ctx=ctx, subtasks=results, records=records,
+                             model_reported=model_reported, errors=errors,
+                             extra={"generation": plan.generation, **(extra or {})})
     data = write_run(run_results, out)
     if "mentalbench/generation" in records:
         from trustmh.mentalbench.export import export_long_table
 
-        written = export_long_table(records["mentalbench/generation"], out, model_label=model)
+        written = export_long_table(records["mentalbench/generation"], out, model_label=plan.model)
         if "judge_long" not in written:
             _log("judge_long.csv not written: no judged reply in this run is one of the human-rated "
                  "MentalAlign responses (judge the released responses with `trustmh rescore --format "
@@ -312,6 +357,30 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         _log(f"error: {redact(err, secrets)}")
     _log(f"wrote {out / 'results.json'}, {out / 'results.csv'}, {out / 'report.html'}")
     return data, (1 if errors else 0)
+
+
+def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
+    """Run the evaluation; returns (results.json content, exit code)."""
+    plan = plan_run(opts)
+    out = Path(opts.out)
+    started = time.time()
+    manifest = run_manifest(plan.model, plan.suite, plan.ctx, plan.chosen_ids, opts)
+    if opts.shard is not None:
+        manifest["shard"] = list(opts.shard)
+    continued = rundir.prepare(out, manifest, overwrite=opts.overwrite)
+    if continued:
+        _log(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
+             "not paid again")
+        rundir.forget_errored_logs(out / "logs")
+    extra: dict[str, Any] = {}
+    if opts.shard is not None:
+        shard_tasks(plan, opts.shard)
+        extra = {"shard": list(opts.shard),
+                 "notice": f"shard {opts.shard[0]}/{opts.shard[1]}: a slice of the items, not a result; combine "
+                           "all shards with `trustmh merge`"}
+    logs = execute(plan, out)
+    records, model_reported = collect(plan, logs)
+    return finalize(plan, records, model_reported, out, started, extra)
 
 
 @contextmanager
@@ -382,3 +451,62 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
     if recovered:
         result.notes.append(f"{recovered} judge repl(ies) were cut off by the token limit; their complete "
                             "score fields were recovered and used")
+
+
+def options_from_manifest(manifest: dict[str, Any], out: Path) -> RunOptions:
+    """The RunOptions that reproduce a run from its manifest (`run.json`), for merging its shards."""
+    judges = list(manifest.get("judges") or [])
+    options = {k: v for k, v in (manifest.get("options") or {}).items() if k not in ("judges",)}
+    return RunOptions(model=manifest["model"], suite=manifest["suite"], subtasks=list(manifest["subtasks"]),
+                      limit=manifest.get("limit"), judge=judges[0] if judges else None,
+                      more_judges=judges[1:], no_judge=not judges,
+                      judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
+                      seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options,
+                      cache=bool(manifest.get("cache", True)))
+
+
+def merge(dirs: list[Path], out: Path) -> tuple[dict[str, Any], int]:
+    """Combine the shards of one run (`trustmh run --shard i/N` into each of `dirs`) into `out`: checks that
+    they belong together (same configuration and versions), that no slice is missing or doubled, then
+    aggregates their records exactly as a single-process run would."""
+    from inspect_ai.log import read_eval_log
+
+    manifests = []
+    for d in dirs:
+        path = Path(d) / rundir.MANIFEST
+        try:
+            manifests.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise TrustmhError(f"{path}: not a trustmh shard run directory ({exc})") from None
+    shards = []
+    for d, m in zip(dirs, manifests, strict=True):
+        if not isinstance(m.get("shard"), list) or len(m["shard"]) != 2:
+            raise TrustmhError(f"{d}: not a shard (run it with --shard i/N)")
+        shards.append((int(m["shard"][0]), int(m["shard"][1])))
+    base = {k: v for k, v in manifests[0].items() if k != "shard"}
+    for d, m in zip(dirs[1:], manifests[1:], strict=True):
+        other = {k: v for k, v in m.items() if k != "shard"}
+        diffs = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+        if diffs:
+            raise TrustmhError(f"{d}: belongs to another run than {dirs[0]} (differs in {', '.join(diffs)})")
+    counts = {n for _, n in shards}
+    if len(counts) != 1:
+        raise TrustmhError(f"shards split the run differently: {sorted(counts)} slices")
+    n = counts.pop()
+    seen = [i for i, _ in shards]
+    doubled = sorted({i for i in seen if seen.count(i) > 1})
+    missing = sorted(set(range(n)) - set(seen))
+    if doubled or missing:
+        raise TrustmhError(f"shards of a {n}-way split: " + "; ".join(
+            ([f"slice(s) {doubled} given twice"] if doubled else [])
+            + ([f"slice(s) {missing} missing"] if missing else [])))
+    for d in dirs:
+        if not (Path(d) / "results.json").exists():
+            raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
+    started = time.time()
+    plan = plan_run(options_from_manifest(base, out))
+    rundir.prepare(out, base, overwrite=False)
+    logs = [read_eval_log(str(p)) for d in dirs for p in sorted((Path(d) / "logs").glob("*.eval"))]
+    records, model_reported = collect(plan, logs)
+    _log(f"merged {len(dirs)} shards into {out}")
+    return finalize(plan, records, model_reported, out, started)
