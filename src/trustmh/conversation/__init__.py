@@ -1,0 +1,1 @@
+"""Multi-turn conversations (issue 13): plain-Python scoring, no Inspect imports."""
