@@ -90,7 +90,9 @@ def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
 
 def run_manifest(model: str, suite: str, ctx: RunContext, subtask_ids: list[str], opts: RunOptions
                  ) -> dict[str, Any]:
-    """Everything that changes what a run computes, with the versions that compute it (`run.json`)."""
+    """Everything that changes what a run computes, with the versions that compute it (`run.json`). Settings
+    that only bound, pace or show a run (timeouts, retries, connections, tasks at once, display, cache) may
+    change between invocations of one run."""
     import inspect_ai
 
     import trustmh
@@ -99,7 +101,7 @@ def run_manifest(model: str, suite: str, ctx: RunContext, subtask_ids: list[str]
         "trustmh_version": trustmh.__version__, "inspect_version": inspect_ai.__version__,
         "model": model, "suite": suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
         "judges": ctx.judges, "judge_validated": ctx.judge.validated, "subtasks": subtask_ids,
-        "options": ctx.options, "n_boot": ctx.n_boot, "cache": ctx.cache,
+        "options": ctx.options, "n_boot": ctx.n_boot,
     }, default=str))
 
 
@@ -461,8 +463,7 @@ def options_from_manifest(manifest: dict[str, Any], out: Path) -> RunOptions:
                       limit=manifest.get("limit"), judge=judges[0] if judges else None,
                       more_judges=judges[1:], no_judge=not judges,
                       judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
-                      seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options,
-                      cache=bool(manifest.get("cache", True)))
+                      seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options)
 
 
 def merge(dirs: list[Path], out: Path) -> tuple[dict[str, Any], int]:

@@ -24,8 +24,6 @@ from trustmh.results import atomic_write_text
 
 MANIFEST = "run.json"
 RESULT_FILES = ("results.json", "results.csv", "items.jsonl", "report.html", "judge_long.csv", "human_long.csv")
-# Settings that bound or display a run without changing what it computes: a resumed run may change them.
-OPERATIONAL = ("timeout", "max_retries", "max_connections", "display", "max_tasks")
 
 
 def check_writable(out: Path) -> None:
