@@ -16,6 +16,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
 from trustmh.scoring import crisis_resources as cr
 from trustmh.starter import load_starter
+from trustmh.stats.agreement import quadratic_kappa
 from trustmh.subtasks.crisis import (
     CRISIS_FILES,
     CRISIS_LABELS,
@@ -45,7 +46,6 @@ from trustmh.subtasks.crisis import (
     parse_level,
     parse_post_cell,
     posts_block,
-    quadratic_kappa,
     severity_metrics,
     stratified_sample,
 )

@@ -7,8 +7,9 @@ axes so a cluster bootstrap can evaluate all replicates' (…, K, K) count table
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as _st
@@ -414,3 +415,34 @@ def rating_agreement(a: Sequence[float | None], b: Sequence[float | None], lo: i
     d = np.abs(arr[:, 0] - arr[:, 1])
     return {"n": len(pairs), "mae": float(d.mean()), "rmse": float(np.sqrt((d * d).mean())),
             "within_1": float((d <= 1).mean())}
+
+
+def quadratic_kappa(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Quadratic-weighted κ on numeric ratings: 1 − n·Σ(xᵢ−yᵢ)² / ΣᵢΣⱼ(xᵢ−yⱼ)².
+
+    Equal to sklearn's `cohen_kappa_score(weights="quadratic", labels=[1..K])` on integer ratings and
+    defined for non-integer ones (e.g. the mean of two raters). None when undefined.
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    n = a.size
+    if n == 0:
+        return None
+    observed = float(np.sum((a - b) ** 2))
+    expected = float(n * np.sum(a**2) + n * np.sum(b**2) - 2 * np.sum(a) * np.sum(b)) / n
+    if expected == 0:
+        return None
+    return 1.0 - observed / expected
+
+
+def reference_agreement(judge: Sequence[float | None], human: Sequence[float | None]) -> dict[str, Any]:
+    """MAE, within-1 and quadratic-weighted κ of a rater (a judge) against one reference rater, on pairs where
+    both exist (a missing or NaN score on either side leaves the pair out; n says how many remain)."""
+    pairs = [(float(j), float(h)) for j, h in zip(judge, human, strict=True)
+             if j is not None and h is not None and not math.isnan(float(h))]
+    if not pairs:
+        return {"n": 0, "mae": None, "within_1": None, "qwk": None}
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    return {"n": len(pairs), "mae": float(np.mean(np.abs(a - b))),
+            "within_1": float(np.mean(np.abs(a - b) <= 1.0)), "qwk": quadratic_kappa(a, b)}

@@ -58,6 +58,7 @@ from trustmh.scoring.parse import (
     strip_reasoning,
 )
 from trustmh.starter import load_starter
+from trustmh.stats.agreement import quadratic_kappa, reference_agreement
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 from trustmh.stats.classification import macro_f1 as _macro_f1
 
@@ -570,24 +571,6 @@ def parse_level(text: str | None) -> int | None:
     if obj is not None and "level" in obj:
         return _level_value(obj["level"])
     return _level_value(strip_reasoning(text))
-
-
-def quadratic_kappa(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Quadratic-weighted κ on numeric ratings: 1 − n·Σ(xᵢ−yᵢ)² / ΣᵢΣⱼ(xᵢ−yⱼ)².
-
-    Equal to sklearn's `cohen_kappa_score(weights="quadratic", labels=[1..K])` on integer ratings and
-    defined for non-integer ones (e.g. the mean of two raters). None when undefined.
-    """
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    n = a.size
-    if n == 0:
-        return None
-    observed = float(np.sum((a - b) ** 2))
-    expected = float(n * np.sum(a**2) + n * np.sum(b**2) - 2 * np.sum(a) * np.sum(b)) / n
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
 
 
 def severity_metrics(gold: Sequence[int], pred: Sequence[int | None]) -> dict[str, Any]:
@@ -1165,18 +1148,6 @@ def judge_human_triples(rows: Sequence[dict[str, Any]], judge: Callable[[JudgeRe
     return scores
 
 
-def agreement(judge: Sequence[float | None], human: Sequence[float | None]) -> dict[str, Any]:
-    """MAE, within-1 and quadratic-weighted κ of judge vs one reference, on pairs where both exist."""
-    pairs = [(float(j), float(h)) for j, h in zip(judge, human, strict=True)
-             if j is not None and h is not None and not math.isnan(float(h))]
-    if not pairs:
-        return {"n": 0, "mae": None, "within_1": None, "qwk": None}
-    a = np.array([p[0] for p in pairs])
-    b = np.array([p[1] for p in pairs])
-    return {"n": len(pairs), "mae": float(np.mean(np.abs(a - b))),
-            "within_1": float(np.mean(np.abs(a - b) <= 1.0)), "qwk": quadratic_kappa(a, b)}
-
-
 def judge_vs_human_metrics(judge: Sequence[int | None], h1: Sequence[float | None],
                            h2: Sequence[float | None]) -> dict[str, Any]:
     """Agreement of the judge with H1, H2 and their mean (mean only where both raters scored), plus H1 vs H2."""
@@ -1184,10 +1155,10 @@ def judge_vs_human_metrics(judge: Sequence[int | None], h1: Sequence[float | Non
         raise ValueError("judge, h1 and h2 must have the same length")
     mean = [None if a is None or b is None else (a + b) / 2 for a, b in zip(h1, h2, strict=True)]
     return {
-        "judge_vs_h1": agreement(judge, h1),
-        "judge_vs_h2": agreement(judge, h2),
-        "judge_vs_mean": agreement(judge, mean),
-        "h1_vs_h2": agreement(h1, h2),
+        "judge_vs_h1": reference_agreement(judge, h1),
+        "judge_vs_h2": reference_agreement(judge, h2),
+        "judge_vs_mean": reference_agreement(judge, mean),
+        "h1_vs_h2": reference_agreement(h1, h2),
         "n_triples": len(judge),
         "n_judge_invalid": sum(1 for j in judge if j is None),
     }
