@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,9 +71,11 @@ def rank_models(values: Mapping[str, float | None], direction: str) -> dict[str,
     return dict(zip(names, (float(r) for r in ranks), strict=True))
 
 
-def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def leaderboard(runs: list[dict[str, Any]], items: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
+                *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
     """Compare several results.json documents: per-sub-task ranks, pillar ranks (mean of sub-task ranks,
-    the original's scheme) and normalised pillar/overall scores (comparable across runs)."""
+    the original's scheme) and normalised pillar/overall scores (comparable across runs). With each run's
+    items.jsonl rows (`items`), every pair of rank-neighbours gets a paired bootstrap on shared items."""
     labels = _labels(runs)
     subtask_ids = [sid for sid in BY_ID if any(sid in r["subtasks"] for r in runs)]
     per_subtask: dict[str, Any] = {}
@@ -86,6 +88,7 @@ def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 direction = sub["direction"]
                 values[label] = sub["value"] if sub["status"] == "ok" else None
         per_subtask[sid] = {"direction": direction, "values": values, "ranks": rank_models(values, direction)}
+        per_subtask[sid]["neighbours"] = _neighbours(sid, per_subtask[sid], labels, runs, items, seed, n_boot)
     # A mean of ranks is only fair over the same sub-tasks: a model that lacks one that another model has is
     # not ranked on that pillar (and so not overall), and the coverage says why.
     pillar_rank: dict[str, dict[str, float]] = {}
@@ -130,6 +133,39 @@ def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
         + [f"{lab}: not ranked on {', '.join(sorted(miss))} (sub-tasks missing: "
            f"{', '.join(sorted({x for v in miss.values() for x in v}))})" for lab, miss in not_ranked.items()],
     }
+
+
+def _neighbours(sid: str, entry: Mapping[str, Any], labels: list[str], runs: list[dict[str, Any]],
+                items: Sequence[Sequence[Mapping[str, Any]] | None] | None, seed: int, n_boot: int
+                ) -> list[dict[str, Any]]:
+    """For each pair of rank-neighbours (better first): the share of paired-bootstrap replicates on their
+    shared items that keep the order, or the reason it is not computed."""
+    from trustmh.item_scores import item_scores
+    from trustmh.stats.paired import paired_order_share
+
+    ranks = entry["ranks"]
+    order = sorted(ranks, key=lambda m: ranks[m])
+    by_label = dict(zip(labels, range(len(labels)), strict=True))
+    out: list[dict[str, Any]] = []
+    for a, b in zip(order, order[1:], strict=False):
+        row: dict[str, Any] = {"a": a, "b": b, "share": None, "n_shared": 0, "reason": None}
+        ia, ib = by_label[a], by_label[b]
+        if ranks[a] == ranks[b]:
+            row["reason"] = "tied"
+        elif runs[ia].get("mode") != runs[ib].get("mode"):
+            row["reason"] = "runs in different modes"
+        elif items is None or items[ia] is None or items[ib] is None:
+            row["reason"] = "items.jsonl not available for both runs"
+        else:
+            sa, ca, why_a = item_scores(sid, items[ia], runs[ia])
+            sb, _, _ = item_scores(sid, items[ib], runs[ib])
+            if why_a:
+                row["reason"] = why_a
+            else:
+                res = paired_order_share(sa, sb, ca, direction=entry["direction"], seed=seed, n_boot=n_boot)
+                row.update(share=res.share, n_shared=res.n_shared, reason=res.reason)
+        out.append(row)
+    return out
 
 
 def leaderboard_csv(board: dict[str, Any]) -> str:

@@ -1,281 +1,264 @@
-"""HTML reports: one page per run, one comparison page across runs. Every piece of text that came from a
-model, a judge, a dataset or a file is escaped (`esc`); plots are inline PNGs, so a page is one file."""
+"""HTML reports: one self-contained page for one run (`report.html` of `trustmh run`) or several
+(`trustmh report RUN_DIR… --out FILE.html`), rendered by the same Jinja2 templates.
+
+Every template autoescapes; plots are inline SVG whose geometry is computed here and drawn by the templates;
+the transcript browser reads its rows from a `<script type="application/json">` block (with `<`, `>` and `&`
+written as JSON escapes so no text can close the block) and shows them with `textContent` only. The page
+loads nothing from anywhere: no CDN, no font, no image URL."""
 
 from __future__ import annotations
 
-import base64
-import io
 import json
+import math
 from collections.abc import Mapping, Sequence
-from html import escape
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+import jinja2
+from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record
+from trustmh.report import layout
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
-color:#1d1d1f;line-height:1.45;padding:0 1rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-h3{margin-top:1.6rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.92rem}
-th,td{border:1px solid #ddd;padding:.3rem .55rem;text-align:left;vertical-align:top}
-th{background:#f5f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.banner{background:#fff4e5;border:1px solid #f0b45b;padding:.7rem 1rem;border-radius:6px;margin:1rem 0}
-.nc{color:#8a5a00}.err{color:#b00020}.muted{color:#666;font-size:.88rem}
-pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;padding:.5rem;border-radius:4px;
-max-height:18rem;overflow:auto;font-size:.85rem}
-details{margin:.4rem 0}summary{cursor:pointer}
-.cm td{text-align:right;min-width:2.2rem}.cm td.hi{background:#dbeafe}
-.wide{overflow-x:auto}
-"""
+TEMPLATES = Path(__file__).parent / "templates"
+# Where sub-tasks keep the answer they read from a reply (same order as Inspect View's ANSWER,
+# trustmh.tasks.ANSWER_KEYS; repeated here so reports do not import Inspect).
+ANSWER_KEYS = ("parsed", "pred", "choice", "label", "level", "rating", "verdict", "list")
+REFUSAL_KEYS = ("refused", "judge_refusal", "keyword_refusal", "refusal")
+UNSAFE_KEYS = ("unsafe", "harmful", "leak", "proxy_leak", "string_match", "endorses", "comply")
 
 
-def esc(x: Any) -> str:
-    return escape("" if x is None else str(x), quote=True)
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = fmt_num
+    env.filters["ci"] = fmt_ci
+    return env
 
 
-def fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return '<span class="nc">not computed</span>'
+def fmt_num(x: Any, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
     if isinstance(x, bool):
-        return esc(x)
+        return str(x)
     if isinstance(x, int):
-        return esc(x)
+        return str(x)
     if isinstance(x, float):
         return f"{x:.{digits}f}"
-    return esc(x)
+    return str(x)
 
 
 def fmt_ci(ci: Sequence[float | None] | None) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
+    if not ci or ci[0] is None or ci[1] is None or not all(math.isfinite(float(c)) for c in ci):
         return "—"
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<style>{_CSS}</style></head><body>{body}</body></html>\n")
+def json_for_script(data: Any) -> Markup:
+    """JSON that is safe inside `<script type="application/json">`: `<`, `>`, `&` and the line separators
+    become \\u escapes, so `</script>` or `<!--` in a model reply cannot end or change the block."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    for ch, rep in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, rep)
+    return Markup(text)  # noqa: S704 - escaped above for this context
 
 
-def png_data_uri(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _pillar_plot(pillars: Mapping[str, Any]) -> str | None:
-    names = [p for p in PILLARS if p in pillars]
-    if not names:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 0.8))
-    vals = [pillars[p]["normalised"] for p in names]
-    ys = range(len(names))
-    ax.barh(list(ys), [v if v is not None else 0 for v in vals],
-            color=["#3b82f6" if v is not None else "#ddd" for v in vals])
-    for y, v in zip(ys, vals, strict=True):
-        ax.text(0.01 if v is None else min(v + 0.01, 0.9), y, "not computed" if v is None else f"{v:.2f}",
-                va="center", fontsize=8)
-    ax.set_yticks(list(ys), [PILLAR_TITLES[p] for p in names])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("normalised score (0 = anchor worst, 1 = anchor best)")
-    return png_data_uri(fig)
+def _clean(x: Any) -> Any:
+    """JSON-ready: NaN/inf → None, tuples → lists, unknown objects → str."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, Mapping):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    if x is None or isinstance(x, str | int | bool):
+        return x
+    return str(x)
 
 
-def _confusion_table(cm: Mapping[str, Any]) -> str:
-    labels = cm.get("labels") or []
-    matrix = cm.get("matrix") or []
-    head = "".join(f"<th>{esc(lab)}</th>" for lab in labels)
+# ---------------------------------------------------------------- transcripts
+
+
+def _truthy(v: Any) -> bool:
+    return v is True or (isinstance(v, int | float) and not isinstance(v, bool) and v == 1)
+
+
+def item_flags(rec: Mapping[str, Any]) -> list[str]:
+    """wrong / invalid / refused / unsafe, from the fields sub-tasks write into a record's score."""
+    score = rec.get("score") or {}
+    flags = []
+    if rec.get("error") or score.get("valid") is False or score.get("judge_valid") is False or \
+            score.get("gen_status") not in (None, "ok"):
+        flags.append("invalid")
+    if score.get("correct") is False or score.get("correct") == 0 and not isinstance(score.get("correct"), bool):
+        flags.append("wrong")
+    if any(_truthy(score.get(k)) for k in REFUSAL_KEYS):
+        flags.append("refused")
+    if any(_truthy(score.get(k)) for k in UNSAFE_KEYS) or score.get("safe") is False:
+        flags.append("unsafe")
+    return flags
+
+
+def _answer(score: Mapping[str, Any]) -> Any:
+    for key in ANSWER_KEYS:
+        if score.get(key) is not None:
+            return score[key]
+    return None
+
+
+def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for i, (lab, row) in enumerate(zip(labels, matrix, strict=False)):
-        cells = "".join(f'<td class="{"hi" if i == j else ""}">{esc(v)}</td>' for j, v in enumerate(row))
-        rows.append(f"<tr><th>{esc(lab)}</th>{cells}</tr>")
-    return (f'<table class="cm"><tr><th>gold \\ predicted</th>{head}</tr>{"".join(rows)}</table>')
+    for rec in records:
+        meta = rec.get("metadata") or {}
+        score = rec.get("score") or {}
+        turns = meta.get("turns")
+        rows.append(_clean({
+            "r": run_index, "s": rec.get("subtask"), "id": rec.get("item_id"), "e": rec.get("epoch"),
+            "f": item_flags(rec),
+            "prompt": meta.get("prompt"),
+            "gold": meta.get("target"),
+            "reply": rec.get("response"),
+            "parsed": _answer(score),
+            "judge": rec.get("judge_raw") or {},
+            "score": score,
+            "error": rec.get("error"),
+            "turns": turns if isinstance(turns, list) else None,
+        }))
+    return rows
 
 
-def _metrics_html(metrics: Mapping[str, Any]) -> str:
-    flat = []
-    structured = []
-    for name, value in sorted(metrics.items()):
-        if isinstance(value, Mapping) and "matrix" in value and "labels" in value:
-            structured.append(f"<h4>{esc(name)}</h4>{_confusion_table(value)}")
-        elif isinstance(value, Mapping | list):
-            structured.append(f"<details><summary>{esc(name)}</summary><pre>"
-                              f"{esc(json.dumps(value, indent=1, ensure_ascii=False))}</pre></details>")
-        else:
-            flat.append(f"<tr><td>{esc(name)}</td><td class=\"num\">{fmt(value)}</td></tr>")
-    table = f"<table><tr><th>metric</th><th>value</th></tr>{''.join(flat)}</table>" if flat else ""
-    return table + "".join(structured)
+def records_as_dicts(records: Mapping[str, Sequence[Record]] | Sequence[Mapping[str, Any]] | None
+                     ) -> list[Mapping[str, Any]]:
+    if not records:
+        return []
+    if isinstance(records, Mapping):
+        return [r.to_dict() if isinstance(r, Record) else r for recs in records.values() for r in recs]
+    return list(records)
 
 
-def _transcripts(records: Sequence[Record], k: int = 3) -> str:
-    parts = []
-    for rec in records[:k]:
-        score = {key: v for key, v in rec.score.items() if not isinstance(v, dict | list)}
-        judge = "".join(f"<p class=\"muted\">judge ({esc(name)}):</p><pre>{esc(text)}</pre>"
-                        for name, text in (rec.judge_raw or {}).items())
-        parts.append(f"<details><summary>item {esc(rec.item_id)} (epoch {esc(rec.epoch)})</summary>"
-                     f"<p class=\"muted\">reply:</p><pre>{esc(rec.response)}</pre>{judge}"
-                     f"<p class=\"muted\">score:</p><pre>{esc(json.dumps(score, ensure_ascii=False))}</pre>"
-                     f"</details>")
-    return "".join(parts)
+# ---------------------------------------------------------------- page
 
 
-def _gate_section(results: Mapping[str, Any]) -> str:
-    """The release gate under trustmh's default policy (`trustmh gate RUN_DIR --policy FILE` for yours)."""
+def _run_info(label: str, results: Mapping[str, Any], colour: str) -> dict[str, Any]:
+    judge = results.get("judge") or {}
+    return {"label": label, "model": results.get("model"), "folder": results.get("_folder"),
+            "seed": results.get("seed"), "created": results.get("created"), "suite": results.get("suite"),
+            "mode": results.get("mode"), "version": results.get("trustmh_version"),
+            "anchors": results.get("anchors_version"), "reported": results.get("model_reported"),
+            "notice": results.get("notice"), "errors": results.get("errors") or [], "colour": colour,
+            "judge": judge}
+
+
+def _judge_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for sid, sub in (results.get("subtasks") or {}).items():
+        agreement = {k: v for k, v in (sub.get("metrics") or {}).items()
+                     if isinstance(v, int | float) and not isinstance(v, bool)
+                     and any(w in k for w in ("kappa", "agreement", "alpha", "icc", "judge_accuracy"))}
+        if sub.get("judge") or sub.get("method") in ("judge", "ensemble") or agreement:
+            j = sub.get("judge") or {}
+            rows.append({"subtask": sid, "method": sub.get("method"), "model": j.get("model"),
+                         "validated": j.get("validated"), "agreement": agreement})
+    return rows
+
+
+def _gate(results: Mapping[str, Any]) -> dict[str, Any]:
     from trustmh.gate import evaluate, load_policy
 
-    gate = evaluate(dict(results), load_policy())
-    rows = "".join(
-        f"<tr><td>{esc(r.get('title') or r['id'])}</td><td class=\"num\">{esc(r['severity'])}</td>"
-        f"<td class=\"num\">{fmt(r['value'])}</td><td>{fmt_ci(r['ci'])}</td>"
-        f"<td>{esc(' '.join(f'{k} {v}' for k, v in r['limit'].items()))}</td>"
-        f"<td><b>{esc(r['verdict'])}</b></td><td>{esc(r['reason'])}</td></tr>" for r in gate["checks"])
-    return (f"<h2>Release gate: {esc(gate['verdict'].upper())}</h2><p class=\"muted\">Policy "
-            f"{esc(gate['policy']['version'])}: {esc(gate['policy']['note'])}. Limits apply to the bound of the "
-            "95% interval that protects users. Run <code>trustmh gate RUN_DIR --policy FILE</code> for your own "
-            "policy, gate.json and a model-card summary.</p><div class=\"wide\"><table><tr><th>check</th>"
-            "<th>severity</th><th>value</th><th>95% CI</th><th>limit</th><th>verdict</th><th>why</th></tr>"
-            f"{rows}</table></div>")
+    return evaluate(dict(results), load_policy())
+
+
+def _leaderboard_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    n_sub_total = len(board["subtasks"])
+    for label in board["models"]:
+        pn = board["pillar_normalised"].get(label) or {}
+        cov = board["coverage"][label]
+        rows.append({
+            "label": label,
+            "overall": board["overall_normalised"].get(label),
+            "mean_rank": board["overall_mean_rank"].get(label),
+            "n_pillars": sum(v is not None for v in pn.values()),
+            "n_subtasks": len(cov["subtasks"]), "n_subtasks_total": n_sub_total,
+            "not_ranked": cov["not_ranked"],
+            "pillars": {p: pn.get(p) for p in PILLARS},
+            "pillar_ranks": {p: (board["pillar_mean_rank"].get(p) or {}).get(label) for p in PILLARS},
+        })
+    return rows
+
+
+def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for sid, entry in board["subtasks"].items():
+        cells = []
+        for label, run in zip(board["models"], runs, strict=True):
+            sub = run["subtasks"].get(sid)
+            if sub is None:
+                cells.append(None)
+                continue
+            status = None if sub["status"] == "ok" else f"{sub['status']}: {sub.get('reason') or ''}"
+            cells.append({"value": sub["value"] if sub["status"] == "ok" else None, "ci": sub.get("ci"),
+                          "n": sub["n"], "n_invalid": sub["n_invalid"], "rank": entry["ranks"].get(label),
+                          "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method")})
+        rows.append({"id": sid, "title": BY_ID[sid].title if sid in BY_ID else sid,
+                     "direction": entry["direction"], "cells": cells,
+                     "neighbours": entry.get("neighbours") or []})
+    return rows
+
+
+def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapping[str, Any]] | None],
+                board: Mapping[str, Any] | None = None, *, title: str | None = None) -> str:
+    """The one page: any number of runs (results.json documents, with `_folder` where known) and their
+    items.jsonl rows (None where a run has none)."""
+    from trustmh.leaderboard import leaderboard
+
+    runs = list(runs)
+    board = board if board is not None else leaderboard(list(runs), items)
+    labels = board["models"]
+    colours = layout.colours(len(labels))
+    infos = [_run_info(lab, r, c) for lab, r, c in zip(labels, runs, colours, strict=True)]
+    transcripts: list[dict[str, Any]] = []
+    for i, recs in enumerate(items):
+        transcripts.extend(transcript_rows(i, recs or []))
+    subtask_rows = _subtask_rows(board, runs)
+    covered = {lab: tuple(sorted(board["coverage"][lab]["subtasks"])) for lab in labels}
+    ctx = {
+        "title": title or ("trustmh report: " + labels[0] if len(labels) == 1 else "trustmh comparison"),
+        "single": len(runs) == 1,
+        "runs": infos,
+        "modes": board["modes"],
+        "notes": board.get("notes") or [],
+        "coverage_differs": len(set(covered.values())) > 1,
+        "pillars": [(p, PILLAR_TITLES[p]) for p in PILLARS],
+        "leaderboard": _leaderboard_rows(board, runs),
+        "subtasks": subtask_rows,
+        "pillar_plot": layout.pillar_bars(infos, _leaderboard_rows(board, runs)),
+        "dot_plots": [layout.dot_panel(row, infos, runs) for row in subtask_rows],
+        "heatmaps": [(info, layout.heatmaps(run)) for info, run in zip(infos, runs, strict=True)],
+        "curves": layout.robustness_curves(infos, runs),
+        "judges": [(info, _judge_rows(run)) for info, run in zip(infos, runs, strict=True)],
+        "gates": [(info, _gate(run)) for info, run in zip(infos, runs, strict=True)],
+        "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
+        "n_items": len(transcripts),
+        "items_json": json_for_script(transcripts),
+        "runs_json": json_for_script([{"label": i["label"], "colour": i["colour"]} for i in infos]),
+        "small_n": SMALL_N,
+    }
+    return environment().get_template("report.html.j2").render(**ctx)
 
 
 def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[Record]] | None = None) -> str:
-    records = records or {}
-    judge = results.get("judge") or {}
-    body = [f"<h1>trustmh report: {esc(results['model'])}</h1>",
-            f"<p class=\"muted\">suite {esc(results['suite'])} · mode {esc(results['mode'])} · seed "
-            f"{esc(results['seed'])} · trustmh {esc(results.get('trustmh_version'))} · anchors "
-            f"{esc(results.get('anchors_version'))} · created {esc(results.get('created'))}</p>"]
-    if results.get("model_reported"):
-        body.append(f"<p class=\"muted\">provider-reported model: {esc(results['model_reported'])}</p>")
-    if results.get("notice"):
-        label = "Demonstration." if results.get("suite") == "starter" else "Note."
-        body.append(f"<div class=\"banner\"><b>{label}</b> {esc(results['notice'])}</div>")
-    if judge.get("model"):
-        flag = "validated" if judge.get("validated") else "NOT validated: judge-based numbers are a demo only"
-        body.append(f"<p>Judge: <b>{esc(judge['model'])}</b> ({esc(flag)}), temperature "
-                    f"{esc(judge.get('temperature'))}, seed {esc(judge.get('seed'))}.</p>")
-    else:
-        body.append("<p>No judge configured: judge-scored metrics are not computed; rule-based fallbacks "
-                    "are labelled as such.</p>")
-    if results.get("errors"):
-        items = "".join(f"<li>{esc(e)}</li>" for e in results["errors"])
-        body.append(f"<div class=\"banner err\"><b>Errors</b><ul>{items}</ul></div>")
-
-    overall = results.get("overall") or {}
-    body.append("<h2>Overall</h2>")
-    partial = " (partial: covers " + esc(overall.get("n_pillars")) + " of " + esc(
-        overall.get("n_pillars_total")) + " pillars)" if overall.get("partial") else ""
-    body.append(f"<p>Normalised overall score: <b>{fmt(overall.get('normalised'))}</b>{partial}. "
-                f"Each sub-task is mapped to 0–1 between fixed anchors (chance or worst → best), pillars "
-                f"average their sub-tasks, the overall averages the pillars.</p>")
-    plot = _pillar_plot(results.get("pillars") or {})
-    if plot:
-        body.append(f'<img alt="pillar scores" src="{plot}">')
-    rows = []
-    for pillar in PILLARS:
-        p = (results.get("pillars") or {}).get(pillar)
-        if p is None:
-            continue
-        rows.append(f"<tr><td>{esc(PILLAR_TITLES[pillar])}</td><td class=\"num\">{fmt(p['normalised'])}</td>"
-                    f"<td class=\"num\">{esc(p['n_subtasks'])}/{esc(p['n_subtasks_total'])}</td></tr>")
-    body.append("<table><tr><th>pillar</th><th>normalised</th><th>sub-tasks computed</th></tr>"
-                + "".join(rows) + "</table>")
-
-    body.append(_gate_section(results))
-    body.append("<h2>Sub-tasks</h2>")
-    rows = []
-    for sid, sub in results["subtasks"].items():
-        status = "" if sub["status"] == "ok" else (f'<span class="nc">{esc(sub["status"])}: '
-                                                  f'{esc(sub.get("reason"))}</span>')
-        if sub.get("small_n"):
-            status += f' <span class="nc">small n (&lt; {SMALL_N} items): indicative only</span>'
-        arrow = "↑" if sub["direction"] == "higher" else "↓"
-        title = BY_ID[sid].title if sid in BY_ID else sid
-        rows.append(f"<tr><td><a href=\"#{esc(sid)}\">{esc(sid)}</a><br><span class=\"muted\">{esc(title)}"
-                    f"</span></td><td class=\"num\">{fmt(sub['value'])} {arrow}</td><td>{fmt_ci(sub['ci'])}</td>"
-                    f"<td class=\"num\">{esc(sub['n'])}</td><td class=\"num\">{esc(sub['n_invalid'])}</td>"
-                    f"<td>{esc(sub.get('method') or '')}</td><td>{status}</td></tr>")
-    body.append("<table><tr><th>sub-task</th><th>value</th><th>95% CI (seeded bootstrap)</th><th>n</th>"
-                "<th>invalid</th><th>method</th><th>status</th></tr>" + "".join(rows) + "</table>")
-
-    for sid, sub in results["subtasks"].items():
-        body.append(f"<h3 id=\"{esc(sid)}\">{esc(sid)}</h3>")
-        if sub.get("judge"):
-            j = sub["judge"]
-            body.append(f"<p class=\"muted\">judge: {esc(j.get('model'))} "
-                        f"({'validated' if j.get('validated') else 'unvalidated'})</p>")
-        for note in sub.get("notes") or []:
-            body.append(f"<p class=\"muted\">• {esc(note)}</p>")
-        body.append(_metrics_html(sub.get("metrics") or {}))
-        recs = records.get(sid) or []
-        if recs:
-            body.append(f"<p class=\"muted\">Sample transcripts ({min(3, len(recs))} of {len(recs)}; all in "
-                        f"items.jsonl and logs/):</p>{_transcripts(recs)}")
-    body.append("<p class=\"muted\">Open the full transcripts with <code>inspect view --log-dir logs</code>.</p>")
-    return page(f"trustmh: {results['model']}", "\n".join(body))
+    """The single-run page `trustmh run` writes (report.html), from the records in memory."""
+    return render_page([results], [records_as_dicts(records)])
 
 
-def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> str:
-    models = board["models"]
-    body = ["<h1>trustmh comparison</h1>",
-            f"<p class=\"muted\">{len(models)} runs · modes {esc(', '.join(board['modes']))}</p>",
-            "<table><tr><th>run</th><th>model</th><th>folder</th><th>seed</th><th>date</th><th>suite</th></tr>"
-            + "".join(f"<tr><td>{esc(m)}</td><td>{esc(r.get('model'))}</td><td>{esc(r.get('folder'))}</td>"
-                      f"<td>{esc(r.get('seed'))}</td><td>{esc(r.get('created'))}</td><td>{esc(r.get('suite'))}</td>"
-                      "</tr>" for m, r in (board.get("runs") or {}).items()) + "</table>"]
-    for note in board.get("notes") or []:
-        body.append(f"<div class=\"banner\">{esc(note)}</div>")
-    head = "".join(f"<th>{esc(m)}</th>" for m in models)
-    body.append("<h2>Overall</h2><table><tr><th></th>" + head + "</tr>")
-    body.append("<tr><td>normalised overall</td>" + "".join(
-        f"<td class=\"num\">{fmt(board['overall_normalised'].get(m))}</td>" for m in models) + "</tr>")
-    body.append("<tr><td>mean pillar rank (original scheme)</td>" + "".join(
-        f"<td class=\"num\">{fmt(board['overall_mean_rank'].get(m), 2)}</td>" for m in models) + "</tr>")
-    body.append("<tr><td>pillars covered</td>" + "".join(
-        f"<td class=\"num\">{sum(v is not None for v in (board['pillar_normalised'].get(m) or {}).values())}"
-        f"/{len(PILLARS)}</td>" for m in models) + "</tr></table>")
-    covered = {m: tuple(sorted(p for p, v in (board["pillar_normalised"].get(m) or {}).items() if v is not None))
-               for m in models}
-    if len(set(covered.values())) > 1:
-        body.append("<p class=\"banner\">The runs cover different pillars: overall scores and mean ranks "
-                    "are only comparable between runs with the same coverage.</p>")
-    body.append("<h2>Pillars</h2><table><tr><th>pillar</th>" + head + "</tr>")
-    for pillar in PILLARS:
-        if not any(pillar in (board["pillar_normalised"].get(m) or {}) for m in models):
-            continue  # no run evaluated this pillar
-        cells = []
-        for m in models:
-            pillars_of_run = board["pillar_normalised"].get(m) or {}
-            if pillar not in pillars_of_run:
-                cells.append("<td class=\"muted\">—</td>")
-                continue
-            rank = (board["pillar_mean_rank"].get(pillar) or {}).get(m)
-            cells.append(f"<td class=\"num\">{fmt(pillars_of_run[pillar])}<br><span class=\"muted\">rank "
-                         f"{fmt(rank, 2)}</span></td>")
-        body.append(f"<tr><td>{esc(PILLAR_TITLES[pillar])}</td>{''.join(cells)}</tr>")
-    body.append("</table><h2>Sub-tasks</h2><table><tr><th>sub-task</th>" + head + "</tr>")
-    for sid, entry in board["subtasks"].items():
-        cells = []
-        for m, run in zip(models, runs, strict=True):
-            sub = run["subtasks"].get(sid)
-            if sub is None:
-                cells.append("<td>—</td>")
-                continue
-            rank = entry["ranks"].get(m)
-            cells.append(f"<td class=\"num\">{fmt(sub['value'])}<br><span class=\"muted\">{fmt_ci(sub['ci'])}"
-                         f" · rank {fmt(rank, 1)}</span></td>")
-        arrow = "↑" if entry["direction"] == "higher" else "↓"
-        body.append(f"<tr><td>{esc(sid)} {arrow}</td>{''.join(cells)}</tr>")
-    body.append("</table><p class=\"muted\">Ranks: 1 = best, ties averaged. Intervals: seeded bootstrap "
-                "(see each run's results.json).</p>")
-    return page("trustmh comparison", "\n".join(body))
+def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
+                           items: Sequence[Sequence[Mapping[str, Any]] | None] | None = None) -> str:
+    return render_page(runs, items if items is not None else [None] * len(runs), board)
+
+
+__all__ = ["render_page", "run_report_html", "comparison_report_html", "json_for_script", "item_flags"]
