@@ -132,7 +132,8 @@ def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -
                    subtasks=["knowledge"], display="none", n_boot=50))
     html = (tmp_path / "report.html").read_text()
     assert "<script>alert" not in html
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    # the transcript browser's data: JSON with < and > as \u escapes, shown by textContent
+    assert "\\u003cscript\\u003ealert('x')\\u003c/script\\u003e" in html
 
 
 def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> None:

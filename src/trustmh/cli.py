@@ -210,11 +210,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from trustmh.leaderboard import leaderboard, leaderboard_csv
     from trustmh.report import comparison_report_html
-    from trustmh.results import atomic_write_text, load_results
+    from trustmh.results import atomic_write_text, load_items, load_results
 
     runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
-    board = leaderboard(runs)
-    atomic_write_text(args.out, comparison_report_html(board, runs))
+    items = [load_items(d) for d in args.dirs]
+    board = leaderboard(runs, items)
+    atomic_write_text(args.out, comparison_report_html(board, runs, items))
     import json
 
     atomic_write_text(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")

@@ -284,7 +284,8 @@ def make_record(subtask: Subtask, item: Item, response: str, score: dict[str, An
                 finish_reason: str | None = None, judge_raw: dict[str, str] | None = None,
                 error: str | None = None, extra: dict[str, Any] | None = None) -> Record:
     """The one way a Record is built from an item, so live runs and rescoring carry the same fields."""
-    metadata = {"target": item.target, **item.metadata}
+    # the prompt travels with the record so reports can show what the model was asked
+    metadata = {"target": item.target, "prompt": item.prompt, **item.metadata}
     if extra:
         metadata.update(extra)
     if score.get("gen_status") == "ok" and finish_reason in LENGTH_STOPS:

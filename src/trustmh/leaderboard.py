@@ -175,13 +175,18 @@ def leaderboard_csv(board: dict[str, Any]) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["run", "model", "folder", "seed", "created", "subtask", "direction", "value", "rank"])
+    w.writerow(["run", "model", "folder", "seed", "created", "subtask", "direction", "value", "rank",
+                "next_below", "order_holds_share", "order_holds_n_shared", "order_holds_note"])
     for sid, entry in board["subtasks"].items():
+        below = {nb["a"]: nb for nb in entry.get("neighbours") or []}
         for label in board["models"]:
             run = board["runs"][label]
             value = entry["values"].get(label)
+            nb = below.get(label) or {}
             w.writerow([label, run["model"], run["folder"], run["seed"], run["created"], sid, entry["direction"],
-                        "" if value is None else value, entry["ranks"].get(label, "")])
+                        "" if value is None else value, entry["ranks"].get(label, ""), nb.get("b", ""),
+                        "" if nb.get("share") is None else nb["share"], nb.get("n_shared", ""),
+                        nb.get("reason") or ""])
     return buf.getvalue()
 
 
