@@ -121,7 +121,7 @@ def _matrices(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, M
     return found
 
 
-def heatmaps(results: Mapping[str, Any], max_width: int = 460) -> list[dict[str, Any]]:
+def heatmaps(results: Mapping[str, Any], max_width: int = 380) -> list[dict[str, Any]]:
     """Every confusion matrix of a run as a heat map sized to fit a column (rows = gold, columns =
     predicted; colour = share of the gold row)."""
     out = []
@@ -133,7 +133,7 @@ def heatmaps(results: Mapping[str, Any], max_width: int = 460) -> list[dict[str,
             if not n or len(matrix) != n:
                 continue
             label_w = min(150, 8 + 6 * max(len(s) for s in labels))
-            cell = max(16, min(40, (max_width - label_w - 10) // n))
+            cell = max(16, min(34, (max_width - label_w - 10) // n))
             top = int(label_w * 0.87) + 8  # room for the column labels, rotated 60°
             cells = []
             for i, row in enumerate(matrix):
