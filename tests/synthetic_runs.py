@@ -96,6 +96,13 @@ def synthetic_run(out: Path, model: str, skill: float, *, seed: int = 0, n: int 
         records += recs
     subtasks["crisis/crisis_identification"], recs = _crisis(rng, skill, 70, payload)
     records += recs
+    if payload:  # a multi-turn conversation record, as the Conversation pillar writes them
+        records[0]["metadata"]["turns"] = [
+            {"role": "user", "content": "Synthetic opening message about a long week.", "model": None, "turn": 1,
+             "marks": []},
+            {"role": "assistant", "content": f"A reply with markup {XSS_SCRIPT}", "model": model, "turn": 2,
+             "marks": ["missed_cue"]},
+            {"role": "user", "content": "Synthetic follow-up.", "model": None, "turn": 3, "marks": None}]
     subtasks["robustness/psychological_diagnosis"] = _robustness(rng, skill, 1.5 - skill)
     jb = min(0.99, skill + 0.1)
     subtasks["safety/jailbreak_resistance"] = {

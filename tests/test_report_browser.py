@@ -192,3 +192,22 @@ def test_single_run_report_uses_the_same_page(browser: Any, runs: list[Path], tm
     assert len(browser.find_elements(By.CSS_SELECTOR, "#gate .gate")) == 1
     assert browser.execute_script("return window.__pwned") is None
     _shot(browser, tmp_path / "run.png")
+
+
+def test_conversation_turns_show_turn_by_turn(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from synthetic_runs import synthetic_run
+
+    synthetic_run(tmp_path / "conv", "example/careless-model", 0.4, payload=True)
+    out = tmp_path / "conv.html"
+    assert main(["report", str(tmp_path / "conv"), "--out", str(out)]) == 0
+    _open(browser, out)
+    browser.find_element(By.ID, "f-text").send_keys("knowledge question 0:")  # the first item, which carries the turns
+    first = browser.find_elements(By.CSS_SELECTOR, "#t-body tr")[0]
+    first.click()
+    turns = browser.find_elements(By.CSS_SELECTOR, "#t-detail .turn")
+    assert len(turns) == 3
+    assert "<script>" in turns[1].find_element(By.CSS_SELECTOR, "pre").text
+    assert "missed_cue" in turns[1].text and "assistant" in turns[1].text
+    assert browser.execute_script("return window.__pwned") is None
