@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from trustmh.leaderboard import leaderboard, leaderboard_csv
 
 
@@ -34,3 +36,44 @@ def test_runs_of_one_model_are_told_apart_and_exported() -> None:
     assert board["models"][0].startswith("m/x [runs/seed1, seed 1") and "runs/seed2" in board["models"][1]
     rows = list(csv.DictReader(io.StringIO(leaderboard_csv(board))))
     assert [(r["folder"], r["seed"], r["rank"]) for r in rows] == [("runs/seed1", "1", "1.0"), ("runs/seed2", "2", "2.0")]
+
+
+def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path) -> None:  # noqa: ANN001
+    """Per-item primary scores average to results.json's value, so the paired bootstrap tests the number
+    the leaderboard ranks on."""
+    import json
+
+    from canned import canned_model
+    from trustmh.item_scores import item_scores
+    from trustmh.results import load_items
+    from trustmh.run import RunOptions, run
+
+    subtasks = ["knowledge", "emotion_recognition", "ethical_reasoning"]
+    dirs = []
+    for name, reply in (("good", "Answer: A"), ("bad", "I would rather not say.")):
+        out = tmp_path / name
+        _, code = run(RunOptions(model=canned_model(lambda p, m, c, r=reply: r, name=name), suite="starter",
+                                 subtasks=subtasks, out=out, display="none", n_boot=200, no_judge=True))
+        assert code == 0
+        dirs.append(out)
+    runs = [json.loads((d / "results.json").read_text()) | {"_folder": str(d)} for d in dirs]
+    items = [load_items(d) for d in dirs]
+    checked = 0
+    for run_, recs in zip(runs, items, strict=True):
+        for sid, sub in run_["subtasks"].items():
+            scores, _, reason = item_scores(sid, recs, run_)
+            assert reason is None, sid
+            assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"]), sid
+            checked += 1
+    assert checked == 6
+    board = leaderboard(runs, items, n_boot=300)
+    tested = 0
+    for sid, entry in board["subtasks"].items():
+        (nb,) = entry["neighbours"]
+        if nb["reason"] == "tied":
+            continue
+        assert (nb["a"], nb["b"]) == ("mockllm/good", "mockllm/bad")  # better first
+        assert nb["n_shared"] == runs[0]["subtasks"][sid]["n"]
+        assert nb["share"] is not None and 0.0 < nb["share"] <= 1.0
+        tested += 1
+    assert tested >= 2, "the invalid-only model is behind on knowledge and ethics"
