@@ -67,7 +67,10 @@ def test_page_holds_every_item_and_no_external_url(tmp_path: Path) -> None:
     payload = [r for r in rows if XSS_SCRIPT in (r["reply"] or "")]
     assert payload, "the careless model's payload replies are in the browser data, as data"
     first = payload[0]
-    assert first["prompt"] and first["gold"] is not None and "parsed" in first and "score" in first
+    prompts = json.loads(re.search(r'id="trustmh-prompts">(.*?)</script>', page, re.S).group(1))
+    assert prompts[first["p"]].startswith("Synthetic")
+    assert first["gold"] is not None and "parsed" in first and "score" in first
+    assert len(prompts) < len(rows) / 2  # the three runs asked the same prompts: stored once
     # nothing that a browser would fetch: no URL scheme, no src/href to anything but an anchor
     assert not re.search(r"https?://|ftp://|@import|url\(", page)
     markup = JSON_BLOCKS_RE.sub("", page)  # the data blocks are never parsed as HTML

@@ -110,20 +110,36 @@ def _answer(score: Mapping[str, Any]) -> Any:
     return None
 
 
-def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+MAX_FIELD = 20_000  # characters of one text kept on the page; items.jsonl has the rest
+
+
+def _cap(text: Any) -> Any:
+    if isinstance(text, str) and len(text) > MAX_FIELD:
+        return text[:MAX_FIELD] + f"\n[… {len(text) - MAX_FIELD:,} more characters in items.jsonl]"
+    return text
+
+
+def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]], prompts: dict[str, int] | None = None
+                    ) -> list[dict[str, Any]]:
+    """Browser rows of one run's records. Prompts are stored once per page (`prompts`: text → index), as
+    every compared run asked the same ones."""
+    prompts = {} if prompts is None else prompts
     rows = []
     for rec in records:
         meta = rec.get("metadata") or {}
         score = rec.get("score") or {}
         turns = meta.get("turns")
+        prompt = meta.get("prompt")
+        if isinstance(prompt, str):
+            prompt = prompts.setdefault(_cap(prompt), len(prompts))
         rows.append(_clean({
             "r": run_index, "s": rec.get("subtask"), "id": rec.get("item_id"), "e": rec.get("epoch"),
             "f": item_flags(rec),
-            "prompt": meta.get("prompt"),
+            "p": prompt,
             "gold": meta.get("target"),
-            "reply": rec.get("response"),
+            "reply": _cap(rec.get("response")),
             "parsed": _answer(score),
-            "judge": rec.get("judge_raw") or {},
+            "judge": {k: _cap(v) for k, v in (rec.get("judge_raw") or {}).items()},
             "score": score,
             "error": rec.get("error"),
             "turns": turns if isinstance(turns, list) else None,
@@ -222,8 +238,9 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
     colours = layout.colours(len(labels))
     infos = [_run_info(lab, r, c) for lab, r, c in zip(labels, runs, colours, strict=True)]
     transcripts: list[dict[str, Any]] = []
+    prompts: dict[str, int] = {}
     for i, recs in enumerate(items):
-        transcripts.extend(transcript_rows(i, recs or []))
+        transcripts.extend(transcript_rows(i, recs or [], prompts))
     subtask_rows = _subtask_rows(board, runs)
     covered = {lab: tuple(sorted(board["coverage"][lab]["subtasks"])) for lab in labels}
     ctx = {
@@ -245,6 +262,7 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
         "n_items": len(transcripts),
         "items_json": json_for_script(transcripts),
+        "prompts_json": json_for_script(list(prompts)),
         "runs_json": json_for_script([{"label": i["label"], "colour": i["colour"]} for i in infos]),
         "small_n": SMALL_N,
     }
