@@ -254,7 +254,8 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
         "leaderboard": _leaderboard_rows(board, runs),
         "subtasks": subtask_rows,
         "pillar_plot": layout.pillar_bars(infos, _leaderboard_rows(board, runs)),
-        "dot_plots": [layout.dot_panel(row, infos, runs) for row in subtask_rows],
+        "dot_plots": [layout.dot_panel(row, infos, runs) for row in subtask_rows
+                      if any(c and c["value"] is not None for c in row["cells"])],
         "heatmaps": [(info, layout.heatmaps(run)) for info, run in zip(infos, runs, strict=True)],
         "curves": layout.robustness_curves(infos, runs),
         "judges": [(info, _judge_rows(run)) for info, run in zip(infos, runs, strict=True)],

@@ -71,7 +71,7 @@ def dot_panel(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], results
               width: int = 480) -> dict[str, Any]:
     """One sub-task: a dot and its interval per run, on an axis spanning the anchors and the data."""
     sid = row["id"]
-    left, right, line, top = 150, width - 70, 18, 26
+    left, right, line, top = 150, width - 90, 18, 26
     vals: list[float] = []
     for cell in row["cells"]:
         if cell and _finite(cell["value"]):
