@@ -60,16 +60,18 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
                            "or TrustMH_Bench/DimGroup1/General-model/privacy); point --from at a folder laid "
                            "out like the original repository's top level")
     runs = []
+    items = []
     for model in sorted(per_model):
         subtasks = {sid: pair[0] for sid, pair in per_model[model].items()}
         records = {sid: pair[1] for sid, pair in per_model[model].items()}
         run = RunResults(model=model, ctx=ctx, subtasks=subtasks, records=records,
                          extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
         runs.append(write_run(run, out / _safe_dir_name(model)))
+        items.append([r.to_dict() for recs in records.values() for r in recs])
     from trustmh.leaderboard import leaderboard
     from trustmh.report import comparison_report_html
 
-    atomic_write_text(out / "report.html", comparison_report_html(leaderboard(runs), runs))
+    atomic_write_text(out / "report.html", comparison_report_html(leaderboard(runs, items), runs, items))
     print(f"trustmh: rescored {len(runs)} models ({', '.join(found)}) into {out}", file=sys.stderr)
     return 0
 
