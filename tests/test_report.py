@@ -122,3 +122,16 @@ def test_items_jsonl_errors_name_the_line(tmp_path: Path) -> None:
     with pytest.raises(TrustmhError, match=r"items.jsonl: line 2: not valid JSON"):
         load_items(tmp_path)
     assert load_items(tmp_path / "nowhere") is None
+
+
+def test_minimal_results_render(tmp_path: Path) -> None:
+    """A results.json with only the fields `load_results` requires (older or hand-made runs) still renders."""
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({
+        "model": "m/old", "mode": "default",
+        "subtasks": {"reliability/knowledge": {"value": 0.5, "status": "ok", "direction": "higher", "n": 40}}}))
+    out = tmp_path / "old.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "m/old" in page and "0.500" in page and _page_items(page) == []

@@ -33,8 +33,9 @@ UNSAFE_KEYS = ("unsafe", "harmful", "leak", "proxy_leak", "string_match", "endor
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
+    # optional fields of older or hand-made results.json may be absent: render them as empty
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = fmt_num
     env.filters["ci"] = fmt_ci
     return env
@@ -228,7 +229,7 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
                 continue
             status = None if sub["status"] == "ok" else f"{sub['status']}: {sub.get('reason') or ''}"
             cells.append({"value": sub["value"] if sub["status"] == "ok" else None, "ci": sub.get("ci"),
-                          "n": sub["n"], "n_invalid": sub["n_invalid"], "rank": entry["ranks"].get(label),
+                          "n": sub["n"], "n_invalid": sub.get("n_invalid") or 0, "rank": entry["ranks"].get(label),
                           "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method")})
         rows.append({"id": sid, "title": BY_ID[sid].title if sid in BY_ID else sid,
                      "direction": entry["direction"], "cells": cells,
