@@ -269,6 +269,10 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                       if any(c and c["value"] is not None for c in row["cells"])],
         "heatmaps": [(info, layout.heatmaps(run)) for info, run in zip(infos, runs, strict=True)],
         "curves": layout.robustness_curves(infos, runs),
+        "robustness_notes": [f"{info['label']}: {sid} {sub.get('status')}: {sub.get('reason')}"
+                             for info, run in zip(infos, runs, strict=True)
+                             for sid, sub in (run.get("subtasks") or {}).items()
+                             if sid.startswith("robustness/") and sub.get("status") != "ok"],
         "judges": [(info, _judge_rows(run)) for info, run in zip(infos, runs, strict=True)],
         "gates": [(info, _gate(run)) for info, run in zip(infos, runs, strict=True)],
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
