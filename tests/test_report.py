@@ -135,3 +135,21 @@ def test_minimal_results_render(tmp_path: Path) -> None:
     assert main(["report", str(run), "--out", str(out)]) == 0
     page = out.read_text()
     assert "m/old" in page and "0.500" in page and _page_items(page) == []
+
+
+def test_plots_are_drawn_from_the_results(tmp_path: Path) -> None:
+    dirs = three_synthetic_runs(tmp_path)
+    runs = [load_results(d) for d in dirs]
+    page = render_page(runs, [load_items(d) for d in dirs])
+    curve = runs[0]["subtasks"]["robustness/psychological_diagnosis"]["metrics"]["retention_curve"]
+    panels = re.findall(r'<svg[^>]*data-plot="curve".*?</svg>', page, re.S)
+    assert len(panels) == len(curve)  # one panel per perturbation level
+    assert all(p.count("<polyline") == len(runs) for p in panels)
+    dots = re.findall(r'<figure class="panel" data-subtask="([^"]+)"', page)
+    assert set(dots) == {sid for r in runs for sid, s in r["subtasks"].items() if s["value"] is not None}
+    heat = re.findall(r'<svg[^>]*data-plot="heatmap".*?</svg>', page, re.S)
+    cm = runs[0]["subtasks"]["crisis/crisis_identification"]["metrics"]["validation_confusion"]
+    assert len(heat) == len(runs) and heat[0].count("<rect") == len(cm["labels"]) ** 2
+    bars = re.search(r'<svg[^>]*data-plot="pillars".*?</svg>', page, re.S).group(0)
+    n_pillars = sum(v["normalised"] is not None for v in runs[0]["pillars"].values())
+    assert bars.count("<rect") == n_pillars * len(runs)
