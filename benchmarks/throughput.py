@@ -13,9 +13,11 @@ in one run, on the same rule-scored samples (`reliability/knowledge` MCQs, no ju
 * sequential: one call after another (how the original benchmark called models; run once, independent of C).
 
 req/s is measured by the server: answered requests / (last answer - first request) of that client, so
-process start-up and result writing are outside it; `wall` is the whole command. CPU ms/sample is the CPU
-time (user + system) of the measured process tree, start-up and log writing included, divided by the
-samples. The server runs in this process and its CPU is not counted (it shares the same cores, though).
+process start-up and result writing are outside it; `wall` is the whole command. CPU ms per sample is the
+CPU time (user + system) of the measured process tree divided by the samples: `all` for the whole command
+(Python start-up, planning, reading the logs back, the report), `calls` for the span of its calls only (what
+each further sample costs; sampled every 50 ms). The server runs in this process and its CPU is not counted
+(it shares the same cores, though).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -115,21 +118,76 @@ def trustmh_command(c: int, n: int, out: Path, workers: int) -> list[str]:
     return cmd + (["--workers", str(workers)] if workers > 1 else [])
 
 
+class TreeCPU:
+    """Samples the CPU time of a process tree (alive processes, plus children they have waited for) every
+    `interval` seconds, so the CPU spent between two instants can be read back."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        import psutil
+
+        self.root = psutil.Process(pid)
+        self.samples: list[tuple[float, float]] = []
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _total(self) -> float:
+        import psutil
+
+        total = 0.0
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return self.samples[-1][1] if self.samples else 0.0
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self._total()))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def at(self, t: float) -> float:
+        """CPU seconds used by time t (linear between samples)."""
+        prev = (0.0, 0.0)
+        for ts, cpu in self.samples:
+            if ts >= t:
+                if prev[0] == 0.0:
+                    return cpu
+                return prev[1] + (cpu - prev[1]) * (t - prev[0]) / max(ts - prev[0], 1e-9)
+            prev = (ts, cpu)
+        return prev[1]
+
+
 def measure(server: LoopbackServer, cmd: list[str], env: dict[str, str], samples: int) -> dict[str, float]:
     first = len(server.requests)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tree = TreeCPU(proc.pid)
+    _, stderr = proc.communicate()
+    tree.stop()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
-        sys.exit(f"failed ({proc.returncode}): {shlex.join(cmd)}\n{proc.stderr[-2000:]}")
+        sys.exit(f"failed ({proc.returncode}): {shlex.join(cmd)}\n{stderr[-2000:]}")
     done = [r for r in server.requests[first:] if r.status == 200 and r.finished is not None]
     if len(done) < samples:
-        sys.exit(f"only {len(done)} of {samples} requests answered: {shlex.join(cmd)}\n{proc.stderr[-2000:]}")
-    window = max(r.finished for r in done if r.finished) - min(r.started for r in done)
+        sys.exit(f"only {len(done)} of {samples} requests answered: {shlex.join(cmd)}\n{stderr[-2000:]}")
+    start, end = min(r.started for r in done), max(r.finished or 0.0 for r in done)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"rps": len(done) / window, "cpu_ms": 1000 * cpu / samples, "wall": wall, "n": len(done)}
+    return {"rps": len(done) / (end - start), "cpu_ms": 1000 * cpu / samples,
+            "cpu_ms_calls": 1000 * (tree.at(end) - tree.at(start)) / len(done), "wall": wall, "n": len(done)}
 
 
 def write_prompts(n: int, path: Path) -> int:
@@ -194,7 +252,8 @@ def main() -> None:
             env.update(server.env())
             env["INSPECT_CACHE_DIR"] = str(tmp / "inspect-cache")  # never a user's cache
             seq: dict[str, float] | None = None
-            print(f"{'C':>4} {'client':<12} {'req/s':>7} {'of bound':>8} {'CPU ms/sample':>14} {'wall s':>7}")
+            print(f"{'':>4} {'':<12} {'':>7} {'':>8} {'CPU ms per sample':^21}")
+            print(f"{'C':>4} {'client':<12} {'req/s':>7} {'of bound':>8} {'all':>10} {'calls':>10} {'wall s':>7}")
             for c in cs:
                 bound = c / args.latency
                 print(f"{c:>4} {'bound C/L':<12} {bound:>7.1f} {1:>8.2f}")
@@ -213,7 +272,7 @@ def main() -> None:
                     else:
                         sys.exit(f"unknown client {client!r}")
                     print(f"{c:>4} {client:<12} {res['rps']:>7.1f} {res['rps'] / bound:>8.2f} "
-                          f"{res['cpu_ms']:>14.1f} {res['wall']:>7.1f}", flush=True)
+                          f"{res['cpu_ms']:>10.1f} {res['cpu_ms_calls']:>10.1f} {res['wall']:>7.1f}", flush=True)
 
 
 if __name__ == "__main__":
