@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,13 @@ def inner_lean(args: argparse.Namespace) -> None:
 
             async def one(p: dict[str, Any]) -> str:
                 async with sem:
-                    r = await client.post("/chat/completions", json=_body(p))
+                    for attempt in range(3):  # as any client would: retry a dropped connection
+                        try:
+                            r = await client.post("/chat/completions", json=_body(p))
+                            break
+                        except httpx.TransportError:
+                            if attempt == 2:
+                                raise
                     r.raise_for_status()
                     return str(r.json()["choices"][0]["message"]["content"])
 
@@ -220,6 +227,8 @@ def machine() -> str:
 
 
 def main() -> None:
+    # the server's listen backlog (5 by default) drops connections when C of them open at once
+    ThreadingHTTPServer.request_queue_size = 1024
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer samples (about 1-2 minutes)")
     ap.add_argument("--samples", type=int, default=None, help="samples per client and C (default 600; 200 quick)")
