@@ -259,7 +259,6 @@ def main() -> None:
                             service=SERVICE) as server:
             env = {k: v for k, v in os.environ.items() if k not in ("TRUSTMH_CACHE_DIR", "INSPECT_CACHE_DIR")}
             env.update(server.env())
-            env["INSPECT_CACHE_DIR"] = str(tmp / "inspect-cache")  # never a user's cache
             seq: dict[str, float] | None = None
             print(f"{'':>4} {'':<12} {'':>7} {'':>8} {'CPU ms per sample':^21}")
             print(f"{'C':>4} {'client':<12} {'req/s':>7} {'of bound':>8} {'all':>10} {'calls':>10} {'wall s':>7}")
@@ -268,6 +267,8 @@ def main() -> None:
                 print(f"{c:>4} {'bound C/L':<12} {bound:>7.1f} {1:>8.2f}")
                 for client in clients:
                     inner = [sys.executable, __file__, "--prompts", str(tmp / "prompts.jsonl"), "-c", str(c)]
+                    # every measurement calls the server: a fresh response cache each
+                    env["INSPECT_CACHE_DIR"] = str(tmp / f"cache-{c}-{client}")
                     if client in ("lean", "inspect"):
                         res = measure(server, [*inner, "--inner", client], env, n)
                     elif client.startswith("trustmh-"):
