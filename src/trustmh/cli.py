@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
     run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
                      help="split the run over N local processes (shards in OUT/workers/), then merge into OUT")
+    run.add_argument("--log-buffer", type=at_least(1, "--log-buffer"), metavar="N",
+                     help="finished samples per write of a sub-task's log (default 50); a killed run runs at "
+                     "most N finished samples per sub-task again, from the response cache")
+    run.add_argument("--live-log", action="store_true",
+                     help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
+                     "per sample; off by default)")
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
@@ -164,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard)
+                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
 from trustmh.core import Mode, SubtaskResult
@@ -67,6 +66,8 @@ def rank_models(values: Mapping[str, float | None], direction: str) -> dict[str,
     if not names:
         return {}
     arr = np.array([values[m] for m in names], dtype=float)
+    from scipy.stats import rankdata  # here, not at import: scipy.stats costs every `trustmh run` a second
+
     ranks = rankdata(-arr if direction == "higher" else arr, method="average")
     return dict(zip(names, (float(r) for r in ranks), strict=True))
 

@@ -33,6 +33,10 @@ DEMO_LIMIT = 4
 DEMO_MAX_TOKENS = 192
 SAMPLE_RETRIES = 3
 DEFAULT_MAX_TASKS = 4
+# Finished samples written to a sub-task's .eval log per flush (Inspect's own default is 10, which rewrites
+# the growing log every 10 samples). A killed run loses at most this many finished samples per running
+# sub-task; they are run again from the response cache, so no call is paid twice (`--log-buffer`).
+DEFAULT_LOG_BUFFER = 50
 
 
 @dataclass
@@ -63,6 +67,10 @@ class RunOptions:
     more_judges: list[Any] = field(default_factory=list)
     # (i, N): run only the i-th of N deterministic slices of every sub-task's items (`trustmh merge`).
     shard: tuple[int, int] | None = None
+    # Finished samples per log flush (None: DEFAULT_LOG_BUFFER), and Inspect's realtime event log (live
+    # viewing of running samples in `inspect view`), off by default for its CPU cost (see `log_settings`).
+    log_buffer: int | None = None
+    live_log: bool = False
 
 
 def model_label(model: Any) -> str:
@@ -275,6 +283,7 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
         for index, member in enumerate(opts.more_judges, start=1):
             roles[judge_role(index)] = member
     max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
+    display = opts.display or (None if sys.stderr.isatty() else "plain")
     with response_cache_dir(out):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
@@ -287,11 +296,31 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
             model_roles=roles or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal
-            display=opts.display or (None if sys.stderr.isatty() else "plain"),  # type: ignore[arg-type]
+            display=display,  # type: ignore[arg-type]
             fail_on_error=False,
+            **log_settings(opts, display),
             **kwargs,
         )
     return list(logs)
+
+
+def log_settings(opts: RunOptions, display: str | None) -> dict[str, Any]:
+    """Inspect's logging settings for a run: what the logs are for (every sample's transcript in the final
+    .eval log; resume after a kill) at a fraction of Inspect's default CPU per sample (issue 11).
+
+    * log_realtime=False: no per-event writes to Inspect's SQLite sample buffer (the largest share of
+      Inspect's own per-sample cost). That buffer serves live viewing of running samples and recovery of
+      finished-but-unflushed samples after a crash; trustmh recovers those from its response cache instead
+      (a resumed run asks no call again). `--live-log` turns it back on.
+    * log_buffer: finished samples per write of the .eval log (see DEFAULT_LOG_BUFFER); Inspect also flushes
+      a sample that waited 60 s, so a slow run never holds more than a minute of samples unwritten.
+    * score_display=False when nothing is displayed: Inspect would still recompute the running metric.
+    """
+    settings: dict[str, Any] = {"log_realtime": opts.live_log,
+                                "log_buffer": opts.log_buffer or DEFAULT_LOG_BUFFER}
+    if display == "none":
+        settings["score_display"] = False
+    return settings
 
 
 def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], str | None]:
