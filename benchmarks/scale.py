@@ -3,7 +3,7 @@ Ray cluster, against the loopback OpenAI-compatible server at a fixed latency, n
 `trustmh run` on the same items. Prints wall time (whole command: Python start-up, Ray connection, shards,
 merge), requests per second, and whether the merged result equals the single-process one.
 
-    .venv/bin/python benchmarks/scale.py [--shards 1,2,4] [--limit 96] [--latency 0.2] [--max-connections 8]
+    .venv/bin/python benchmarks/scale.py [--shards 1,2,4] [--limit 400] [--latency 0.2] [--max-connections 8]
 
 Each shard is a process with its own `--max-connections` connections, so the bound on req/s grows with the
 shards (N × C / L) until the CPU is the limit: on 2 cores, Inspect's per-sample CPU cost caps it first.
@@ -52,7 +52,7 @@ def _timed(cmd: list[str], env: dict[str, str], server: LoopbackServer) -> tuple
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shards", default="1,2,4")
-    ap.add_argument("--limit", type=int, default=96, help="knowledge items (one call each)")
+    ap.add_argument("--limit", type=int, default=400, help="knowledge items (one call each)")
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per reply")
     ap.add_argument("--max-connections", type=int, default=8, help="per process (per shard)")
     args = ap.parse_args()

@@ -71,12 +71,28 @@ def run_local(commands: list[list[str]]) -> list[ShardOutcome]:
     return [ShardOutcome(i, p.wait()) for i, p in enumerate(procs)]
 
 
+# The shard's interpreter: on Linux it asks to be stopped (SIGTERM) when the Ray worker that started it dies
+# (a cancelled task, a driver that went away), so that it never lives on to write its directory beside the
+# next attempt's shard; then it becomes `trustmh run` (the request survives exec).
+_WITH_PARENT = """
+import os, signal, sys
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("trustmh: the Ray worker that started this shard is gone")
+os.execv(sys.executable, [sys.executable, "-m", "trustmh.cli", *sys.argv[2:]])
+"""
+
+
 def _run_shard(argv: list[str], cwd: str) -> tuple[int, str]:
     """The body of a shard's Ray task: the shard as a `trustmh run` subprocess of the Ray worker (a fresh
     interpreter: Inspect owns its event loop and globals), its output captured and redacted."""
     from trustmh.secrets import redact, secret_values
 
-    proc = subprocess.run([sys.executable, "-m", "trustmh.cli", *argv],
+    proc = subprocess.run([sys.executable, "-c", _WITH_PARENT, str(os.getpid()), *argv],
                           cwd=cwd if os.path.isdir(cwd) else None, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     return proc.returncode, redact(proc.stdout or "", secret_values())
