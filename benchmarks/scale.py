@@ -1,6 +1,6 @@
 """Scale-out through the Ray launcher: 1, 2 and 4 shards (`trustmh run --workers N --engine ray`) on a local
 Ray cluster, against the loopback OpenAI-compatible server at a fixed latency, next to a single-process
-`trustmh run` on the same items. Prints wall time (whole command: Python start-up, Ray connection, shards,
+`trustmh run` on the same items and the same shards as local processes (`--workers N`). Prints wall time (whole command: Python start-up, Ray connection, shards,
 merge), requests per second, and whether the merged result equals the single-process one.
 
     .venv/bin/python benchmarks/scale.py [--shards 1,2,4] [--limit 400] [--latency 0.2] [--max-connections 8]
@@ -59,7 +59,7 @@ def main() -> None:
     counts = [int(n) for n in args.shards.split(",")]
     with contextlib.suppress(AttributeError):
         print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}")
-    total = args.limit * (2 + sum(counts)) + 50
+    total = args.limit * (2 + 2 * len(counts)) + 50
     with tempfile.TemporaryDirectory() as tmp, \
             LoopbackServer(_respond, latency=args.latency, max_requests=total, max_seconds=3600) as server:
         env = {**os.environ, **server.env(), **CLIENT_ENV}
@@ -73,17 +73,20 @@ def main() -> None:
         print(f"latency {args.latency * 1000:.0f} ms, {args.max_connections} connections per process, "
               f"{calls} calls per run")
         print(f"{'run':<28}{'wall s':>8}{'req/s':>8}{'bound':>8}  merged == single")
-        print(f"{'single process':<28}{wall:>8.1f}{calls / wall:>8.1f}{bound:>8.0f}  (reference)")
+        print(f"{'single process':<28}{wall:>8.1f}{calls / wall:>8.1f}{bound:>8.0f}  (reference)", flush=True)
         t0 = time.perf_counter()
         # as many CPUs as the most shards, so that Ray runs them all at once (each mostly waits on the server)
         with RayCluster(env, num_cpus=max(counts), max_seconds=3600) as address:
-            print(f"local Ray cluster started in {time.perf_counter() - t0:.1f} s (not counted below)")
+            print(f"local Ray cluster started in {time.perf_counter() - t0:.1f} s (not counted below)", flush=True)
             for n in counts:
-                out = Path(tmp) / f"ray{n}"
-                wall, calls = _timed([*base, "--workers", str(n), "--engine", "ray", "--ray-address", address,
-                                      "--out", str(out)], env, server)
-                same = comparable(out) == comparable(single)
-                print(f"{f'ray, {n} shard(s)':<28}{wall:>8.1f}{calls / wall:>8.1f}{bound * n:>8.0f}  {same}")
+                # the peer, measured in the same run: the same shards as local processes (--workers N)
+                for engine in ("local", "ray"):
+                    out = Path(tmp) / f"{engine}{n}"
+                    extra = ["--engine", "ray", "--ray-address", address] if engine == "ray" else []
+                    wall, calls = _timed([*base, "--workers", str(n), *extra, "--out", str(out)], env, server)
+                    same = comparable(out) == comparable(single)
+                    label = f"{engine}, {n} shard(s)"
+                    print(f"{label:<28}{wall:>8.1f}{calls / wall:>8.1f}{bound * n:>8.0f}  {same}", flush=True)
 
 
 if __name__ == "__main__":
