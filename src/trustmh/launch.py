@@ -165,10 +165,13 @@ def launch(engine: str, argv: Sequence[str], out: Path, count: int, *, ray_addre
             atomic_write_text(out / "workers" / f"{o.index}.log", o.output)
     failed = [o for o in outcomes if o.failed]
     for o in outcomes:
-        if not o.failed and o.output:  # the shard's own error lines, which its console would have shown
+        if engine == "ray" and not o.failed:
+            # the shard's own error lines, which its console would have shown
             for line in o.output.splitlines():
                 if line.startswith("trustmh: error"):
                     print(f"[shard {o.index}/{count}] {line}", file=sys.stderr)
+            print(f"trustmh: shard {o.index}/{count} finished (exit {o.code}; its output: "
+                  f"{out / 'workers' / f'{o.index}.log'})", file=sys.stderr)
     if failed:
         parts = []
         for o in failed:
