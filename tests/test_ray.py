@@ -99,3 +99,47 @@ def test_shard_commands_drop_the_launch_options() -> None:
             "0.5", "--out", "o", "--seed", "3"]
     assert shard_argv(argv, Path("/runs/o"), 2, 4) == ["run", "--model", "m/x", "--seed", "3", "--shard", "2/4",
                                                        "--out", "/runs/o/workers/2"]
+
+
+def test_a_ray_shard_does_not_outlive_its_worker(tmp_path: Path) -> None:
+    """The shard process of a Ray task is stopped when the worker that started it dies (Linux), so that a
+    resumed run never has two processes writing one shard directory. No Ray needed: a plain parent plays
+    the worker and is killed while its shard waits on a slow endpoint."""
+    import signal
+    import time
+
+    from trustmh.launch import _WITH_PARENT
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's")
+    # replies never come while the test runs: the shard can only end by the signal
+    with LoopbackServer(_respond, latency=600, max_requests=50, max_seconds=300) as server:
+        argv = ["run", "--model", server.model_name("m"), "--suite", "trustmh", "--subtasks", "knowledge",
+                "--limit", "2", "--no-judge", "--display", "none", "--out", str(tmp_path / "shard")]
+        worker = ("import subprocess, sys, os, time\n"
+                  "p = subprocess.Popen([sys.executable, '-c', sys.argv[1], str(os.getpid()), *sys.argv[2:]])\n"
+                  "print(p.pid, flush=True)\n"
+                  "time.sleep(300)\n")
+        parent = subprocess.Popen([sys.executable, "-c", worker, _WITH_PARENT, *argv],
+                                  env={**os.environ, **server.env()}, stdout=subprocess.PIPE, text=True)
+        assert parent.stdout is not None
+        shard_pid = int(parent.stdout.readline())
+        deadline = time.monotonic() + 90
+        while not server.chat_requests and time.monotonic() < deadline:  # the shard is waiting on a reply
+            time.sleep(0.5)
+        assert server.chat_requests
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.kill(shard_pid, 0)
+            except ProcessLookupError:
+                break
+            with open(f"/proc/{shard_pid}/stat") as fh:  # an exited child of init not yet reaped counts
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    break
+            time.sleep(0.5)
+        else:
+            os.kill(shard_pid, signal.SIGKILL)
+            pytest.fail("the shard outlived the process that started it")
