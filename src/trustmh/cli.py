@@ -48,6 +48,16 @@ def _shard(value: str) -> tuple[int, int]:
     return i, n
 
 
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    return number
+
+
 def _key_value(value: str) -> tuple[str, str]:
     if "=" not in value:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
@@ -93,14 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only slice I of N (0-based) of every sub-task's items; combine the N shard "
                      "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
-    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
-                     help="split the run over N local processes (shards in OUT/workers/), then merge into OUT")
     run.add_argument("--log-buffer", type=at_least(1, "--log-buffer"), metavar="N",
                      help="finished samples per write of a sub-task's log (default 50); a killed run runs at "
                      "most N finished samples per sub-task again, from the response cache")
     run.add_argument("--live-log", action="store_true",
                      help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
                      "per sample; off by default)")
+    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
+                     help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
+                     "--engine ray), then merge them into OUT")
+    run.add_argument("--engine", choices=["local", "ray"], default="local",
+                     help="where the --workers shards run: local processes (default), or tasks on a Ray "
+                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees at the "
+                     "same path)")
+    run.add_argument("--ray-address", metavar="ADDR",
+                     help="Ray cluster to use with --engine ray, e.g. 10.0.0.5:6379 or ray://head:10001 "
+                     "(default: $RAY_ADDRESS, else a local cluster for this command)")
+    run.add_argument("--ray-cpus", type=_positive_float, default=1.0, metavar="C",
+                     help="CPUs Ray reserves for each shard task (default 1)")
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
@@ -162,6 +182,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         options[key] = str(value)
     if args.workers and args.shard:
         raise TrustmhError("--workers and --shard contradict each other; pass one")
+    if (args.ray_address or args.ray_cpus != 1.0) and args.engine != "ray":
+        raise TrustmhError("--ray-address and --ray-cpus go with --engine ray")
+    if args.engine != "local" and not args.workers:
+        raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
     if args.workers:
         return run_workers(args)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
@@ -178,32 +202,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_workers(args: argparse.Namespace) -> int:
-    """`--workers N`: N local `trustmh run --shard i/N` processes into OUT/workers/i, then `merge` into OUT."""
-    import subprocess
-
+    """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
+    `--engine ray`), then `merge` into OUT."""
+    from trustmh.launch import launch, shard_dir
     from trustmh.run import merge
 
-    argv = list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"]
-    cleaned: list[str] = []
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a in ("--workers", "--out"):
-            skip = True
-            continue
-        if a.startswith(("--workers=", "--out=")):
-            continue
-        cleaned.append(a)
-    dirs = [args.out / "workers" / str(i) for i in range(args.workers)]
-    procs = [subprocess.Popen([sys.executable, "-m", "trustmh.cli", *cleaned, "--shard", f"{i}/{args.workers}",
-                               "--out", str(d)]) for i, d in enumerate(dirs)]
-    codes = [p.wait() for p in procs]
-    if any(c not in (0, 1) for c in codes):
-        raise TrustmhError(f"a worker failed (exit codes {codes}); run the same command again to continue")
-    _, code = merge(dirs, args.out)
-    return max(code, *codes)
+    argv = getattr(args, "argv", None) or (list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"])
+    outcomes = launch(args.engine, argv, args.out, args.workers, ray_address=args.ray_address,
+                      ray_cpus=args.ray_cpus)
+    _, code = merge([shard_dir(args.out, i) for i in range(args.workers)], args.out)
+    return max(code, *(o.code or 0 for o in outcomes))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -286,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
+        args.argv = argv  # what a launcher hands on to its shards (`--workers`)
         handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
                                     "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
         return int(handlers[args.command](args))
