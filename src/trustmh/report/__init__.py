@@ -123,8 +123,14 @@ def _transcripts(records: Sequence[Record], k: int = 3) -> str:
         score = {key: v for key, v in rec.score.items() if not isinstance(v, dict | list)}
         judge = "".join(f"<p class=\"muted\">judge ({esc(name)}):</p><pre>{esc(text)}</pre>"
                         for name, text in (rec.judge_raw or {}).items())
+        turns = rec.metadata.get("turns") if isinstance(rec.metadata, dict) else None
+        # a conversation: turn by turn, each with who spoke and its per-turn marks (all escaped)
+        reply = ("".join(f"<p class=\"muted\">turn {esc(t.get('turn'))} · {esc(t.get('role'))} "
+                         f"({esc(t.get('model'))}) {esc(json.dumps(t.get('marks') or {}, ensure_ascii=False))}"
+                         f"</p><pre>{esc(t.get('content'))}</pre>" for t in turns if isinstance(t, dict))
+                 if isinstance(turns, list) and turns else f"<p class=\"muted\">reply:</p><pre>{esc(rec.response)}</pre>")
         parts.append(f"<details><summary>item {esc(rec.item_id)} (epoch {esc(rec.epoch)})</summary>"
-                     f"<p class=\"muted\">reply:</p><pre>{esc(rec.response)}</pre>{judge}"
+                     f"{reply}{judge}"
                      f"<p class=\"muted\">score:</p><pre>{esc(json.dumps(score, ensure_ascii=False))}</pre>"
                      f"</details>")
     return "".join(parts)
