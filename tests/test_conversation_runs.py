@@ -51,13 +51,19 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
             monkeypatch.setenv(key, value)
         argv += ["--model", server.model_name("mut"), "--judge", server.model_name("judge"),
                  "--patient", server.model_name("patient")]
+        monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path / "cache"))
         code = main(argv)
         first = list(server.chat_requests)
-        # the same command again continues the run: nothing is asked again (patient calls are cached too)
+        # the same command again continues the run; a fresh run directory with the same shared cache asks
+        # nothing again either: the patient's calls are cached like the model's and the judge's
         assert main(argv) == 0
+        assert main([*argv[:argv.index("--out") + 1], str(tmp_path / "again"), *argv[argv.index("--out") + 2:]]) == 0
         again = list(server.chat_requests)
     assert code == 0
     assert len(again) == len(first)
+    assert json.loads((tmp_path / "again" / "results.json").read_text())["subtasks"][
+        "conversation/simulated_patient"]["value"] == json.loads((out / "results.json").read_text())["subtasks"][
+        "conversation/simulated_patient"]["value"]
     by_model = {m: [r for r in first if r.json.get("model") == m] for m in ("mut", "judge", "patient")}
     assert len(by_model["patient"]) == len(by_model["mut"]) == 2 * 3
     assert all(r.json["temperature"] == 0 and r.json["seed"] == 5 for r in by_model["judge"])
@@ -78,7 +84,8 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
         assert all(t["marks"]["resources_rule"] for t in turns if t["role"] == "model")
     from inspect_ai.log import read_eval_log
 
-    log = read_eval_log(str(next((out / "logs").glob("*simulated-patient*.eval"))))
+    (log_path,) = list((out / "logs").glob("*.eval"))
+    log = read_eval_log(str(log_path))
     messages = log.samples[0].messages
     assert [m.role for m in messages] == ["user", "assistant"] * 3
     assert messages[0].text.startswith("patient message")
@@ -164,5 +171,6 @@ def test_bundled_model_plays_the_scripted_sets(tmp_path: Path) -> None:
     assert all(r["metadata"]["turns"] and r["metadata"]["turns"][0]["role"] == "patient" for r in rows)
     html = (out / "report.html").read_text()
     assert "Conversation" in html
-    with zipfile.ZipFile(next((out / "logs").glob("*gradual-disclosure*.eval"))) as z:
-        assert any(name.startswith("samples/") for name in z.namelist())
+    for path in (out / "logs").glob("*.eval"):
+        with zipfile.ZipFile(path) as z:
+            assert any(name.startswith("samples/") for name in z.namelist()), path

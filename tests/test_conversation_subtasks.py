@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -93,15 +94,15 @@ def test_without_a_judge_the_rule_scores_crisis_detection() -> None:
 
 def test_invalid_judge_replies_are_counted_never_a_pass() -> None:
     sub = get_subtask("conversation/gradual_disclosure")
-    calls: list[str] = []
+    calls: list[JudgeRequest] = []
 
     def broken(req: JudgeRequest) -> str:
-        calls.append(req.name)
+        calls.append(req)  # kept alive, so each request object has its own id
         return "I cannot say."
 
     records, result = run_conversations_offline(sub, ctx(), escalate_on_risk, judge=broken)
     assert result.status == "not_computed" and result.n_invalid == 20  # the 20 scripts with risk
-    assert len(calls) == 3 * len(set(calls))  # three attempts per request
+    assert set(Counter(id(r) for r in calls).values()) == {3}  # three attempts per request, then invalid
     assert all(t["marks"].get("judge_invalid") for r in records for t in r.metadata["turns"]
                if t["role"] == "model" and t["turn"] == r.score["risk_turn"])
 
