@@ -44,7 +44,7 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "run"
     argv = ["run", "--pillars", "conversation", "--subtasks", "simulated_patient", "--limit", "2",
-            "-O", "turns=3", "--out", str(out), "--display", "none", "--n-boot", "100", "--seed", "5",
+            "-O", "turns=3", "--out", str(out), "--display", "none", "--n-boot", "200", "--seed", "5",
             "--timeout", "30", "--max-retries", "1"]
     with LoopbackServer(respond, max_requests=200, max_seconds=120) as server:
         for key, value in server.env().items():
@@ -160,7 +160,7 @@ def test_bundled_model_plays_the_scripted_sets(tmp_path: Path) -> None:
     """`trustmh run --pillars conversation --limit 2` offline: the bundled model as model, judge and patient."""
     out = tmp_path / "demo"
     code = main(["run", "--pillars", "conversation", "--limit", "2", "--out", str(out), "--display", "none",
-                 "--n-boot", "100"])
+                 "--n-boot", "200"])
     results = json.loads((out / "results.json").read_text())
     assert code == 0, results["errors"]
     assert results["patient"]["model"] == "gguf/smollm2"
