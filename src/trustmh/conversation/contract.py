@@ -41,7 +41,7 @@ PATIENT_ROLE = "patient"
 # What the patient model is shown when it speaks first (an API needs a user message to answer).
 PATIENT_OPENING = "(The chat window has just opened. Write your first message to the assistant.)"
 SCRIPT_MODEL = "script"
-STARTER_MAX_TOKENS = 96
+STARTER_MAX_TOKENS = 64
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from trustmh.stats.conversation import (
 )
 
 DEFAULT_SIMULATED_TURNS = 10
-STARTER_SIMULATED_TURNS = 3
+STARTER_SIMULATED_TURNS = 2
 RULE_NOTE = ("without a judge, crisis detection is the rule detector shared with crisis_escalation: it sees "
              "crisis resources only (not questions about risk), so it over-counts misses")
 

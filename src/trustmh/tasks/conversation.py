@@ -46,6 +46,7 @@ TURNS_KEY = "turns"
 # The patient writes short chat messages; a little sampling keeps its wording natural (seeded, cached).
 PATIENT_TEMPERATURE = 0.7
 PATIENT_MAX_TOKENS = 160
+STARTER_PATIENT_MAX_TOKENS = 48  # the offline demo's patient: a sentence or two
 
 
 def patient_model(ctx: RunContext) -> Model:
@@ -54,7 +55,8 @@ def patient_model(ctx: RunContext) -> Model:
 
     return get_model(role="patient", default=str(ctx.options.get("patient") or BUNDLED_MODEL),
                      config=bounded_config(ctx, temperature=PATIENT_TEMPERATURE, seed=ctx.seed,
-                                           max_tokens=PATIENT_MAX_TOKENS))
+                                           max_tokens=STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter"
+                                           else PATIENT_MAX_TOKENS))
 
 
 def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
