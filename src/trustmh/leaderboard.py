@@ -17,7 +17,7 @@ def normalise(value: float | None, subtask_id: str, mode: Mode) -> float | None:
     if value is None or not np.isfinite(value):
         return None
     worst, best = BY_ID[subtask_id].anchors[mode]
-    return float(np.clip((value - worst) / (best - worst), 0.0, 1.0))
+    return float(np.clip((value - worst) / (best - worst), 0.0, 1.0)) + 0.0  # + 0.0: never -0.0 (best < worst)
 
 
 def _value(result: SubtaskResult | Mapping[str, Any]) -> tuple[float | None, str]:
