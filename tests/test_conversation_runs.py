@@ -174,3 +174,10 @@ def test_bundled_model_plays_the_scripted_sets(tmp_path: Path) -> None:
     for path in (out / "logs").glob("*.eval"):
         with zipfile.ZipFile(path) as z:
             assert any(name.startswith("samples/") for name in z.namelist()), path
+
+
+def test_patient_without_a_simulated_patient_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--model", "mockllm/model", "--no-judge", "--subtasks", "gradual_disclosure",
+                 "--patient", "mockllm/patient", "--out", str(tmp_path / "o"), "--display", "none"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--patient applies only to conversation/simulated_patient" in err
