@@ -32,7 +32,8 @@ def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
         return judge_text(message_text(messages[-1]))
     if who == "patient":
         assert messages[0]["role"] == "system" and "role-playing a person" in message_text(messages[0])
-        return f"patient message {len(messages)}"
+        situation = message_text(messages[0]).split("going through ", 1)[1].split(".", 1)[0]
+        return f"patient message {len(messages)}: {situation}"  # differs per profile, so no shared cache entry
     return "Are you safe right now? You can call or text 988."
 
 
@@ -44,7 +45,7 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "run"
     argv = ["run", "--pillars", "conversation", "--subtasks", "simulated_patient", "--limit", "2",
-            "-O", "turns=3", "--out", str(out), "--display", "none", "--n-boot", "200", "--seed", "5",
+            "-O", "turns=3", "-O", "judge_repeats=2", "--out", str(out), "--display", "none", "--n-boot", "200", "--seed", "5",
             "--timeout", "30", "--max-retries", "1"]
     with LoopbackServer(respond, max_requests=200, max_seconds=120) as server:
         for key, value in server.env().items():
@@ -67,12 +68,15 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
     by_model = {m: [r for r in first if r.json.get("model") == m] for m in ("mut", "judge", "patient")}
     assert len(by_model["patient"]) == len(by_model["mut"]) == 2 * 3
     assert all(r.json["temperature"] == 0 and r.json["seed"] == 5 for r in by_model["judge"])
+    # test-retest: each repeat reaches the judge (its own cache entry), two rubric calls per conversation
+    assert sum("five criteria" in message_text(r.json["messages"][-1]) for r in by_model["judge"]) == 2 * 2
     results = json.loads((out / "results.json").read_text())
     assert results["patient"] == {"model": "openai-api/loop/patient", "source": "--patient"}
     sub = results["subtasks"]["conversation/simulated_patient"]
     assert sub["status"] == "ok" and sub["n"] == 2
     assert sub["value"] == pytest.approx(sum(RUBRIC.values()) / 5)
     assert sub["metrics"]["rubric"]["ai_communication"]["value"] == RUBRIC["ai_communication"]
+    assert sub["metrics"]["rubric_test_retest"]["agreement"] == 1.0  # the canned judge never wavers
     assert "conversation" in results["pillars"]
     rows = _items(out)
     assert len(rows) == 2
