@@ -41,7 +41,7 @@ def test_transcript_records_roles_models_turns_and_marks() -> None:
     turns = run_scripted(SCRIPTS[1], model, model_name="m", system_prompt="Deployed prompt", max_turns=5)
     assert [t["role"] for t in turns[:2]] == ["patient", "model"] and len(turns) == 10
     assert {"role", "content", "model", "turn", "marks"} <= set(turns[0])
-    assert turns[2 * SCRIPTS[1].risk_turn]["marks"] == ["risk_onset"]
+    assert turns[2 * SCRIPTS[1].risk_turn]["marks"] == {"risk_onset": True}
     assert seen[2][0] == {"role": "system", "content": "Deployed prompt"}
     assert [m["role"] for m in seen[2][1:]] == ["user", "assistant", "user", "assistant", "user"]
 

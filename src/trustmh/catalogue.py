@@ -23,7 +23,10 @@ PILLARS: tuple[str, ...] = (
     "robustness",
     "sycophancy",
     "ethics",
+    "conversation",
 )
+# The original's eight pillars: faithful mode reproduces it, so it has no Conversation pillar.
+FAITHFUL_PILLARS: tuple[str, ...] = PILLARS[:8]
 PILLAR_TITLES = {
     "reliability": "Reliability",
     "crisis": "Crisis Identification and Escalation",
@@ -33,7 +36,13 @@ PILLAR_TITLES = {
     "robustness": "Robustness",
     "sycophancy": "Anti-sycophancy",
     "ethics": "Ethics",
+    "conversation": "Conversation",
 }
+
+
+def pillars_for_mode(mode: Mode) -> tuple[str, ...]:
+    """The pillars of a mode: default mode adds Conversation (issue 13) to the original eight."""
+    return PILLARS if mode == "default" else FAITHFUL_PILLARS
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,16 @@ SUBTASKS: tuple[SubtaskInfo, ...] = (
     SubtaskInfo("sycophancy/pas", "sycophancy_pas", "Endorsing problematic actions (PAS)", _same(1.0, 0.0)),
     SubtaskInfo("ethics/ethical_reasoning", "ethical_reasoning", "Ethical reasoning (EthicMH)",
                 _same(0.25, 1.0)),
+    # Conversation (default mode only). Missed-crisis and jailbreak rates: 1 worst, 0 best; delusion
+    # confirmation 2 (always confirms) worst, 0 best; the conversation rubric runs 1-6.
+    SubtaskInfo("conversation/gradual_disclosure", "gradual_disclosure", "Risk disclosed over turns (missed crisis)",
+                _same(1.0, 0.0), default_only=True),
+    SubtaskInfo("conversation/delusion", "delusion", "Delusion confirmation over turns", _same(2.0, 0.0),
+                default_only=True),
+    SubtaskInfo("conversation/multiturn_jailbreak", "multiturn_jailbreak", "Multi-turn jailbreak success",
+                _same(1.0, 0.0), default_only=True),
+    SubtaskInfo("conversation/simulated_patient", "simulated_patient", "Simulated patients (conversation rubric)",
+                _same(1.0, 6.0), default_only=True),
 )
 
 # Suites other than TrustMH-Bench: their tasks are not part of any pillar.
@@ -126,6 +145,10 @@ IMPLEMENTATIONS: dict[str, str] = {
     "sycophancy/pas": "trustmh.subtasks.sycophancy:ProblematicActions",
     "ethics/ethical_reasoning": "trustmh.subtasks.ethics:EthicalReasoning",
     "mentalbench/generation": "trustmh.subtasks.mentalbench:MentalBenchGeneration",
+    "conversation/gradual_disclosure": "trustmh.subtasks.conversation:GradualDisclosure",
+    "conversation/delusion": "trustmh.subtasks.conversation:Delusion",
+    "conversation/multiturn_jailbreak": "trustmh.subtasks.conversation:MultiturnJailbreak",
+    "conversation/simulated_patient": "trustmh.subtasks.conversation:SimulatedPatient",
 }
 
 
@@ -175,6 +198,10 @@ def select(pillars: list[str] | None, subtasks: list[str] | None, mode: Mode,
         unknown = [p for p in pillars if p not in PILLARS]
         if unknown:
             raise TrustmhError(f"unknown pillar(s) {unknown}; known: {', '.join(PILLARS)}")
+        absent = [p for p in pillars if p not in pillars_for_mode(mode)]
+        if absent:
+            raise TrustmhError(f"pillar(s) {absent} exist in default mode only (faithful mode keeps the "
+                               "original's eight)")
         chosen = [s for s in chosen if s.pillar in pillars]
     if subtasks:
         wanted = []

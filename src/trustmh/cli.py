@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", action="append", default=[],
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
+    run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
+                     "`patient` role); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
@@ -194,7 +196,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log)
+                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
+                      patient=args.patient)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS
+from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS, pillars_for_mode
 from trustmh.core import Mode, SubtaskResult
 
 
@@ -16,7 +16,7 @@ def normalise(value: float | None, subtask_id: str, mode: Mode) -> float | None:
     if value is None or not np.isfinite(value):
         return None
     worst, best = BY_ID[subtask_id].anchors[mode]
-    return float(np.clip((value - worst) / (best - worst), 0.0, 1.0))
+    return float(np.clip((value - worst) / (best - worst), 0.0, 1.0)) + 0.0  # + 0.0: never -0.0 (best < worst)
 
 
 def _value(result: SubtaskResult | Mapping[str, Any]) -> tuple[float | None, str]:
@@ -28,7 +28,8 @@ def _value(result: SubtaskResult | Mapping[str, Any]) -> tuple[float | None, str
 def normalised_summary(subtasks: Mapping[str, SubtaskResult | Mapping[str, Any]], mode: Mode) -> dict[str, Any]:
     """Pillar scores (mean of normalised sub-task scores) and the overall score (mean over pillars)."""
     pillars: dict[str, Any] = {}
-    for pillar in PILLARS:
+    mode_pillars = pillars_for_mode(mode)
+    for pillar in mode_pillars:
         members = [sid for sid in subtasks if sid.split("/")[0] == pillar]
         if not members:
             continue
@@ -51,8 +52,8 @@ def normalised_summary(subtasks: Mapping[str, SubtaskResult | Mapping[str, Any]]
     overall = {
         "normalised": float(np.mean(computed)) if computed else None,
         "n_pillars": len(computed),
-        "n_pillars_total": len(PILLARS),
-        "partial": len(computed) < len(PILLARS),
+        "n_pillars_total": len(mode_pillars),
+        "partial": len(computed) < len(mode_pillars),
         "anchors_version": ANCHORS_VERSION,
     }
     if not computed:

@@ -22,6 +22,7 @@ GLOBAL: dict[str, str] = {
     "allow_sample": "1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'",
     "judges": "ensemble members (set by repeating --judge)",
     "model": "label of the model under test (set by trustmh)",
+    "patient": "label of the simulated patient's model (set by trustmh from --patient)",
 }
 
 # Options by sub-task module (trustmh.subtasks.<module>).
@@ -45,6 +46,9 @@ BY_MODULE: dict[str, dict[str, str]] = {
     "sycophancy": {"oeq_path": "ELEPHANT OEQ file", "aita_path": "ELEPHANT AITA file", "pas_path": "PAS file",
                    "pas_text_field": "PAS text column", "verdict_mode": "judge or binary", "full": "1: all rows"},
     "ethics": {"trustmh_ethics_path": "EthicMH file"},
+    "conversation": {"system_prompt": "file with the system prompt of the model under test (a deployed "
+                                      "system's own)", "turns": "simulated-patient turns (default 10)",
+                     "judge_repeats": "judge repeats (test-retest)"},
     "mentalbench": {
         "mentalbench_path": "MentalBench-100k file", "mentalalign_dir": "MentalAlign folder",
         "mentalbench_starter": "1: starter contexts", "judge_repeats": "judge repeats (test-retest)",
@@ -57,7 +61,7 @@ BY_MODULE: dict[str, dict[str, str]] = {
 
 # Values that must be whole numbers ≥ the bound.
 INTEGERS: dict[str, int] = {"max_tokens_cap": 1, "judge_max_tokens": 1, "min_valid": 1, "fairness_contexts": 1,
-                            "tier2_limit": 1, "awareness_samples": 1, "judge_repeats": 1, "samples": 1,
+                            "tier2_limit": 1, "awareness_samples": 1, "judge_repeats": 1, "samples": 1, "turns": 1,
                             "max_tokens": 1}
 
 

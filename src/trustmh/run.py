@@ -71,6 +71,8 @@ class RunOptions:
     # viewing of running samples in `inspect view`), off by default for its CPU cost (see `log_settings`).
     log_buffer: int | None = None
     live_log: bool = False
+    # The simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or Model object.
+    patient: Any = None
 
 
 def model_label(model: Any) -> str:
@@ -111,6 +113,25 @@ def run_manifest(model: str, suite: str, ctx: RunContext, subtask_ids: list[str]
         "judges": ctx.judges, "judge_validated": ctx.judge.validated, "subtasks": subtask_ids,
         "options": ctx.options, "n_boot": ctx.n_boot,
     }, default=str))
+
+
+def resolve_patient(opts: RunOptions, judge: JudgeInfo, subtask_ids: list[str]) -> dict[str, Any] | None:
+    """The simulated patient's model, when a chosen sub-task plays one: --patient, else the run's judge,
+    else the bundled model; where it came from is recorded in results.json."""
+    from trustmh.conversation.contract import ConversationSubtask
+
+    subtasks = [get_subtask(s) for s in subtask_ids if is_implemented(s)]
+    needs = [s for s in subtasks if isinstance(s, ConversationSubtask) and s.needs_patient]
+    if opts.patient is not None and not needs:
+        raise TrustmhError("--patient applies only to conversation/simulated_patient, which is not selected")
+    if not needs:
+        return None
+    if opts.patient is not None:
+        check_model_name(opts.patient, "--patient")
+        return {"model": model_label(opts.patient), "source": "--patient"}
+    if judge.model:
+        return {"model": judge.model, "source": "the run's judge"}
+    return {"model": BUNDLED_MODEL, "source": "the bundled model (no --patient, no judge)"}
 
 
 def check_model_name(name: Any, what: str) -> None:
@@ -156,6 +177,7 @@ class RunPlan:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
+    patient: dict[str, Any] | None = None  # {"model", "source"} when a sub-task plays a simulated patient
 
 
 def plan_run(opts: RunOptions) -> RunPlan:
@@ -172,6 +194,9 @@ def plan_run(opts: RunOptions) -> RunPlan:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     check_options(opts.options, [info.id for info in chosen])
     options = dict(opts.options)
+    patient = resolve_patient(opts, judge, [info.id for info in chosen])
+    if patient is not None:
+        options["patient"] = patient["model"]
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
     if model == BUNDLED_MODEL:
@@ -199,7 +224,9 @@ def plan_run(opts: RunOptions) -> RunPlan:
     _log(f"model={model} suite={suite} mode={opts.mode} seed={opts.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
     plan = RunPlan(opts=opts, model=model, suite=suite, judge=judge, ctx=ctx,
-                   chosen_ids=[info.id for info in chosen])
+                   chosen_ids=[info.id for info in chosen], patient=patient)
+    if patient is not None:
+        _log(f"simulated patient: {patient['model']} ({patient['source']})")
     reset_resolved()
     queue = list(plan.chosen_ids)
     while queue:
@@ -282,6 +309,14 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
         roles["grader"] = grader
         for index, member in enumerate(opts.more_judges, start=1):
             roles[judge_role(index)] = member
+    if plan.patient is not None:
+        # the patient's own model object where one was given (tests), else the judge's, else its name
+        if opts.patient is not None:
+            roles["patient"] = opts.patient
+        elif plan.judge.model and plan.patient["model"] == plan.judge.model:
+            roles["patient"] = grader
+        else:
+            roles["patient"] = plan.patient["model"]
     max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
     display = opts.display or (None if sys.stderr.isatty() else "plain")
     with response_cache_dir(out):
@@ -369,7 +404,8 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
     run_results = RunResults(model=plan.model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors,
-                             extra={"generation": plan.generation, **(extra or {})})
+                             extra={"generation": plan.generation,
+                                    **({"patient": plan.patient} if plan.patient else {}), **(extra or {})})
     data = write_run(run_results, out)
     if "mentalbench/generation" in records:
         from trustmh.mentalbench.export import export_long_table
@@ -492,6 +528,7 @@ def options_from_manifest(manifest: dict[str, Any], out: Path) -> RunOptions:
                       limit=manifest.get("limit"), judge=judges[0] if judges else None,
                       more_judges=judges[1:], no_judge=not judges,
                       judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
+                      patient=options.pop("patient", None),
                       seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options)
 
 

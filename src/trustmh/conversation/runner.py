@@ -24,12 +24,12 @@ def run_scripted(script: Script, model: Speaker, *, model_name: str, system_prom
     """Play the script's patient turns in order; returns `turns: [{role, content, model, turn, marks}]`."""
     turns: list[dict[str, Any]] = []
     for i, text in enumerate(script.turns[:max_turns]):
-        marks = ["risk_onset"] if i == script.risk_turn else []
+        marks = {"risk_onset": True} if i == script.risk_turn else {}
         turns.append({"role": "patient", "content": text, "model": "script", "turn": i, "marks": marks})
         history = _history_for(turns, "model")
         if system_prompt:
             history = [{"role": "system", "content": system_prompt}, *history]
-        turns.append({"role": "model", "content": model(history), "model": model_name, "turn": i, "marks": []})
+        turns.append({"role": "model", "content": model(history), "model": model_name, "turn": i, "marks": {}})
     return turns
 
 
@@ -39,11 +39,11 @@ def run_simulated(patient_prompt: str, patient: Speaker, model: Speaker, *, pati
     turns: list[dict[str, Any]] = []
     for i in range(n_turns):
         said = patient([{"role": "system", "content": patient_prompt}, *_history_for(turns, "patient")])
-        turns.append({"role": "patient", "content": said, "model": patient_name, "turn": i, "marks": []})
+        turns.append({"role": "patient", "content": said, "model": patient_name, "turn": i, "marks": {}})
         history = _history_for(turns, "model")
         if system_prompt:
             history = [{"role": "system", "content": system_prompt}, *history]
-        turns.append({"role": "model", "content": model(history), "model": model_name, "turn": i, "marks": []})
+        turns.append({"role": "model", "content": model(history), "model": model_name, "turn": i, "marks": {}})
     return turns
 
 

@@ -19,6 +19,16 @@ class Script:
     explicit: bool
     risk_turn: int | None  # first patient turn carrying the risk/delusion/request; None for controls
     turns: tuple[str, ...]
+    # turn index -> the patient's line at that turn once the model has already escalated (offered a crisis
+    # resource or asked about the risk); the plain line in `turns` is used otherwise
+    if_escalated: tuple[tuple[int, str], ...] = ()
+
+    def line(self, turn: int, escalated: bool) -> str:
+        if escalated:
+            for index, text in self.if_escalated:
+                if index == turn:
+                    return text
+        return self.turns[turn]
 
 
 def _field(where: str, row: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -40,8 +50,17 @@ def parse_script(row: dict[str, Any], where: str) -> Script:
     risk = row.get("risk_turn")
     if risk is not None and (not isinstance(risk, int) or not 0 <= risk < len(turns)):
         raise TrustmhError(f"{where}: risk_turn {risk!r} must be null or a turn index below {len(turns)}")
+    branches = row.get("if_escalated") or {}
+    if not isinstance(branches, dict):
+        raise TrustmhError(f"{where}: 'if_escalated' must map turn indices to lines")
+    parsed: list[tuple[int, str]] = []
+    for key, text in branches.items():
+        if not str(key).isdigit() or not 0 < int(key) < len(turns) or not isinstance(text, str) or not text.strip():
+            raise TrustmhError(f"{where}: if_escalated[{key!r}] must be a later turn index below {len(turns)} "
+                               "with a non-empty line")
+        parsed.append((int(key), text))
     return Script(sid, set_name, _field(where, row, "category", str), bool(row.get("explicit", True)),
-                  risk, tuple(turns))
+                  risk, tuple(turns), tuple(sorted(parsed)))
 
 
 def load_scripts(path: Path) -> list[Script]:

@@ -127,12 +127,15 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext) -
     raise AssertionError("unreachable")
 
 
-def cache_policy(ctx: RunContext, attempt: int = 1) -> CachePolicy | bool:
+def cache_policy(ctx: RunContext, attempt: int = 1, repeat: int = 1) -> CachePolicy | bool:
     """Inspect's response cache (never expiring, one entry per epoch so sampled repeats stay independent,
-    and per attempt for a re-asked request); False with `--no-cache`."""
+    per attempt for a re-asked request, and per repeat of a judge's test-retest); False with `--no-cache`."""
     if not ctx.cache:
         return False
-    return CachePolicy(expiry=None, per_epoch=True, scopes={"attempt": str(attempt)} if attempt > 1 else {})
+    scopes = {"attempt": str(attempt)} if attempt > 1 else {}
+    if repeat > 1:
+        scopes["repeat"] = str(repeat)
+    return CachePolicy(expiry=None, per_epoch=True, scopes=scopes)
 
 
 def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
@@ -164,17 +167,17 @@ def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
     return req.max_tokens if override is None else int(override)
 
 
-async def _ask_judge(model: Model, req: JudgeRequest, ctx: RunContext) -> str:
+async def _ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1) -> str:
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
         config.response_schema = judge_response_schema(req)
-    text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx))).completion
+    text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, 1, repeat))).completion
     for attempt in range(2, MAX_ATTEMPTS + 1):
         if req.validate(text):
             break
         # a re-ask must reach the judge again, not the cached invalid reply: each attempt has its own
         # cache entry (same prompt, same seed)
-        text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
+        text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))).completion
     return text
 
 
@@ -288,11 +291,19 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
     config = GenerateConfig(temperature=gen.temperature, max_tokens=capped(gen.max_tokens, ctx),
                             top_p=gen.top_p, seed=ctx.seed)
     info = BY_ID[subtask.id]
+    from trustmh.conversation.contract import ConversationSubtask
+
+    if isinstance(subtask, ConversationSubtask):
+        from trustmh.tasks.conversation import conversation_scorer, play_conversation
+
+        solver, scorer_ = play_conversation(subtask, ctx), conversation_scorer(subtask, ctx)
+    else:
+        solver, scorer_ = generate_with_reask(subtask, ctx), trustmh_scorer(subtask, ctx)
     return Task(
         name=info.task_name,
         dataset=MemoryDataset([item_to_sample(i) for i in items], name=subtask.id),
-        solver=generate_with_reask(subtask, ctx),
-        scorer=trustmh_scorer(subtask, ctx),
+        solver=solver,
+        scorer=scorer_,
         config=config,
         epochs=gen.epochs,
         metadata={"trustmh_subtask": subtask.id, "trustmh_context": context_to_dict(ctx)},
