@@ -5,6 +5,9 @@ merge), requests per second, and whether the merged result equals the single-pro
 
     .venv/bin/python benchmarks/scale.py [--shards 1,2,4] [--limit 400] [--latency 0.2] [--max-connections 8]
 
+It re-runs itself in a network namespace whose only interface is loopback (`unshare`, root or user
+namespaces), so that Ray, which announces the machine's own address otherwise, stays on 127.0.0.1.
+
 Each shard is a process with its own `--max-connections` connections, so the bound on req/s grows with the
 shards (N × C / L) until the CPU is the limit: on 2 cores, Inspect's per-sample CPU cost caps it first.
 """
@@ -25,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from loopback_server import LoopbackServer, message_text  # noqa: E402
-from ray_cluster import CLIENT_ENV, RayCluster  # noqa: E402
+from ray_cluster import CLIENT_ENV, RayCluster, loopback_only, netns_command, netns_unavailable  # noqa: E402
 
 
 def _respond(messages, request) -> str:  # noqa: ANN001
@@ -56,6 +59,12 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per reply")
     ap.add_argument("--max-connections", type=int, default=8, help="per process (per shard)")
     args = ap.parse_args()
+    if not loopback_only():
+        # Ray announces the machine's own address: measure in a network namespace with loopback only
+        why = netns_unavailable()
+        if why:
+            raise SystemExit(f"scale.py runs only where no traffic can leave loopback: {why}")
+        raise SystemExit(subprocess.run(netns_command([sys.executable, *sys.argv])).returncode)
     counts = [int(n) for n in args.shards.split(",")]
     with contextlib.suppress(AttributeError):
         print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}")

@@ -3,17 +3,23 @@
 The cluster lives in a child process of its own (so Ray's globals and signal handlers stay out of the
 caller): it starts with `ray.init`, prints the address, and shuts down when its standard input closes or
 after `max_seconds`. Its worker processes inherit the environment given here (loopback server URLs and keys),
-as the nodes of a real cluster inherit the environment of `ray start`. One node: Ray announces it under the
-machine's own address (it never announces loopback) and, from Ray 2.5x, requires its token
-(~/.ray/auth_token) from every client: run the clients with `CLIENT_ENV`.
+as the nodes of a real cluster inherit the environment of `ray start`. From Ray 2.5x a cluster requires its
+token (~/.ray/auth_token) from every client: run the clients with `CLIENT_ENV`.
+
+Ray announces a node under the machine's own address whenever the machine has one besides loopback, and
+probes a public resolver to find it. Tests and benchmarks must keep their traffic on loopback, so whatever
+starts a cluster runs in a network namespace of its own whose only interface is `lo` (`netns_command`):
+there Ray can only use 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 _HOLDER = r"""
@@ -26,6 +32,29 @@ threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).sta
 done.wait(max_seconds)
 ray.shutdown()
 """
+
+
+def loopback_only() -> bool:
+    """Whether this process's network namespace has no interface but loopback."""
+    try:
+        return {p.name for p in Path("/sys/class/net").iterdir()} <= {"lo"}
+    except OSError:
+        return False
+
+
+def netns_command(command: Sequence[str]) -> list[str]:
+    """`command` in a new network namespace with only the loopback interface, brought up."""
+    return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
+
+
+def netns_unavailable() -> str | None:
+    """Why a loopback-only network namespace cannot be made here (None: it can)."""
+    if not sys.platform.startswith("linux") or not shutil.which("unshare") or not shutil.which("ip"):
+        return "needs Linux with unshare and ip (iproute2)"
+    probe = subprocess.run(netns_command(["true"]), capture_output=True, text=True, timeout=30)
+    if probe.returncode:
+        return f"cannot create a network namespace here ({probe.stderr.strip()[-200:] or probe.returncode})"
+    return None
 
 
 # What a client (`trustmh run --engine ray --ray-address …`) needs in its environment to join the cluster.
