@@ -29,8 +29,11 @@ from trustmh.results import RunResults, write_run
 from trustmh.secrets import redact, scrub_run_dir, secret_values
 
 BUNDLED_MODEL = "gguf/smollm2"
-DEMO_LIMIT = 4
-DEMO_MAX_TOKENS = 192
+DEMO_LIMIT = 2
+DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
+# The offline demo only (bundled model, starter suite): see `plan_run`.
+DEMO_REPLY_CAP = 96
+DEMO_JUDGE_TEXT_CHARS = 80
 SAMPLE_RETRIES = 3
 DEFAULT_MAX_TASKS = 4
 
@@ -166,18 +169,26 @@ def plan_run(opts: RunOptions) -> RunPlan:
     options = dict(opts.options)
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
+    if model == BUNDLED_MODEL and suite == "starter":
+        # The offline demo: minutes, not hours (benchmarks/demo.py times it). Each trim is announced.
+        demo = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
+                "fairness_escalation_items": 0, "awareness_samples": 1}
+        if judge.model == BUNDLED_MODEL:
+            demo["judge_text_chars"] = DEMO_JUDGE_TEXT_CHARS
+        for key, value in demo.items():
+            options.setdefault(key, value)
+        if limit is None:
+            limit = DEMO_LIMIT
+        _log(f"offline demo: at most {limit} items per sub-task; robustness_grid={options['robustness_grid']} "
+             f"(cascade at 2 intensities); fairness_contexts={options['fairness_contexts']} (x 17 identity "
+             f"variants), fairness_escalation_items={options['fairness_escalation_items']}; "
+             f"awareness_samples={options['awareness_samples']}"
+             + (f"; judge free text <= {options['judge_text_chars']} characters" if "judge_text_chars" in options
+                else "")
+             + " (override with --limit / -O key=value)")
     if model == BUNDLED_MODEL:
         # A 135M-parameter model on two CPU cores: keep replies short, and say so.
         options.setdefault("max_tokens_cap", DEMO_MAX_TOKENS)
-    if model == BUNDLED_MODEL and suite == "starter":
-        # The offline demo: minutes, not hours.
-        options.setdefault("robustness_grid", "quick")
-        options.setdefault("fairness_contexts", 1)
-        options.setdefault("awareness_samples", 2)
-        if limit is None:
-            limit = DEMO_LIMIT
-        _log(f"offline demo: at most {limit} items per sub-task, smaller robustness, fairness and privacy "
-             "grids (override with --limit / -O)")
     if "max_tokens_cap" in options:
         _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
     if opts.more_judges and judge.model:
