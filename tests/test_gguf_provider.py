@@ -241,6 +241,22 @@ def test_default_threads_leave_a_core_free_and_obey_the_environment(monkeypatch:
         gguf.default_threads()
 
 
+def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRUSTMH_GGUF_PARALLEL", raising=False)
+    monkeypatch.delenv("TRUSTMH_GGUF_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert gguf.default_parallel() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert gguf.default_parallel() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
+    assert gguf.default_parallel() == 1  # seven threads in one context
+    monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "3")
+    assert gguf.default_parallel() == 3
+    monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "x")
+    with pytest.raises(TrustmhError, match="TRUSTMH_GGUF_PARALLEL"):
+        gguf.default_parallel()
+
+
 def test_a_path_to_a_gguf_file_is_accepted_as_the_model_name() -> None:
     path = gguf.resolve_model_path("smollm2")  # any existing .gguf file
     assert path.is_absolute()
@@ -276,9 +292,9 @@ def test_prefix_cache_picks_the_longest_usable_state_and_drops_the_least_recent(
     cache = gguf.PrefixCache(max_bytes=10, chunk=2)
     cache.add((1, 2), b"aaaa")
     cache.add((1, 2, 3, 4), b"bbbb")
-    assert cache.best([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4)
-    assert cache.best([1, 2, 3, 9, 9]) == ((1, 2), 2)  # first in order among equal supplies; touched
-    assert cache.best([7, 7, 7]) == (None, 0)
+    assert cache.best([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4, b"bbbb")
+    assert cache.best([1, 2, 3, 9, 9]) == ((1, 2), 2, b"aaaa")  # first in order among equal supplies; touched
+    assert cache.best([7, 7, 7]) == (None, 0, b"")
     cache.add((5, 6), b"cccc")  # over 10 bytes: the least recently used, (1, 2, 3, 4), goes
     assert set(cache.entries) == {(1, 2), (5, 6)}
     assert cache.size == 8
@@ -320,6 +336,15 @@ def test_prefix_reuse_gives_the_same_outputs_as_evaluating_every_prompt_from_scr
     fresh = run(get_model("gguf/smollm2", prefix_cache=False), list(range(len(calls))))
     reused = run(get_model("gguf/smollm2"), list(range(len(calls))))
     backwards = run(get_model("gguf/smollm2"), list(reversed(range(len(calls)))))
+
+    async def together(model: Model) -> list[str]:  # on several contexts at once, sharing their prefixes
+        outs = await asyncio.gather(*(model.generate(prompt, config=GenerateConfig(  # type: ignore[arg-type]
+            max_tokens=24, temperature=0, seed=0, response_schema=schema if judge else None))
+            for prompt, judge in calls))
+        return [o.completion for o in outs]
+
+    parallel = get_model("gguf/smollm2", n_parallel=2)
+    assert asyncio.run(together(parallel)) == [fresh[i][0] for i in range(len(calls))]
     assert all(n == 0 for _, n in fresh.values())
     assert all(reused[i][1] >= gguf.PREFIX_CHUNK for i in range(1, len(calls)))  # the prefixes were reused
     assert {i: text for i, (text, _) in reused.items()} == {i: text for i, (text, _) in fresh.items()}

@@ -60,7 +60,8 @@ class RunOptions:
     options: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
-    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or 1 for the bundled model.
+    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
+    # number of llama.cpp contexts (`trustmh.models.gguf.default_parallel`).
     max_tasks: int | None = None
     # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
     more_judges: list[Any] = field(default_factory=list)
@@ -277,15 +278,25 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
     if opts.max_connections is not None:
         kwargs["max_connections"] = opts.max_connections
     elif model.startswith("gguf/"):
-        kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
-        # provider's own default and would queue 20 requests behind its lock)
+        from trustmh.models.gguf import default_parallel
+
+        # in-process model: one call per llama.cpp context (Inspect ignores the provider's own default
+        # and would queue 20 requests behind their locks)
+        kwargs["max_connections"] = default_parallel()
     grader = opts.judge if (opts.judge is not None and not opts.no_judge) else plan.judge.model
     roles: dict[str, Any] = {}
     if plan.judge.model:
         roles["grader"] = grader
         for index, member in enumerate(opts.more_judges, start=1):
             roles[judge_role(index)] = member
-    max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
+    if opts.max_tasks:
+        max_tasks = opts.max_tasks
+    elif model.startswith("gguf/"):
+        from trustmh.models.gguf import default_parallel
+
+        max_tasks = default_parallel()  # a sub-task's last sample need not leave a context idle
+    else:
+        max_tasks = DEFAULT_MAX_TASKS
     with response_cache_dir(out):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).

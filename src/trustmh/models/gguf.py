@@ -10,8 +10,11 @@ smaller), `n_threads` (default: `default_threads()`, usable cores minus one), `e
 `_load`), `prefix_cache` (default True: reuse the KV state of a prompt's leading chunks, see below).
 
 Design notes:
-* One `llama_cpp.Llama` per (path, n_ctx, n_threads) per process, loaded lazily and shared by every
-  `get_model()` instance; a lock serialises calls because a llama.cpp context is not thread-safe.
+* `n_parallel` llama.cpp contexts per (path, n_ctx, n_threads) per process (`default_parallel()`: two
+  single-thread contexts on a 2-core machine, else one), loaded lazily and shared by every `get_model()`
+  instance (the model under test and the judge); each has a lock because a llama.cpp context is not
+  thread-safe, and calls run on free contexts in parallel. Independent single-thread contexts never wait
+  on each other, unlike llama.cpp's threads within one context (see `default_threads`).
 * An output depends only on its own request, never on which request ran before it, so runs are
   reproducible under concurrency and on resume. Prompts are evaluated in chunks of `PREFIX_CHUNK` tokens
   at fixed positions (0, 64, 128, ...), and the KV state of every complete chunk prefix of recent prompts
@@ -93,6 +96,23 @@ def default_threads() -> int:
     return max(1, cores - 1)
 
 
+def default_parallel(n_threads: int | None = None) -> int:
+    """Contexts that run calls at once: `TRUSTMH_GGUF_PARALLEL`, else two when the usable cores hold two
+    contexts of `n_threads` threads each (a 2-core machine with one thread per context), else one."""
+    env = os.environ.get("TRUSTMH_GGUF_PARALLEL", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError as ex:
+            raise TrustmhError(f"TRUSTMH_GGUF_PARALLEL must be a whole number, got {env!r}") from ex
+    threads = n_threads or default_threads()
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 * threads and threads == 1 else 1
+
+
 class GGUFModelNotFoundError(TrustmhError, FileNotFoundError):
     """The model name is neither a bundled model nor an existing .gguf file."""
 
@@ -135,36 +155,48 @@ def aligned_prefix(cached: Sequence[int], tokens: Sequence[int], chunk: int = PR
 
 class PrefixCache:
     """Saved KV states of chunk-aligned prompt prefixes, least recently used dropped first (bounded in
-    bytes). Plain data; `GGUFModelAPI` saves and restores the states."""
+    bytes), shared by a model's contexts (thread-safe). `GGUFModelAPI` saves and restores the states."""
 
     def __init__(self, max_bytes: int = PREFIX_CACHE_BYTES, chunk: int = PREFIX_CHUNK) -> None:
         self.max_bytes, self.chunk = max_bytes, chunk
         self.entries: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
         self.size = 0
         self.hits = self.reused_tokens = 0
+        self.enabled = True
+        self.lock = threading.Lock()
 
-    def best(self, tokens: Sequence[int]) -> tuple[tuple[int, ...] | None, int]:
-        """(key of the state to restore, tokens it supplies) for a prompt; (None, 0) when none helps."""
-        best_key, best_n = None, 0
-        for key in self.entries:
-            n = aligned_prefix(key, tokens, self.chunk)
-            if n > best_n:
-                best_key, best_n = key, n
-        if best_key is not None:
+    def best(self, tokens: Sequence[int]) -> tuple[tuple[int, ...] | None, int, bytes]:
+        """(key of the state to restore, tokens it supplies, the state) for a prompt; (None, 0, b"") when
+        none helps."""
+        with self.lock:
+            best_key, best_n = None, 0
+            for key in self.entries:
+                n = aligned_prefix(key, tokens, self.chunk)
+                if n > best_n:
+                    best_key, best_n = key, n
+            if best_key is None:
+                return None, 0, b""
             self.entries.move_to_end(best_key)
-        return best_key, best_n
+            self.hits += 1
+            self.reused_tokens += best_n
+            return best_key, best_n, self.entries[best_key]
+
+    def has(self, key: tuple[int, ...]) -> bool:
+        with self.lock:
+            return key in self.entries
 
     def add(self, key: tuple[int, ...], data: bytes) -> None:
-        if key in self.entries:
-            self.entries.move_to_end(key)
-            return
-        if len(data) > self.max_bytes:
-            return
-        self.entries[key] = data
-        self.size += len(data)
-        while self.size > self.max_bytes:
-            _, dropped = self.entries.popitem(last=False)
-            self.size -= len(dropped)
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return
+            if len(data) > self.max_bytes:
+                return
+            self.entries[key] = data
+            self.size += len(data)
+            while self.size > self.max_bytes:
+                _, dropped = self.entries.popitem(last=False)
+                self.size -= len(dropped)
 
 
 @dataclass
@@ -179,7 +211,7 @@ class _Loaded:
     prefixes: PrefixCache | None = None  # None: no reuse (no chat template to predict the prompt's tokens)
 
 
-_loaded: dict[tuple[str, int | None, int, bool], _Loaded] = {}
+_loaded: dict[tuple[str, int | None, int, bool, int], _Loaded] = {}
 _load_lock = threading.Lock()
 
 
@@ -248,9 +280,12 @@ def _chat_formatter(llm: Any) -> Any | None:
     )
 
 
-def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool) -> _Loaded:
-    """Load (once per process) a GGUF model; thread-safe."""
-    key = (str(path.resolve()), n_ctx, n_threads, extra_bufts)
+def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool, slot: int = 0) -> _Loaded:
+    """Load (once per process) a GGUF model's context number `slot`; thread-safe. Contexts of one model
+    share its prefix cache."""
+    key = (str(path.resolve()), n_ctx, n_threads, extra_bufts, slot)
+    if slot > 0:
+        first = _load(path, n_ctx, n_threads, extra_bufts, 0)
     with _load_lock:
         loaded = _loaded.get(key)
         if loaded is not None:
@@ -264,8 +299,9 @@ def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool) -> _
             want = trained
             llm = _construct_llama(path, want, n_threads, extra_bufts)
         formatter = _chat_formatter(llm)
-        loaded = _Loaded(llm=llm, path=path, n_ctx=int(llm.n_ctx()), formatter=formatter,
-                         prefixes=PrefixCache() if formatter is not None else None)
+        # contexts of one model share its prefix cache (a state fits any context of the same model)
+        prefixes = first.prefixes if slot > 0 else (PrefixCache() if formatter is not None else None)
+        loaded = _Loaded(llm=llm, path=path, n_ctx=int(llm.n_ctx()), formatter=formatter, prefixes=prefixes)
         _loaded[key] = loaded
         return loaded
 
@@ -280,13 +316,12 @@ def _restore_prefix(loaded: _Loaded, tokens: list[int]) -> int:
     """Start the KV cache from the best saved prefix of `tokens` (0: from scratch); returns its length.
     llama-cpp-python then evaluates only the rest, in chunks that start at that chunk boundary."""
     llm, cache = loaded.llm, loaded.prefixes
-    key, n = cache.best(tokens) if cache is not None else (None, 0)
+    key, n, data = cache.best(tokens) if cache is not None and cache.enabled else (None, 0, b"")
     llm.reset()
     if key is None or n == 0:
         return 0
     import llama_cpp
 
-    data = cache.entries[key]  # type: ignore[union-attr]
     llm._ctx.kv_cache_clear()
     buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
     if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buf, len(data), 0) != len(data):
@@ -294,8 +329,6 @@ def _restore_prefix(loaded: _Loaded, tokens: list[int]) -> int:
         return 0
     llm.input_ids[: len(key)] = key
     llm.n_tokens = n  # the chat call finds this prefix, drops the KV entries past it, and evaluates the rest
-    cache.hits += 1  # type: ignore[union-attr]
-    cache.reused_tokens += n  # type: ignore[union-attr]
     return n
 
 
@@ -305,15 +338,15 @@ def _save_prefix(loaded: _Loaded, tokens: list[int]) -> None:
     import llama_cpp
 
     llm, cache = loaded.llm, loaded.prefixes
-    if cache is None:
+    if cache is None or not cache.enabled:
         return
     if list(llm.input_ids[: len(tokens)]) != tokens:
         # the chat handler evaluated other tokens than predicted: reuse could misalign the chunks
-        loaded.prefixes = None
+        cache.enabled = False
         return
     q = len(tokens) - len(tokens) % cache.chunk
     key = tuple(tokens[:q])
-    if q == 0 or key in cache.entries:
+    if q == 0 or cache.has(key):
         return
     llm._ctx.kv_cache_seq_rm(0, q, -1)
     llm.n_tokens = q
@@ -425,6 +458,7 @@ class GGUFModelAPI(ModelAPI):
         n_threads: int | str | None = None,
         extra_bufts: bool | str = False,
         prefix_cache: bool | str = True,
+        n_parallel: int | str | None = None,
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, api_key_vars or [], config or GenerateConfig())
@@ -435,16 +469,29 @@ class GGUFModelAPI(ModelAPI):
         self.n_threads = int(n_threads) if n_threads is not None else default_threads()
         self.extra_bufts = str(extra_bufts).lower() in ("1", "true", "yes")
         self.prefix_cache = str(prefix_cache).lower() not in ("0", "false", "no", "off")
+        self.n_parallel = int(n_parallel) if n_parallel is not None else default_parallel(self.n_threads)
+        self._next = 0
 
-    def _model(self) -> _Loaded:
-        return _load(self.model_path, self.n_ctx, self.n_threads, self.extra_bufts)
+    def _model(self, slot: int = 0) -> _Loaded:
+        return _load(self.model_path, self.n_ctx, self.n_threads, self.extra_bufts, slot)
+
+    def _acquire(self) -> _Loaded:
+        """A context whose lock is now held: a free one if any, else wait for the next in turn."""
+        contexts = [self._model(i) for i in range(self.n_parallel)]
+        for loaded in contexts:
+            if loaded.lock.acquire(blocking=False):
+                return loaded
+        self._next = (self._next + 1) % len(contexts)
+        loaded = contexts[self._next]
+        loaded.lock.acquire()
+        return loaded
 
     def max_tokens(self) -> int | None:
         return DEFAULT_MAX_TOKENS
 
     def max_connections(self) -> int:
-        # one llama.cpp context per process; more connections would only queue on its lock
-        return 1
+        # one call per llama.cpp context; more connections would only queue on their locks
+        return self.n_parallel
 
     def connection_key(self) -> str:
         return str(self.model_path)
@@ -473,7 +520,15 @@ class GGUFModelAPI(ModelAPI):
     def _generate_sync(
         self, messages: list[dict[str, str]], config: GenerateConfig
     ) -> tuple[ModelOutput, ModelCall]:
-        loaded = self._model()
+        loaded = self._acquire()  # a context of our own until the reply is complete
+        try:
+            return self._generate_on(loaded, messages, config)
+        finally:
+            loaded.lock.release()
+
+    def _generate_on(
+        self, loaded: _Loaded, messages: list[dict[str, str]], config: GenerateConfig
+    ) -> tuple[ModelOutput, ModelCall]:
         llm, n_ctx = loaded.llm, loaded.n_ctx
 
         requested = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
@@ -515,21 +570,20 @@ class GGUFModelAPI(ModelAPI):
             request["response_format"] = {"type": "json_object", "schema": schema}
 
         start = time.monotonic()
-        with loaded.lock:
-            fit = fit_prompt(messages, budget, count, tokenize, detokenize)
-            if fit.prompt_tokens >= n_ctx:  # cannot happen with a sane template; never ask llama.cpp to fail
-                raise TrustmhError(
-                    f"gguf/{self.model_name}: prompt of {fit.prompt_tokens} tokens cannot be cut to fit n_ctx={n_ctx}"
-                )
-            # the output must not depend on which request ran before: start from scratch or from a saved
-            # chunk-aligned prefix of this very prompt (identical to evaluating it from scratch)
-            tokens = _prompt_tokens(loaded, fit.messages) if self.prefix_cache and loaded.prefixes else None
-            reused = _restore_prefix(loaded, tokens) if tokens is not None else 0
-            if tokens is None:
-                llm.reset()
-            response = llm.create_chat_completion(messages=fit.messages, stream=False, **request)
-            if tokens is not None:
-                _save_prefix(loaded, tokens)
+        fit = fit_prompt(messages, budget, count, tokenize, detokenize)
+        if fit.prompt_tokens >= n_ctx:  # cannot happen with a sane template; never ask llama.cpp to fail
+            raise TrustmhError(
+                f"gguf/{self.model_name}: prompt of {fit.prompt_tokens} tokens cannot be cut to fit n_ctx={n_ctx}"
+            )
+        # the output must not depend on which request ran before: start from scratch or from a saved
+        # chunk-aligned prefix of this very prompt (identical to evaluating it from scratch)
+        tokens = _prompt_tokens(loaded, fit.messages) if self.prefix_cache and loaded.prefixes else None
+        reused = _restore_prefix(loaded, tokens) if tokens is not None else 0
+        if tokens is None:
+            llm.reset()
+        response = llm.create_chat_completion(messages=fit.messages, stream=False, **request)
+        if tokens is not None:
+            _save_prefix(loaded, tokens)
         elapsed = time.monotonic() - start
 
         choice = response["choices"][0]
