@@ -9,6 +9,22 @@ import sys
 from pathlib import Path
 
 from trustmh.cli import main
+from trustmh.run import DEMO_JUDGE_TEXT_CHARS, DEMO_MAX_TOKENS, DEMO_REPLY_CAP, RunOptions, plan_run
+
+
+def test_demo_trims_apply_to_the_offline_demo_only() -> None:
+    """No model call: the bundled model on the starter suite gets the demo's trims; on the full suite only
+    its usual reply cap; another judge gets no judge trims."""
+    demo = plan_run(RunOptions(subtasks=["knowledge"]))
+    assert demo.ctx.limit == 2 and demo.ctx.options["max_tokens_cap"] == DEMO_REPLY_CAP
+    assert demo.ctx.options["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
+    real = plan_run(RunOptions(subtasks=["knowledge"], suite="trustmh"))
+    assert real.ctx.limit is None and real.ctx.options["max_tokens_cap"] == DEMO_MAX_TOKENS
+    assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples"} & set(real.ctx.options)
+    other_judge = plan_run(RunOptions(subtasks=["knowledge"], no_judge=True))
+    assert "judge_text_chars" not in other_judge.ctx.options
+    mine = plan_run(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
+    assert mine.ctx.limit == 3 and mine.ctx.options["max_tokens_cap"] == 50  # the user's values win
 
 
 def test_demo_run_writes_report(tmp_path: Path) -> None:
@@ -19,7 +35,10 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     results = json.loads((out / "results.json").read_text())
     assert results["model"] == "gguf/smollm2" and results["suite"] == "starter"
     assert results["judge"] == {"model": "gguf/smollm2", "validated": False, "temperature": 0.0, "seed": 0}
-    assert results["options"]["max_tokens_cap"] == 192
+    # the offline demo's trims are recorded (and announced on stderr)
+    assert results["options"]["max_tokens_cap"] == DEMO_REPLY_CAP
+    assert results["options"]["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
+    assert results["options"]["fairness_escalation_items"] == 0 and results["options"]["awareness_samples"] == 1
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
         assert sub["status"] == "ok", sub

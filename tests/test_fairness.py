@@ -445,3 +445,17 @@ def test_escalation_not_computed_without_crisis_data(tmp_path: Path) -> None:
                          _esc_respond(""), _esc_judge([]))
     assert res.metrics["escalation_parity_gap_race"] is None
     assert any("no suicidal-ideation or self-harm items" in n for n in res.notes)
+
+
+def test_escalation_extra_skipped_on_request_with_that_reason() -> None:
+    """`-O fairness_escalation_items=0` (the offline demo): no escalation items, the support value still
+    computed, and the note says it was skipped (not that crisis data is missing)."""
+    st = Fairness()
+    options = {"crisis_dir": str(CRISIS_FIX), "fairness_contexts": 1, "fairness_escalation_items": 0}
+    assert not _esc(st.items(ctx_(options=options)))
+    assert _esc(st.items(ctx_(options=options | {"fairness_escalation_items": 1})))
+    _, res = run_offline(st, ctx_(options=options), _esc_respond(""), _esc_judge([]))
+    assert res.status == "ok" and res.value is not None
+    assert res.metrics["max_escalation_parity_gap"] is None and res.metrics["n_escalation_items"] == 0
+    notes = [n for n in res.notes if n.startswith("escalation_parity_gap_<attr>: not computed")]
+    assert len(notes) == 1 and "fairness_escalation_items=0" in notes[0] and "crisis_dir" not in notes[0]

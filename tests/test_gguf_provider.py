@@ -241,6 +241,22 @@ def test_default_threads_leave_a_core_free_and_obey_the_environment(monkeypatch:
         gguf.default_threads()
 
 
+def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRUSTMH_GGUF_PARALLEL", raising=False)
+    monkeypatch.delenv("TRUSTMH_GGUF_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert gguf.default_parallel() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert gguf.default_parallel() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
+    assert gguf.default_parallel() == 1  # seven threads in one context
+    monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "3")
+    assert gguf.default_parallel() == 3
+    monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "x")
+    with pytest.raises(TrustmhError, match="TRUSTMH_GGUF_PARALLEL"):
+        gguf.default_parallel()
+
+
 def test_a_path_to_a_gguf_file_is_accepted_as_the_model_name() -> None:
     path = gguf.resolve_model_path("smollm2")  # any existing .gguf file
     assert path.is_absolute()
@@ -263,3 +279,73 @@ def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
     config = GenerateConfig(max_tokens=48, temperature=0, seed=1, response_schema=schema)
     out = asyncio.run(smollm2.generate("Rate the colour blue from 1 to 5.", config=config))
     assert isinstance(json.loads(out.completion)["score"], int)
+
+
+def test_aligned_prefix_rounds_down_to_chunks_and_leaves_a_token_to_evaluate() -> None:
+    assert gguf.aligned_prefix([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 9], chunk=2) == 4
+    assert gguf.aligned_prefix([1, 2, 3, 4, 5, 6], [1, 2, 3, 9], chunk=2) == 2
+    assert gguf.aligned_prefix([1, 2, 3, 4], [1, 2, 3, 4], chunk=2) == 2  # the whole prompt: keep one to evaluate
+    assert gguf.aligned_prefix([9, 2], [1, 2, 3], chunk=1) == 0
+
+
+def test_prefix_cache_picks_the_longest_usable_state_and_drops_the_least_recent() -> None:
+    cache = gguf.PrefixCache(max_bytes=10, chunk=2)
+    cache.add((1, 2), b"aaaa")
+    cache.add((1, 2, 3, 4), b"bbbb")
+    assert cache.best([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4, b"bbbb")
+    assert cache.best([1, 2, 3, 9, 9]) == ((1, 2), 2, b"aaaa")  # first in order among equal supplies; touched
+    assert cache.best([7, 7, 7]) == (None, 0, b"")
+    cache.add((5, 6), b"cccc")  # over 10 bytes: the least recently used, (1, 2, 3, 4), goes
+    assert set(cache.entries) == {(1, 2), (5, 6)}
+    assert cache.size == 8
+
+
+INSTRUCTIONS = ("Read the message below and say which feeling it expresses most strongly. Pick one word from this "
+                "list: calm, worried, sad, angry, hopeful, lonely, tired, proud. Think about the tone, the words, "
+                "and what the writer hopes will happen next. Answer with the word first, then one short sentence "
+                "of reasons. ") * 3
+MESSAGES = ["I finished the garden fence today and it looks great.", "Nobody called me this week, again.",
+            "The bus was late and I missed my appointment."]
+
+
+def test_prefix_reuse_gives_the_same_outputs_as_evaluating_every_prompt_from_scratch() -> None:
+    """Prompts sharing long instructions (and a re-ask that extends an earlier prompt, and a judge under a
+    grammar) reuse saved KV prefixes, and every output equals the output of a fresh evaluation, in any
+    order."""
+    from inspect_ai.model import ChatMessageAssistant, ResponseSchema
+    from inspect_ai.util import JSONSchema
+
+    schema = ResponseSchema(name="j", json_schema=JSONSchema.model_validate({
+        "type": "object", "properties": {"label": {"type": "string", "enum": ["calm", "sad", "angry"]},
+                                         "why": {"type": "string", "maxLength": 60}},
+        "required": ["label", "why"], "additionalProperties": False}))
+    reask = [ChatMessageUser(content=f"{INSTRUCTIONS}\n\n{MESSAGES[2]}"), ChatMessageAssistant(content="Hmm."),
+             ChatMessageUser(content="Answer with one word from the list.")]
+    calls: list[tuple[object, bool]] = [(f"{INSTRUCTIONS}\n\n{m}", False) for m in MESSAGES]
+    calls += [(f"{INSTRUCTIONS}\n\n{MESSAGES[0]}", True), (reask, False), (f"{INSTRUCTIONS}\n\n{MESSAGES[1]}", False)]
+
+    def run(model: Model, order: list[int]) -> dict[int, tuple[str, int]]:
+        out = {}
+        for i in order:
+            prompt, judge = calls[i]
+            config = GenerateConfig(max_tokens=24, temperature=0, seed=0, response_schema=schema if judge else None)
+            result = asyncio.run(model.generate(prompt, config=config))  # type: ignore[arg-type]
+            out[i] = (result.completion, (result.metadata or {}).get("prefix_reused_tokens", 0))
+        return out
+
+    fresh = run(get_model("gguf/smollm2", prefix_cache=False), list(range(len(calls))))
+    reused = run(get_model("gguf/smollm2"), list(range(len(calls))))
+    backwards = run(get_model("gguf/smollm2"), list(reversed(range(len(calls)))))
+
+    async def together(model: Model) -> list[str]:  # on several contexts at once, sharing their prefixes
+        outs = await asyncio.gather(*(model.generate(prompt, config=GenerateConfig(  # type: ignore[arg-type]
+            max_tokens=24, temperature=0, seed=0, response_schema=schema if judge else None))
+            for prompt, judge in calls))
+        return [o.completion for o in outs]
+
+    parallel = get_model("gguf/smollm2", n_parallel=2)
+    assert asyncio.run(together(parallel)) == [fresh[i][0] for i in range(len(calls))]
+    assert all(n == 0 for _, n in fresh.values())
+    assert all(reused[i][1] >= gguf.PREFIX_CHUNK for i in range(1, len(calls)))  # the prefixes were reused
+    assert {i: text for i, (text, _) in reused.items()} == {i: text for i, (text, _) in fresh.items()}
+    assert {i: text for i, (text, _) in backwards.items()} == {i: text for i, (text, _) in fresh.items()}

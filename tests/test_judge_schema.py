@@ -60,6 +60,18 @@ def test_glue_uses_the_request_schema() -> None:
     assert judge_response_schema(JudgeRequest("q", "rate", validate=bool)) is JUDGE_JSON
 
 
+def test_judge_text_chars_shortens_free_text_only() -> None:
+    """`-O judge_text_chars=N` (the offline demo) bounds free-text fields; scores and enums are untouched."""
+    schema = json_object_schema(integers={"q": (1, 5)}, enums={"v": ["yes", "no"]}, strings=["why"])
+    req = JudgeRequest("q", "rate", validate=bool, schema=schema)
+    got = judge_response_schema(req, RunContext(options={"judge_text_chars": "80"})).json_schema.model_dump(
+        exclude_none=True)
+    assert got["properties"]["why"]["maxLength"] == 80
+    assert got["properties"]["q"] == schema["properties"]["q"] and got["properties"]["v"] == schema["properties"]["v"]
+    assert got["required"] == schema["required"] and schema["properties"]["why"]["maxLength"] > 80  # a copy
+    assert judge_response_schema(req, RunContext()).json_schema.model_dump(exclude_none=True) == schema
+
+
 # ----------------------------------------------------------------------------------- schema replies
 
 def _first(prop: dict[str, Any]) -> Any:

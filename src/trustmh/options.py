@@ -14,8 +14,10 @@ from trustmh.core import TrustmhError
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, str] = {
-    "max_tokens_cap": "cap on the model under test's reply tokens (the offline demo uses 192)",
+    "max_tokens_cap": "cap on the model under test's reply tokens (the bundled model: 192, the offline demo 96)",
     "judge_max_tokens": "token limit of every judge reply (default: each judge's own, sized to its schema)",
+    "judge_text_chars": "longest free-text field (e.g. rationale) a JSON-mode judge may write (the offline demo "
+                        "uses 80)",
     "judge_json_mode": "1/0: ask judges for their exact JSON schema (default: on for the bundled model)",
     "ensemble": "how several --judge combine: vote (default), median or mean",
     "min_valid": "ensemble members that must give a valid judgement (default: all)",
@@ -38,7 +40,8 @@ BY_MODULE: dict[str, dict[str, str]] = {
     "crisis": {"crisis_dir": "local copy of the crisis repository", "cssrs_path": "C-SSRS CSV",
                "protocol_path": "the study's protocol.csv", "rubric": "trustmh or upstream"},
     "safety": {"psyharm_path": "PsyHarm CSV", "jailbreakmh_path": "JailbreakMH CSV"},
-    "fairness": {"esconv_fair_path": "ESConv_fair file", "fairness_contexts": "contexts to use"},
+    "fairness": {"esconv_fair_path": "ESConv_fair file", "fairness_contexts": "contexts to use",
+                 "fairness_escalation_items": "crisis items of the escalation-parity extra (0: skip it)"},
     "privacy": {"confaide_dir": "ConfAIde folder", "psyleak_path": "PsyLeak file",
                 "psyleak_control_path": "PsyLeak control file", "tier2_limit": "tier-2 items",
                 "awareness_samples": "samples per awareness item", "privacy_proxy_model": "proxy model (faithful)"},
@@ -60,7 +63,8 @@ BY_MODULE: dict[str, dict[str, str]] = {
 }
 
 # Values that must be whole numbers ≥ the bound.
-INTEGERS: dict[str, int] = {"max_tokens_cap": 1, "judge_max_tokens": 1, "min_valid": 1, "fairness_contexts": 1,
+INTEGERS: dict[str, int] = {"max_tokens_cap": 1, "judge_max_tokens": 1, "judge_text_chars": 1,
+                            "fairness_escalation_items": 0, "min_valid": 1, "fairness_contexts": 1,
                             "tier2_limit": 1, "awareness_samples": 1, "judge_repeats": 1, "samples": 1, "turns": 1,
                             "max_tokens": 1}
 

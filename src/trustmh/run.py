@@ -29,8 +29,11 @@ from trustmh.results import RunResults, write_run
 from trustmh.secrets import redact, scrub_run_dir, secret_values
 
 BUNDLED_MODEL = "gguf/smollm2"
-DEMO_LIMIT = 4
-DEMO_MAX_TOKENS = 192
+DEMO_LIMIT = 2
+DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
+# The offline demo only (bundled model, starter suite): see `plan_run`.
+DEMO_REPLY_CAP = 96
+DEMO_JUDGE_TEXT_CHARS = 80
 SAMPLE_RETRIES = 3
 DEFAULT_MAX_TASKS = 4
 # Finished samples written to a sub-task's .eval log per flush (Inspect's own default is 10, which rewrites
@@ -61,7 +64,8 @@ class RunOptions:
     options: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
-    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or 1 for the bundled model.
+    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
+    # number of llama.cpp contexts (`trustmh.models.gguf.default_parallel`).
     max_tasks: int | None = None
     # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
     more_judges: list[Any] = field(default_factory=list)
@@ -199,18 +203,26 @@ def plan_run(opts: RunOptions) -> RunPlan:
         options["patient"] = patient["model"]
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
     limit = opts.limit
+    if model == BUNDLED_MODEL and suite == "starter":
+        # The offline demo: minutes, not hours (benchmarks/demo.py times it). Each trim is announced.
+        demo = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
+                "fairness_escalation_items": 0, "awareness_samples": 1}
+        if judge.model == BUNDLED_MODEL:
+            demo["judge_text_chars"] = DEMO_JUDGE_TEXT_CHARS
+        for key, value in demo.items():
+            options.setdefault(key, value)
+        if limit is None:
+            limit = DEMO_LIMIT
+        _log(f"offline demo: at most {limit} items per sub-task; robustness_grid={options['robustness_grid']} "
+             f"(cascade at 2 intensities); fairness_contexts={options['fairness_contexts']} (x 17 identity "
+             f"variants), fairness_escalation_items={options['fairness_escalation_items']}; "
+             f"awareness_samples={options['awareness_samples']}"
+             + (f"; judge free text <= {options['judge_text_chars']} characters" if "judge_text_chars" in options
+                else "")
+             + " (override with --limit / -O key=value)")
     if model == BUNDLED_MODEL:
         # A 135M-parameter model on two CPU cores: keep replies short, and say so.
         options.setdefault("max_tokens_cap", DEMO_MAX_TOKENS)
-    if model == BUNDLED_MODEL and suite == "starter":
-        # The offline demo: minutes, not hours.
-        options.setdefault("robustness_grid", "quick")
-        options.setdefault("fairness_contexts", 1)
-        options.setdefault("awareness_samples", 2)
-        if limit is None:
-            limit = DEMO_LIMIT
-        _log(f"offline demo: at most {limit} items per sub-task, smaller robustness, fairness and privacy "
-             "grids (override with --limit / -O)")
     if "max_tokens_cap" in options:
         _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
     if opts.more_judges and judge.model:
@@ -301,8 +313,11 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
     if opts.max_connections is not None:
         kwargs["max_connections"] = opts.max_connections
     elif model.startswith("gguf/"):
-        kwargs["max_connections"] = 1  # in-process model: one call at a time (Inspect ignores the
-        # provider's own default and would queue 20 requests behind its lock)
+        from trustmh.models.gguf import default_parallel
+
+        # in-process model: one call per llama.cpp context (Inspect ignores the provider's own default
+        # and would queue 20 requests behind their locks)
+        kwargs["max_connections"] = default_parallel()
     grader = opts.judge if (opts.judge is not None and not opts.no_judge) else plan.judge.model
     roles: dict[str, Any] = {}
     if plan.judge.model:
@@ -317,7 +332,14 @@ def execute(plan: RunPlan, out: Path) -> list[Any]:
             roles["patient"] = grader
         else:
             roles["patient"] = plan.patient["model"]
-    max_tasks = opts.max_tasks or (1 if model.startswith("gguf/") else DEFAULT_MAX_TASKS)
+    if opts.max_tasks:
+        max_tasks = opts.max_tasks
+    elif model.startswith("gguf/"):
+        from trustmh.models.gguf import default_parallel
+
+        max_tasks = default_parallel()  # a sub-task's last sample need not leave a context idle
+    else:
+        max_tasks = DEFAULT_MAX_TASKS
     display = opts.display or (None if sys.stderr.isatty() else "plain")
     with response_cache_dir(out):
         # An eval set, so that running the same command again continues the run: finished sub-tasks

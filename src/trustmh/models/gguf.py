@@ -6,13 +6,22 @@ Inspect finds model providers by their unqualified name, so the registered name 
 answers to `gguf/...` once this module is imported (the `inspect_ai` entry point does that).
 
 Model args (`-M key=value` / `model_args`): `n_ctx` (default: 8192 or the model's trained context if
-smaller), `n_threads` (default: `default_threads()`, usable cores minus one), `extra_bufts` (default False, see `_load`).
+smaller), `n_threads` (default: `default_threads()`, usable cores minus one), `extra_bufts` (default False, see
+`_load`), `prefix_cache` (default True: reuse the KV state of a prompt's leading chunks, see below).
 
 Design notes:
-* One `llama_cpp.Llama` per (path, n_ctx, n_threads) per process, loaded lazily and shared by every
-  `get_model()` instance; a lock serialises calls because a llama.cpp context is not thread-safe.
-* The KV cache is reset before every call, so an output depends only on its own request (not on
-  which request ran before it) and runs are reproducible under concurrency.
+* `n_parallel` llama.cpp contexts per (path, n_ctx, n_threads) per process (`default_parallel()`: two
+  single-thread contexts on a 2-core machine, else one), loaded lazily and shared by every `get_model()`
+  instance (the model under test and the judge); each has a lock because a llama.cpp context is not
+  thread-safe, and calls run on free contexts in parallel. Independent single-thread contexts never wait
+  on each other, unlike llama.cpp's threads within one context (see `default_threads`).
+* An output depends only on its own request, never on which request ran before it, so runs are
+  reproducible under concurrency and on resume. Prompts are evaluated in chunks of `PREFIX_CHUNK` tokens
+  at fixed positions (0, 64, 128, ...), and the KV state of every complete chunk prefix of recent prompts
+  is kept (`PrefixCache`): a prompt that starts like an earlier one (the same instructions, judge rubric
+  or conversation, a re-ask) restores that state and evaluates only the rest. Because a chunk's KV entries
+  depend only on the tokens up to its end and the chunking never moves, a restored prefix is bit-identical
+  to evaluating the prompt from scratch (`-M prefix_cache=0` turns the cache off, with the same outputs).
 * A prompt that does not fit in the context next to `max_tokens` is cut from the left (oldest
   non-system messages first, then the text of the largest message), and the output metadata says so.
 """
@@ -21,11 +30,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import importlib.resources
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +68,12 @@ DEFAULT_SEED = 0
 # never let max_tokens squeeze the prompt below this many tokens (or half the context if smaller)
 MIN_PROMPT_TOKENS = 256
 ELLIPSIS = "…"
+# Prompt evaluation batch, and the granularity of prefix reuse: chunk boundaries never move, so a reused
+# prefix is computed exactly as a fresh evaluation would compute it (64 costs no throughput against 512
+# on one core for SmolLM2).
+PREFIX_CHUNK = 64
+# KV states kept for prefix reuse (bytes; SmolLM2-135M needs about 23 KB per token).
+PREFIX_CACHE_BYTES = 256 * 2**20
 
 
 def default_threads() -> int:
@@ -77,6 +94,23 @@ def default_threads() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, cores - 1)
+
+
+def default_parallel(n_threads: int | None = None) -> int:
+    """Contexts that run calls at once: `TRUSTMH_GGUF_PARALLEL`, else two when the usable cores hold two
+    contexts of `n_threads` threads each (a 2-core machine with one thread per context), else one."""
+    env = os.environ.get("TRUSTMH_GGUF_PARALLEL", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError as ex:
+            raise TrustmhError(f"TRUSTMH_GGUF_PARALLEL must be a whole number, got {env!r}") from ex
+    threads = n_threads or default_threads()
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 * threads and threads == 1 else 1
 
 
 class GGUFModelNotFoundError(TrustmhError, FileNotFoundError):
@@ -109,6 +143,62 @@ def resolve_model_path(model_name: str) -> Path:
     return path
 
 
+def aligned_prefix(cached: Sequence[int], tokens: Sequence[int], chunk: int = PREFIX_CHUNK) -> int:
+    """How many leading tokens of `tokens` a cached prefix state can supply: the common prefix, rounded
+    down to a chunk boundary, leaving at least one token to evaluate (its logits start the reply)."""
+    limit = min(len(cached), len(tokens) - 1)
+    n = 0
+    while n < limit and cached[n] == tokens[n]:
+        n += 1
+    return n - n % chunk
+
+
+class PrefixCache:
+    """Saved KV states of chunk-aligned prompt prefixes, least recently used dropped first (bounded in
+    bytes), shared by a model's contexts (thread-safe). `GGUFModelAPI` saves and restores the states."""
+
+    def __init__(self, max_bytes: int = PREFIX_CACHE_BYTES, chunk: int = PREFIX_CHUNK) -> None:
+        self.max_bytes, self.chunk = max_bytes, chunk
+        self.entries: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self.size = 0
+        self.hits = self.reused_tokens = 0
+        self.enabled = True
+        self.lock = threading.Lock()
+
+    def best(self, tokens: Sequence[int]) -> tuple[tuple[int, ...] | None, int, bytes]:
+        """(key of the state to restore, tokens it supplies, the state) for a prompt; (None, 0, b"") when
+        none helps."""
+        with self.lock:
+            best_key, best_n = None, 0
+            for key in self.entries:
+                n = aligned_prefix(key, tokens, self.chunk)
+                if n > best_n:
+                    best_key, best_n = key, n
+            if best_key is None:
+                return None, 0, b""
+            self.entries.move_to_end(best_key)
+            self.hits += 1
+            self.reused_tokens += best_n
+            return best_key, best_n, self.entries[best_key]
+
+    def has(self, key: tuple[int, ...]) -> bool:
+        with self.lock:
+            return key in self.entries
+
+    def add(self, key: tuple[int, ...], data: bytes) -> None:
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return
+            if len(data) > self.max_bytes:
+                return
+            self.entries[key] = data
+            self.size += len(data)
+            while self.size > self.max_bytes:
+                _, dropped = self.entries.popitem(last=False)
+                self.size -= len(dropped)
+
+
 @dataclass
 class _Loaded:
     """A loaded model: the llama.cpp object, its lock, and what truncation needs."""
@@ -118,9 +208,10 @@ class _Loaded:
     n_ctx: int
     formatter: Any | None  # llama_cpp.llama_chat_format.Jinja2ChatFormatter, for counting prompt tokens
     lock: threading.Lock = field(default_factory=threading.Lock)
+    prefixes: PrefixCache | None = None  # None: no reuse (no chat template to predict the prompt's tokens)
 
 
-_loaded: dict[tuple[str, int | None, int, bool], _Loaded] = {}
+_loaded: dict[tuple[str, int | None, int, bool, int], _Loaded] = {}
 _load_lock = threading.Lock()
 
 
@@ -140,7 +231,8 @@ def _construct_llama(path: Path, n_ctx: int, n_threads: int, extra_bufts: bool) 
     from llama_cpp import Llama
 
     kwargs: dict[str, Any] = dict(
-        model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False
+        model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False,
+        n_batch=PREFIX_CHUNK, n_ubatch=PREFIX_CHUNK,
     )
     if extra_bufts:
         return Llama(**kwargs)
@@ -188,9 +280,12 @@ def _chat_formatter(llm: Any) -> Any | None:
     )
 
 
-def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool) -> _Loaded:
-    """Load (once per process) a GGUF model; thread-safe."""
-    key = (str(path.resolve()), n_ctx, n_threads, extra_bufts)
+def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool, slot: int = 0) -> _Loaded:
+    """Load (once per process) a GGUF model's context number `slot`; thread-safe. Contexts of one model
+    share its prefix cache."""
+    key = (str(path.resolve()), n_ctx, n_threads, extra_bufts, slot)
+    if slot > 0:
+        first = _load(path, n_ctx, n_threads, extra_bufts, 0)
     with _load_lock:
         loaded = _loaded.get(key)
         if loaded is not None:
@@ -203,9 +298,63 @@ def _load(path: Path, n_ctx: int | None, n_threads: int, extra_bufts: bool) -> _
             llm.close()
             want = trained
             llm = _construct_llama(path, want, n_threads, extra_bufts)
-        loaded = _Loaded(llm=llm, path=path, n_ctx=int(llm.n_ctx()), formatter=_chat_formatter(llm))
+        formatter = _chat_formatter(llm)
+        # contexts of one model share its prefix cache (a state fits any context of the same model)
+        prefixes = first.prefixes if slot > 0 else (PrefixCache() if formatter is not None else None)
+        loaded = _Loaded(llm=llm, path=path, n_ctx=int(llm.n_ctx()), formatter=formatter, prefixes=prefixes)
         _loaded[key] = loaded
         return loaded
+
+
+def _prompt_tokens(loaded: _Loaded, messages: list[dict[str, str]]) -> list[int]:
+    """The tokens llama-cpp-python's chat handler will evaluate for `messages` (same template, same flags)."""
+    result = loaded.formatter(messages=messages)  # type: ignore[misc]
+    return list(loaded.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True))
+
+
+def _restore_prefix(loaded: _Loaded, tokens: list[int]) -> int:
+    """Start the KV cache from the best saved prefix of `tokens` (0: from scratch); returns its length.
+    llama-cpp-python then evaluates only the rest, in chunks that start at that chunk boundary."""
+    llm, cache = loaded.llm, loaded.prefixes
+    key, n, data = cache.best(tokens) if cache is not None and cache.enabled else (None, 0, b"")
+    llm.reset()
+    if key is None or n == 0:
+        return 0
+    import llama_cpp
+
+    llm._ctx.kv_cache_clear()
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buf, len(data), 0) != len(data):
+        llm._ctx.kv_cache_clear()
+        return 0
+    llm.input_ids[: len(key)] = key
+    llm.n_tokens = n  # the chat call finds this prefix, drops the KV entries past it, and evaluates the rest
+    return n
+
+
+def _save_prefix(loaded: _Loaded, tokens: list[int]) -> None:
+    """After a call, keep the KV state of the prompt's complete chunks (the generated tokens and the last,
+    partial chunk were evaluated in other batches than a longer prompt would use)."""
+    import llama_cpp
+
+    llm, cache = loaded.llm, loaded.prefixes
+    if cache is None or not cache.enabled:
+        return
+    if list(llm.input_ids[: len(tokens)]) != tokens:
+        # the chat handler evaluated other tokens than predicted: reuse could misalign the chunks
+        cache.enabled = False
+        return
+    q = len(tokens) - len(tokens) % cache.chunk
+    key = tuple(tokens[:q])
+    if q == 0 or cache.has(key):
+        return
+    llm._ctx.kv_cache_seq_rm(0, q, -1)
+    llm.n_tokens = q
+    size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+    buf = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buf, size, 0)
+    if 0 < written <= size:
+        cache.add(key, bytes(buf)[:written])
 
 
 def _to_llama_messages(input: list[ChatMessage]) -> list[dict[str, str]]:
@@ -308,6 +457,8 @@ class GGUFModelAPI(ModelAPI):
         n_ctx: int | str | None = None,
         n_threads: int | str | None = None,
         extra_bufts: bool | str = False,
+        prefix_cache: bool | str = True,
+        n_parallel: int | str | None = None,
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, api_key_vars or [], config or GenerateConfig())
@@ -317,16 +468,30 @@ class GGUFModelAPI(ModelAPI):
         self.n_ctx = int(n_ctx) if n_ctx is not None else None
         self.n_threads = int(n_threads) if n_threads is not None else default_threads()
         self.extra_bufts = str(extra_bufts).lower() in ("1", "true", "yes")
+        self.prefix_cache = str(prefix_cache).lower() not in ("0", "false", "no", "off")
+        self.n_parallel = int(n_parallel) if n_parallel is not None else default_parallel(self.n_threads)
+        self._next = 0
 
-    def _model(self) -> _Loaded:
-        return _load(self.model_path, self.n_ctx, self.n_threads, self.extra_bufts)
+    def _model(self, slot: int = 0) -> _Loaded:
+        return _load(self.model_path, self.n_ctx, self.n_threads, self.extra_bufts, slot)
+
+    def _acquire(self) -> _Loaded:
+        """A context whose lock is now held: a free one if any, else wait for the next in turn."""
+        contexts = [self._model(i) for i in range(self.n_parallel)]
+        for loaded in contexts:
+            if loaded.lock.acquire(blocking=False):
+                return loaded
+        self._next = (self._next + 1) % len(contexts)
+        loaded = contexts[self._next]
+        loaded.lock.acquire()
+        return loaded
 
     def max_tokens(self) -> int | None:
         return DEFAULT_MAX_TOKENS
 
     def max_connections(self) -> int:
-        # one llama.cpp context per process; more connections would only queue on its lock
-        return 1
+        # one call per llama.cpp context; more connections would only queue on their locks
+        return self.n_parallel
 
     def connection_key(self) -> str:
         return str(self.model_path)
@@ -355,7 +520,15 @@ class GGUFModelAPI(ModelAPI):
     def _generate_sync(
         self, messages: list[dict[str, str]], config: GenerateConfig
     ) -> tuple[ModelOutput, ModelCall]:
-        loaded = self._model()
+        loaded = self._acquire()  # a context of our own until the reply is complete
+        try:
+            return self._generate_on(loaded, messages, config)
+        finally:
+            loaded.lock.release()
+
+    def _generate_on(
+        self, loaded: _Loaded, messages: list[dict[str, str]], config: GenerateConfig
+    ) -> tuple[ModelOutput, ModelCall]:
         llm, n_ctx = loaded.llm, loaded.n_ctx
 
         requested = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
@@ -397,15 +570,20 @@ class GGUFModelAPI(ModelAPI):
             request["response_format"] = {"type": "json_object", "schema": schema}
 
         start = time.monotonic()
-        with loaded.lock:
-            fit = fit_prompt(messages, budget, count, tokenize, detokenize)
-            if fit.prompt_tokens >= n_ctx:  # cannot happen with a sane template; never ask llama.cpp to fail
-                raise TrustmhError(
-                    f"gguf/{self.model_name}: prompt of {fit.prompt_tokens} tokens cannot be cut to fit n_ctx={n_ctx}"
-                )
-            # fresh KV cache: the output must not depend on which request ran before
+        fit = fit_prompt(messages, budget, count, tokenize, detokenize)
+        if fit.prompt_tokens >= n_ctx:  # cannot happen with a sane template; never ask llama.cpp to fail
+            raise TrustmhError(
+                f"gguf/{self.model_name}: prompt of {fit.prompt_tokens} tokens cannot be cut to fit n_ctx={n_ctx}"
+            )
+        # the output must not depend on which request ran before: start from scratch or from a saved
+        # chunk-aligned prefix of this very prompt (identical to evaluating it from scratch)
+        tokens = _prompt_tokens(loaded, fit.messages) if self.prefix_cache and loaded.prefixes else None
+        reused = _restore_prefix(loaded, tokens) if tokens is not None else 0
+        if tokens is None:
             llm.reset()
-            response = llm.create_chat_completion(messages=fit.messages, stream=False, **request)
+        response = llm.create_chat_completion(messages=fit.messages, stream=False, **request)
+        if tokens is not None:
+            _save_prefix(loaded, tokens)
         elapsed = time.monotonic() - start
 
         choice = response["choices"][0]
@@ -415,6 +593,8 @@ class GGUFModelAPI(ModelAPI):
             stop_reason = "model_length"  # cut by the context window, not by the caller's max_tokens
         usage = response.get("usage") or {}
         metadata: dict[str, Any] = {"n_ctx": n_ctx, "max_tokens": max_tokens, "seed": request["seed"]}
+        if reused:
+            metadata["prefix_reused_tokens"] = reused
         if max_tokens < requested:
             metadata["max_tokens_requested"] = requested
         if fit.truncated:

@@ -177,9 +177,10 @@ def escalation_source_rows(ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
 
 def escalation_rows(rows: Sequence[dict[str, Any]], ctx: RunContext) -> list[dict[str, Any]]:
     """A seeded sample (stratified by label, in input order) of at most 20 rows (2 in the starter suite),
-    capped further by `--limit` and `-O fairness_contexts=N` like the support contexts."""
+    capped further by `--limit` and `-O fairness_contexts=N` like the support contexts, and by
+    `-O fairness_escalation_items=N`."""
     cap = ESCALATION_ITEMS_STARTER if ctx.suite == "starter" else ESCALATION_ITEMS
-    for x in (ctx.limit, ctx.options.get("fairness_contexts")):
+    for x in (ctx.limit, ctx.options.get("fairness_contexts"), ctx.options.get("fairness_escalation_items")):
         if x is not None:
             cap = min(cap, max(int(x), 0))
     return limit_rows(rows, "label", None, "default", ctx.seed, pool=cap, min_per_stratum=True)
@@ -448,6 +449,8 @@ class Fairness(Subtask):
             return [], f"crisis data not available ({exc})", ""
         if not rows:
             return [], f"no suicidal-ideation or self-harm items in the {source}", source
+        if str(ctx.options.get("fairness_escalation_items", "")).strip() == "0":
+            return [], "skipped (-O fairness_escalation_items=0, as in the offline demo)", source
         chosen = escalation_rows(rows, ctx)
         if not chosen:
             return [], "no escalation items (the run's limit is 0)", source
@@ -510,8 +513,9 @@ class Fairness(Subtask):
                 reason = next((r.metadata[UNAVAILABLE_KEY] for r in records if r.metadata.get(UNAVAILABLE_KEY)),
                               None)
                 esc_notes = ["escalation_parity_gap_<attr>: not computed - "
-                             + (reason or "no escalation items in these records") + "; it needs the "
-                             "LLMs-Mental-Health-Crisis validation split (pass -O crisis_dir=...)"]
+                             + (reason or "no escalation items in these records")
+                             + ("" if reason and reason.startswith("skipped") else "; it needs the "
+                                "LLMs-Mental-Health-Crisis validation split (pass -O crisis_dir=...)")]
         _, dialogue_of_row, s = score_table(judged)
         if not np.isfinite(s).any():
             return SubtaskResult.not_computed("no valid judge output", direction, n=len(judged),

@@ -170,7 +170,7 @@ def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
 async def _ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1) -> str:
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
-        config.response_schema = judge_response_schema(req)
+        config.response_schema = judge_response_schema(req, ctx)
     text = (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, 1, repeat))).completion
     for attempt in range(2, MAX_ATTEMPTS + 1):
         if req.validate(text):
@@ -205,11 +205,26 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
 JUDGE_JSON = ResponseSchema(name="judgement", json_schema=JSONSchema(type="object"))
 
 
-def judge_response_schema(req: JudgeRequest) -> ResponseSchema:
-    """The request's exact schema (keys and values its parser accepts), else any JSON object."""
+def judge_response_schema(req: JudgeRequest, ctx: RunContext | None = None) -> ResponseSchema:
+    """The request's exact schema (keys and values its parser accepts), else any JSON object.
+    `-O judge_text_chars=N` shortens its free-text fields (the offline demo: scores, little prose)."""
     if req.schema is None:
         return JUDGE_JSON
-    return ResponseSchema(name="judgement", json_schema=JSONSchema.model_validate(req.schema))
+    schema = req.schema
+    chars = ctx.options.get("judge_text_chars") if ctx is not None else None
+    if chars is not None:
+        schema = shorten_free_text(schema, int(chars))
+    return ResponseSchema(name="judgement", json_schema=JSONSchema.model_validate(schema))
+
+
+def shorten_free_text(schema: dict[str, Any], chars: int) -> dict[str, Any]:
+    """A copy of a judge schema whose free-text string properties (not enums) allow at most `chars`."""
+    props = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        if prop.get("type") == "string" and "enum" not in prop:
+            prop = prop | {"maxLength": min(int(prop.get("maxLength", chars)), chars)}
+        props[key] = prop
+    return schema | {"properties": props}
 
 
 def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
