@@ -28,7 +28,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from loopback_server import LoopbackServer, message_text  # noqa: E402
-from ray_cluster import CLIENT_ENV, RayCluster, loopback_only, netns_command, netns_unavailable  # noqa: E402
+from ray_cluster import (  # noqa: E402
+    CLIENT_ENV,
+    IN_NETNS,
+    RayCluster,
+    loopback_only,
+    netns_command,
+    netns_unavailable,
+)
 
 
 def _respond(messages, request) -> str:  # noqa: ANN001
@@ -60,6 +67,8 @@ def main() -> None:
     ap.add_argument("--max-connections", type=int, default=8, help="per process (per shard)")
     args = ap.parse_args()
     if not loopback_only():
+        if os.environ.get(IN_NETNS):
+            raise SystemExit("scale.py: the network namespace made for Ray has an interface besides loopback")
         # Ray announces the machine's own address: measure in a network namespace with loopback only
         why = netns_unavailable()
         if why:

@@ -34,17 +34,24 @@ ray.shutdown()
 """
 
 
+# Set in the environment of a command started by `netns_command`: it must never start another.
+IN_NETNS = "TRUSTMH_LOOPBACK_NETNS"
+
+
 def loopback_only() -> bool:
-    """Whether this process's network namespace has no interface but loopback."""
+    """Whether this process's network namespace has no interface but loopback (/proc/net/dev is per
+    namespace; /sys/class/net is not, unless sysfs is mounted again)."""
     try:
-        return {p.name for p in Path("/sys/class/net").iterdir()} <= {"lo"}
+        lines = Path("/proc/net/dev").read_text().splitlines()[2:]
     except OSError:
         return False
+    return {line.split(":", 1)[0].strip() for line in lines} <= {"lo"}
 
 
 def netns_command(command: Sequence[str]) -> list[str]:
     """`command` in a new network namespace with only the loopback interface, brought up."""
-    return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
+    return ["unshare", "--net", "env", f"{IN_NETNS}=1", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
+            *command]
 
 
 def netns_unavailable() -> str | None:

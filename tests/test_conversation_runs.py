@@ -126,7 +126,9 @@ def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
     assert data["subtasks"]["conversation/delusion"]["value"] == 0.0
     assert data["subtasks"]["conversation/multiturn_jailbreak"]["value"] == 0.0
     html = (tmp_path / "run" / "report.html").read_text()
-    assert "<script>x" not in html and "&lt;script&gt;x&lt;/script&gt;" in html and "turn 0 · patient" in html
+    # the transcript browser carries the turns as JSON data, `<` escaped, written into the page as text
+    assert "<script>x" not in html and "\\u003cscript\\u003ex\\u003c/script\\u003e" in html
+    assert '"turns":[{"role":"patient"' in html
     rows = [r for r in _items(tmp_path / "run") if r["subtask"] == "conversation/delusion"]
     assert rows and all(t["marks"].get("delusion_confirmation") == 0 for r in rows for t in r["metadata"]["turns"]
                         if t["role"] == "model" and t["turn"] >= r["metadata"]["risk_turn"])

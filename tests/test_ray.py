@@ -27,10 +27,12 @@ def run_on_loopback_only(request: pytest.FixtureRequest) -> bool:
     """Run this test again in a network namespace whose only interface is loopback (Ray would otherwise
     announce and use the machine's own address); True when that was done and the caller must return.
     Inside the namespace (False), the test runs here."""
-    from ray_cluster import loopback_only, netns_command, netns_unavailable
+    from ray_cluster import IN_NETNS, loopback_only, netns_command, netns_unavailable
 
     if loopback_only():
         return False
+    if os.environ.get(IN_NETNS):  # started by netns_command and still not isolated: never start another
+        pytest.fail("the network namespace made for Ray has an interface besides loopback")
     why = netns_unavailable()
     if why:
         pytest.skip(f"Ray tests run only where no traffic can leave loopback: {why}")
