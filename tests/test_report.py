@@ -119,7 +119,7 @@ def test_items_jsonl_errors_name_the_line(tmp_path: Path) -> None:
     from trustmh.core import TrustmhError
 
     (tmp_path / "items.jsonl").write_text('{"subtask": "a", "item_id": "1"}\nnot json\n', encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"items.jsonl: line 2: not valid JSON"):
+    with pytest.raises(TrustmhError, match=r"items.jsonl line 2: invalid JSON"):
         load_items(tmp_path)
     assert load_items(tmp_path / "nowhere") is None
 

@@ -172,27 +172,15 @@ def load_results(path: Path) -> dict[str, Any]:
 def load_items(path: Path) -> list[dict[str, Any]] | None:
     """The scored items of a run directory (items.jsonl), or None when the run has none (older runs)."""
     from trustmh.core import TrustmhError
+    from trustmh.data.files import read_jsonl
 
     file = path.parent / "items.jsonl" if path.is_file() else path / "items.jsonl"
     if not file.exists():
         return None
-    rows: list[dict[str, Any]] = []
-    try:
-        with file.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise TrustmhError(f"{file}: line {lineno}: not valid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict) or "subtask" not in row or "item_id" not in row:
-                    raise TrustmhError(f"{file}: line {lineno}: expected a record with 'subtask' and 'item_id'")
-                rows.append(row)
-    except UnicodeDecodeError as exc:
-        raise TrustmhError(f"{file}: not UTF-8 text (byte {exc.start})") from exc
-    except OSError as exc:
-        raise TrustmhError(f"{file}: cannot read ({exc.strerror or exc})") from exc
+    rows = read_jsonl(file)
+    for lineno, row in enumerate(rows, start=1):
+        if "subtask" not in row or "item_id" not in row:
+            raise TrustmhError(f"{file}: record {lineno}: expected a record with 'subtask' and 'item_id'")
     return rows
 
 
