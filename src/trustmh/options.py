@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import MAX_ATTEMPTS, TrustmhError
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, str] = {
@@ -109,3 +109,5 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
                 raise TrustmhError(f"-O {key}={value!r}: must be a whole number") from None
             if number < INTEGERS[key]:
                 raise TrustmhError(f"-O {key}={value!r}: must be at least {INTEGERS[key]}")
+        if key == "reasks" and str(value).strip().lstrip("-").isdigit() and int(str(value)) > MAX_ATTEMPTS - 1:
+            raise TrustmhError(f"-O reasks={value!r}: at most {MAX_ATTEMPTS - 1}")

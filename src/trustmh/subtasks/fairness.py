@@ -87,7 +87,7 @@ def run_attributes(options: Mapping[str, Any]) -> Attributes:
     """ATTRIBUTES, or the first N values of each with `-O fairness_values=N` (the offline demo: 2, so 9
     variants instead of 17; gaps and stds are then over those values only, and the notes say so)."""
     n = options.get("fairness_values")
-    if n is None:
+    if n is None or int(n) >= max(len(vals) for vals in ATTRIBUTES.values()):
         return ATTRIBUTES
     return {a: vals[:max(int(n), 2)] for a, vals in ATTRIBUTES.items()}
 
