@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 
 from trustmh.cli import main
-from trustmh.run import DEMO_JUDGE_TEXT_CHARS, DEMO_MAX_TOKENS, DEMO_REPLY_CAP, RunOptions, plan_run
+from trustmh.run import (
+    DEMO_FAIRNESS_VALUES,
+    DEMO_JUDGE_TEXT_CHARS,
+    DEMO_MAX_TOKENS,
+    DEMO_REPLY_CAP,
+    RunOptions,
+    plan_run,
+)
 
 
 def test_demo_trims_apply_to_the_offline_demo_only() -> None:
@@ -20,7 +27,9 @@ def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     assert demo.ctx.options["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
     real = plan_run(RunOptions(subtasks=["knowledge"], suite="trustmh"))
     assert real.ctx.limit is None and real.ctx.options["max_tokens_cap"] == DEMO_MAX_TOKENS
-    assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples"} & set(real.ctx.options)
+    assert demo.ctx.options["reasks"] == 0 and demo.ctx.options["fairness_values"] == DEMO_FAIRNESS_VALUES
+    assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
+                "fairness_values"} & set(real.ctx.options)
     other_judge = plan_run(RunOptions(subtasks=["knowledge"], no_judge=True))
     assert "judge_text_chars" not in other_judge.ctx.options
     mine = plan_run(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
@@ -39,6 +48,7 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert results["options"]["max_tokens_cap"] == DEMO_REPLY_CAP
     assert results["options"]["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
     assert results["options"]["fairness_escalation_items"] == 0 and results["options"]["awareness_samples"] == 1
+    assert results["options"]["reasks"] == 0 and results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
         assert sub["status"] == "ok", sub

@@ -459,3 +459,30 @@ def test_escalation_extra_skipped_on_request_with_that_reason() -> None:
     assert res.metrics["max_escalation_parity_gap"] is None and res.metrics["n_escalation_items"] == 0
     notes = [n for n in res.notes if n.startswith("escalation_parity_gap_<attr>: not computed")]
     assert len(notes) == 1 and "fairness_escalation_items=0" in notes[0] and "crisis_dir" not in notes[0]
+
+
+def test_fewer_identity_values_per_attribute() -> None:
+    """`-O fairness_values=2` (the offline demo): neutral + the first 2 values of each attribute; gaps and
+    deltas over those values only, said in the notes; a run without the option keeps all 17 variants."""
+    st = Fairness()
+    ctx = ctx_(mode="default", suite="starter", options={"fairness_values": 2, "fairness_escalation_items": 0})
+    items = st.items(ctx)
+    per_context = Counter(it.metadata["context_id"] for it in items)
+    assert set(per_context.values()) == {1 + 2 * len(ATTRIBUTES)}
+    kept = {f"{a}_{v}" for a, vals in ATTRIBUTES.items() for v, _ in vals[:2]}
+    assert {it.metadata["group"] for it in items} == kept | {NEUTRAL}
+
+    def respond(item: Item, prompt: str) -> str:
+        return f"I hear you. [q{GROUP_SCORE[_group_from_prompt(prompt)]}]"
+
+    records, res = run_offline(st, ctx, respond, lambda r: _judge_json(int(r.prompt.split("[q")[1][0])))
+    assert res.status == "ok"
+    for a, vals in ATTRIBUTES.items():
+        means = [GROUP_SCORE[f"{a}_{v}"] for v, _ in vals[:2]]
+        assert res.metrics[f"gap_{a}"] == pytest.approx(max(means) - min(means))
+        assert set(res.metrics["group_means"][a]) == {v for v, _ in vals[:2]}
+        assert f"delta_{a}_{vals[2][0]}" not in res.metrics
+    assert res.value == pytest.approx(np.mean([res.metrics[f"gap_{a}"] for a in ATTRIBUTES]))
+    assert any("fairness_values=2" in n and "9 variants" in n for n in res.notes)
+    full = st.items(ctx_(mode="default", suite="starter", options={"fairness_escalation_items": 0}))
+    assert set(Counter(it.metadata["context_id"] for it in full).values()) == {17}

@@ -124,6 +124,26 @@ def test_inspect_run_matches_offline_driver(fake_subtask: None, tmp_path: Path) 
     assert list((tmp_path / "logs").glob("*.eval")), "Inspect logs are kept beside the results"
 
 
+def test_inspect_run_without_reasks(fake_subtask: None, tmp_path: Path) -> None:
+    """`-O reasks=0` (the offline demo): the Inspect glue never re-asks; the unparseable reply is invalid."""
+    from trustmh.run import RunOptions, run
+
+    prompts: list[str] = []
+
+    def reply(prompt: str, messages, config) -> str:  # noqa: ANN001
+        prompts.append(prompt)
+        return model_reply(prompt, messages, config)
+
+    data, code = run(RunOptions(model=canned_model(reply), suite="trustmh", seed=7, out=tmp_path,
+                                subtasks=["reliability/knowledge"], display="none", n_boot=200,
+                                options={"reasks": 0}))
+    assert code == 0
+    sub = data["subtasks"]["reliability/knowledge"]
+    assert sub["metrics"]["reasked"] == 0 and not any(p.startswith("Please end") for p in prompts)
+    assert sub["n"] == 3 and sub["n_invalid"] == 1 and sub["value"] == pytest.approx(1 / 3)
+    assert data["options"]["reasks"] == 0
+
+
 def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -> None:
     from trustmh.run import RunOptions, run
 

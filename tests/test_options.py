@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from trustmh.core import TrustmhError
 from trustmh.options import BY_MODULE, GLOBAL, check_options, known_keys
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "trustmh"
@@ -38,3 +41,11 @@ def test_every_data_hint_names_an_option_that_exists() -> None:
         else:
             assert "TRUSTMH_DATA_DIR" in hint, (ds.name, hint)
         assert "--" not in hint, (ds.name, hint)
+
+
+def test_reasks_and_fairness_values_are_checked() -> None:
+    check_options({"reasks": "0", "fairness_values": "2"}, ["fairness/overall"])
+    for bad, msg in (({"reasks": "3"}, "at most 2"), ({"reasks": "-1"}, "at least 0"),
+                     ({"fairness_values": "1"}, "at least 2"), ({"reasks": "none"}, "whole number")):
+        with pytest.raises(TrustmhError, match=msg):
+            check_options(bad, ["fairness/overall"])

@@ -292,3 +292,19 @@ def test_starter_files_are_demo() -> None:
         rows = load_starter(sid)
         assert 10 <= len(rows) <= 15
         assert all("DEMO" in r[field] or "演示" in r[field] for r in rows)
+
+
+@pytest.mark.parametrize("reasks", [0, 1])
+def test_reask_count_follows_the_option(reasks: int) -> None:
+    """`-O reasks=N` (the offline demo: 0) bounds the re-asks; an unparseable reply is then invalid."""
+    ctx = RunContext(mode="default", suite="starter", n_boot=N_BOOT, options={"reasks": reasks})
+    prompts: list[str] = []
+
+    def late(item: Item, prompt: str) -> str:  # answers properly only after the reminder
+        prompts.append(prompt)
+        return f"Answer: {item.target}" if prompt == Knowledge.format_reminder else "unsure"
+
+    records, result = run_offline(Knowledge(), ctx, respond=late)
+    assert prompts.count(Knowledge.format_reminder) == reasks * len(records)
+    assert all(bool(r.metadata["reasked"]) is bool(reasks) for r in records)
+    assert result.value == float(reasks) and result.n_invalid == (0 if reasks else len(records))

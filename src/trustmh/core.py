@@ -9,7 +9,7 @@ imported outputs are scored by the same code.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -226,6 +226,13 @@ LENGTH_STOPS = frozenset({"max_tokens", "model_length", "length"})
 MAX_ATTEMPTS = 3
 
 
+def max_reasks(options: Mapping[str, Any]) -> int:
+    """Re-asks allowed for an unparseable reply of the model under test: `-O reasks=N` (the offline demo
+    uses 0: such a reply then counts as invalid), else MAX_ATTEMPTS - 1."""
+    value = options.get("reasks")
+    return MAX_ATTEMPTS - 1 if value is None else max(0, min(int(value), MAX_ATTEMPTS - 1))
+
+
 class Subtask:
     """Base class. Subclasses set the class attributes and override the methods they need."""
 
@@ -339,7 +346,7 @@ def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str]
             skip = bool(item.metadata.get("skip_generation"))  # a reply supplied with the item, to be judged
             response = "" if skip else respond(item, item.prompt)
             reasks = 0
-            while (subtask.format_reminder and not skip and reasks < MAX_ATTEMPTS - 1
+            while (subtask.format_reminder and not skip and reasks < max_reasks(ctx.options)
                    and not subtask.parse_valid(item, response, ctx)):
                 response = respond(item, subtask.format_reminder)
                 reasks += 1

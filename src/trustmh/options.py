@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import MAX_ATTEMPTS, TrustmhError
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, str] = {
-    "max_tokens_cap": "cap on the model under test's reply tokens (the bundled model: 192, the offline demo 96)",
+    "max_tokens_cap": "cap on the model under test's reply tokens (the bundled model: 192, the offline demo 64)",
     "judge_max_tokens": "token limit of every judge reply (default: each judge's own, sized to its schema)",
     "judge_text_chars": "longest free-text field (e.g. rationale) a JSON-mode judge may write (the offline demo "
                         "uses 80)",
+    "reasks": "re-asks of the model under test after an unparseable reply, 0-2 (default 2; the offline demo "
+              "uses 0: the reply then counts as invalid)",
     "judge_json_mode": "1/0: ask judges for their exact JSON schema (default: on for the bundled model)",
     "ensemble": "how several --judge combine: vote (default), median or mean",
     "min_valid": "ensemble members that must give a valid judgement (default: all)",
@@ -41,7 +43,9 @@ BY_MODULE: dict[str, dict[str, str]] = {
                "protocol_path": "the study's protocol.csv", "rubric": "trustmh or upstream"},
     "safety": {"psyharm_path": "PsyHarm CSV", "jailbreakmh_path": "JailbreakMH CSV"},
     "fairness": {"esconv_fair_path": "ESConv_fair file", "fairness_contexts": "contexts to use",
-                 "fairness_escalation_items": "crisis items of the escalation-parity extra (0: skip it)"},
+                 "fairness_escalation_items": "crisis items of the escalation-parity extra (0: skip it)",
+                 "fairness_values": "identity values per attribute, in list order (default all; the offline "
+                                    "demo uses 2)"},
     "privacy": {"confaide_dir": "ConfAIde folder", "psyleak_path": "PsyLeak file",
                 "psyleak_control_path": "PsyLeak control file", "tier2_limit": "tier-2 items",
                 "awareness_samples": "samples per awareness item", "privacy_proxy_model": "proxy model (faithful)"},
@@ -64,7 +68,7 @@ BY_MODULE: dict[str, dict[str, str]] = {
 
 # Values that must be whole numbers ≥ the bound.
 INTEGERS: dict[str, int] = {"max_tokens_cap": 1, "judge_max_tokens": 1, "judge_text_chars": 1,
-                            "fairness_escalation_items": 0, "min_valid": 1, "fairness_contexts": 1,
+                            "fairness_escalation_items": 0, "min_valid": 1, "reasks": 0, "fairness_values": 2, "fairness_contexts": 1,
                             "tier2_limit": 1, "awareness_samples": 1, "judge_repeats": 1, "samples": 1, "turns": 1,
                             "max_tokens": 1}
 
@@ -105,3 +109,5 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
                 raise TrustmhError(f"-O {key}={value!r}: must be a whole number") from None
             if number < INTEGERS[key]:
                 raise TrustmhError(f"-O {key}={value!r}: must be at least {INTEGERS[key]}")
+        if key == "reasks" and str(value).strip().lstrip("-").isdigit() and int(str(value)) > MAX_ATTEMPTS - 1:
+            raise TrustmhError(f"-O reasks={value!r}: at most {MAX_ATTEMPTS - 1}")

@@ -32,8 +32,9 @@ BUNDLED_MODEL = "gguf/smollm2"
 DEMO_LIMIT = 2
 DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
 # The offline demo only (bundled model, starter suite): see `plan_run`.
-DEMO_REPLY_CAP = 96
+DEMO_REPLY_CAP = 64
 DEMO_JUDGE_TEXT_CHARS = 80
+DEMO_FAIRNESS_VALUES = 2  # identity values per attribute: 9 fairness variants instead of 17
 SAMPLE_RETRIES = 3
 DEFAULT_MAX_TASKS = 4
 # Finished samples written to a sub-task's .eval log per flush (Inspect's own default is 10, which rewrites
@@ -206,7 +207,8 @@ def plan_run(opts: RunOptions) -> RunPlan:
     if model == BUNDLED_MODEL and suite == "starter":
         # The offline demo: minutes, not hours (benchmarks/demo.py times it). Each trim is announced.
         demo = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
-                "fairness_escalation_items": 0, "awareness_samples": 1}
+                "fairness_values": DEMO_FAIRNESS_VALUES, "fairness_escalation_items": 0, "awareness_samples": 1,
+                "reasks": 0}
         if judge.model == BUNDLED_MODEL:
             demo["judge_text_chars"] = DEMO_JUDGE_TEXT_CHARS
         for key, value in demo.items():
@@ -214,9 +216,11 @@ def plan_run(opts: RunOptions) -> RunPlan:
         if limit is None:
             limit = DEMO_LIMIT
         _log(f"offline demo: at most {limit} items per sub-task; robustness_grid={options['robustness_grid']} "
-             f"(cascade at 2 intensities); fairness_contexts={options['fairness_contexts']} (x 17 identity "
-             f"variants), fairness_escalation_items={options['fairness_escalation_items']}; "
-             f"awareness_samples={options['awareness_samples']}"
+             f"(cascade at 2 intensities); fairness_contexts={options['fairness_contexts']} x "
+             f"fairness_values={options['fairness_values']} per attribute (neutral + the first values listed), "
+             f"fairness_escalation_items={options['fairness_escalation_items']}; "
+             f"awareness_samples={options['awareness_samples']}; reasks={options['reasks']} (an unparseable "
+             "reply counts as invalid)"
              + (f"; judge free text <= {options['judge_text_chars']} characters" if "judge_text_chars" in options
                 else "")
              + " (override with --limit / -O key=value)")

@@ -40,6 +40,7 @@ from trustmh.core import (
     fans_out,
     judged_score,
     make_record,
+    max_reasks,
 )
 
 ITEM_KEY = "trustmh_item"
@@ -104,7 +105,7 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
         if subtask.format_reminder is None:
             return state
         item = item_from_metadata(state.metadata)
-        while (state.metadata["reasks"] < MAX_ATTEMPTS - 1
+        while (state.metadata["reasks"] < max_reasks(ctx.options)
                and not subtask.parse_valid(item, state.output.completion, ctx)):
             state.messages.append(ChatMessageUser(content=subtask.format_reminder))
             state.metadata["reasks"] += 1
