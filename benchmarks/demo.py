@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -25,17 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
-def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"nproc={os.cpu_count()} usable={len(os.sched_getaffinity(0))} cpu={model!r} python={platform.python_version()}"
+from throughput import machine  # one description of the machine for every benchmark
 
 
 def load() -> str:

@@ -83,34 +83,36 @@ def default_threads() -> int:
     spin barriers, so when they must share cores with other busy threads generation collapses
     (measured on 2 cores under load: 2 threads were 24x slower than 1).
     """
-    env = os.environ.get("TRUSTMH_GGUF_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError as ex:
-            raise TrustmhError(f"TRUSTMH_GGUF_THREADS must be a whole number, got {env!r}") from ex
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores - 1)
+    env = _env_count("TRUSTMH_GGUF_THREADS")
+    return env if env is not None else max(1, _usable_cores() - 1)
 
 
 def default_parallel(n_threads: int | None = None) -> int:
     """Contexts that run calls at once: `TRUSTMH_GGUF_PARALLEL`, else two when the usable cores hold two
     contexts of `n_threads` threads each (a 2-core machine with one thread per context), else one."""
-    env = os.environ.get("TRUSTMH_GGUF_PARALLEL", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError as ex:
-            raise TrustmhError(f"TRUSTMH_GGUF_PARALLEL must be a whole number, got {env!r}") from ex
+    env = _env_count("TRUSTMH_GGUF_PARALLEL")
+    if env is not None:
+        return env
     threads = n_threads or default_threads()
+    return 2 if _usable_cores() >= 2 * threads and threads == 1 else 1
+
+
+def _env_count(name: str) -> int | None:
+    """A whole-number override from the environment (at least 1); None when unset."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, int(env))
+    except ValueError as ex:
+        raise TrustmhError(f"{name} must be a whole number, got {env!r}") from ex
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 * threads and threads == 1 else 1
+        return os.cpu_count() or 1
 
 
 class GGUFModelNotFoundError(TrustmhError, FileNotFoundError):

@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
-from trustmh.core import SMALL_N, Record
+from trustmh.core import SMALL_N, Record, clean_json
 from trustmh.report import layout
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -67,19 +67,6 @@ def json_for_script(data: Any) -> Markup:
                     ("\u2029", "\\u2029")):
         text = text.replace(ch, rep)
     return Markup(text)  # noqa: S704 - escaped above for this context
-
-
-def _clean(x: Any) -> Any:
-    """JSON-ready: NaN/inf → None, tuples → lists, unknown objects → str."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, Mapping):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    if x is None or isinstance(x, str | int | bool):
-        return x
-    return str(x)
 
 
 # ---------------------------------------------------------------- transcripts
@@ -140,7 +127,7 @@ def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]], prompt
         prompt = meta.get("prompt")
         if isinstance(prompt, str):
             prompt = prompts.setdefault(_cap(prompt), len(prompts))
-        rows.append(_clean({
+        rows.append(clean_json({
             "r": run_index, "s": rec.get("subtask"), "id": rec.get("item_id"), "e": rec.get("epoch"),
             "f": item_flags(rec),
             "p": prompt,
