@@ -8,6 +8,9 @@ in one run, on the same rule-scored samples (`reliability/knowledge` MCQs, no ju
 
 * lean: an async httpx client, C requests in flight (what the endpoint allows with almost no client work);
 * inspect: bare Inspect `eval` (generate + match scorer, Inspect's default settings);
+* inspect-tuned: the same with what `trustmh run` sets (`trustmh.run.log_settings`: no realtime sample
+  buffer, a log write every 50 samples, no running metric) and Inspect's response cache on, as trustmh has
+  it: Inspect's own floor for the work trustmh does per sample;
 * trustmh-1w / trustmh-2w: `trustmh run` as a user runs it, in one process and with `--workers 2`
   (each worker gets C/2 connections, so both keep at most C requests in flight);
 * sequential: one call after another (how the original benchmark called models; run once, independent of C).
@@ -101,19 +104,25 @@ def inner_sequential(args: argparse.Namespace) -> None:
             client.post("/chat/completions", json=_body(p)).raise_for_status()
 
 
-def inner_inspect(args: argparse.Namespace) -> None:
+def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     from inspect_ai import Task, eval
     from inspect_ai.dataset import MemoryDataset, Sample
-    from inspect_ai.model import ChatMessageUser, GenerateConfig
+    from inspect_ai.model import CachePolicy, ChatMessageUser, GenerateConfig
     from inspect_ai.scorer import match
     from inspect_ai.solver import generate
 
+    from trustmh.run import DEFAULT_LOG_BUFFER
+
     samples = [Sample(id=p["id"], input=[ChatMessageUser(content=m["content"]) for m in p["messages"]],
                       target=p["target"]) for p in _prompts(args.prompts)]
-    task = Task(dataset=MemoryDataset(samples), solver=generate(), scorer=match(),
+    solver = generate(cache=CachePolicy(expiry=None, per_epoch=True)) if tuned else generate()
+    task = Task(dataset=MemoryDataset(samples), solver=solver, scorer=match(),
                 config=GenerateConfig(max_tokens=64, temperature=0.0))
+    settings: dict[str, Any] = ({"log_realtime": False, "log_buffer": DEFAULT_LOG_BUFFER, "score_display": False}
+                                if tuned else {})
     with tempfile.TemporaryDirectory() as tmp:
-        eval(task, model=f"openai-api/{SERVICE}/inspect", max_connections=args.c, display="none", log_dir=tmp)
+        eval(task, model=f"openai-api/{SERVICE}/inspect{'-tuned' if tuned else ''}", max_connections=args.c,
+             display="none", log_dir=tmp, **settings)
 
 
 # ------------------------------------------------------------------------------------------ harness
@@ -234,13 +243,16 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=None, help="samples per client and C (default 600; 200 quick)")
     ap.add_argument("--concurrency", default="8,32,128", help="comma-separated C values")
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the server waits before each reply")
-    ap.add_argument("--clients", default="lean,inspect,trustmh-1w,trustmh-2w,sequential")
-    ap.add_argument("--inner", choices=["lean", "sequential", "inspect"], help=argparse.SUPPRESS)
+    ap.add_argument("--clients", default="lean,inspect,inspect-tuned,trustmh-1w,trustmh-2w,sequential")
+    ap.add_argument("--inner", choices=["lean", "sequential", "inspect", "inspect-tuned"], help=argparse.SUPPRESS)
     ap.add_argument("--prompts", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("-c", type=int, default=8, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
-        {"lean": inner_lean, "sequential": inner_sequential, "inspect": inner_inspect}[args.inner](args)
+        if args.inner == "inspect-tuned":
+            inner_inspect(args, tuned=True)
+        else:
+            {"lean": inner_lean, "sequential": inner_sequential, "inspect": inner_inspect}[args.inner](args)
         return
 
     n_wanted = args.samples or (200 if args.quick else 600)
@@ -260,16 +272,16 @@ def main() -> None:
             env = {k: v for k, v in os.environ.items() if k not in ("TRUSTMH_CACHE_DIR", "INSPECT_CACHE_DIR")}
             env.update(server.env())
             seq: dict[str, float] | None = None
-            print(f"{'':>4} {'':<12} {'':>7} {'':>8} {'CPU ms per sample':^21}")
-            print(f"{'C':>4} {'client':<12} {'req/s':>7} {'of bound':>8} {'all':>10} {'calls':>10} {'wall s':>7}")
+            print(f"{'':>4} {'':<13} {'':>7} {'':>8} {'CPU ms per sample':^21}")
+            print(f"{'C':>4} {'client':<13} {'req/s':>7} {'of bound':>8} {'all':>10} {'calls':>10} {'wall s':>7}")
             for c in cs:
                 bound = c / args.latency
-                print(f"{c:>4} {'bound C/L':<12} {bound:>7.1f} {1:>8.2f}")
+                print(f"{c:>4} {'bound C/L':<13} {bound:>7.1f} {1:>8.2f}")
                 for client in clients:
                     inner = [sys.executable, __file__, "--prompts", str(tmp / "prompts.jsonl"), "-c", str(c)]
                     # every measurement calls the server: a fresh response cache each
                     env["INSPECT_CACHE_DIR"] = str(tmp / f"cache-{c}-{client}")
-                    if client in ("lean", "inspect"):
+                    if client in ("lean", "inspect", "inspect-tuned"):
                         res = measure(server, [*inner, "--inner", client], env, n)
                     elif client.startswith("trustmh-"):
                         workers = int(client.removeprefix("trustmh-").removesuffix("w"))
@@ -281,7 +293,7 @@ def main() -> None:
                         res = seq
                     else:
                         sys.exit(f"unknown client {client!r}")
-                    print(f"{c:>4} {client:<12} {res['rps']:>7.1f} {res['rps'] / bound:>8.2f} "
+                    print(f"{c:>4} {client:<13} {res['rps']:>7.1f} {res['rps'] / bound:>8.2f} "
                           f"{res['cpu_ms']:>10.1f} {res['cpu_ms_calls']:>10.1f} {res['wall']:>7.1f}", flush=True)
 
 
