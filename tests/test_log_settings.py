@@ -46,3 +46,21 @@ def test_log_options_reach_inspect(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     log = read_eval_log(str(path), header_only=True)
     assert log.eval.config.log_realtime is True
     assert log.eval.config.log_buffer == 2
+
+
+def test_planning_every_pillar_leaves_scipy_stats_unimported() -> None:
+    """scipy.stats costs about 2 s of CPU per process to import; `trustmh run` (and each --workers process)
+    should pay it only when results are computed, not to plan and call the models."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from trustmh.run import RunOptions, plan_run\n"
+            "plan = plan_run(RunOptions(display='none'))\n"
+            "assert len({t.split('/')[0] for t in plan.subtasks}) == 9, plan.subtasks\n"
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=os.environ | {"PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats as _st
 
 from trustmh.core import TrustmhError
 
+# scipy.stats is imported inside the functions that need it: importing it costs every `trustmh run` about
+# 2 s of CPU at start-up (this module is reached from the conversation sub-tasks' planning).
 Z95 = 1.96  # the published Bland–Altman constant (not the exact 0.975 normal quantile)
 
 
@@ -278,6 +279,8 @@ class CorrCI(NamedTuple):
 def _fisher_ci(r: float, n: int, se: float, level: float) -> tuple[float, float]:
     if not np.isfinite(r) or not np.isfinite(se):
         return float("nan"), float("nan")
+    from scipy import stats as _st
+
     z = float(_st.norm.ppf(1 - (1 - level) / 2))
     zr = np.arctanh(np.clip(r, -1.0, 1.0))
     return float(np.tanh(zr - z * se)), float(np.tanh(zr + z * se))
@@ -316,6 +319,8 @@ def pearson_ci(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     n = int(xx.size)
     if n < 2 or np.all(xx == xx[0]) or np.all(yy == yy[0]):
         return CorrCI(float("nan"), float("nan"), float("nan"), n)
+    from scipy import stats as _st
+
     r = float(_st.pearsonr(xx, yy).statistic)
     se = 1.0 / np.sqrt(n - 3) if n > 3 else float("nan")
     lo, hi = _fisher_ci(r, n, se, level)
@@ -329,6 +334,8 @@ def spearman_ci(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     n = int(xx.size)
     if n < 2 or np.all(xx == xx[0]) or np.all(yy == yy[0]):
         return CorrCI(float("nan"), float("nan"), float("nan"), n)
+    from scipy import stats as _st
+
     rho = float(_st.spearmanr(xx, yy).statistic)
     se = float(np.sqrt(1.06 / (n - 3))) if n > 3 else float("nan")
     lo, hi = _fisher_ci(rho, n, se, level)
