@@ -13,15 +13,23 @@ from trustmh.secrets import eval_log_mentions, redact, scrub_eval_log, secret_va
 KEY = "sk-test-0123456789abcdef"
 
 
-def _eval_zip(path: Path, members: dict[str, str], compression: int = zipfile.ZIP_DEFLATED) -> Path:
+def _eval_zip(path: Path, members: dict[str, str], compression: int | str = zipfile.ZIP_DEFLATED) -> Path:
+    assert isinstance(compression, int)
     with zipfile.ZipFile(path, "w", compression=compression) as zf:
         for name, text in members.items():
             zf.writestr(name, text)
     return path
 
 
-@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
-def test_a_key_in_any_member_is_found(tmp_path: Path, compression: int) -> None:
+def _zstd() -> int:
+    import inspect_ai.log  # noqa: F401  (registers zstd with zipfile, as Inspect writes its logs)
+
+    return int(zipfile.ZIP_ZSTANDARD)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED, "zstd"])
+def test_a_key_in_any_member_is_found(tmp_path: Path, compression: int | str) -> None:
+    compression = _zstd() if compression == "zstd" else compression
     clean = {"header.json": '{"eval": {"model": "openai/x"}}', "samples/1_epoch_1.json": '{"output": "hi"}'}
     assert not eval_log_mentions(_eval_zip(tmp_path / "a.eval", clean, compression), [KEY])
     leaked = clean | {"samples/2_epoch_1.json": f'{{"error": "401 for key {KEY}"}}'}
@@ -55,6 +63,27 @@ def test_a_clean_log_is_neither_parsed_nor_rewritten(tmp_path: Path, monkeypatch
     before = path.read_bytes()
     assert scrub_eval_log(path, [KEY]) is False
     assert path.read_bytes() == before
+
+
+def test_a_real_inspect_log_is_read_in_a_fresh_process(tmp_path: Path) -> None:
+    """Inspect writes zstd members, which Python < 3.14's zipfile reads only once Inspect has patched it."""
+    import subprocess
+    import sys
+
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, get_model
+
+    model = get_model("mockllm/model", custom_outputs=[ModelOutput.from_content("mockllm/model", f"echo {KEY}")])
+    log = eval(Task(dataset=[Sample(input="hi", target="x")]), model=model, log_dir=str(tmp_path),
+               display="none")[0]
+    code = ("import sys; from pathlib import Path; from trustmh.secrets import eval_log_mentions; "
+            "print(eval_log_mentions(Path(sys.argv[1]), [sys.argv[2]]), eval_log_mentions(Path(sys.argv[1]), "
+            "['sk-absent-0123456789']))")
+    done = subprocess.run([sys.executable, "-c", code, log.location, KEY], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False"]
 
 
 def test_secret_values_and_redact() -> None:

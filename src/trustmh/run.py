@@ -599,7 +599,8 @@ def merge(dirs: list[Path], out: Path) -> tuple[dict[str, Any], int]:
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
     rundir.prepare(out, base, overwrite=False)
-    logs = [read_eval_log(str(p)) for d in dirs for p in sorted((Path(d) / "logs").glob("*.eval"))]
+    # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
+    logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((Path(d) / "logs").glob("*.eval"))]
     records, model_reported = collect(plan, logs)
     _log(f"merged {len(dirs)} shards into {out}")
     return finalize(plan, records, model_reported, out, started)

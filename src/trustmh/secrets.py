@@ -64,6 +64,8 @@ def _encodings(secret: str) -> set[bytes]:
 def eval_log_mentions(path: Path, secrets: list[str]) -> bool:
     """Whether any member of an `.eval` log (a zip of JSON documents) holds one of the secrets. Unreadable
     as a zip counts as True, so that the caller takes the full path and fails loudly there."""
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd members on Python < 3.14)
+
     needles = set().union(*(_encodings(s) for s in secrets)) if secrets else set()
     try:
         with zipfile.ZipFile(path) as zf:
@@ -71,7 +73,7 @@ def eval_log_mentions(path: Path, secrets: list[str]) -> bool:
                 data = zf.read(member)
                 if any(n in data for n in needles):
                     return True
-    except (OSError, zipfile.BadZipFile):
+    except (OSError, zipfile.BadZipFile, NotImplementedError):  # NotImplementedError: unknown compression
         return True
     return False
 

@@ -9,12 +9,18 @@ from inspect_ai.log import EvalLog, read_eval_log
 from trustmh.core import Record
 from trustmh.tasks import SCORER_NAME
 
+# What a record never needs from a sample (its transcript, messages, output, store…): left unparsed, so that
+# reading a sub-task of 100,000 samples back holds records, not transcripts (benchmarks/collect_memory.py).
+# `input` and `target` are required by EvalSample and stay.
+TRANSCRIPT_FIELDS = frozenset({"events", "messages", "attachments", "store", "output", "metadata", "model_usage",
+                               "role_usage", "events_data", "timelines"})
+
 
 def records_from_log(log: EvalLog) -> tuple[list[Record], int, str | None]:
     """(scored records, number of errored samples, provider-reported model id). A header-only log (what an
-    eval set returns) is read in full from its location."""
+    eval set returns) is read from its location without the transcripts (TRANSCRIPT_FIELDS)."""
     if log.samples is None and log.location:
-        log = read_eval_log(log.location)
+        log = read_eval_log(log.location, exclude_fields=set(TRANSCRIPT_FIELDS))
     records: list[Record] = []
     n_errors = 0
     reported = None
