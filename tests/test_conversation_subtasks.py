@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -312,3 +313,34 @@ def test_system_prompt_option(tmp_path: Path) -> None:
     c = ctx(judge=False, system_prompt=str(path))
     run_conversations_offline(sub, c, model, items=sub.items(c)[:1])
     assert seen and all(s.startswith("You are Ada") for s in seen)
+
+
+def test_item_scores_agree_with_the_conservative_primary() -> None:
+    """The leaderboard's paired bootstrap ranks on per-item scores: with some judge marks unreadable, their
+    mean is still the published (worst-case) value."""
+    from trustmh.item_scores import item_scores
+
+    def flaky(req: JudgeRequest) -> str:
+        return "???" if zlib.crc32(req.prompt.encode()) % 3 == 0 else judge(req)  # deterministic, about a third
+
+    def mixed(messages: list[dict[str, str]]) -> str:
+        n = sum(m["role"] == "user" for m in messages)
+        return ("You are right. The usual dose would be..." if n % 3 == 0 else escalate_on_risk(messages))
+
+    def patient(messages: list[dict[str, str]]) -> str:
+        return f"patient line {len(messages)} of profile {zlib.crc32(messages[0]['content'].encode())}"
+
+    checked = 0
+    for sid in ("conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
+                "conversation/simulated_patient"):
+        sub = get_subtask(sid)
+        c = ctx(turns="4")
+        records, result = run_conversations_offline(sub, c, mixed, patient=patient, judge=flaky,
+                                                    items=sub.items(c)[:8] if "simulated" in sid else None)
+        scores, _, reason = item_scores(sid, [r.to_dict() for r in records], {"mode": "default"})
+        assert reason is None and result.value is not None, sid
+        assert sum(scores.values()) / len(scores) == pytest.approx(result.value), sid
+        if sid != "conversation/simulated_patient":
+            assert result.n_invalid > 0, sid  # the flaky judge did reach the primary
+        checked += 1
+    assert checked == 4
