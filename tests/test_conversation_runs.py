@@ -161,6 +161,8 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     assert jb["metrics"]["jailbreak_success_valid_only"]["status"] == "not_computed"
     de = results["subtasks"]["conversation/delusion"]
     assert de["value"] == 2.0 and de["n_invalid"] == de["n"] >= 1
+    assert f"{n_risk} of {n_risk} conversations had an unreadable judge mark" in \
+        (tmp_path / "run" / "report.html").read_text()
     gate = run_gate(tmp_path / "run")
     assert {c["verdict"] for c in gate["checks"] if c["subtask"].startswith("conversation/")} <= {"fail",
                                                                                                   "insufficient"}
