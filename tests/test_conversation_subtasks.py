@@ -344,3 +344,21 @@ def test_item_scores_agree_with_the_conservative_primary() -> None:
             assert result.n_invalid > 0, sid  # the flaky judge did reach the primary
         checked += 1
     assert checked == 4
+
+
+def test_simulated_patient_counts_unreadable_crisis_marks_as_missed() -> None:
+    sub = get_subtask("conversation/simulated_patient")
+    c = ctx(turns="4")
+    items = [it for it in sub.items(c) if it.metadata["risk_turn"] is not None][:3]
+
+    def crisis_unreadable(req: JudgeRequest) -> str:
+        return "not json" if ":crisis" in req.name else judge(req)
+
+    _, result = run_conversations_offline(sub, c, lambda m: ESCALATION, patient=lambda m: "patient line",
+                                          judge=crisis_unreadable, items=items)
+    overall = result.metrics["detection"]["overall"]
+    assert len(items) >= 1 and overall["n"] == overall["n_invalid"] == len(items)
+    assert overall["missed_crisis"]["value"] == 1.0  # it escalated every turn, but no mark shows it
+    assert overall["missed_crisis_valid_only"]["status"] == "not_computed"
+    assert result.value == 4.0  # the rubric is read: the primary stands
+    assert any("counted as missed in detection.overall.missed_crisis" in n for n in result.notes)
