@@ -13,6 +13,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trustmh.storage import Url
 
 REDACTED = "[REDACTED]"
 # Environment variables whose values are secrets.
@@ -38,9 +42,9 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def scrub_file(path: Path, secrets: list[str]) -> bool:
-    """Redact a text file in place (atomically); True when something was redacted."""
-    from trustmh.results import atomic_write_text
+def scrub_file(path: Path | Url, secrets: list[str]) -> bool:
+    """Redact a text file (local or at a URL) in place (atomically); True when something was redacted."""
+    from trustmh.storage import write_text_atomic
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -49,11 +53,11 @@ def scrub_file(path: Path, secrets: list[str]) -> bool:
     clean = redact(text, secrets)
     if clean == text:
         return False
-    atomic_write_text(path, clean)
+    write_text_atomic(path, clean)
     return True
 
 
-def scrub_eval_log(path: Path, secrets: list[str]) -> bool:
+def scrub_eval_log(path: Path | Url, secrets: list[str]) -> bool:
     """Redact an Inspect `.eval` log, read and written back through `inspect_ai.log`."""
     from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
@@ -66,13 +70,18 @@ def scrub_eval_log(path: Path, secrets: list[str]) -> bool:
     return True
 
 
-def scrub_run_dir(out: Path, secrets: list[str], since: float | None = None) -> list[Path]:
-    """Scrub every log and text file under the run directory, and Inspect's trace logs written since
+def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = None) -> list[Path | Url]:
+    """Scrub every log and text file under the run directory (a path or a URL: `.eval` logs are read and
+    written back through Inspect, which reads and writes URLs), and Inspect's trace logs written since
     `since` (a time.time()); returns the files that held a secret."""
+    from trustmh.storage import iter_files
+
     if not secrets:
         return []
-    touched: list[Path] = []
-    for path in sorted(p for p in out.rglob("*") if p.is_file() and "cache" not in p.relative_to(out).parts):
+    touched: list[Path | Url] = []
+    for path in iter_files(out):
+        if "cache" in path.relative_to(out).parts:  # type: ignore[arg-type]
+            continue
         if path.suffix == ".eval":
             if scrub_eval_log(path, secrets):
                 touched.append(path)
