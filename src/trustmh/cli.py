@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
     run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
                      help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
-                     "writes its logs there; for a URL the response cache stays on this machine, in "
-                     "$TRUSTMH_CACHE_DIR/url-runs/; default: trustmh-out)")
+                     "writes its logs there; for a URL the response cache stays on this machine: "
+                     "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
+                     "trustmh-out)")
     run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
     run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
     run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
