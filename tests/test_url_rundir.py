@@ -234,3 +234,27 @@ def test_a_killed_run_resumes_from_the_url_on_another_machine(s3_endpoint: str, 
         again = {key(r) for r in server.requests[resume_from:] if r.chat_number is not None}
     assert not again & knowledge, "a finished sub-task's calls were asked again"
     assert comparable(run_path(url)) == comparable(tmp_path / "ref")
+
+
+def test_workers_write_their_shards_and_the_merge_to_the_url(s3_endpoint: str, tmp_path: Path) -> None:
+    """`--workers 2 --out s3://…`: the shard processes get the URL unchanged (OUT/workers/i at the URL), and
+    the merge there equals a single local process."""
+
+    def reply(messages, request):  # noqa: ANN001, ANN202
+        return "Answer: A" if len(message_text(messages[-1])) % 2 else "Answer: B"
+
+    url = f"s3://{BUCKET}/workers"
+    with LoopbackServer(reply, max_requests=200, max_seconds=240) as server:
+        env = {**os.environ, **server.env()}
+        base = [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m"), "--suite",
+                "trustmh", "--subtasks", "knowledge", "--limit", "6", "--no-judge", "--display", "none",
+                "--n-boot", "300"]
+        assert subprocess.run([*base, "--out", str(tmp_path / "one")], env=env, timeout=200).returncode == 0
+        assert subprocess.run([*base, "--workers", "2", "--out", url], env=env, timeout=200).returncode == 0
+    names = objects(url)
+    assert {"workers/0/results.json", "workers/1/results.json", "results.json"} <= set(names)
+    assert not (Path.cwd() / "s3:").exists(), "the URL was never taken for a local path"
+    assert comparable(run_path(url)) == comparable(tmp_path / "one")
+    # the release gate reads and writes run directories at URLs too
+    code = main(["gate", url])
+    assert json.loads((run_path(url) / "gate.json").read_text())["exit_code"] == code

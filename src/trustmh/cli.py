@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")
-    gate.add_argument("run_dir", type=Path)
+    gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
     gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
                       "point, not clinical advice")
 
