@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "--engine ray), then merge them into OUT")
     run.add_argument("--engine", choices=["local", "ray"], default="local",
                      help="where the --workers shards run: local processes (default), or tasks on a Ray "
-                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees at the "
-                     "same path)")
+                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees: the "
+                     "same mounted path, or a URL such as s3://bucket/run)")
     run.add_argument("--ray-address", metavar="ADDR",
                      help="Ray cluster to use with --engine ray, e.g. 10.0.0.5:6379 or ray://head:10001 "
                      "(default: $RAY_ADDRESS, else a local cluster for this command)")
