@@ -257,10 +257,9 @@ def rmtree(target: Path | Url) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def check_writable(out: Path | Url) -> None:
+def check_writable(out: Url) -> None:
     """A clear one-line error, before any model call, when the URL `out` cannot hold a run directory: its
     filesystem is not installed, its bucket does not exist, or writing there is refused."""
-    assert isinstance(out, Url)
     probe = out / f".trustmh-write-test.{uuid.uuid4().hex}"
     try:
         if out.is_file():
