@@ -2,7 +2,8 @@
 
 A run directory holds `run.json` (the manifest: trustmh and Inspect versions and every setting that changes
 results), `logs/` (Inspect's eval-set logs, from which results are read), `cache/` (Inspect's response cache,
-unless shared elsewhere or the run directory is a URL: see `run.response_cache_dir`) and the results (`results.json`, `results.csv`, `items.jsonl`, `report.html`).
+unless shared elsewhere or the run directory is a URL: see `run.response_cache_dir`) and the results
+(`results.json`, `results.csv`, `items.jsonl`, `report.html`).
 Re-running the same command on the same directory continues the run: Inspect's eval set skips finished
 sub-tasks and reuses the finished samples of an interrupted one, and the response cache answers every call
 already paid for. A different configuration or version is refused before any model call, because its logs
