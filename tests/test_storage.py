@@ -88,3 +88,23 @@ def test_a_run_and_its_continuation_on_a_memory_url() -> None:
     again, code = run(opts)
     assert code == 0 and len(calls) == asked, "the finished run continues from its logs at the URL"
     assert again["subtasks"] == json.loads((out / "results.json").read_text())["subtasks"] == data["subtasks"]
+
+
+def test_the_ray_launcher_hands_the_url_on_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL is the same place on every node: the Ray shards get it as it is (a local path is made absolute),
+    and each shard's redacted output is written beside them at the URL."""
+    from trustmh import launch
+
+    seen: list[list[str]] = []
+
+    def fake_ray(commands: list[list[str]], address: str | None = None, cpus: float = 1.0
+                 ) -> list[launch.ShardOutcome]:
+        seen.extend(commands)
+        return [launch.ShardOutcome(i, 0, f"shard {i} done\n") for i in range(len(commands))]
+
+    monkeypatch.setattr(launch, "run_ray", fake_ray)
+    monkeypatch.setattr(launch, "ray_available", lambda: True)
+    out = fresh()
+    launch.launch("ray", ["run", "--workers", "2", "--out", str(out), "--engine", "ray"], out, 2)
+    assert [c[-4:] for c in seen] == [["--shard", f"{i}/2", "--out", f"{out}/workers/{i}"] for i in range(2)]
+    assert (out / "workers" / "1.log").read_text() == "shard 1 done\n"
