@@ -91,3 +91,16 @@ def test_secret_values_and_redact() -> None:
     found = secret_values(env)
     assert found == [KEY + "-longer", KEY], "longest first, short values ignored, non-secret names ignored"
     assert redact(f"a {KEY}-longer b {KEY}", found) == f"a {secrets_mod.REDACTED} b {secrets_mod.REDACTED}"
+
+
+def test_a_log_at_a_url_is_checked_in_place(tmp_path: Path) -> None:
+    import fsspec
+
+    from trustmh.storage import Url
+
+    fs = fsspec.filesystem("memory")
+    local = _eval_zip(tmp_path / "a.eval", {"m.json": f'{{"error": "{KEY}"}}'})
+    fs.pipe_file("/secrets-test/a.eval", local.read_bytes())
+    fs.pipe_file("/secrets-test/b.eval", _eval_zip(tmp_path / "b.eval", {"m.json": "{}"}).read_bytes())
+    assert eval_log_mentions(Url("memory://secrets-test/a.eval"), [KEY])
+    assert not eval_log_mentions(Url("memory://secrets-test/b.eval"), [KEY])

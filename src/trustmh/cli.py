@@ -10,6 +10,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.secrets import redact, secret_values
+from trustmh.storage import cli_path
 
 # Fewer bootstrap replicates than this give intervals too coarse to publish.
 MIN_N_BOOT = 200
@@ -91,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
     run.add_argument("--mode", choices=["default", "faithful"], default="default")
     run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
-    run.add_argument("--out", type=Path, default=Path("trustmh-out"))
+    run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
+                     help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
+                     "writes its logs there; for a URL the response cache stays on this machine: "
+                     "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
+                     "trustmh-out)")
     run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
     run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
     run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
@@ -116,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "--engine ray), then merge them into OUT")
     run.add_argument("--engine", choices=["local", "ray"], default="local",
                      help="where the --workers shards run: local processes (default), or tasks on a Ray "
-                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees at the "
-                     "same path)")
+                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees: the "
+                     "same mounted path, or a URL such as s3://bucket/run)")
     run.add_argument("--ray-address", metavar="ADDR",
                      help="Ray cluster to use with --engine ray, e.g. 10.0.0.5:6379 or ray://head:10001 "
                      "(default: $RAY_ADDRESS, else a local cluster for this command)")
@@ -139,11 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
-    mrg.add_argument("dirs", nargs="+", type=Path)
-    mrg.add_argument("--out", type=Path, required=True)
+    mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
+    mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
 
     rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
-    rep.add_argument("dirs", nargs="+", type=Path)
+    rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
     rep.add_argument("--out", type=Path, default=Path("trustmh-comparison.html"))
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
@@ -158,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")
-    gate.add_argument("run_dir", type=Path)
+    gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
     gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
                       "point, not clinical advice")
 

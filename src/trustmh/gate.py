@@ -175,10 +175,13 @@ def summary_markdown(gate: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_gate(run_dir: Path, policy_path: Path | None = None) -> dict[str, Any]:
-    """Evaluate, write `gate.json` and `summary.md` into the run directory, return the gate."""
-    from trustmh.results import atomic_write_text, load_results
+def run_gate(run_dir: Path | str, policy_path: Path | None = None) -> dict[str, Any]:
+    """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
+    from trustmh.results import load_results
+    from trustmh.storage import run_path
+    from trustmh.storage import write_text_atomic as atomic_write_text
 
+    run_dir = run_path(run_dir)  # type: ignore[assignment]
     gate = evaluate(load_results(run_dir), load_policy(policy_path))
     out = run_dir if run_dir.is_dir() else run_dir.parent
     atomic_write_text(out / "gate.json", json.dumps(gate, indent=2, ensure_ascii=False) + "\n")

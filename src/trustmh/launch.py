@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trustmh.core import TrustmhError
+from trustmh.storage import Url, run_path
 
 ENGINES = ("local", "ray")
 RAY_MISSING = "--engine ray needs Ray, which is not installed: pip install 'trustmh[ray]'"
@@ -41,7 +42,7 @@ class ShardOutcome:
         return self.code not in (0, 1)  # 1: finished, with errored samples reported in its results
 
 
-def shard_argv(argv: Sequence[str], out: Path, index: int, count: int) -> list[str]:
+def shard_argv(argv: Sequence[str], out: Path | Url, index: int, count: int) -> list[str]:
     """The `trustmh run` arguments of shard `index`: the launching command without its launch options,
     with `--shard index/count --out OUT/workers/index`."""
     cleaned: list[str] = []
@@ -61,8 +62,9 @@ def shard_argv(argv: Sequence[str], out: Path, index: int, count: int) -> list[s
     return [*cleaned, "--shard", f"{index}/{count}", "--out", str(shard_dir(out, index))]
 
 
-def shard_dir(out: Path, index: int) -> Path:
-    return Path(out) / "workers" / str(index)
+def shard_dir(out: Path | Url | str, index: int) -> Path | Url:
+    """Shard `index`'s run directory: OUT/workers/index (a URL stays a URL, passed on unchanged)."""
+    return run_path(out) / "workers" / str(index)
 
 
 def run_local(commands: list[list[str]]) -> list[ShardOutcome]:
@@ -141,18 +143,19 @@ def run_ray(commands: list[list[str]], address: str | None = None, cpus: float =
             ray.shutdown()
 
 
-def launch(engine: str, argv: Sequence[str], out: Path, count: int, *, ray_address: str | None = None,
+def launch(engine: str, argv: Sequence[str], out: Path | Url, count: int, *, ray_address: str | None = None,
            ray_cpus: float = 1.0) -> list[ShardOutcome]:
     """Run the `count` shards of the command `argv` with `engine`; raises TrustmhError naming every shard
     that failed (its exit code and the end of its output)."""
-    from trustmh.results import atomic_write_text
     from trustmh.secrets import redact, secret_values
+    from trustmh.storage import write_text_atomic
 
     if engine not in ENGINES:
         raise TrustmhError(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
-    out = Path(out)
+    out = run_path(out)
     if engine == "ray":
         # every node must see the run directory at the same path: resolve it here, where the user gave it
+        # (a URL names the same place everywhere)
         out = out.resolve()
         if not ray_available():
             raise TrustmhError(RAY_MISSING)
@@ -162,7 +165,7 @@ def launch(engine: str, argv: Sequence[str], out: Path, count: int, *, ray_addre
     for o in outcomes:
         if o.output:
             o.output = redact(o.output, secrets)  # this machine's keys too, not only the worker's
-            atomic_write_text(out / "workers" / f"{o.index}.log", o.output)
+            write_text_atomic(out / "workers" / f"{o.index}.log", o.output)
     failed = [o for o in outcomes if o.failed]
     for o in outcomes:
         if engine == "ray" and not o.failed:

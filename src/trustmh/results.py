@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID
 from trustmh.core import Record, RunContext, SubtaskResult, clean_json
 from trustmh.data.registry import resolved_files
 from trustmh.leaderboard import normalised_summary
+
+if TYPE_CHECKING:
+    from trustmh.storage import Url
 
 
 @dataclass
@@ -128,22 +131,26 @@ def items_jsonl(run: RunResults) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def write_run(run: RunResults, out_dir: Path, html: bool = True) -> dict[str, Any]:
-    """Write results.json, results.csv, items.jsonl and report.html into `out_dir`."""
+def write_run(run: RunResults, out_dir: Path | Url, html: bool = True) -> dict[str, Any]:
+    """Write results.json, results.csv, items.jsonl and report.html into `out_dir` (a path or a URL)."""
+    from trustmh.storage import write_text_atomic
+
     results = run.to_json()
-    atomic_write_text(out_dir / "items.jsonl", items_jsonl(run))
-    atomic_write_text(out_dir / "results.csv", results_csv(results))
-    atomic_write_text(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(out_dir / "items.jsonl", items_jsonl(run))
+    write_text_atomic(out_dir / "results.csv", results_csv(results))
+    write_text_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     if html:
         from trustmh.report import run_report_html
 
-        atomic_write_text(out_dir / "report.html", run_report_html(results, run.records))
+        write_text_atomic(out_dir / "report.html", run_report_html(results, run.records))
     return results
 
 
-def load_results(path: Path) -> dict[str, Any]:
+def load_results(path: Path | Url | str) -> dict[str, Any]:
     from trustmh.core import TrustmhError
+    from trustmh.storage import run_path
 
+    path = run_path(path)
     file = path / "results.json" if path.is_dir() else path
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -169,15 +176,17 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_items(path: Path) -> list[dict[str, Any]] | None:
+def load_items(path: Path | Url | str) -> list[dict[str, Any]] | None:
     """The scored items of a run directory (items.jsonl), or None when the run has none (older runs)."""
     from trustmh.core import TrustmhError
     from trustmh.data.files import read_jsonl
+    from trustmh.storage import run_path
 
+    path = run_path(path)
     file = path.parent / "items.jsonl" if path.is_file() else path / "items.jsonl"
     if not file.exists():
         return None
-    rows = read_jsonl(file)
+    rows = read_jsonl(file, name=str(file))
     for lineno, row in enumerate(rows, start=1):
         if "subtask" not in row or "item_id" not in row:
             raise TrustmhError(f"{file}: record {lineno}: expected a record with 'subtask' and 'item_id'")

@@ -27,6 +27,7 @@ from trustmh.data.registry import reset_resolved
 from trustmh.options import check_options
 from trustmh.results import RunResults, write_run
 from trustmh.secrets import redact, scrub_run_dir, secret_values
+from trustmh.storage import Url, run_path
 
 BUNDLED_MODEL = "gguf/smollm2"
 DEMO_LIMIT = 2
@@ -56,7 +57,7 @@ class RunOptions:
     judge_validated: bool = False
     mode: Mode = "default"
     seed: int = 0
-    out: Path = Path("trustmh-out")
+    out: Path | Url = Path("trustmh-out")  # a local path or an fsspec URL (`trustmh.storage`)
     max_retries: int = 3
     timeout: int = 120
     max_connections: int | None = None
@@ -299,7 +300,7 @@ def shard_tasks(plan: RunPlan, shard: tuple[int, int]) -> None:
     plan.tasks = kept
 
 
-def execute(plan: RunPlan, out: Path) -> list[Any]:
+def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
     from inspect_ai import eval_set
 
@@ -411,7 +412,7 @@ def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], st
     return records, model_reported
 
 
-def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path,
+def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
              started: float, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
     """Aggregate, write the run directory's results, scrub secrets, report errors."""
     ctx, results, errors = plan.ctx, plan.results, plan.errors
@@ -455,7 +456,7 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
     plan = plan_run(opts)
-    out = Path(opts.out)
+    out = run_path(opts.out)
     started = time.time()
     manifest = run_manifest(plan.model, plan.suite, plan.ctx, plan.chosen_ids, opts)
     if opts.shard is not None:
@@ -477,20 +478,37 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
 
 
 @contextmanager
-def response_cache_dir(out: Path) -> Iterator[None]:
+def response_cache_dir(out: Path | Url) -> Iterator[None]:
     """Where Inspect keeps its response cache during the eval: INSPECT_CACHE_DIR if the user set it, else
-    `$TRUSTMH_CACHE_DIR/responses` (shared by runs), else `OUT/cache` (this run directory). Restored after,
-    so one process running several evaluations never shares a cache by accident."""
+    `$TRUSTMH_CACHE_DIR/responses` (shared by runs), else `OUT/cache` (this run directory), or for a URL
+    run directory a local folder of this machine keyed by the URL (Inspect's cache is a local directory;
+    a run resumed elsewhere still resumes from the logs at the URL). Restored after, so one process
+    running several evaluations never shares a cache by accident."""
     before = os.environ.get("INSPECT_CACHE_DIR")
     if before:
         yield
         return
     shared = os.environ.get("TRUSTMH_CACHE_DIR")
-    os.environ["INSPECT_CACHE_DIR"] = str(Path(shared) / "responses" if shared else Path(out).resolve() / "cache")
+    if shared:
+        where = Path(shared) / "responses"
+    elif isinstance(out, Url):
+        where = url_cache_dir(out)
+    else:
+        where = Path(out).resolve() / "cache"
+    os.environ["INSPECT_CACHE_DIR"] = str(where)
     try:
         yield
     finally:
         os.environ.pop("INSPECT_CACHE_DIR", None)
+
+
+def url_cache_dir(out: Url) -> Path:
+    """The local response cache of a URL run directory: the user's trustmh cache, keyed by the URL."""
+    import hashlib
+
+    from trustmh.data.registry import cache_dir
+
+    return cache_dir() / "url-runs" / hashlib.sha256(out.url.encode()).hexdigest()[:16] / "cache"
 
 
 def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: int = 0) -> SubtaskResult:
@@ -546,7 +564,7 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                             "score fields were recovered and used")
 
 
-def options_from_manifest(manifest: dict[str, Any], out: Path) -> RunOptions:
+def options_from_manifest(manifest: dict[str, Any], out: Path | Url) -> RunOptions:
     """The RunOptions that reproduce a run from its manifest (`run.json`), for merging its shards."""
     judges = list(manifest.get("judges") or [])
     options = {k: v for k, v in (manifest.get("options") or {}).items() if k not in ("judges",)}
@@ -558,15 +576,16 @@ def options_from_manifest(manifest: dict[str, Any], out: Path) -> RunOptions:
                       seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options)
 
 
-def merge(dirs: list[Path], out: Path) -> tuple[dict[str, Any], int]:
+def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]:
     """Combine the shards of one run (`trustmh run --shard i/N` into each of `dirs`) into `out`: checks that
     they belong together (same configuration and versions), that no slice is missing or doubled, then
     aggregates their records exactly as a single-process run would."""
     from inspect_ai.log import read_eval_log
 
+    dirs, out = [run_path(d) for d in dirs], run_path(out)
     manifests = []
     for d in dirs:
-        path = Path(d) / rundir.MANIFEST
+        path = d / rundir.MANIFEST
         try:
             manifests.append(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError) as exc:
@@ -594,13 +613,13 @@ def merge(dirs: list[Path], out: Path) -> tuple[dict[str, Any], int]:
             ([f"slice(s) {doubled} given twice"] if doubled else [])
             + ([f"slice(s) {missing} missing"] if missing else [])))
     for d in dirs:
-        if not (Path(d) / "results.json").exists():
+        if not (d / "results.json").exists():
             raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
     rundir.prepare(out, base, overwrite=False)
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
-    logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((Path(d) / "logs").glob("*.eval"))]
+    logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((d / "logs").glob("*.eval"))]
     records, model_reported = collect(plan, logs)
     _log(f"merged {len(dirs)} shards into {out}")
     return finalize(plan, records, model_reported, out, started)

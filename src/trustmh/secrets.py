@@ -15,6 +15,10 @@ import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trustmh.storage import Url
 
 REDACTED = "[REDACTED]"
 # Environment variables whose values are secrets.
@@ -40,9 +44,9 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def scrub_file(path: Path, secrets: list[str]) -> bool:
-    """Redact a text file in place (atomically); True when something was redacted."""
-    from trustmh.results import atomic_write_text
+def scrub_file(path: Path | Url, secrets: list[str]) -> bool:
+    """Redact a text file (local or at a URL) in place (atomically); True when something was redacted."""
+    from trustmh.storage import write_text_atomic
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -51,7 +55,7 @@ def scrub_file(path: Path, secrets: list[str]) -> bool:
     clean = redact(text, secrets)
     if clean == text:
         return False
-    atomic_write_text(path, clean)
+    write_text_atomic(path, clean)
     return True
 
 
@@ -61,14 +65,15 @@ def _encodings(secret: str) -> set[bytes]:
             json.dumps(secret, ensure_ascii=False)[1:-1].encode()}
 
 
-def eval_log_mentions(path: Path, secrets: list[str]) -> bool:
+def eval_log_mentions(path: Path | Url, secrets: list[str]) -> bool:
     """Whether any member of an `.eval` log (a zip of JSON documents) holds one of the secrets. Unreadable
     as a zip counts as True, so that the caller takes the full path and fails loudly there."""
     import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd members on Python < 3.14)
 
     needles = set().union(*(_encodings(s) for s in secrets)) if secrets else set()
     try:
-        with zipfile.ZipFile(path) as zf:
+        opened = path.open("rb") if isinstance(path, Path) else path.fs.open(path.path, "rb")
+        with opened as fh, zipfile.ZipFile(fh) as zf:
             for member in zf.namelist():
                 data = zf.read(member)
                 if any(n in data for n in needles):
@@ -78,7 +83,7 @@ def eval_log_mentions(path: Path, secrets: list[str]) -> bool:
     return False
 
 
-def scrub_eval_log(path: Path, secrets: list[str]) -> bool:
+def scrub_eval_log(path: Path | Url, secrets: list[str]) -> bool:
     """Redact an Inspect `.eval` log, read and written back through `inspect_ai.log`."""
     from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
@@ -95,13 +100,18 @@ def scrub_eval_log(path: Path, secrets: list[str]) -> bool:
     return True
 
 
-def scrub_run_dir(out: Path, secrets: list[str], since: float | None = None) -> list[Path]:
-    """Scrub every log and text file under the run directory, and Inspect's trace logs written since
+def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = None) -> list[Path | Url]:
+    """Scrub every log and text file under the run directory (a path or a URL: `.eval` logs are read and
+    written back through Inspect, which reads and writes URLs), and Inspect's trace logs written since
     `since` (a time.time()); returns the files that held a secret."""
+    from trustmh.storage import iter_files
+
     if not secrets:
         return []
-    touched: list[Path] = []
-    for path in sorted(p for p in out.rglob("*") if p.is_file() and "cache" not in p.relative_to(out).parts):
+    touched: list[Path | Url] = []
+    for path in iter_files(out):
+        if "cache" in path.relative_to(out).parts:  # type: ignore[arg-type]
+            continue
         if path.suffix == ".eval":
             if scrub_eval_log(path, secrets):
                 touched.append(path)

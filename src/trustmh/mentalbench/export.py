@@ -111,9 +111,10 @@ def export_long_table(records: Iterable[Record], out_dir: str | Path,
     `judge_long` only when some judged reply can be paired with the released human ratings (a run on the
     starter contexts, or one whose replies are all the model's own, has none: a header-only table would
     make `trustmh align` fail later for no visible reason)."""
-    from trustmh.results import atomic_write_text
+    from trustmh.storage import run_path
+    from trustmh.storage import write_text_atomic as atomic_write_text
 
-    out = Path(out_dir)
+    out = run_path(out_dir)
     rows = long_rows(records, model_label)
     paths = {"judge_long_all": out / JUDGE_LONG_ALL}
     atomic_write_text(paths["judge_long_all"], to_csv(rows))
