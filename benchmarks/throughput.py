@@ -277,15 +277,16 @@ def main() -> None:
             for c in cs:
                 bound = c / args.latency
                 print(f"{c:>4} {'bound C/L':<13} {bound:>7.1f} {1:>8.2f}")
-                for client in clients:
+                for index, client in enumerate(clients):
                     inner = [sys.executable, __file__, "--prompts", str(tmp / "prompts.jsonl"), "-c", str(c)]
                     # every measurement calls the server: a fresh response cache each
-                    env["INSPECT_CACHE_DIR"] = str(tmp / f"cache-{c}-{client}")
+                    # (a client listed twice is measured twice, each time against the server)
+                    env["INSPECT_CACHE_DIR"] = str(tmp / f"cache-{c}-{index}-{client}")
                     if client in ("lean", "inspect", "inspect-tuned"):
                         res = measure(server, [*inner, "--inner", client], env, n)
                     elif client.startswith("trustmh-"):
                         workers = int(client.removeprefix("trustmh-").removesuffix("w"))
-                        out = tmp / f"out-{c}-{workers}"
+                        out = tmp / f"out-{c}-{index}-{workers}"
                         res = measure(server, trustmh_command(c, n, out, workers), env, n)
                     elif client == "sequential":
                         if seq is None:

@@ -153,3 +153,23 @@ def test_plots_are_drawn_from_the_results(tmp_path: Path) -> None:
     bars = re.search(r'<svg[^>]*data-plot="pillars".*?</svg>', page, re.S).group(0)
     n_pillars = sum(v["normalised"] is not None for v in runs[0]["pillars"].values())
     assert bars.count("<rect") == n_pillars * len(runs)
+
+
+def test_the_comparison_can_be_written_to_a_url(tmp_path: Path) -> None:
+    """`trustmh report … --out URL` writes the page and its two exports there, equal to a local write."""
+    import uuid
+
+    import fsspec
+
+    dirs = three_synthetic_runs(tmp_path)
+    local = tmp_path / "board.html"
+    assert main(["report", *map(str, dirs), "--out", str(local)]) == 0
+    base = f"memory://trustmh-report-tests/{uuid.uuid4().hex}"
+    assert main(["report", *map(str, dirs), "--out", f"{base}/board.html"]) == 0
+    fs = fsspec.filesystem("memory")
+    root = base.removeprefix("memory://")
+    assert sorted(p.rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)) == ["board.csv", "board.html",
+                                                                              "board.json"]
+    for suffix in (".json", ".csv"):
+        assert fs.cat_file(f"{root}/board{suffix}").decode() == local.with_suffix(suffix).read_text()
+    assert len(fs.cat_file(f"{root}/board.html")) > 1000

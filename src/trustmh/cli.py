@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
     rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
-    rep.add_argument("--out", type=Path, default=Path("trustmh-comparison.html"))
+    rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"),
+                     help="the page (a path or a URL); its .json and .csv exports are written beside it")
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
     res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original"])
@@ -232,16 +233,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from trustmh.leaderboard import leaderboard, leaderboard_csv
     from trustmh.report import comparison_report_html
-    from trustmh.results import atomic_write_text, load_items, load_results
+    from trustmh.results import load_items, load_results
+    from trustmh.storage import write_text_atomic
 
     runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
     items = [load_items(d) for d in args.dirs]
     board = leaderboard(runs, items)
-    atomic_write_text(args.out, comparison_report_html(board, runs, items))
+    write_text_atomic(args.out, comparison_report_html(board, runs, items))
     import json
 
-    atomic_write_text(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
-    atomic_write_text(args.out.with_suffix(".csv"), leaderboard_csv(board))
+    write_text_atomic(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
+    write_text_atomic(args.out.with_suffix(".csv"), leaderboard_csv(board))
     print(f"trustmh: wrote {args.out}, {args.out.with_suffix('.json')} and {args.out.with_suffix('.csv')}",
           file=sys.stderr)
     return 0
