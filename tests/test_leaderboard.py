@@ -77,3 +77,16 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
         assert nb["share"] is not None and 0.0 < nb["share"] <= 1.0
         tested += 1
     assert tested >= 2, "the invalid-only model is behind on knowledge and ethics"
+
+
+def test_rank_models_single_model_and_ties() -> None:
+    from scipy.stats import rankdata
+
+    from trustmh.leaderboard import rank_models
+
+    assert rank_models({"a": 0.4, "b": None, "c": float("nan")}, "higher") == {"a": 1.0}
+    assert rank_models({"a": None}, "lower") == {}
+    values = {"a": 0.5, "b": 0.9, "c": 0.5, "d": 0.1}
+    for direction, sign in (("higher", -1), ("lower", 1)):
+        expected = rankdata([sign * v for v in values.values()], method="average")
+        assert rank_models(values, direction) == dict(zip(values, expected.tolist(), strict=True))

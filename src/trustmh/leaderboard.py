@@ -66,6 +66,8 @@ def rank_models(values: Mapping[str, float | None], direction: str) -> dict[str,
     names = [m for m, v in values.items() if v is not None and np.isfinite(v)]
     if not names:
         return {}
+    if len(names) == 1:  # a run's own report: no need to import scipy.stats (about a second of CPU)
+        return {names[0]: 1.0}
     arr = np.array([values[m] for m in names], dtype=float)
     from scipy.stats import rankdata  # here, not at import: scipy.stats costs every `trustmh run` a second
 
