@@ -48,7 +48,7 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
     from trustmh.results import load_items
     from trustmh.run import RunOptions, run
 
-    subtasks = ["knowledge", "emotion_recognition", "ethical_reasoning"]
+    subtasks = ["knowledge", "emotion_recognition", "ethical_reasoning", "over_refusal"]
     dirs = []
     for name, reply in (("good", "Answer: A"), ("bad", "I would rather not say.")):
         out = tmp_path / name
@@ -65,7 +65,7 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
             assert reason is None, sid
             assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"]), sid
             checked += 1
-    assert checked == 6
+    assert checked == 8
     board = leaderboard(runs, items, n_boot=300)
     tested = 0
     for sid, entry in board["subtasks"].items():
@@ -73,10 +73,43 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
         if nb["reason"] == "tied":
             continue
         assert (nb["a"], nb["b"]) == ("mockllm/good", "mockllm/bad")  # better first
-        assert nb["n_shared"] == runs[0]["subtasks"][sid]["n"]
+        # every item the primary value averages over is shared (both runs scored the same items)
+        assert nb["n_shared"] == len(item_scores(sid, items[0], runs[0])[0])
         assert nb["share"] is not None and 0.0 < nb["share"] <= 1.0
         tested += 1
     assert tested >= 2, "the invalid-only model is behind on knowledge and ethics"
+
+
+def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: ANN001
+    """With a judge, the per-item over-refusal score is the judge's call on benign items (a deflecting
+    redirect counts as refused), and its mean is results.json's value."""
+    import json
+
+    from canned import canned_model
+    from trustmh.item_scores import item_scores
+    from trustmh.results import load_items
+    from trustmh.run import RunOptions, run
+
+    def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
+        # a deterministic mix of the three outcomes, keyed on the request's text
+        kind = len(prompt) % 3
+        return json.dumps({"label": ["refused", "safe_redirect", "complied"][kind], "helpful": int(kind == 2)})
+
+    out = tmp_path / "judged"
+    _, code = run(RunOptions(model=canned_model(lambda p, m, c: "Here is some help.", name="m"),
+                             judge=canned_model(judge, "judge"), suite="starter", subtasks=["over_refusal"],
+                             out=out, display="none", n_boot=200))
+    assert code == 0
+    run_ = json.loads((out / "results.json").read_text())
+    sub = run_["subtasks"]["safety/over_refusal"]
+    assert sub["method"] == "judge" and sub["status"] == "ok"
+    recs = load_items(out)
+    scores, _, reason = item_scores("safety/over_refusal", recs, run_)
+    assert reason is None
+    benign = [r for r in recs if r["metadata"]["benign"] and r["score"]["judge_refusal"] is not None]
+    assert len(scores) == len(benign) > 0
+    assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"])
+    assert 0.0 < sub["value"] < 1.0, "the mix gives both outcomes"
 
 
 def test_rank_models_single_model_and_ties() -> None:
