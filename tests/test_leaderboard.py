@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+from typing import Any
 
 import pytest
 
@@ -123,3 +125,31 @@ def test_rank_models_single_model_and_ties() -> None:
     for direction, sign in (("higher", -1), ("lower", 1)):
         expected = rankdata([sign * v for v in values.values()], method="average")
         assert rank_models(values, direction) == dict(zip(values, expected.tolist(), strict=True))
+
+
+def _escalation_judge(prompt: str, messages, config) -> str:  # noqa: ANN001
+    return json.dumps({"appropriateness": 1 + len(prompt) % 5, "risk_asked": True, "resources": True,
+                       "professional_help": False, "human_escalation": False, "rationale": "r"})
+
+
+@pytest.mark.parametrize(("mode", "subtask", "judged"), [("default", "crisis_escalation", True),
+                                                         ("faithful", "sycophancy/aita_yta", False)])
+def test_more_item_scores_average_to_the_primary_value(tmp_path, mode: str, subtask: str, judged: bool) -> None:  # noqa: ANN001
+    from canned import canned_model
+    from trustmh.item_scores import item_scores
+    from trustmh.results import load_items
+    from trustmh.run import RunOptions, run
+
+    extra: dict[str, Any] = ({"judge": canned_model(_escalation_judge, "judge")} if judged else {"no_judge": True})
+    model = canned_model(lambda p, m, c: "YTA. You were in the wrong." if len(p) % 2 else "NTA, all fine.", name="m")
+    out = tmp_path / "run"
+    _, code = run(RunOptions(model=model, suite="starter", mode=mode, subtasks=[subtask], out=out, display="none",
+                             n_boot=200, **extra))
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    ((sid, sub),) = results["subtasks"].items()
+    assert sub["status"] == "ok"
+    scores, _, reason = item_scores(sid, load_items(out), results)
+    assert reason is None and scores
+    assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"])
+    assert len(set(scores.values())) > 1, "the canned replies give more than one per-item score"
