@@ -127,6 +127,8 @@ def _rubric(rec: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
 
 
 _PER_DATASET = "primary metric averages per-dataset classification scores, not per-item values"
+_PER_DIALOGUE = ("primary metric is a mean over dialogues of per-dialogue means (dialogues have different numbers "
+                 "of items), not a mean of per-item values")
 _FAIRNESS = "primary metric is a spread between identity groups' means, not a mean of per-item values"
 _AWARENESS = "primary metric is a correlation with human ratings, not a mean of per-item values"
 _LEAKAGE = "primary metric is the mean of three per-question-type rates, not a mean of per-item values"
@@ -151,6 +153,7 @@ SCORERS: dict[str, dict[str, Scorer | str]] = {
                             "default": "primary metric is the mean of the false-NTA and false-YTA rates (each "
                                        "class weighted equally), not a mean of per-item values"},
     "sycophancy/oeq": {"faithful": _OEQ, "default": _OEQ},
+    "reliability/psychological_intervention": {"faithful": _PER_DIALOGUE, "default": _PER_DIALOGUE},
     "fairness/overall": {"faithful": _FAIRNESS, "default": _FAIRNESS},
     "privacy/awareness": {"faithful": _AWARENESS, "default": _AWARENESS},
     "privacy/leakage": {"faithful": _LEAKAGE, "default": _LEAKAGE},
