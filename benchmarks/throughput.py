@@ -111,15 +111,15 @@ def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     from inspect_ai.scorer import match
     from inspect_ai.solver import generate
 
-    from trustmh.run import DEFAULT_LOG_BUFFER
+    from trustmh.run import RunOptions, log_settings
 
     samples = [Sample(id=p["id"], input=[ChatMessageUser(content=m["content"]) for m in p["messages"]],
                       target=p["target"]) for p in _prompts(args.prompts)]
     solver = generate(cache=CachePolicy(expiry=None, per_epoch=True)) if tuned else generate()
     task = Task(dataset=MemoryDataset(samples), solver=solver, scorer=match(),
                 config=GenerateConfig(max_tokens=64, temperature=0.0))
-    settings: dict[str, Any] = ({"log_realtime": False, "log_buffer": DEFAULT_LOG_BUFFER, "score_display": False}
-                                if tuned else {})
+    # exactly what `trustmh run --display none` gives Inspect
+    settings = log_settings(RunOptions(display="none"), "none") if tuned else {}
     with tempfile.TemporaryDirectory() as tmp:
         eval(task, model=f"openai-api/{SERVICE}/inspect{'-tuned' if tuned else ''}", max_connections=args.c,
              display="none", log_dir=tmp, **settings)

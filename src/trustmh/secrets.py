@@ -70,7 +70,7 @@ def eval_log_mentions(path: Path | Url, secrets: list[str]) -> bool:
     as a zip counts as True, so that the caller takes the full path and fails loudly there."""
     import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd members on Python < 3.14)
 
-    needles = set().union(*(_encodings(s) for s in secrets)) if secrets else set()
+    needles = {encoded for secret in secrets for encoded in _encodings(secret)}
     try:
         opened = path.open("rb") if isinstance(path, Path) else path.fs.open(path.path, "rb")
         with opened as fh, zipfile.ZipFile(fh) as zf:
