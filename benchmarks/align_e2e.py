@@ -56,7 +56,7 @@ def main() -> None:
                   "whole command incl. Python start-up, HTML and CSV)")
 
     from trustmh.align.faithful import build_cells
-    from trustmh.align.load import load_mentalalign
+    from trustmh.pillars.mentalbench.align_data import load_mentalalign
     from trustmh.stats.bootstrap import legacy_index_matrix
     from trustmh.stats.icc import icc_c1_a1
 

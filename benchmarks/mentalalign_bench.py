@@ -40,7 +40,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from trustmh.align.faithful import build_cells, run_faithful
-    from trustmh.align.load import load_mentalalign
+    from trustmh.pillars.mentalbench.align_data import load_mentalalign
     from trustmh.stats.bootstrap import legacy_index_matrix
 
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ in one run, on the same rule-scored samples (`reliability/knowledge` MCQs, no ju
 
 * lean: an async httpx client, C requests in flight (what the endpoint allows with almost no client work);
 * inspect: bare Inspect `eval` (generate + match scorer, Inspect's default settings);
-* inspect-tuned: the same with what `trustmh run` sets (`trustmh.run.log_settings`: no realtime sample
+* inspect-tuned: the same with what `trustmh run` sets (`trustmh.run.execute.log_settings`: no realtime sample
   buffer, a log write every 50 samples, no running metric) and Inspect's response cache on, as trustmh has
   it: Inspect's own floor for the work trustmh does per sample;
 * trustmh-1w / trustmh-2w: `trustmh run` as a user runs it, in one process and with `--workers 2`
@@ -111,7 +111,7 @@ def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     from inspect_ai.scorer import match
     from inspect_ai.solver import generate
 
-    from trustmh.run import RunOptions, log_settings
+    from trustmh.run.execute import RunOptions, log_settings
 
     samples = [Sample(id=p["id"], input=[ChatMessageUser(content=m["content"]) for m in p["messages"]],
                       target=p["target"]) for p in _prompts(args.prompts)]
@@ -209,7 +209,7 @@ def measure(server: LoopbackServer, cmd: list[str], env: dict[str, str], samples
 def write_prompts(n: int, path: Path) -> int:
     """The rendered prompts of the first n `reliability/knowledge` items, exactly as `trustmh run` sends them."""
     from trustmh.core import JudgeInfo, RunContext
-    from trustmh.tasks import build_task
+    from trustmh.run.tasks import build_task
 
     ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=n, judge=JudgeInfo(None, False, 0),
                      options={"model": "bench"})

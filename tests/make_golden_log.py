@@ -17,7 +17,7 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 
 from canned import canned_model  # noqa: E402
 from trustmh.core import JudgeInfo, RunContext  # noqa: E402
-from trustmh.tasks import build_task  # noqa: E402
+from trustmh.run.tasks import build_task  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "ethics_log.json"
 

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from trustmh.leaderboard import normalised_summary
+from trustmh.results.leaderboard import normalised_summary
 from trustmh.stats.bootstrap import bootstrap_mean
 
 XSS_SCRIPT = "<script>window.__pwned = (window.__pwned || 0) + 1;</script>"

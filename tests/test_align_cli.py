@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from trustmh.align import load_tidy
-from trustmh.align.cli import main
-from trustmh.align.load import SOURCES
-from trustmh.align.parse import ATTRIBUTES
 from trustmh.align.tables import ALL_COLUMNS, CELL_COLUMNS
+from trustmh.cli.align import main
 from trustmh.core import TrustmhError
+from trustmh.pillars.mentalbench.align_data import SOURCES
+from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "align"
 
@@ -210,7 +210,7 @@ def main_or_raise(root: Path) -> None:
 
 
 def test_self_exclusion_by_family_for_provider_prefixed_judges() -> None:
-    from trustmh.align.load import SOURCES, excluded_source, family_sources
+    from trustmh.pillars.mentalbench.align_data import SOURCES, excluded_source, family_sources
 
     assert family_sources("openai/gpt-4o-2024-08-06") == ["gpt4o", "gpt4omini"]
     assert family_sources("anthropic/claude-3-7-sonnet") == ["claude"]
@@ -227,8 +227,8 @@ def test_tidy_status_column_is_read_and_all_failures_refused(tmp_path, capsys):
     human.write_text(head + "".join(f"c{i},gpt4o,h,Empathy,{1 + i % 5},ok\n" for i in range(6)), encoding="utf-8")
     judge = tmp_path / "j.csv"
     judge.write_text(head + "".join(f"c{i},gpt4o,j,Empathy,,no_response\n" for i in range(6)), encoding="utf-8")
-    from trustmh.align.load import load_tidy
     from trustmh.core import TrustmhError
+    from trustmh.pillars.mentalbench.align_data import load_tidy
 
     with pytest.raises(TrustmhError, match=r"judge 'j': no valid score to analyse \(statuses found: no_response 6\)"):
         load_tidy(human, [judge])
@@ -238,7 +238,7 @@ def test_tidy_status_column_is_read_and_all_failures_refused(tmp_path, capsys):
     mixed.write_text(head + "c0,gpt4o,j,Empathy,,no_response\n" + "".join(
         f"c{i},gpt4o,j,Empathy,{i % 5 + 1},ok\n" for i in range(1, 6)), encoding="utf-8")
     data = load_tidy(human, [mixed])
-    from trustmh.align.parse import ST
+    from trustmh.pillars.mentalbench.ratings import ST
 
     assert int((data.judges["j"].status == ST["no_response"]).sum()) == 1  # not misread as missing_key
 
@@ -258,7 +258,7 @@ def test_self_preference_by_family(tmp_path):
     excluded from its agreement figures."""
     import random
 
-    from trustmh.align.load import SOURCES
+    from trustmh.pillars.mentalbench.align_data import SOURCES
 
     rng = random.Random(0)
     rows_h, rows_j = [], []

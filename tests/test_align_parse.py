@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trustmh.align.load import SOURCES, load_mentalalign, read_workbook
-from trustmh.align.parse import ATTRIBUTES, ST, STEPS, robust_parse, strict_parse
+from trustmh.pillars.mentalbench.align_data import SOURCES, load_mentalalign, read_workbook
+from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, ST, STEPS, robust_parse, strict_parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "align"
 
@@ -79,7 +79,7 @@ def test_robust_steps_and_statuses():
 
 
 def STATUSES_NAME(code: int) -> str:  # noqa: N802 - tiny helper
-    from trustmh.align.parse import STATUSES
+    from trustmh.pillars.mentalbench.ratings import STATUSES
 
     return STATUSES[code]
 

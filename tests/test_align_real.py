@@ -12,7 +12,7 @@ import pytest
 
 from trustmh.align import load_mentalalign, run_align
 from trustmh.align.faithful import CATEGORY_CUTOFFS, category_of
-from trustmh.align.load import SOURCES
+from trustmh.pillars.mentalbench.align_data import SOURCES
 from trustmh.stats.icc import icc_a1 as ICC_A1
 from trustmh.stats.icc import icc_c1 as ICC_C1
 
@@ -256,7 +256,7 @@ def test_real_data_byte_identical_json_and_csv(data, mode):
 def test_parse_cache_gives_the_same_data(tmp_path, monkeypatch):
     """The checksum-keyed parse cache returns exactly what parsing the workbooks returns, and is used."""
     from trustmh.align import load as load_module
-    from trustmh.align.load import load_workbooks
+    from trustmh.pillars.mentalbench.align_data import load_workbooks
 
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
     root = Path(os.environ["TRUSTMH_DATA_DIR"]) / "mentalalign"

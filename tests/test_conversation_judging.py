@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from trustmh.conversation.judging import (
+from trustmh.pillars.conversation.judging import (
     DELUSION_REQUEST,
     delusion_request,
     delusion_summary,

@@ -1,7 +1,7 @@
 import pytest
 
-from trustmh.conversation.metrics import score_conversation, summarise
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.metrics import score_conversation, summarise
 
 CALM = "That sounds hard. Tell me more about your week."
 ESCALATE = "I'm worried about your safety. Please call 988 or your local crisis line right now."

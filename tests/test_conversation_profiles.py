@@ -2,10 +2,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 import trustmh.conversation as conversation
-from trustmh.conversation.profiles import patient_brief
+
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.profiles import patient_brief
 
 PROFILES = json.loads((Path(conversation.__file__).parent / "sets" / "simulated_patient.json").read_text())
 

@@ -1,6 +1,6 @@
-from trustmh.conversation.metrics import score_conversation, summarise
-from trustmh.conversation.runner import model_replies, run_scripted, run_simulated
-from trustmh.conversation.scripts import Script
+from trustmh.pillars.conversation.metrics import score_conversation, summarise
+from trustmh.pillars.conversation.runner import model_replies, run_scripted, run_simulated
+from trustmh.pillars.conversation.scripts import Script
 
 SCRIPTS = [Script(f"gd-{k}", "gradual_disclosure", "suicidal_ideation", k % 2 == 0, 3 + k % 4,
                   tuple(f"synthetic patient line {i}" for i in range(8))) for k in range(6)]

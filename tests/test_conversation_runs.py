@@ -96,7 +96,7 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
 
 
 def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     system = tmp_path / "system.txt"
     system.write_text("You are Ada, a support assistant.", encoding="utf-8")
@@ -138,7 +138,7 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     """Through Inspect, a judge that never answers in JSON: every conversation counts at its worst in the
     primary, the valid-only figures are not computed, and the gate cannot pass."""
     from trustmh.gate import run_gate
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     def model(prompt: str, messages: list[Any], config: Any) -> str:
         return "I hear you. Are you safe right now? You can call or text 988."
@@ -172,7 +172,7 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
 def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -> None:
     from trustmh.catalogue import FAITHFUL_PILLARS, PILLARS, select
     from trustmh.core import SubtaskResult, TrustmhError
-    from trustmh.leaderboard import normalised_summary
+    from trustmh.results.leaderboard import normalised_summary
 
     assert len(FAITHFUL_PILLARS) == 8 and PILLARS[-1] == "conversation"
     assert not [s for s in select(None, None, "faithful") if s.pillar == "conversation"]

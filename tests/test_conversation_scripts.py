@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from trustmh.conversation.scripts import load_scripts
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.scripts import load_scripts
 
 GOOD = {"id": "gd-1", "set": "gradual_disclosure", "category": "no_risk", "explicit": True,
         "risk_turn": None, "turns": ["Work has been busy.", "I slept badly."]}

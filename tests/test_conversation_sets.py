@@ -2,7 +2,8 @@ import json
 from pathlib import Path
 
 import trustmh.conversation as conversation
-from trustmh.conversation.scripts import load_scripts
+
+from trustmh.pillars.conversation.scripts import load_scripts
 
 SETS = Path(conversation.__file__).parent / "sets"
 

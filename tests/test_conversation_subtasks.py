@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from trustmh.catalogue import get_subtask
-from trustmh.conversation.contract import run_conversations_offline
-from trustmh.conversation.scripts import load_scripts, parse_script
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
-from trustmh.subtasks.conversation import _set_path
+from trustmh.pillars.conversation.contract import run_conversations_offline
+from trustmh.pillars.conversation.scripts import load_scripts, parse_script
+from trustmh.pillars.conversation.subtasks import _set_path
 
 SETS = Path(str(_set_path("gradual_disclosure"))).parent
 RISK_LINES = {s.turns[s.risk_turn] for name in ("gradual_disclosure", "delusion", "multiturn_jailbreak")
@@ -318,7 +318,7 @@ def test_system_prompt_option(tmp_path: Path) -> None:
 def test_item_scores_agree_with_the_conservative_primary() -> None:
     """The leaderboard's paired bootstrap ranks on per-item scores: with some judge marks unreadable, their
     mean is still the published (worst-case) value."""
-    from trustmh.item_scores import item_scores
+    from trustmh.results.item_scores import item_scores
 
     def flaky(req: JudgeRequest) -> str:
         return "???" if zlib.crc32(req.prompt.encode()) % 3 == 0 else judge(req)  # deterministic, about a third

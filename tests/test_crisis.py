@@ -13,11 +13,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.scoring import crisis_resources as cr
-from trustmh.starter import load_starter
-from trustmh.stats.agreement import quadratic_kappa
-from trustmh.subtasks.crisis import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.crisis.subtasks import (
     CRISIS_FILES,
     CRISIS_LABELS,
     LABELS,
@@ -49,6 +47,9 @@ from trustmh.subtasks.crisis import (
     severity_metrics,
     stratified_sample,
 )
+from trustmh.scoring import crisis_resources as cr
+from trustmh.starter import load_starter
+from trustmh.stats.agreement import quadratic_kappa
 
 FIX = Path(__file__).parent / "fixtures" / "crisis"
 CSSRS_FIX = FIX / "cssrs_fixture.csv"

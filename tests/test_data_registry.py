@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from trustmh.cli.data import main as data_main
 from trustmh.core import TrustmhError
 from trustmh.data import DATASETS, DataFile, Dataset, data_dir, download, registry, resolve
-from trustmh.data.cli import main as data_main
 
 REPO = Path(__file__).resolve().parents[1]
 

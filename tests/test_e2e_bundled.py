@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from trustmh.cli import main
-from trustmh.run import (
+from trustmh.run.execute import (
     DEMO_FAIRNESS_VALUES,
     DEMO_JUDGE_TEXT_CHARS,
     DEMO_MAX_TOKENS,

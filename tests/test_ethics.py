@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.starter import load_starter
-from trustmh.subtasks.ethics import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.ethics.subtasks import (
     ETHICMH_RELPATH,
     SC_KEYS,
     EthicalReasoning,
@@ -30,6 +30,7 @@ from trustmh.subtasks.ethics import (
     parse_judge_default,
     parse_judge_faithful,
 )
+from trustmh.starter import load_starter
 
 N_BOOT = 200
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")

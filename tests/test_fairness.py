@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, run_offline
-from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS
-from trustmh.starter import load_starter
-from trustmh.subtasks.crisis import CRISIS_FILES, load_crisis_split
-from trustmh.subtasks.fairness import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from trustmh.offline import run_offline
+from trustmh.pillars.crisis.subtasks import CRISIS_FILES, load_crisis_split
+from trustmh.pillars.fairness.subtasks import (
     ATTRIBUTES,
     FAIR_RELPATH,
     NEUTRAL,
@@ -26,7 +25,9 @@ from trustmh.subtasks.fairness import (
     parse_escalation,
     variants,
 )
-from trustmh.subtasks.reliability_gen import load_esconv_json
+from trustmh.pillars.reliability.generation import load_esconv_json
+from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS
+from trustmh.starter import load_starter
 
 N_BOOT = 300
 JUDGE = JudgeInfo(model="canned/judge", validated=False)

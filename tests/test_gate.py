@@ -32,7 +32,7 @@ severity = 10
 
 
 def _run(tmp_path: Path, name: str, answer: str, limit: int | None = None) -> Path:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     out = tmp_path / name
     _, code = run(RunOptions(model=canned_model(lambda p, m, c: json.dumps({"label": answer}), name=name),

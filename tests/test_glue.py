@@ -11,18 +11,9 @@ import pytest
 
 from canned import canned_model
 from trustmh import catalogue
-from trustmh.core import (
-    GenConfig,
-    Item,
-    JudgeInfo,
-    JudgeRequest,
-    Record,
-    RunContext,
-    Subtask,
-    SubtaskResult,
-    run_offline,
-)
-from trustmh.scoring.parse import judge_scores, parse_mcq
+from trustmh.core import GenConfig, Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, SubtaskResult
+from trustmh.judges.parse import judge_scores, parse_mcq
+from trustmh.offline import run_offline
 from trustmh.stats.bootstrap import bootstrap_mean
 
 
@@ -90,7 +81,7 @@ def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 
 def test_inspect_run_matches_offline_driver(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     data, code = run(RunOptions(model=canned_model(model_reply), judge=canned_model(judge_reply, "judge"),
                                 suite="trustmh", seed=7, out=tmp_path, subtasks=["reliability/knowledge"],
@@ -126,7 +117,7 @@ def test_inspect_run_matches_offline_driver(fake_subtask: None, tmp_path: Path) 
 
 def test_inspect_run_without_reasks(fake_subtask: None, tmp_path: Path) -> None:
     """`-O reasks=0` (the offline demo): the Inspect glue never re-asks; the unparseable reply is invalid."""
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     prompts: list[str] = []
 
@@ -145,7 +136,7 @@ def test_inspect_run_without_reasks(fake_subtask: None, tmp_path: Path) -> None:
 
 
 def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     evil = "<script>alert('x')</script> Answer: A"
     run(RunOptions(model=canned_model(lambda p, m, c: evil), suite="trustmh", out=tmp_path, no_judge=True,
@@ -157,7 +148,7 @@ def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -
 
 
 def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     def broken(prompt: str, messages, config) -> str:  # noqa: ANN001
         raise RuntimeError("endpoint exploded")
@@ -171,7 +162,7 @@ def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> No
 
 def test_results_record_decoding_and_dataset_hashes(tmp_path: Path) -> None:
     """results.json says how each sub-task was decoded and which exact data files (sha256) it read."""
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     data, code = run(RunOptions(model=canned_model(lambda p, m, c: "Answer: A"), suite="trustmh", out=tmp_path,
                                 no_judge=True, subtasks=["knowledge"], limit=2, seed=5, display="none",

@@ -9,8 +9,8 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.tasks import context_from_dict
-from trustmh.tasks.logs import read_log, records_from_log
+from trustmh.run.logs import read_log, records_from_log
+from trustmh.run.tasks import context_from_dict
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "ethics_log.json"
 

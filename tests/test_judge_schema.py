@@ -14,10 +14,10 @@ import pytest
 
 from trustmh import catalogue
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext
-from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.subtasks.crisis import LABELS as CRISIS_LABELS
-from trustmh.subtasks.crisis import human_triple_requests
-from trustmh.tasks import JUDGE_JSON, judge_response_schema
+from trustmh.judges.schema import json_object_schema
+from trustmh.pillars.crisis.subtasks import LABELS as CRISIS_LABELS
+from trustmh.pillars.crisis.subtasks import human_triple_requests
+from trustmh.run.calls import JUDGE_JSON, judge_response_schema
 
 REPLY = "I hear you, that sounds hard. Answer: A"
 # Requests whose answer is free text, not JSON (the faithful privacy proxy question).

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from canned import canned_model
-from trustmh.core import JudgeInfo, JudgeRequest, RunContext, run_offline
-from trustmh.scoring.ensemble import combine_member_scores, member_agreement
-from trustmh.scoring.parse import extract_judge_object, judge_was_recovered, recover_truncated_object
-from trustmh.subtasks.safety import JailbreakResistance
+from trustmh.core import JudgeInfo, JudgeRequest, RunContext
+from trustmh.judges.ensemble import combine_member_scores, member_agreement
+from trustmh.judges.parse import extract_judge_object, judge_was_recovered, recover_truncated_object
+from trustmh.offline import run_offline
+from trustmh.pillars.safety.subtasks import JailbreakResistance
 
 REFUSAL = "I'm sorry, but I can't help with that."
 
@@ -34,7 +35,7 @@ def _support_judge(req: JudgeRequest) -> str:
 
 
 def test_truncated_judge_reply_is_recovered_and_counted(tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     data, code = run(RunOptions(model=canned_model(lambda p, m, c: "That sounds hard. I'm here with you."),
                                 judge=canned_model(lambda p, m, c: _support_judge(JudgeRequest("s", p, bool)),
@@ -102,7 +103,7 @@ def test_combine_member_scores_vote_mean_and_min_valid() -> None:
 
 
 def test_ensemble_through_inspect_reports_member_agreement(tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     def model(prompt: str, messages, config) -> str:  # noqa: ANN001
         return REFUSAL if "7" in prompt else "Sure, here you go."
@@ -124,7 +125,7 @@ def test_ensemble_through_inspect_reports_member_agreement(tmp_path: Path) -> No
 def test_antitoxic_reads_the_jailbreak_replies(tmp_path: Path) -> None:
     """One generation per JailbreakMH item serves both sub-tasks; antitoxic's "refused" is the rta
     judge's decision on the same reply."""
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     prompts: list[str] = []
 
@@ -159,8 +160,8 @@ def test_inspect_view_shows_target_answer_and_explanation(tmp_path: Path) -> Non
     """Each sample carries its gold answer, each score the parsed answer and the judge's reasoning."""
     from inspect_ai.log import read_eval_log
 
-    from trustmh.run import RunOptions, run
-    from trustmh.tasks import SCORER_NAME
+    from trustmh.run.calls import SCORER_NAME
+    from trustmh.run.execute import RunOptions, run
 
     def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
         if '"toxicity"' in prompt:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trustmh.leaderboard import leaderboard, leaderboard_csv
+from trustmh.results.leaderboard import leaderboard, leaderboard_csv
 
 
 def _run(model: str, values: dict[str, float], folder: str, seed: int = 0) -> dict:
@@ -46,9 +46,9 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
     import json
 
     from canned import canned_model
-    from trustmh.item_scores import item_scores
     from trustmh.results import load_items
-    from trustmh.run import RunOptions, run
+    from trustmh.results.item_scores import item_scores
+    from trustmh.run.execute import RunOptions, run
 
     subtasks = ["knowledge", "emotion_recognition", "ethical_reasoning", "over_refusal"]
     dirs = []
@@ -88,9 +88,9 @@ def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: A
     import json
 
     from canned import canned_model
-    from trustmh.item_scores import item_scores
     from trustmh.results import load_items
-    from trustmh.run import RunOptions, run
+    from trustmh.results.item_scores import item_scores
+    from trustmh.run.execute import RunOptions, run
 
     def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
         # a deterministic mix of the three outcomes, keyed on the request's text
@@ -117,7 +117,7 @@ def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: A
 def test_rank_models_single_model_and_ties() -> None:
     from scipy.stats import rankdata
 
-    from trustmh.leaderboard import rank_models
+    from trustmh.results.leaderboard import rank_models
 
     assert rank_models({"a": 0.4, "b": None, "c": float("nan")}, "higher") == {"a": 1.0}
     assert rank_models({"a": None}, "lower") == {}
@@ -136,9 +136,9 @@ def _escalation_judge(prompt: str, messages, config) -> str:  # noqa: ANN001
                                                          ("faithful", "sycophancy/aita_yta", False)])
 def test_more_item_scores_average_to_the_primary_value(tmp_path, mode: str, subtask: str, judged: bool) -> None:  # noqa: ANN001
     from canned import canned_model
-    from trustmh.item_scores import item_scores
     from trustmh.results import load_items
-    from trustmh.run import RunOptions, run
+    from trustmh.results.item_scores import item_scores
+    from trustmh.run.execute import RunOptions, run
 
     extra: dict[str, Any] = ({"judge": canned_model(_escalation_judge, "judge")} if judged else {"no_judge": True})
     model = canned_model(lambda p, m, c: "YTA. You were in the wrong." if len(p) % 2 else "NTA, all fine.", name="m")

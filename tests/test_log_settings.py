@@ -10,7 +10,7 @@ from inspect_ai.log import read_eval_log
 
 from loopback_server import LoopbackServer
 from trustmh.cli import main
-from trustmh.run import DEFAULT_LOG_BUFFER
+from trustmh.run.execute import DEFAULT_LOG_BUFFER
 
 
 def run(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, out: Path, model: str, *extra: str) -> Path:
@@ -56,7 +56,7 @@ def test_planning_every_pillar_leaves_scipy_stats_unimported() -> None:
     import sys
 
     code = ("import sys\n"
-            "from trustmh.run import RunOptions, plan_run\n"
+            "from trustmh.run.execute import RunOptions, plan_run\n"
             "plan = plan_run(RunOptions(display='none'))\n"
             "assert len({t.split('/')[0] for t in plan.subtasks}) == 9, plan.subtasks\n"
             "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n")

@@ -11,19 +11,20 @@ import numpy as np
 import pytest
 
 from canned import canned_model
-from trustmh.align.parse import ATTRIBUTES
-from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.mentalbench import gen_status, model_family, split_reasoning
-from trustmh.mentalbench.ensemble import combine, retest_reliability
-from trustmh.mentalbench.export import COLUMNS, export_long_table, human_long_table, long_rows
-from trustmh.stats.agreement import krippendorff_alpha
-from trustmh.stats.icc import icc_a1
-from trustmh.subtasks.mentalbench import (
+from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.mentalbench.ensemble import combine, retest_reliability
+from trustmh.pillars.mentalbench.export import COLUMNS, export_long_table, human_long_table, long_rows
+from trustmh.pillars.mentalbench.generation import (
     MentalBenchGeneration,
     assign_conv_ids,
     load_mentalbench,
     parse_judge,
 )
+from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
+from trustmh.pillars.mentalbench.sources import gen_status, model_family, split_reasoning
+from trustmh.stats.agreement import krippendorff_alpha
+from trustmh.stats.icc import icc_a1
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mentalbench_small.csv"
 
@@ -98,7 +99,7 @@ def test_conv_ids_verified_against_reference_contexts() -> None:
 
 
 def test_offline_fallback_uses_mentalalign_contexts(data_dir: Path) -> None:
-    from trustmh.align.load import read_workbook
+    from trustmh.pillars.mentalbench.align_data import read_workbook
 
     sheet = read_workbook(data_dir / "mentalalign" / "LLMs_as_a_judge" / "gpt-4o_llm_judge.xlsx", "judge")
     st = MentalBenchGeneration()
@@ -333,7 +334,7 @@ def _fixture_judge(req: JudgeRequest) -> str:
 
 
 def test_export_long_table_then_align(tmp_path: Path) -> None:
-    from trustmh.align.cli import main as align_main
+    from trustmh.cli.align import main as align_main
 
     ctx = _fixture_ctx()
     records, res = run_offline(MentalBenchGeneration(), ctx, lambda i, p: "OK", _fixture_judge)
@@ -420,7 +421,7 @@ def _judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 
 def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     data, code = run(RunOptions(model=canned_model(_model_reply), judge=canned_model(_judge_reply, "judge"),
                                 suite="mentalbench", limit=3, seed=5, out=tmp_path, display="none", n_boot=200,
@@ -439,7 +440,7 @@ def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
 
 
 def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
-    from trustmh.rescore.mentalbench import rescore_mentalbench
+    from trustmh.run.rejudge_mentalbench import rescore_mentalbench
 
     def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
         return _fixture_judge(JudgeRequest("j", prompt, lambda t: True))
@@ -467,7 +468,7 @@ def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
 def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     """Two judges one point apart: their mean is a half-point score on every item; it reaches judge_long.csv
     and align keeps every pair (none is dropped as 'not a whole number')."""
-    from trustmh.align.cli import main as align_main
+    from trustmh.cli.align import main as align_main
 
     ctx = _fixture_ctx()
     ctx.options.update(judges=["openai/gpt-judge", "anthropic/claude-judge"], ensemble="mean", min_valid="2")

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from trustmh.core import TrustmhError
-from trustmh.perturb import (
+from trustmh.pillars.robustness.perturb import (
     ALL_LEVELS,
     CASCADE,
     HOMOGLYPHS,

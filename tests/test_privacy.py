@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from trustmh.core import JudgeInfo, RunContext, TrustmhError, run_offline
-from trustmh.sampling import stratified_sample
-from trustmh.stats.agreement import pearson_r
-from trustmh.subtasks.privacy import (
+from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.privacy.subtasks import (
     PrivacyAwareness,
     PrivacyLeakage,
     control_error_faithful,
@@ -39,6 +38,8 @@ from trustmh.subtasks.privacy import (
     string_match,
     topic_words,
 )
+from trustmh.sampling import stratified_sample
+from trustmh.stats.agreement import pearson_r
 
 PRIV = Path("trustmh/TrustMH_Bench/DimGroup1/General-model/privacy")
 

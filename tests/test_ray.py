@@ -121,7 +121,7 @@ def test_launch_options_need_their_engine(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_shard_commands_drop_the_launch_options() -> None:
-    from trustmh.launch import shard_argv
+    from trustmh.run.launch import shard_argv
 
     argv = ["run", "--model", "m/x", "--workers", "4", "--engine=ray", "--ray-address", "h:1", "--ray-cpus",
             "0.5", "--out", "o", "--seed", "3"]
@@ -136,7 +136,7 @@ def test_a_ray_shard_does_not_outlive_its_worker(tmp_path: Path) -> None:
     import signal
     import time
 
-    from trustmh.launch import _WITH_PARENT
+    from trustmh.run.launch import _WITH_PARENT
 
     if not sys.platform.startswith("linux"):
         pytest.skip("the parent-death signal is Linux's")

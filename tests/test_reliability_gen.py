@@ -14,11 +14,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.sampling import stratified_sample
-from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS, format_transcript, parse_support_judge
-from trustmh.starter import load_starter
-from trustmh.subtasks.reliability_gen import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.reliability.generation import (
     CPSYCOUNE_RELDIR,
     CPSYCOUNE_TOPICS,
     D4_PRESET,
@@ -40,6 +38,9 @@ from trustmh.subtasks.reliability_gen import (
     parse_intervention_judge,
     rouge_l,
 )
+from trustmh.sampling import stratified_sample
+from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS, format_transcript, parse_support_judge
+from trustmh.starter import load_starter
 
 N_BOOT = 200
 JUDGE = JudgeInfo(model="canned/judge", validated=False)
@@ -605,7 +606,7 @@ def test_esconv_fallback_never_swallows_a_checksum_error(tmp_path: Path, monkeyp
     """A cached ESConv.json with the wrong bytes is an error, not a reason to use the processed split."""
     from trustmh.core import ChecksumError
     from trustmh.data.download import save_pin
-    from trustmh.subtasks.reliability_gen import ESCONV_JSON_RELPATH
+    from trustmh.pillars.reliability.generation import ESCONV_JSON_RELPATH
 
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")

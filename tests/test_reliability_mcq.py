@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trustmh.core import Item, RunContext, TrustmhError, run_offline
-from trustmh.sampling import stratified_sample
-from trustmh.starter import load_starter
-from trustmh.subtasks.reliability_mcq import (
+from trustmh.core import Item, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.reliability.mcq import (
     EU_RELPATH,
     USMLE_RELPATH,
     EmotionRecognition,
@@ -21,6 +20,8 @@ from trustmh.subtasks.reliability_mcq import (
     parse_eu_answer,
     parse_letter_faithful,
 )
+from trustmh.sampling import stratified_sample
+from trustmh.starter import load_starter
 
 N_BOOT = 200
 

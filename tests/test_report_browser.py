@@ -56,7 +56,7 @@ def _reply(careful: bool) -> Any:
 
 
 def _run(out: Path, model: Any) -> Path:
-    from trustmh.run import RunOptions, run
+    from trustmh.run.execute import RunOptions, run
 
     _, code = run(RunOptions(model=model, suite="starter", subtasks=SUBTASKS, out=out, display="none",
                              n_boot=200, no_judge=True))

@@ -11,7 +11,7 @@ import pytest
 
 from trustmh.cli import main
 from trustmh.core import JudgeRequest
-from trustmh.rescore.crisis import rescore_crisis
+from trustmh.pillars.crisis.rescore import rescore_crisis
 
 REPO = Path(__file__).parent / "fixtures" / "crisis_original" / "repo"
 

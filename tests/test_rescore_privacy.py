@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trustmh.core import RunContext, TrustmhError
-from trustmh.rescore.privacy import PRIVACY_DIR, TIER3_SUFFIX, rescore_privacy
+from trustmh.pillars.privacy.rescore import PRIVACY_DIR, TIER3_SUFFIX, rescore_privacy
 
 DEFECTIVE = "deepseek-v3.2"
 # PILLARS.md §5: on the defective deepseek-v3.2 file these four differ from the summary by exactly 0.01.
@@ -67,7 +67,7 @@ def test_tier1_r_matches_summary(results, pdir: Path) -> None:
 
 def test_tier1_maps_parsed_not_raw(results) -> None:
     """On at least one model the raw text maps differently from `parsed` (the "very" trap)."""
-    from trustmh.subtasks.privacy import map_tier1_faithful
+    from trustmh.pillars.privacy.subtasks import map_tier1_faithful
 
     differing = 0
     for entry in results.values():

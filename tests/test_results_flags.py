@@ -19,13 +19,13 @@ def test_files_are_written_with_the_users_umask(tmp_path) -> None:  # noqa: ANN0
     import os
     import stat
 
-    from trustmh.results import atomic_write_text
+    from trustmh.storage import write_text_atomic
 
     old = os.umask(0o022)
     try:
-        atomic_write_text(tmp_path / "report.html", "<p>ok</p>")
+        write_text_atomic(tmp_path / "report.html", "<p>ok</p>")
         os.umask(0o077)
-        atomic_write_text(tmp_path / "private.json", "{}")
+        write_text_atomic(tmp_path / "private.json", "{}")
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o644

@@ -11,16 +11,17 @@ import numpy as np
 import pytest
 
 from trustmh.catalogue import BY_ID, get_subtask, is_implemented
-from trustmh.core import Item, JudgeInfo, Record, RunContext, Subtask, SubtaskResult, run_offline
-from trustmh.perturb import perturb
-from trustmh.stats.bootstrap import bootstrap_mean
-from trustmh.subtasks.robustness import (
+from trustmh.core import Item, JudgeInfo, Record, RunContext, Subtask, SubtaskResult
+from trustmh.offline import run_offline
+from trustmh.pillars.robustness.perturb import perturb
+from trustmh.pillars.robustness.subtasks import (
     CLEAN,
     DEFAULT_PS,
     RobustnessDiagnosis,
     RobustnessEmotionalSupport,
     condition_key,
 )
+from trustmh.stats.bootstrap import bootstrap_mean
 
 JUDGE = JudgeInfo(model="judge/test", validated=False)
 ES_ID = "reliability/emotional_support"

@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from trustmh.subtasks import safety
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.prompts import render
-from trustmh.scoring.refusal import agreement, is_refusal, refusal_matches
-from trustmh.starter import load_starter
-from trustmh.subtasks import safety
-from trustmh.subtasks.safety import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.safety.subtasks import (
     METHODS,
     OBJECTIVES,
     Antitoxic,
@@ -33,6 +31,9 @@ from trustmh.subtasks.safety import (
     parse_toxicity_judge,
     snake,
 )
+from trustmh.prompts import render
+from trustmh.scoring.refusal import agreement, is_refusal, refusal_matches
+from trustmh.starter import load_starter
 
 REFUSAL = "I'm sorry, but I can't help with that."
 HELPFUL = "Here are a few things that often help: keep a regular sleep routine, take short walks, and talk to someone you trust."

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trustmh import secrets as secrets_mod
-from trustmh.secrets import eval_log_mentions, redact, scrub_eval_log, secret_values
+from trustmh.run.secrets import eval_log_mentions, redact, scrub_eval_log, secret_values
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -77,7 +77,7 @@ def test_a_real_inspect_log_is_read_in_a_fresh_process(tmp_path: Path) -> None:
     model = get_model("mockllm/model", custom_outputs=[ModelOutput.from_content("mockllm/model", f"echo {KEY}")])
     log = eval(Task(dataset=[Sample(input="hi", target="x")]), model=model, log_dir=str(tmp_path),
                display="none")[0]
-    code = ("import sys; from pathlib import Path; from trustmh.secrets import eval_log_mentions; "
+    code = ("import sys; from pathlib import Path; from trustmh.run.secrets import eval_log_mentions; "
             "print(eval_log_mentions(Path(sys.argv[1]), [sys.argv[2]]), eval_log_mentions(Path(sys.argv[1]), "
             "['sk-absent-0123456789']))")
     done = subprocess.run([sys.executable, "-c", code, log.location, KEY], capture_output=True, text=True,

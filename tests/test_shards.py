@@ -10,7 +10,7 @@ import pytest
 
 from canned import canned_model
 from trustmh.core import TrustmhError
-from trustmh.run import RunOptions, merge, run
+from trustmh.run.execute import RunOptions, merge, run
 
 SUBTASKS = ["knowledge", "jailbreak_resistance", "antitoxic", "ethical_reasoning"]
 

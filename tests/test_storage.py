@@ -11,7 +11,7 @@ import pytest
 
 from canned import canned_model
 from trustmh.core import TrustmhError
-from trustmh.run import RunOptions, run
+from trustmh.run.execute import RunOptions, run
 from trustmh.storage import Url, run_path, write_text_atomic
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from trustmh.catalogue import get_subtask, is_implemented
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError, run_offline
-from trustmh.subtasks.sycophancy import (
+from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.offline import run_offline
+from trustmh.pillars.sycophancy.subtasks import (
     OEQ_METRICS,
     SAMPLE_NOTE,
     AitaYta,
@@ -372,7 +373,7 @@ def test_fallback_sample_is_never_ok(sub: Any, option: str, monkeypatch: pytest.
 def test_fallback_never_swallows_a_checksum_error(tmp_path: Path, elephant: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from trustmh.core import ChecksumError
-    from trustmh.data.registry import reset_resolved
+    from trustmh.data.resolve import reset_resolved
 
     bad = tmp_path / "external" / "ELEPHANT"
     bad.mkdir(parents=True)

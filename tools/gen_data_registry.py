@@ -98,7 +98,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
 
     # --- Reliability -------------------------------------------------------------------------------------
     ds.append({
-        "name": "usmle_mental", "title": "USMLE-Mental (PsyEval) + Crisis Response QA",
+        "name": "usmle_mental", "option": "usmle_mental_path", "title": "USMLE-Mental (PsyEval) + Crisis Response QA",
         "licence": "MIT", "source": f"https://github.com/{PSY_EVAL[0]}",
         "notes": "MedQA-derived MCQs. The download path of Crisis_Response_QA.jsonl (datasets/) is taken from "
                  "shared/data/README.md and not otherwise confirmed; the checksum guards it.",
@@ -110,7 +110,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         ],
     })
     ds.append({
-        "name": "emobench_eu", "title": "EmoBench Emotional Understanding (EU) and Application (EA)",
+        "name": "emobench_eu", "option": "emobench_eu_path", "title": "EmoBench Emotional Understanding (EU) and Application (EA)",
         "licence": "MIT", "source": f"https://github.com/{EMOBENCH[0]}",
         "notes": "EA.jsonl is registered but unused.",
         "files": [
@@ -120,7 +120,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         ],
     })
     ds.append({
-        "name": "esconv_processed", "title": "ESConv processed dev/test splits with strategy labels (TSV)",
+        "name": "esconv_processed", "option": "esconv_processed_path", "title": "ESConv processed dev/test splits with strategy labels (TSV)",
         "licence": "CC BY-NC 4.0", "source": f"https://github.com/{ESCONV[0]}",
         "notes": "Non-commercial, research use only. Offline/test fallback for reliability/emotional_support "
                  "(results record dataset_variant: processed_test_split).",
@@ -131,7 +131,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         ],
     })
     ds.append({
-        "name": "esconv", "title": "ESConv full dialogues (ESConv.json, 1,300 dialogues)",
+        "name": "esconv", "option": "esconv_path", "title": "ESConv full dialogues (ESConv.json, 1,300 dialogues)",
         "licence": "CC BY-NC 4.0", "source": f"https://github.com/{ESCONV[0]}",
         "notes": "Non-commercial, academic use only. Download only; no sha256 is known in advance: the hash is "
                  "pinned at the first verified download (trust on first use, stored in the cache's pins.json) "
@@ -139,7 +139,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "files": [f("external/ESConv/ESConv.json", raw(*ESCONV, "ESConv.json"), known=False)],
     })
     ds.append({
-        "name": "cpsycoune", "title": "CPsyCounE: 45 Chinese counselling dialogues (9 topics x 5)",
+        "name": "cpsycoune", "option": "cpsycoune_path", "title": "CPsyCounE: 45 Chinese counselling dialogues (9 topics x 5)",
         "licence": "CC BY-SA 4.0", "source": f"https://github.com/{CPSYCOUN[0]}",
         "notes": "The repository says CC BY 4.0, the dataset card CC BY-SA 4.0: treated as share-alike.",
         "files": [
@@ -183,7 +183,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
     })
     ethics_zip = {"url": raw(*TRUSTMH, "TrustMH_Bench/DimGroup2/Ethics.zip")}
     ds.append({
-        "name": "trustmh_ethics", "title": "TrustMH-Bench Ethics: EthicMH.csv and the original's outputs (12 models)",
+        "name": "trustmh_ethics", "option": "trustmh_ethics_path", "title": "TrustMH-Bench Ethics: EthicMH.csv and the original's outputs (12 models)",
         "licence": "MIT (EthicMH itself: HF UVSKKR/Ethical-Reasoning-in-Mental-Health-v1, licence not stated)",
         "source": f"https://github.com/{TRUSTMH[0]}",
         "notes": "The download fetches TrustMH_Bench/DimGroup2/Ethics.zip and unpacks Ethics/{data,outputs}/...; "
@@ -294,7 +294,7 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "name": "psyqa", "title": "PsyQA: Chinese psychological QA", "gated": True,
         "licence": "restrictive; signed data-use agreement", "source": "https://github.com/thu-coai/PsyQA",
         "access": "request access (signed data-use agreement) as described at https://github.com/thu-coai/PsyQA",
-        "option": "psyqa_path",
+        # no sub-task reads PsyQA itself (PsyLeak is built from it): no `-O` key, the data folder instead
         "notes": "Gated: read only from a path the user supplies. PsyLeak (trustmh) is built from translated "
                  "PsyQA text.", "files": [],
     })

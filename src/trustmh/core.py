@@ -1,8 +1,8 @@
 """The contract every sub-task implements, free of Inspect.
 
 A sub-task is a plain object that knows how to load its items, phrase prompts, parse and score replies
-and aggregate per-item records into a `SubtaskResult`. The Inspect glue (`trustmh.tasks`) and the
-rescoring of outputs produced elsewhere (`trustmh.rescore`) both drive the same object, so live runs and
+and aggregate per-item records into a `SubtaskResult`. The Inspect glue (`trustmh.run.tasks`) and the
+rescoring of outputs produced elsewhere (`trustmh.cli.rescore`) both drive the same object, so live runs and
 imported outputs are scored by the same code.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Mode = Literal["faithful", "default"]
@@ -233,11 +233,44 @@ def max_reasks(options: Mapping[str, Any]) -> int:
     return MAX_ATTEMPTS - 1 if value is None else max(0, min(int(value), MAX_ATTEMPTS - 1))
 
 
-class Subtask:
-    """Base class. Subclasses set the class attributes and override the methods they need."""
+@dataclass(frozen=True)
+class Option:
+    """One `-O key=value` option a sub-task reads: what it means, and for a whole number its least value."""
 
-    id: str = ""  # "<pillar>/<subtask>", as in PILLARS.md
+    help: str
+    minimum: int | None = None  # set: the value must be a whole number ≥ minimum
+
+
+# (record as written to items.jsonl, the run's results.json) → the item's primary score, or None to leave it out
+ItemScorer = Callable[[Mapping[str, Any], Mapping[str, Any]], "float | None"]
+NO_ITEM_SCORE = "no per-item primary score is defined for this sub-task yet"
+
+
+def same_anchors(worst: float, best: float) -> dict[Mode, tuple[float, float]]:
+    """The same (worst, best) anchors in both modes."""
+    return {"faithful": (worst, best), "default": (worst, best)}
+
+
+class Subtask:
+    """Base class. Subclasses set the class attributes and override the methods they need.
+
+    A sub-task declares everything about itself here; the catalogue (`trustmh.catalogue`), the option
+    table (`trustmh.options`) and the per-item scores of the leaderboard (`trustmh.results.item_scores`)
+    are derived from these declarations, so adding a sub-task touches its pillar's folder only.
+    """
+
+    id: str = ""  # "<pillar>/<subtask>"; see docs/pillars/
+    pillar: str = ""  # set from `id`
+    task_name: str = ""  # Inspect task name: `inspect eval trustmh/<task_name>`
     title: str = ""
+    description: str = ""
+    # (worst, best) anchors of the primary metric for the normalised scheme, per mode.
+    anchors: Mapping[Mode, tuple[float, float]] = {}
+    default_only: bool = False  # not part of the original benchmark: default mode only
+    suite: str = "trustmh"  # the suite the sub-task belongs to ("trustmh" or another suite such as "mentalbench")
+    options: Mapping[str, Option] = {}  # `-O` keys this sub-task reads
+    # mode → per-item primary score whose mean is the published value, or the reason there is none
+    per_item: Mapping[Mode, ItemScorer | str] = {}
     datasets: Sequence[str] = ()  # registry names
     judge_use: Literal["no", "yes", "rule_fallback", "secondary"] = "no"
     modes: Sequence[Mode] = MODES
@@ -250,9 +283,20 @@ class Subtask:
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None
 
-    @property
-    def pillar(self) -> str:
-        return self.id.split("/")[0]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.id:
+            cls.pillar = cls.id.split("/")[0]
+
+    @classmethod
+    def item_scorer(cls, mode: str) -> tuple[ItemScorer | None, str | None]:
+        """(scorer, None), or (None, why the paired bootstrap has no per-item score in this mode)."""
+        entry = cls.per_item.get(mode)  # type: ignore[call-overload]
+        if entry is None:
+            return None, NO_ITEM_SCORE
+        if isinstance(entry, str):
+            return None, entry
+        return entry, None
 
     def direction(self, mode: Mode) -> Direction:
         return "higher"
@@ -301,72 +345,3 @@ def make_record(subtask: Subtask, item: Item, response: str, score: dict[str, An
     return Record(subtask=subtask.id, item_id=item.id, cluster=item.cluster_id, response=response,
                   score=score, epoch=epoch, finish_reason=finish_reason, metadata=metadata,
                   judge_raw=judge_raw or {}, error=error)
-
-
-def judged_score(subtask: Subtask, item: Item, response: str,
-                 outputs_by_member: dict[str, dict[str, str]] | None, ctx: RunContext
-                 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """(score, judge_raw) of one reply from the judges' raw outputs (member → request name → text).
-
-    One judge: the sub-task's own score of its outputs, judge_raw as the judge wrote it. An ensemble: each
-    member's outputs scored, then combined key by key (`trustmh.scoring.ensemble`); judge_raw keys are
-    `<request>@<member>`. No judge: the sub-task's score without judge outputs (its rule fallback)."""
-    if outputs_by_member is None:
-        return subtask.score(item, response, None, ctx), {}
-    if len(outputs_by_member) == 1:
-        outputs = next(iter(outputs_by_member.values()))
-        return subtask.score(item, response, outputs, ctx), dict(outputs)
-    from trustmh.scoring.ensemble import combine_member_scores, ensemble_settings
-
-    aggregator, min_valid = ensemble_settings(ctx.options, len(outputs_by_member))
-    scores = {m: subtask.score(item, response, out, ctx) for m, out in outputs_by_member.items()}
-    raw = {f"{name}@{m}": text for m, out in outputs_by_member.items() for name, text in out.items()}
-    return combine_member_scores(scores, aggregator, min_valid), raw
-
-
-def fans_out(requests: Sequence[JudgeRequest], ctx: RunContext) -> bool:
-    """Whether the run's ensemble judges each request (a sub-task that names its judges, such as MentalBench,
-    runs its own ensemble)."""
-    return len(ctx.judges) > 1 and all(req.model is None for req in requests)
-
-
-def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str], str],
-                judge: Callable[[JudgeRequest], str] | None = None,
-                items: list[Item] | None = None) -> tuple[list[Record], SubtaskResult]:
-    """Drive a sub-task without Inspect: the same steps as the Inspect glue, in plain Python.
-
-    `respond(item, prompt)` returns the model's reply to a prompt (the item's prompt, or the format
-    reminder on a re-ask); `judge(request)` returns the judge's raw text (for an ensemble, `request.model`
-    names the member). Used by tests, by rescoring of outputs produced elsewhere, and as the reference for
-    what the Inspect glue must do.
-    """
-    records: list[Record] = []
-    for item in items if items is not None else subtask.items(ctx):
-        for epoch in range(1, subtask.generation(ctx).epochs + 1):
-            skip = bool(item.metadata.get("skip_generation"))  # a reply supplied with the item, to be judged
-            response = "" if skip else respond(item, item.prompt)
-            reasks = 0
-            while (subtask.format_reminder and not skip and reasks < max_reasks(ctx.options)
-                   and not subtask.parse_valid(item, response, ctx)):
-                response = respond(item, subtask.format_reminder)
-                reasks += 1
-            outputs: dict[str, dict[str, str]] | None = None
-            if judge is not None and ctx.has_judge:
-                requests = subtask.judge_requests(item, response, ctx)
-                members: list[str | None] = list(ctx.judges) if fans_out(requests, ctx) else [None]
-                outputs = {}
-                for member in members:
-                    got: dict[str, str] = {}
-                    for req in requests:
-                        req = req if member is None else replace(req, model=member)
-                        text = judge(req)
-                        for _ in range(MAX_ATTEMPTS - 1):
-                            if req.validate(text):
-                                break
-                            text = judge(req)  # still invalid after the last → counted invalid by the scorer
-                        got[req.name] = text
-                    outputs[member or ctx.judge.model or "judge"] = got
-            score, judge_raw = judged_score(subtask, item, response, outputs, ctx)
-            records.append(make_record(subtask, item, response, score, epoch=epoch, judge_raw=judge_raw,
-                                       extra={"reasked": reasks > 0, "reasks": reasks}))
-    return records, subtask.aggregate(records, ctx)

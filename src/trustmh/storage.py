@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import io
+import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -238,15 +240,30 @@ def write_bytes_atomic(target: Url, data: bytes) -> None:
         raise
 
 
+def with_umask(path: str | Path) -> None:
+    """Give a file the permissions a plain `open()` would under the user's umask (0644 by default):
+    mkstemp, which atomic writes use, creates 0600, so colleagues and web servers could not read reports."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
 def write_text_atomic(target: Path | Url, text: str) -> None:
     """Write `text` to a local path (temporary name in the same folder, then os.replace, the user's umask)
     or to a URL (see `Url.write_text`)."""
     if isinstance(target, Url):
         target.write_text(text)
         return
-    from trustmh.results import atomic_write_text
-
-    atomic_write_text(target, text)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        with_umask(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def rmtree(target: Path | Url) -> None:

@@ -23,7 +23,10 @@ import numpy as np
 
 from trustmh.align.default import THRESHOLDS, DefaultConfig, run_default
 from trustmh.align.faithful import CATEGORY_CUTOFFS, NEAR_CUTOFF, build_cells, run_faithful
-from trustmh.align.load import (
+from trustmh.align.html import render_html
+from trustmh.align.tables import ALL_COLUMNS, DQ_COLUMNS, clean_row, data_quality, to_csv
+from trustmh.core import TrustmhError
+from trustmh.pillars.mentalbench.align_data import (
     SOURCES,
     AlignData,
     load_mentalalign,
@@ -31,9 +34,7 @@ from trustmh.align.load import (
     load_workbooks,
     normalise_context,
 )
-from trustmh.align.parse import ST
-from trustmh.align.tables import ALL_COLUMNS, DQ_COLUMNS, clean_row, data_quality, to_csv
-from trustmh.core import TrustmhError
+from trustmh.pillars.mentalbench.ratings import ST
 
 __all__ = ["run_align", "load_mentalalign", "load_tidy", "load_workbooks", "write_outputs", "AlignData",
            "DefaultConfig", "THRESHOLDS"]
@@ -230,7 +231,6 @@ def write_outputs(result: dict[str, Any], out: str | os.PathLike[str], html: str
     if "data_quality" in result:
         texts[out.with_name(out.stem + ".data_quality.csv")] = to_csv(result["data_quality"], DQ_COLUMNS)
     if write_html:
-        from trustmh.align.html import render_html
 
         texts[html_path] = render_html(result)
     for p in texts:

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from trustmh.align.faithful import STABILITY_UNSTABLE_BELOW, pooled_pair_stats
-from trustmh.align.load import AlignData
-from trustmh.align.parse import GROUPS
+from trustmh.align.faithful import STABILITY_UNSTABLE_BELOW, pooled_pair_stats, stability_summary
+from trustmh.pillars.mentalbench.align_data import AlignData
+from trustmh.pillars.mentalbench.ratings import GROUPS
 from trustmh.stats.agreement import (
     koo_li_band,
     kripp_alpha_ordinal_from_counts,
@@ -313,7 +313,6 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
             _, a_s, *_ = _icc_from_totals((Ws @ R6flat).reshape(B, n_cells, 6))
             lo_s, _ = _pct(a_s)
             codes[si] = trust_codes(lo_s, cfg.thresholds)
-        from trustmh.align.faithful import stability_summary
 
         summ = stability_summary(codes, labels_reported, TRUST_LABELS)
         resp_rows = [r for r in rows if r["level"] == "response"]

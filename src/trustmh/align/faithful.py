@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.align.load import AlignData
-from trustmh.align.parse import GROUPS
+from trustmh.pillars.mentalbench.align_data import AlignData
+from trustmh.pillars.mentalbench.ratings import GROUPS
 from trustmh.stats.agreement import bland_altman, error_stats, koo_li_band, lin_ccc
 from trustmh.stats.bootstrap import cluster_draw_counts, legacy_index_matrix, percentile_ci_nan
 from trustmh.stats.icc import anova_two_way, icc_a1, icc_c1, icc_k2_from_sums

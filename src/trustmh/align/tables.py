@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.align.load import SOURCES, AlignData
-from trustmh.align.parse import ST, STATUSES
+from trustmh.pillars.mentalbench.align_data import SOURCES, AlignData
+from trustmh.pillars.mentalbench.ratings import ST, STATUSES
 
 # §4.4 columns, in order; both modes write all of them (None where not applicable).
 CELL_COLUMNS: tuple[str, ...] = (

@@ -27,7 +27,7 @@ from pathlib import Path
 from trustmh import __version__
 from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.registry import DATASETS, DataFile, Dataset, cache_dir, offline, sha256_file
-from trustmh.results import with_umask
+from trustmh.storage import with_umask
 
 PINS_FILE = "pins.json"
 ARCHIVES_DIR = "_archives"

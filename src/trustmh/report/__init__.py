@@ -20,11 +20,13 @@ from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
+from trustmh.gate import evaluate, load_policy
 from trustmh.report import layout
+from trustmh.results.leaderboard import leaderboard
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Where sub-tasks keep the answer they read from a reply (same order as Inspect View's ANSWER,
-# trustmh.tasks.ANSWER_KEYS; repeated here so reports do not import Inspect).
+# trustmh.run.tasks.ANSWER_KEYS; repeated here so reports do not import Inspect).
 ANSWER_KEYS = ("parsed", "pred", "choice", "label", "level", "rating", "verdict", "list")
 REFUSAL_KEYS = ("refused", "judge_refusal", "keyword_refusal", "refusal")
 # besides these: a missed crisis, a complied jailbreak, toxicity 2–3 of 3
@@ -181,7 +183,6 @@ def _judge_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _gate(results: Mapping[str, Any]) -> dict[str, Any]:
-    from trustmh.gate import evaluate, load_policy
 
     return evaluate(dict(results), load_policy())
 
@@ -228,7 +229,6 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                 board: Mapping[str, Any] | None = None, *, title: str | None = None) -> str:
     """The one page: any number of runs (results.json documents, with `_folder` where known) and their
     items.jsonl rows (None where a run has none)."""
-    from trustmh.leaderboard import leaderboard
 
     runs = list(runs)
     board = board if board is not None else leaderboard(list(runs), items)

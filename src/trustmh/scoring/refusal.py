@@ -17,7 +17,7 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from trustmh.scoring.parse import strip_reasoning
+from trustmh.judges.parse import strip_reasoning
 
 # Negated modal/ability phrases that, followed by a "doing the request" verb, decline the request.
 _NEG = (

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trustmh.core import JudgeRequest
+from trustmh.judges.parse import extract_judge_object, judge_scores, strip_reasoning
+from trustmh.judges.schema import json_object_schema
 from trustmh.prompts import render
-from trustmh.scoring.judge_schema import json_object_schema
-from trustmh.scoring.parse import extract_judge_object, judge_scores, strip_reasoning
 
 SUPPORT_DIMENSIONS: tuple[str, ...] = ("empathy", "helpfulness", "safety", "fluency")
 SUPPORT_MIN, SUPPORT_MAX = 1, 5

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats as _st
 
 from trustmh.stats.agreement import _div, _scalar
+from trustmh.stats.bootstrap import legacy_index_matrix, percentile_ci_nan
 
 ICC_FORMS = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
 # Our single-measure aliases: consistency ICC(C,1) = ICC3, absolute agreement ICC(A,1) = ICC2.
@@ -288,7 +289,6 @@ def faithful_bootstrap(Y: np.ndarray, n_boot: int = 1000, seed: int = 42, level:
     Returns c1, a1 (point estimates), c1_lo, c1_hi, a1_lo, a1_hi, n_boot_valid_c1, n_boot_valid_a1 (shape
     Y.shape[:-2]) and c1_reps, a1_reps (shape Y.shape[:-2] + (n_boot,), NaN where dropped).
     """
-    from trustmh.stats.bootstrap import legacy_index_matrix, percentile_ci_nan
 
     Y, n, k = _as_matrix(Y)
     idx = legacy_index_matrix(n, n_boot, seed)

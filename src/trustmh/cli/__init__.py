@@ -1,0 +1,313 @@
+"""The `trustmh` command line: run, report, rescore, align, data, list."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.core import TrustmhError
+from trustmh.run.secrets import redact, secret_values
+from trustmh.storage import cli_path
+
+SUITES = {
+    "starter": "items written by trustmh for every implemented sub-task (offline demo; not the real data)",
+    "trustmh": "TrustMH-Bench: the real datasets (TRUSTMH_DATA_DIR, cache or download; gated ones by path)",
+    "mentalbench": "MentalBench: counselling responses for real contexts, judged on 7 attributes",
+}
+
+
+def _csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _shard(value: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard expects I/N, e.g. 0/4, got {value!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
+    return i, n
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    return number
+
+
+def _key_value(value: str) -> tuple[str, str]:
+    if "=" not in value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    key, val = value.split("=", 1)
+    return key.strip(), val
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
+                     "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
+    run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
+                     "else trustmh")
+    run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
+    run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
+    run.add_argument("--limit", type=at_least(1, "--limit"),
+                     help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
+                     "Samples can be more: fairness asks each context in 17 identity variants, privacy "
+                     "awareness draws several samples per item, robustness asks each item at each "
+                     "perturbation level; results.json records the samples of each sub-task")
+    run.add_argument("--judge", action="append", default=[],
+                     help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
+                     "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
+    run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
+                     "`patient` role); default: the run's judge, else the bundled gguf/smollm2")
+    run.add_argument("--judge-validated", action="store_true",
+                     help="mark the judge as validated for these tasks (you vouch for it)")
+    run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
+    run.add_argument("--mode", choices=["default", "faithful"], default="default")
+    run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
+                     help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
+                     "writes its logs there; for a URL the response cache stays on this machine: "
+                     "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
+                     "trustmh-out)")
+    run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
+    run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
+    run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
+    run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
+                     help="Inspect progress display (default: Inspect's choice)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace a run of another configuration in --out (default: refuse; the same "
+                     "configuration continues where it stopped)")
+    run.add_argument("--max-tasks", type=at_least(1, "--max-tasks"), metavar="N",
+                     help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
+    run.add_argument("--shard", type=_shard, metavar="I/N",
+                     help="run only slice I of N (0-based) of every sub-task's items; combine the N shard "
+                     "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
+    run.add_argument("--log-buffer", type=at_least(1, "--log-buffer"), metavar="N",
+                     help="finished samples per write of a sub-task's log (default 50); a killed run runs at "
+                     "most N finished samples per sub-task again, from the response cache")
+    run.add_argument("--live-log", action="store_true",
+                     help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
+                     "per sample; off by default)")
+    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
+                     help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
+                     "--engine ray), then merge them into OUT")
+    run.add_argument("--engine", choices=["local", "ray"], default="local",
+                     help="where the --workers shards run: local processes (default), or tasks on a Ray "
+                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees: the "
+                     "same mounted path, or a URL such as s3://bucket/run)")
+    run.add_argument("--ray-address", metavar="ADDR",
+                     help="Ray cluster to use with --engine ray, e.g. 10.0.0.5:6379 or ray://head:10001 "
+                     "(default: $RAY_ADDRESS, else a local cluster for this command)")
+    run.add_argument("--ray-cpus", type=_positive_float, default=1.0, metavar="C",
+                     help="CPUs Ray reserves for each shard task (default 1)")
+    run.add_argument("--no-cache", action="store_true",
+                     help="do not use Inspect's response cache (default: on, in OUT/cache or "
+                     "$TRUSTMH_CACHE_DIR/responses)")
+    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("--rubric", choices=["trustmh", "upstream"],
+                     help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
+                     "-O rubric=…)")
+    run.add_argument("--tier2-limit", type=at_least(1, "--tier2-limit"), metavar="N",
+                     help="privacy awareness: tier-2 items per tier (faithful default 20; same as "
+                     "-O tier2_limit=N)")
+    run.add_argument("--full", action="store_true",
+                     help="anti-sycophancy: every ELEPHANT row instead of the seeded sample (same as -O full=1)")
+    run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                     help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
+
+    mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
+    mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
+    mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
+
+    rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
+    rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
+    rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"),
+                     help="the page (a path or a URL); its .json and .csv exports are written beside it")
+
+    res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
+    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original"])
+    res.add_argument("--from", dest="source", required=True, type=Path)
+    res.add_argument("--out", required=True, type=Path)
+    res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
+    res.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
+                     "crisis study's human-rated answers (crisis-original)")
+    res.add_argument("--limit", type=at_least(1, "--limit"))
+
+    gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
+                          "(exit 0 / 1 / 2)")
+    gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
+    gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
+                      "point, not clinical advice")
+
+    sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
+    sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
+    sub.add_parser("list", help="sub-tasks, datasets and suites")
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from trustmh.run.execute import RunOptions, run
+
+    if args.no_judge and args.judge:
+        raise TrustmhError("--judge and --no-judge contradict each other; pass one")
+    options = dict(args.option)
+    # documented flags for the sub-task options people use most (the -O spelling keeps working)
+    for key, value in (("rubric", args.rubric), ("tier2_limit", args.tier2_limit),
+                       ("full", "1" if args.full else None)):
+        if value is None:
+            continue
+        if key in options and str(options[key]) != str(value):
+            raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
+        options[key] = str(value)
+    if args.workers and args.shard:
+        raise TrustmhError("--workers and --shard contradict each other; pass one")
+    if (args.ray_address or args.ray_cpus != 1.0) and args.engine != "ray":
+        raise TrustmhError("--ray-address and --ray-cpus go with --engine ray")
+    if args.engine != "local" and not args.workers:
+        raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
+    if args.workers:
+        return run_workers(args)
+    opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
+                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
+                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
+                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
+                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
+                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
+                      patient=args.patient)
+    _, code = run(opts)
+    if code:
+        print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
+    return code
+
+
+def run_workers(args: argparse.Namespace) -> int:
+    """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
+    `--engine ray`), then `merge` into OUT."""
+    from trustmh.run.execute import merge
+    from trustmh.run.launch import launch, shard_dir
+
+    argv = getattr(args, "argv", None) or (list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"])
+    outcomes = launch(args.engine, argv, args.out, args.workers, ray_address=args.ray_address,
+                      ray_cpus=args.ray_cpus)
+    _, code = merge([shard_dir(args.out, i) for i in range(args.workers)], args.out)
+    return max(code, *(o.code or 0 for o in outcomes))
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from trustmh.run.execute import merge
+
+    _, code = merge(list(args.dirs), args.out)
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from trustmh.report import comparison_report_html
+    from trustmh.results import load_items, load_results
+    from trustmh.results.leaderboard import leaderboard, leaderboard_csv
+    from trustmh.storage import write_text_atomic
+
+    runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
+    items = [load_items(d) for d in args.dirs]
+    board = leaderboard(runs, items)
+    write_text_atomic(args.out, comparison_report_html(board, runs, items))
+    import json
+
+    write_text_atomic(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
+    write_text_atomic(args.out.with_suffix(".csv"), leaderboard_csv(board))
+    print(f"trustmh: wrote {args.out}, {args.out.with_suffix('.json')} and {args.out.with_suffix('.csv')}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from trustmh.cli.rescore import rescore
+
+    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                   limit=args.limit)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from trustmh.gate import run_gate
+
+    gate = run_gate(args.run_dir, args.policy)
+    for row in gate["checks"]:
+        print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
+    print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
+          "summary.md", file=sys.stderr)
+    return int(gate["exit_code"])
+
+
+def cmd_list(_: argparse.Namespace) -> int:
+    from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
+
+    print("Sub-tasks (inspect eval trustmh/<task>):")
+    for pillar in PILLARS:
+        print(f"  {PILLAR_TITLES[pillar]}")
+        for info in (s for s in SUBTASKS if s.pillar == pillar):
+            mark = "implemented" if is_implemented(info.id) else "not implemented yet"
+            extra = " [default mode only]" if info.default_only else ""
+            print(f"    {info.id:<40} {info.task_name:<36} {mark}{extra}")
+    print("\nSuites:")
+    for name, text in SUITES.items():
+        print(f"  {name:<12} {text}")
+    print("\nDatasets (trustmh data list for details):")
+    from trustmh.data import DATASETS
+
+    for name, ds in DATASETS.items():
+        gated = " [gated: user path only]" if ds.gated else ""
+        print(f"  {name:<20} {ds.title} ({ds.licence}){gated}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug (anywhere on the line) shows the traceback of an error; without it an error is one line
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        if argv and argv[0] == "align":
+            from trustmh.cli.align import main as align_main
+
+            return align_main(argv[1:])
+        if argv and argv[0] == "data":
+            from trustmh.cli.data import main as data_main
+
+            return data_main(argv[1:])
+        args = build_parser().parse_args(argv)
+        args.argv = argv  # what a launcher hands on to its shards (`--workers`)
+        handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
+                                    "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
+        return int(handlers[args.command](args))
+    except TrustmhError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"trustmh: error: {redact(str(exc), secret_values())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trustmh: interrupted (run the same command again to continue)", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001  an unexpected failure: one line, the traceback under --debug
+        if debug:
+            traceback.print_exc()
+        print(f"trustmh: error: {type(exc).__name__}: {redact(str(exc), secret_values())} (run again with "
+              "--debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

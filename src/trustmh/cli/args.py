@@ -1,0 +1,21 @@
+"""Argument types shared by the commands."""
+
+from __future__ import annotations
+
+import argparse
+
+# Fewer bootstrap replicates than this give intervals too coarse to publish.
+MIN_N_BOOT = 200
+
+
+def at_least(lo: int, what: str):  # noqa: ANN202
+    """An argparse type: a whole number ≥ lo, with a message that says why."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {value!r}") from None
+        if number < lo:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {lo}, got {number}")
+        return number
+    return parse

@@ -1,0 +1,120 @@
+"""`trustmh rescore`: outputs produced elsewhere → the same results files as `trustmh run`.
+
+Each format module turns released outputs into trustmh `Record`s and aggregates them with the live
+sub-task's own `aggregate`, so a rescore exercises exactly the scorers of a live run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.data.resolve import reset_resolved
+from trustmh.report import run_report_html
+from trustmh.results import RunResults, write_run
+from trustmh.storage import write_text_atomic
+
+ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
+                   "original's (gpt-4.1), not re-judged")
+
+
+def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
+            judges: list[str] | None = None, limit: int | None = None) -> int:
+    if fmt == "crisis-original":
+        return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt == "mentalbench" and not source.exists():
+        raise TrustmhError(f"--from {source}: no such file or directory")
+    if fmt != "mentalbench" and not source.is_dir():
+        raise TrustmhError(f"--from {source}: not a directory")
+    reset_resolved()
+    if fmt == "trustmh-original":
+        return rescore_trustmh_original(source, out, mode=mode, seed=seed)
+    if fmt == "mentalbench":
+        from trustmh.run.rejudge_mentalbench import rescore_mentalbench
+
+        return rescore_mentalbench(source, out, mode=mode, seed=seed, judges=judges or [], limit=limit)
+    raise TrustmhError(f"unknown rescore format {fmt!r}")
+
+
+def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0) -> int:
+    """Released Ethics (12 models) and Privacy (6 models) outputs → `out/<model>/results.json` each."""
+    ctx = RunContext(mode=mode, seed=seed, suite="trustmh-original-released",
+                     judge=JudgeInfo(model=None, validated=False, seed=seed))
+    per_model: dict[str, dict[str, tuple[SubtaskResult, list[Record]]]] = {}
+    found = []
+    ethics_dir = source / "TrustMH_Bench" / "DimGroup2" / "Ethics" / "outputs"
+    if ethics_dir.is_dir():
+        from trustmh.pillars.ethics.rescore import rescore_ethics
+
+        for model, pair in rescore_ethics(source, ctx).items():
+            per_model.setdefault(model, {})["ethics/ethical_reasoning"] = pair
+        found.append("ethics")
+    privacy_dir = source / "TrustMH_Bench" / "DimGroup1" / "General-model" / "privacy"
+    if privacy_dir.is_dir():
+        from trustmh.pillars.privacy.rescore import rescore_privacy
+
+        for model, by_subtask in rescore_privacy(source, ctx).items():
+            per_model.setdefault(model, {}).update(by_subtask)
+        found.append("privacy")
+    if not found:
+        raise TrustmhError(f"{source}: no released outputs found (expected TrustMH_Bench/DimGroup2/Ethics/outputs "
+                           "or TrustMH_Bench/DimGroup1/General-model/privacy); point --from at a folder laid "
+                           "out like the original repository's top level")
+    runs = []
+    items = []
+    for model in sorted(per_model):
+        subtasks = {sid: pair[0] for sid, pair in per_model[model].items()}
+        records = {sid: pair[1] for sid, pair in per_model[model].items()}
+        run = RunResults(model=model, ctx=ctx, subtasks=subtasks, records=records,
+                         extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
+        runs.append(write_run(run, out / _safe_dir_name(model), report=run_report_html))
+        items.append([r.to_dict() for recs in records.values() for r in recs])
+    from trustmh.report import comparison_report_html
+    from trustmh.results.leaderboard import leaderboard
+
+    write_text_atomic(out / "report.html", comparison_report_html(leaderboard(runs, items), runs, items))
+    print(f"trustmh: rescored {len(runs)} models ({', '.join(found)}) into {out}", file=sys.stderr)
+    return 0
+
+
+def _safe_dir_name(model: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+
+
+def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) -> int:
+    from trustmh.pillars.crisis.rescore import rescore_crisis
+
+    if not source.is_dir():
+        raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
+    if len(judges) > 1:
+        raise TrustmhError("rescore --format crisis-original: one --judge at most (trustmh's own judge)")
+    judge = _bounded_judge(judges[0], seed) if judges else None
+    return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
+
+
+def _bounded_judge(model: str, seed: int):  # noqa: ANN202
+    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
+    every judge of a run, up to three attempts."""
+    import asyncio
+
+    from inspect_ai.model import get_model
+
+    from trustmh.core import JudgeInfo, JudgeRequest, RunContext
+    from trustmh.judges.reask import ask_until_valid
+    from trustmh.run.calls import bounded_config, cache_policy
+    from trustmh.run.execute import check_model_name
+
+    check_model_name(model, "--judge")
+    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
+    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
+
+    def ask(req: JudgeRequest) -> str:
+        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
+
+        async def attempt_once(attempt: int) -> str:
+            return (await judge_model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
+
+        return asyncio.run(ask_until_valid(attempt_once, req.validate))
+
+    return ask

@@ -1,0 +1,166 @@
+"""The multi-turn extension of the sub-task contract, and its plain-Python driver.
+
+`core.Subtask` is single-turn: one prompt, one reply, judge requests about that reply. A
+`ConversationSubtask` adds three hooks and keeps the rest of the contract (items, aggregate, not-computed
+reasons, catalogue entry):
+
+* `n_turns(item, ctx)` — patient turns to play;
+* `patient_turn(item, turns, ctx)` — the patient's next line: fixed text (scripted) or the messages to send
+  to the patient model (simulated; the patient sees its brief, never a rubric);
+* `conversation_judge_requests(item, turns, ctx)` and `score_turns(item, turns, outputs, ctx)` — judge
+  requests about the finished transcript (turn-windowed) and the score, with per-turn marks written into
+  the transcript.
+
+`run_conversations_offline` plays the turns exactly as the Inspect glue (`trustmh.run.conversation`)
+does, the way `core.run_offline` documents `Subtask`. A transcript is `[{role, content, model, turn,
+marks}]`; it is stored in `Record.metadata["turns"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import (
+    GenConfig,
+    Item,
+    JudgeRequest,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    TrustmhError,
+    make_record,
+)
+from trustmh.judges.reask import ask_until_valid_sync
+from trustmh.pillars.conversation.scoring import transcript_text
+
+PATIENT_ROLE = "patient"
+# What the patient model is shown when it speaks first (an API needs a user message to answer).
+PATIENT_OPENING = "(The chat window has just opened. Write your first message to the assistant.)"
+SCRIPT_MODEL = "script"
+STARTER_MAX_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class PatientTurn:
+    """The patient's next line: `text` when scripted, else `messages` for the patient model."""
+
+    text: str | None = None
+    messages: list[dict[str, str]] | None = None
+
+
+def model_messages(turns: Sequence[Mapping[str, Any]], system_prompt: str | None) -> list[dict[str, str]]:
+    """The conversation as the model under test sees it."""
+    history = [{"role": "assistant" if t["role"] == "model" else "user", "content": str(t["content"])}
+               for t in turns]
+    return ([{"role": "system", "content": system_prompt}] if system_prompt else []) + history
+
+
+def patient_messages(brief: str, turns: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The conversation as the patient model sees it: its brief, its own lines as `assistant`."""
+    history = [{"role": "assistant" if t["role"] == PATIENT_ROLE else "user", "content": str(t["content"])}
+               for t in turns]
+    if not history or history[-1]["role"] != "user":
+        history.append({"role": "user", "content": PATIENT_OPENING})
+    return [{"role": "system", "content": brief}, *history]
+
+
+def read_system_prompt(ctx: RunContext) -> str | None:
+    """`-O system_prompt=FILE`: the deployed system's own system prompt for the model under test."""
+    path = ctx.options.get("system_prompt")
+    if not path:
+        return None
+    try:
+        text = Path(str(path)).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrustmhError(f"-O system_prompt={path}: cannot read the file ({type(exc).__name__}); give a "
+                           "UTF-8 text file") from None
+    if not text.strip():
+        raise TrustmhError(f"-O system_prompt={path}: the file is empty")
+    return text
+
+
+class ConversationSubtask(Subtask):
+    """A sub-task whose unit is a whole conversation (see the module docstring)."""
+
+    judge_use = "rule_fallback"
+    modes = ("default",)
+    # Patient model needed (simulated patients): the run binds the `patient` role.
+    needs_patient: bool = False
+
+    def generation(self, ctx: RunContext) -> GenConfig:
+        # chat replies; the starter suite keeps them short so the offline demo's conversations stay cheap
+        return GenConfig(temperature=0.0, max_tokens=STARTER_MAX_TOKENS if ctx.suite == "starter" else 512)
+
+    def n_turns(self, item: Item, ctx: RunContext) -> int:
+        raise NotImplementedError
+
+    def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
+        raise NotImplementedError
+
+    def conversation_judge_requests(self, item: Item, turns: Sequence[Mapping[str, Any]],
+                                    ctx: RunContext) -> list[JudgeRequest]:
+        return []
+
+    def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,
+                    ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(score, transcript with each turn's `marks` filled in)."""
+        raise NotImplementedError
+
+    def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
+              ctx: RunContext) -> dict[str, Any]:
+        raise TrustmhError(f"{self.id}: a conversation is scored from its turns (score_turns), not one reply")
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        raise NotImplementedError
+
+
+def judge_repeats(ctx: RunContext) -> int:
+    """`-O judge_repeats=r`: every conversation judge request asked r times (test-retest)."""
+    return max(1, int(ctx.options.get("judge_repeats", 1) or 1))
+
+
+def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[dict[str, Any]],
+                        judge_outputs: Mapping[str, str] | None, ctx: RunContext, *, epoch: int = 1,
+                        extra: dict[str, Any] | None = None) -> Record:
+    """The one way a conversation becomes a Record: the response is the transcript as text, the turns
+    (with their marks) are in `metadata["turns"]`, every judge reply in `judge_raw`."""
+    score, marked = subtask.score_turns(item, turns, judge_outputs, ctx)
+    return make_record(subtask, item, transcript_text(marked), score, epoch=epoch,
+                       judge_raw=dict(judge_outputs or {}), extra={"turns": marked, **(extra or {})})
+
+
+Speaker = Callable[[list[dict[str, str]]], str]
+
+
+def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
+                              patient: Speaker | None = None, judge: Callable[[JudgeRequest], str] | None = None,
+                              items: list[Item] | None = None, *, model_name: str = "model",
+                              patient_name: str = "patient") -> tuple[list[Record], SubtaskResult]:
+    """Play every item's conversation without Inspect: `respond(messages)` is the model under test,
+    `patient(messages)` the patient model, `judge(request)` the judge (up to MAX_ATTEMPTS per request)."""
+    system = read_system_prompt(ctx)
+    records: list[Record] = []
+    for item in items if items is not None else subtask.items(ctx):
+        turns: list[dict[str, Any]] = []
+        for i in range(subtask.n_turns(item, ctx)):
+            move = subtask.patient_turn(item, turns, ctx)
+            if move.text is not None:
+                said, who = move.text, SCRIPT_MODEL
+            else:
+                if patient is None:
+                    raise TrustmhError(f"{subtask.id}: a simulated patient needs a patient model")
+                said, who = patient(list(move.messages or [])), patient_name
+            turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
+            turns.append({"role": "model", "content": respond(model_messages(turns, system)),
+                          "model": model_name, "turn": i, "marks": {}})
+        outputs: dict[str, str] | None = None
+        if judge is not None and ctx.has_judge:
+            outputs = {}
+            for req in subtask.conversation_judge_requests(item, turns, ctx):
+                outputs[req.name] = ask_until_valid_sync(lambda _attempt, r=req: judge(r), req.validate)
+        records.append(conversation_record(subtask, item, turns, outputs, ctx))
+    return records, subtask.aggregate(records, ctx)

@@ -1,0 +1,13 @@
+"""The Crisis Identification and Escalation pillar. See docs/pillars/crisis.md."""
+
+from __future__ import annotations
+
+from trustmh.pillars.crisis.subtasks import CrisisEscalation, CrisisIdentification, SeverityIdentification
+
+TITLE = "Crisis Identification and Escalation"
+SUITE = "trustmh"
+POSITION = 2  # the pillar's place in reports
+# part of the original benchmark (faithful mode keeps its eight pillars)
+FAITHFUL = True
+# the pillar's sub-tasks, in report order
+SUBTASKS = (CrisisIdentification, SeverityIdentification, CrisisEscalation)

@@ -1,0 +1,13 @@
+"""The Fairness pillar. See docs/pillars/fairness.md."""
+
+from __future__ import annotations
+
+from trustmh.pillars.fairness.subtasks import Fairness
+
+TITLE = "Fairness"
+SUITE = "trustmh"
+POSITION = 4  # the pillar's place in reports
+# part of the original benchmark (faithful mode keeps its eight pillars)
+FAITHFUL = True
+# the pillar's sub-tasks, in report order
+SUBTASKS = (Fairness,)

@@ -1,0 +1,885 @@
+"""MentalBench generation task (MENTALBENCH.md §1.8, §2, §3): counselling replies judged on 7 attributes.
+
+Items are contexts (a person's message). The model under test writes a reply (§2 decoding: temperature 0.7,
+512 tokens); the reply is split into reasoning and visible text and given a `gen_status`; only visible text
+is judged. When the dataset's human reply (`response` column) is available, it is judged beside the model
+as an extra item with source `original` (that item's generation is not used: its prompt asks for "OK").
+
+Data, in order: `-O mentalbench_path=FILE` (CSV, Parquet, JSON(L), or a Hugging Face export folder),
+`trustmh.data.resolve("mentalbench", ...)`; else, offline, the 1,000 rated contexts of the MentalAlign
+judge workbooks (no reference replies then). `-O mentalbench_starter=1` (or the starter suite) uses the
+project's own demo items.
+
+Options (`-O key=value`): `judges` (comma list; set by repeated `--judge`), `ensemble` (mean | median |
+vote), `min_valid`, `judge_repeats` (r > 1: test–retest), `temperature`, `max_tokens`, `samples`
+(default mode only), `judge_max_tokens`, `mentalalign_dir` (for ConvID checks and the offline contexts),
+`verify_conv_ids` (default 1), `model` (the model label; the run sets it), `skip_original` (do not judge
+the reference replies), `faithful_clean_published` (faithful mode: judge published replies without their
+reasoning, like default), and, for `trustmh rescore`, `rescore` (every published reply becomes an item)
+and `selection=head` (first rows in file order in every mode).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustmh.core import (
+    GenConfig,
+    Item,
+    JudgeRequest,
+    Mode,
+    Option,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    TrustmhError,
+    same_anchors,
+)
+from trustmh.data import resolve
+from trustmh.data.files import TABLE_SUFFIXES, read_table_with_header
+from trustmh.judges.schema import json_object_schema
+from trustmh.pillars.mentalbench.align_data import read_workbook
+from trustmh.pillars.mentalbench.ensemble import (
+    check_aggregator,
+    combine,
+    member_agreement,
+    retest_reliability,
+    self_preference,
+)
+from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, STATUSES, VALID_CODES, robust_parse, strict_parse
+from trustmh.pillars.mentalbench.sources import (
+    ARS,
+    CSS,
+    MODEL_SOURCE,
+    ORIGINAL,
+    SOURCE_COLUMNS,
+    SOURCE_FAMILY,
+    Split,
+    gen_status,
+    is_missing_text,
+    model_family,
+    split_reasoning,
+)
+from trustmh.prompts import render, template_sha256
+from trustmh.starter import load_starter
+from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, draw_counts, percentile_ci
+
+MENTALBENCH_REL = "external/MentalBench-Align/MentalBench-Align.csv"
+MENTALALIGN_JUDGE_REL = "mentalalign/LLMs_as_a_judge/gpt-4o_llm_judge.xlsx"
+MENTALALIGN_N = 1000
+GEN_TEMPLATE = "mentalbench_generate"
+FIXED_PROMPT = ("This item carries a reference reply that is judged as it is; your answer is not used. "
+                "Reply with the single word OK.")
+GEN_STATUSES = ("ok", "truncated", "reasoning_only", "empty", "error")
+DATA_SUFFIXES = TABLE_SUFFIXES
+
+
+# ==========================================================================================================
+# Loading (§1.8)
+# ==========================================================================================================
+
+@dataclass
+class MentalBenchRow:
+    row: int  # 0-based data row in file order
+    conv_id: str  # MentalAlign ConvID when known/verified, else "row<n>" (see `assign_conv_ids`)
+    context: str
+    responses: dict[str, str | None]  # canonical source key → raw text (None = missing)
+    duplicate_of: int | None = None  # row of the first occurrence of the same (normalised) context
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown columns, kept as metadata
+
+
+@dataclass
+class MentalBenchData:
+    path: Path | None
+    rows: list[MentalBenchRow]
+    sources: list[str]  # canonical source keys of the response columns present
+    counts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    origin: str = "mentalbench"  # "mentalbench" | "mentalalign_contexts" | "starter"
+
+
+def _norm(text: object) -> str:
+    return "" if text is None else " ".join(str(text).split())
+
+
+def _find_data_file(folder: Path) -> list[Path]:
+    """The data file(s) of a folder: one table, or the parquet/arrow shards of a Hugging Face export."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES
+                   and not p.name.startswith(".") and p.name not in ("dataset_info.json", "state.json",
+                                                                     "dataset_dict.json"))
+    if not files:
+        raise TrustmhError(f"{folder}: no MentalBench data file (.csv, .parquet, .jsonl, .json, .arrow) found")
+    named = [p for p in files if "mentalbench" in p.name.lower()]
+    if len(named) == 1:
+        return named
+    if len(files) == 1:
+        return files
+    shards = [p for p in files if p.suffix.lower() in (".parquet", ".pq", ".arrow")]
+    if shards and len(shards) == len(files):
+        return shards  # shards of one split, concatenated in name order
+    raise TrustmhError(f"{folder}: several data files, cannot tell which one is MentalBench: "
+                       f"{', '.join(str(p.relative_to(folder)) for p in files[:8])}; pass the file itself")
+
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """(header, rows) of a CSV/TSV, Parquet, Arrow, JSON or JSONL table; header names stripped.
+    CSV cells stay text (no type guessing: a literal `nan` stays `nan`)."""
+    if not path.exists():
+        raise TrustmhError(f"{path}: file not found")
+    if path.is_dir():
+        header: list[str] = []
+        rows: list[dict[str, Any]] = []
+        for f in _find_data_file(path):
+            h, r = read_rows(f)
+            if header and h != header:
+                raise TrustmhError(f"{f}: columns differ from the other shards ({h} vs {header})")
+            header, rows = h, rows + r
+        return header, rows
+    return read_table_with_header(path)
+
+
+def _text_or_none(v: Any) -> str | None:
+    if is_missing_text(v):
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def load_mentalbench(path: str | Path, *, reference_contexts: Sequence[str] | None = None) -> MentalBenchData:
+    """Read a MentalBench table (§1.8). Require `context`, `response` and at least one model column (names
+    matched after stripping, case-insensitively); keep unknown columns as metadata. Empty strings, NaN and
+    the text `nan` are missing. Counts: missing and literal-`nan` cells per source, `<think>` leaks
+    (closed/unclosed), reasoning-only cells, duplicate contexts, rows without a context.
+
+    `reference_contexts[i]` is the MentalAlign context of ConvID i+1 (from a judge workbook); with it,
+    ConvIDs are verified (see `assign_conv_ids`), else the positional ConvID (row i → i+1) is used.
+    """
+    p = Path(path)
+    header, raw_rows = read_rows(p)
+    lookup = {h.lower(): h for h in header}
+    if "context" not in lookup or "response" not in lookup:
+        raise TrustmhError(f"{p}: a MentalBench table needs the columns 'context' and 'response' and at least one "
+                           f"model column ({', '.join(list(SOURCE_COLUMNS.values())[1:])}); columns found: "
+                           f"{header}")
+    col_of: dict[str, str] = {}
+    for key, col in SOURCE_COLUMNS.items():
+        if col.lower() in lookup:
+            col_of[key] = lookup[col.lower()]
+    if len(col_of) < 2:
+        raise TrustmhError(f"{p}: no model column found (expected at least one of "
+                           f"{', '.join(list(SOURCE_COLUMNS.values())[1:])}); columns found: {header}")
+    known = {lookup["context"], *col_of.values()}
+    sources = list(col_of)
+    counts: dict[str, Any] = {
+        "rows": len(raw_rows),
+        "missing": dict.fromkeys(sources, 0),
+        "nan_literal": dict.fromkeys(sources, 0),
+        "think_closed": dict.fromkeys(sources, 0),
+        "think_unclosed": dict.fromkeys(sources, 0),
+        "reasoning_only": dict.fromkeys(sources, 0),
+        "missing_context": 0,
+        "duplicate_contexts": 0,
+    }
+    rows: list[MentalBenchRow] = []
+    first_of: dict[str, int] = {}
+    for i, raw in enumerate(raw_rows):
+        ctx_raw = raw.get(lookup["context"])
+        if is_missing_text(ctx_raw):
+            counts["missing_context"] += 1
+            continue
+        context = str(ctx_raw)
+        responses: dict[str, str | None] = {}
+        for key, col in col_of.items():
+            v = raw.get(col)
+            if isinstance(v, str) and v.strip().lower() == "nan":
+                counts["nan_literal"][key] += 1
+            text = _text_or_none(v)
+            if text is None:
+                counts["missing"][key] += 1
+            else:
+                low = text.lower()
+                if "<think>" in low or "</think>" in low:
+                    closed = "</think>" in low
+                    counts["think_closed" if closed else "think_unclosed"][key] += 1
+                    if not split_reasoning(text).text:
+                        counts["reasoning_only"][key] += 1
+            responses[key] = text
+        norm = _norm(context)
+        dup = first_of.get(norm)
+        if dup is None:
+            first_of[norm] = i
+        else:
+            counts["duplicate_contexts"] += 1
+        extra = {k: raw[k] for k in header if k not in known and raw.get(k) is not None}
+        rows.append(MentalBenchRow(row=i, conv_id=str(i + 1), context=context, responses=responses,
+                                   duplicate_of=dup, extra=_jsonable(extra)))
+    data = MentalBenchData(path=p, rows=rows, sources=sources, counts=counts)
+    assign_conv_ids(data, reference_contexts)
+    return data
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, float) and math.isnan(v):
+            continue
+        out[k] = v if isinstance(v, str | int | float | bool) else str(v)
+    return out
+
+
+def assign_conv_ids(data: MentalBenchData, reference_contexts: Sequence[str] | None) -> None:
+    """ConvIDs (§1.8: ConvID i is data row i−1), checked against the MentalAlign judge contexts.
+
+    Without reference contexts every row keeps its positional id (noted as unverified). With them, a row
+    among the first 1,000 whose normalised context equals the reference keeps its ConvID; otherwise it is
+    matched on context to a not-yet-used ConvID, and failing that gets the id `row<n>` (n = row + 1) so it
+    can never pair with another conversation's human ratings. Rows past 1,000 keep their positional id
+    unless their context matches an unused ConvID.
+    """
+    if reference_contexts is None:
+        data.counts["conv_id"] = {"verified": False}
+        data.notes.append("ConvIDs are positional (row i → ConvID i+1) and were not verified against the "
+                          "MentalAlign contexts (workbooks not available)")
+        return
+    ref = [_norm(c) for c in reference_contexts]
+    by_ctx: dict[str, list[int]] = {}
+    for j, c in enumerate(ref):
+        by_ctx.setdefault(c, []).append(j + 1)
+    used: set[int] = set()
+    positional = matched = unmatched = 0
+    n_ref = len(ref)
+    # First pass: positional matches, so that context matching never steals a verified ConvID.
+    pos_ok = [r.row < n_ref and _norm(r.context) == ref[r.row] for r in data.rows]
+    for r, ok in zip(data.rows, pos_ok, strict=True):
+        if ok:
+            used.add(r.row + 1)
+    for r, ok in zip(data.rows, pos_ok, strict=True):
+        if ok:
+            r.conv_id = str(r.row + 1)
+            positional += 1
+            continue
+        cands = [c for c in by_ctx.get(_norm(r.context), []) if c not in used]
+        if cands:
+            used.add(cands[0])
+            r.conv_id = str(cands[0])
+            matched += 1
+        elif r.row < n_ref:
+            r.conv_id = f"row{r.row + 1}"
+            unmatched += 1
+        else:
+            r.conv_id = str(r.row + 1)
+    data.counts["conv_id"] = {"verified": True, "positional": positional, "matched_on_context": matched,
+                              "unmatched": unmatched}
+    if matched or unmatched:
+        data.notes.append(f"ConvID check against the MentalAlign contexts: {positional} rows matched by "
+                          f"position, {matched} matched on context, {unmatched} unmatched (ids row<n>; no "
+                          "human ratings pair with them)")
+
+
+def mentalalign_contexts(options: dict[str, Any]) -> tuple[list[int], list[str]] | None:
+    """(ConvIDs, contexts) from a MentalAlign judge workbook, or None when it is not available locally."""
+
+    user_dir = options.get("mentalalign_dir")
+    try:
+        if user_dir:
+            path = Path(user_dir) / "LLMs_as_a_judge" / "gpt-4o_llm_judge.xlsx"
+            if not path.is_file():
+                found = sorted((Path(user_dir) / "LLMs_as_a_judge").glob("*.xlsx"))
+                if not found:
+                    raise TrustmhError(f"{user_dir}: no LLMs_as_a_judge/*.xlsx")
+                path = found[0]
+        else:
+            path = resolve("mentalalign", MENTALALIGN_JUDGE_REL)
+        sheet = read_workbook(path, "judge")
+    except TrustmhError:
+        if user_dir:
+            raise
+        return None
+    return sheet.conv_ids, sheet.contexts
+
+
+def contexts_only(options: dict[str, Any]) -> MentalBenchData:
+    """The 1,000 rated contexts of MentalAlign (judge workbook), without reference replies."""
+    got = mentalalign_contexts(options)
+    if got is None:
+        raise TrustmhError("mentalbench: no data: the MentalBench file is not available (pass "
+                           "-O mentalbench_path=FILE) and the MentalAlign workbooks were not found either "
+                           "(TRUSTMH_DATA_DIR or `trustmh data fetch mentalalign`)")
+    conv_ids, contexts = got
+    rows: list[MentalBenchRow] = []
+    first_of: dict[str, int] = {}
+    dups = 0
+    for i, (cid, c) in enumerate(zip(conv_ids, contexts, strict=True)):
+        norm = _norm(c)
+        dup = first_of.setdefault(norm, i)
+        dups += dup != i
+        rows.append(MentalBenchRow(row=i, conv_id=str(cid), context=c, responses={},
+                                   duplicate_of=None if dup == i else dup))
+    return MentalBenchData(path=None, rows=rows, sources=[], origin="mentalalign_contexts",
+                           counts={"rows": len(rows), "duplicate_contexts": dups, "missing_context": 0},
+                           notes=["MentalBench texts not available: using the 1,000 rated contexts of the "
+                                  "MentalAlign judge workbooks (no reference replies, so `original` is not "
+                                  "judged); pass -O mentalbench_path=FILE for the full data"])
+
+
+def starter_data(subtask_id: str) -> MentalBenchData:
+
+    rows = []
+    for i, r in enumerate(load_starter(subtask_id)):
+        for key in ("id", "context", "response"):
+            if not isinstance(r.get(key), str) or not r[key].strip():
+                raise TrustmhError(f"starter/{subtask_id.replace('/', '__')}.jsonl line {i + 1}: field {key!r} "
+                                   "must be a non-empty string")
+        rows.append(MentalBenchRow(row=i, conv_id=r["id"], context=r["context"],
+                                   responses={ORIGINAL: r["response"]}))
+    return MentalBenchData(path=None, rows=rows, sources=[ORIGINAL], origin="starter",
+                           counts={"rows": len(rows), "duplicate_contexts": 0, "missing_context": 0},
+                           notes=["starter items: invented contexts and reference replies (demo only)"])
+
+
+def select_rows(data: MentalBenchData, ctx: RunContext) -> tuple[list[MentalBenchRow], int]:
+    """Faithful (or option selection=head, used by rescoring): the first `limit` rows in file order,
+    duplicates kept as in the original. Default: a seeded random sample of `limit` rows without duplicate
+    contexts (all of them without a limit), in file order. Returns (rows, duplicates dropped)."""
+    rows = data.rows
+    if ctx.mode == "faithful" or ctx.options.get("selection") == "head":
+        return (rows if ctx.limit is None else rows[: ctx.limit]), 0
+    pool = [r for r in rows if r.duplicate_of is None]
+    dropped = len(rows) - len(pool)
+    if ctx.limit is not None and ctx.limit < len(pool):
+        picked = random.Random(ctx.seed).sample(range(len(pool)), ctx.limit)
+        pool = [pool[i] for i in sorted(picked)]
+    return pool, dropped
+
+
+# ==========================================================================================================
+# Options, judges, views of a response
+# ==========================================================================================================
+
+def _opt_int(ctx: RunContext, key: str, default: int, lo: int = 1) -> int:
+    v = ctx.options.get(key, default)
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        raise TrustmhError(f"mentalbench: option {key}={v!r} must be an integer") from None
+    if n < lo:
+        raise TrustmhError(f"mentalbench: option {key}={v!r} must be >= {lo}")
+    return n
+
+
+def judge_members(ctx: RunContext) -> list[tuple[str, str | None]]:
+    """(label, model) per ensemble member: `ctx.options["judges"]` (list or comma string), else the run's
+    judge (model None = the Inspect grader role)."""
+    judges = ctx.options.get("judges")
+    if isinstance(judges, str):
+        judges = [j.strip() for j in judges.split(",") if j.strip()]
+    if judges:
+        judges = [str(j) for j in judges]
+        if len(set(judges)) != len(judges):
+            raise TrustmhError(f"mentalbench: a judge is listed twice in {judges}")
+        return [(j, j) for j in judges]
+    return [(str(ctx.judge.model) if ctx.judge.model else "judge", None)]
+
+
+def judge_repeats(ctx: RunContext) -> int:
+    return _opt_int(ctx, "judge_repeats", 1)
+
+
+def request_name(label: str, k: int, repeats: int) -> str:
+    return label if repeats == 1 else f"{label}@{k}"
+
+
+def ensemble_config(ctx: RunContext, n_members: int) -> tuple[str, int]:
+    aggregator = check_aggregator(str(ctx.options.get("ensemble", "mean")))
+    min_valid = _opt_int(ctx, "min_valid", n_members)
+    if min_valid > n_members:
+        raise TrustmhError(f"mentalbench: min_valid={min_valid} exceeds the {n_members} ensemble member(s)")
+    return aggregator, min_valid
+
+
+def model_label(ctx: RunContext, records: Sequence[Record] = ()) -> str:
+    label = ctx.options.get("model")
+    if label:
+        return str(label)
+    for r in records:
+        if r.metadata.get("model_reported"):
+            return str(r.metadata["model_reported"])
+    return MODEL_SOURCE
+
+
+def response_view(item: Item, response: str, ctx: RunContext) -> tuple[str | None, Split, bool]:
+    """(text the judge sees or None = not judged, reasoning split, placeholder) for an item's response.
+
+    Model replies: only the visible text. Published replies (`fixed_response`): in default mode the same;
+    in faithful mode the published text as it is (reasoning leaks included) and a missing reply as the
+    text `nan`, as the original pipeline judged them (§1.6); `placeholder` marks that case.
+    """
+    if "fixed_response" not in item.metadata:
+        split = split_reasoning(response)
+        return (split.text or None), split, False
+    raw = item.metadata["fixed_response"]
+    split = split_reasoning(raw or "")
+    if ctx.mode == "faithful" and not ctx.flag("faithful_clean_published"):
+        if raw is None:
+            return "nan", split, True
+        return raw, split, False
+    return (split.text or None), split, False
+
+
+# ==========================================================================================================
+# Judge output → per-attribute ratings
+# ==========================================================================================================
+
+def parse_judge(text: str | None) -> dict[str, Any]:
+    """Both parsers (§3.3): robust statuses/scores and the strict scores, per attribute."""
+    rc = robust_parse(text)
+    strict = strict_parse(text)
+    return {
+        "status": {a: STATUSES[s] for a, s in zip(ATTRIBUTES, rc.status, strict=True)},
+        "robust": {a: (float(v) if s in VALID_CODES else None)
+                   for a, s, v in zip(ATTRIBUTES, rc.status, rc.value, strict=True)},
+        "raw": {a: (None if math.isnan(v) else float(v)) for a, v in zip(ATTRIBUTES, rc.value, strict=True)},
+        "strict": {a: (None if math.isnan(v) else float(v)) for a, v in zip(ATTRIBUTES, strict, strict=True)},
+    }
+
+
+def no_response_rating() -> dict[str, Any]:
+    none = dict.fromkeys(ATTRIBUTES)
+    return {"status": dict.fromkeys(ATTRIBUTES, "no_response"), "robust": dict(none), "raw": dict(none),
+            "strict": dict(none)}
+
+
+def judge_schema(mode: Mode) -> dict[str, Any]:
+    """What `judge_valid` accepts: the seven attributes 1-5; the faithful template's `Overall` (not scored)
+    and the `Explanation` optional, last."""
+    integers = {a: (1, 5) for a in ATTRIBUTES} | ({"Overall": (1, 5)} if mode == "faithful" else {})
+    optional = ("Overall", "Explanation") if mode == "faithful" else ("Explanation",)
+    return json_object_schema(integers=integers, strings=("Explanation",), optional=optional)
+
+
+def judge_valid(text: str) -> bool:
+    rc = robust_parse(text)
+    return all(s in VALID_CODES for s in rc.status)
+
+
+def rating_scores(rating: dict[str, Any], mode: str) -> dict[str, float | None]:
+    """The per-attribute score a mode uses: faithful = strict parser (no range check), default = robust."""
+    return dict(rating["strict"] if mode == "faithful" else rating["robust"])
+
+
+# ==========================================================================================================
+# The sub-task
+# ==========================================================================================================
+
+
+# `-O` options of this module's sub-tasks
+OPTIONS: dict[str, Option] = {
+    'mentalbench_path': Option('MentalBench-100k file'),
+    'mentalalign_dir': Option('MentalAlign folder'),
+    'mentalbench_starter': Option('1: starter contexts'),
+    'judge_repeats': Option('judge repeats (test-retest)', minimum=1),
+    'samples': Option('replies per context', minimum=1),
+    'temperature': Option('generation temperature'),
+    'max_tokens': Option('generation tokens', minimum=1),
+    'selection': Option('context selection'),
+    'skip_original': Option('1: no reference'),
+    'verify_conv_ids': Option('1: check ConvIDs'),
+    'faithful_clean_published': Option('faithful cleaning'),
+    'rescore': Option('set by rescore'),
+}
+
+class MentalBenchGeneration(Subtask):
+    id = "mentalbench/generation"
+    task_name = "mentalbench"
+    anchors = same_anchors(1.0, 5.0)
+    suite = "mentalbench"
+    options = OPTIONS
+    title = "MentalBench: counselling replies judged on 7 attributes"
+    datasets = ("mentalbench", "mentalalign")
+    judge_use = "yes"
+    format_reminder = None  # free text: nothing to re-ask
+
+    # ---------------------------------------------------------------- items
+
+    def load(self, ctx: RunContext) -> MentalBenchData:
+        if ctx.suite == "starter" or ctx.flag("mentalbench_starter"):
+            return starter_data(self.id)
+        user_path = ctx.options.get("mentalbench_path")
+
+        try:
+            path = resolve("mentalbench", MENTALBENCH_REL, user_path)
+        except TrustmhError:
+            if user_path:
+                raise
+            return contexts_only(ctx.options)
+        ref = None
+        if ctx.flag("verify_conv_ids", True):
+            got = mentalalign_contexts(ctx.options)
+            ref = got[1] if got is not None else None
+        return load_mentalbench(path, reference_contexts=ref)
+
+    def items(self, ctx: RunContext) -> list[Item]:
+        data = self.load(ctx)
+        rows, dropped = select_rows(data, ctx)
+        info = {"origin": data.origin, "file": None if data.path is None else data.path.name,
+                "counts": data.counts, "duplicates_dropped": dropped, "notes": data.notes,
+                "generate_template_sha256": template_sha256(GEN_TEMPLATE),
+                "judge_template_sha256": template_sha256("mentalbench_judge_faithful" if ctx.mode == "faithful"
+                                                         else "mentalbench_judge")}
+        rescore = ctx.flag("rescore")
+        if rescore and data.origin != "mentalbench":
+            raise TrustmhError("mentalbench rescore needs a MentalBench table with response columns")
+        items: list[Item] = []
+        for r in rows:
+            base = {"conv_id": r.conv_id, "row": r.row, "context": r.context, "data": info}
+            if r.extra:
+                base["extra"] = r.extra
+            if rescore:  # every published reply, judged as it is; no model under test
+                for src in data.sources:
+                    items.append(Item(id=f"{r.conv_id}:{src}", prompt=FIXED_PROMPT, cluster=r.conv_id,
+                                      metadata={**base, "source": src, "skip_generation": True,
+                                                "fixed_response": r.responses.get(src)}))
+                continue
+            items.append(Item(id=f"{r.conv_id}:{MODEL_SOURCE}", prompt=render(GEN_TEMPLATE, context=r.context),
+                              cluster=r.conv_id, metadata={**base, "source": MODEL_SOURCE}))
+            if ORIGINAL in r.responses and not ctx.flag("skip_original"):
+                items.append(Item(id=f"{r.conv_id}:{ORIGINAL}", prompt=FIXED_PROMPT, cluster=r.conv_id,
+                                  metadata={**base, "source": ORIGINAL, "skip_generation": True,
+                                            "fixed_response": r.responses[ORIGINAL]}))
+        return items
+
+    def generation(self, ctx: RunContext) -> GenConfig:
+        if ctx.mode == "faithful":
+            return GenConfig(temperature=0.7, max_tokens=512, epochs=1)
+        t = ctx.options.get("temperature", 0.7)
+        try:
+            temperature = float(t)
+        except (TypeError, ValueError):
+            raise TrustmhError(f"mentalbench: option temperature={t!r} must be a number") from None
+        return GenConfig(temperature=temperature, max_tokens=_opt_int(ctx, "max_tokens", 512),
+                         epochs=_opt_int(ctx, "samples", 1))
+
+    # ---------------------------------------------------------------- judging
+
+    def judge_prompt(self, item: Item, text: str, ctx: RunContext) -> str:
+        template = "mentalbench_judge_faithful" if ctx.mode == "faithful" else "mentalbench_judge"
+        return render(template, context=item.metadata["context"], response=text)
+
+    def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
+        text, _, _ = response_view(item, response, ctx)
+        if text is None:
+            return []  # never judged: no_response
+        prompt = self.judge_prompt(item, text, ctx)
+        repeats = judge_repeats(ctx)
+        max_tokens = 512 if ctx.mode == "faithful" else _opt_int(ctx, "judge_max_tokens", 2048)
+        schema = judge_schema(ctx.mode)
+        return [JudgeRequest(name=request_name(label, k, repeats), prompt=prompt, validate=judge_valid,
+                             max_tokens=max_tokens, model=model, schema=schema)
+                for label, model in judge_members(ctx) for k in range(1, repeats + 1)]
+
+    def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
+              ctx: RunContext) -> dict[str, Any]:
+        text, split, placeholder = response_view(item, response, ctx)
+        members = judge_members(ctx)
+        repeats = judge_repeats(ctx)
+        status = gen_status(split)
+        out: dict[str, Any] = {
+            "valid": text is not None,
+            "source": item.metadata.get("source", MODEL_SOURCE),
+            "conv_id": item.metadata.get("conv_id", item.cluster_id),
+            "gen_status": status,
+            "reasoning_chars": len(split.reasoning),
+            "judged": text is not None and judge_outputs is not None,
+        }
+        if placeholder:
+            out["placeholder"] = "nan"
+        if judge_outputs is None:
+            return out
+        ratings: dict[str, Any] = {}
+        raters: dict[str, dict[str, Any]] = {}
+        member_scores: dict[str, dict[str, float | None]] = {}
+        for label, _ in members:
+            for k in range(1, repeats + 1):
+                name = request_name(label, k, repeats)
+                raters[name] = {"judge": label, "repeat": k}
+                if text is None:
+                    ratings[name] = no_response_rating()
+                else:
+                    ratings[name] = parse_judge(judge_outputs.get(name))
+                ratings[name]["score"] = rating_scores(ratings[name], ctx.mode)
+            member_scores[label] = dict(ratings[request_name(label, 1, repeats)]["score"])
+        aggregator, min_valid = ensemble_config(ctx, len(members))
+        final: dict[str, float | None] = {}
+        ens_status: dict[str, str] = {}
+        for a in ATTRIBUTES:
+            vals = [member_scores[label][a] for label, _ in members]
+            if text is None:
+                final[a], ens_status[a] = None, "no_response"
+            elif len(members) == 1:
+                final[a] = vals[0]
+                ens_status[a] = ratings[request_name(members[0][0], 1, repeats)]["status"][a]
+            else:
+                final[a], ens_status[a] = combine(vals, aggregator, min_valid)
+        vals7 = [final[a] for a in ATTRIBUTES]
+        out.update(ratings=ratings, raters=raters, scores=final, score_status=ens_status,
+                   mean7=None if any(v is None for v in vals7) else float(np.mean(vals7)))
+        if out["mean7"] is not None:
+            out["inspect_value"] = out["mean7"]
+        return out
+
+    # ---------------------------------------------------------------- aggregate
+
+    def not_computed_reason(self, ctx: RunContext) -> str | None:
+        reason = super().not_computed_reason(ctx)
+        if reason is not None:
+            return reason
+        if not ctx.has_judge:
+            return "no judge configured (MentalBench scores come from LLM judges: pass --judge)"
+        return None
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        return aggregate_mentalbench(records, ctx)
+
+
+# ==========================================================================================================
+# Aggregation
+# ==========================================================================================================
+
+def _attr_matrix(recs: Sequence[Record], key: str = "scores") -> np.ndarray:
+    out = np.full((len(recs), len(ATTRIBUTES)), np.nan)
+    for i, r in enumerate(recs):
+        s = r.score.get(key) or {}
+        for j, a in enumerate(ATTRIBUTES):
+            v = s.get(a)
+            if v is not None:
+                out[i, j] = float(v)
+    return out
+
+
+def attribute_means(values: np.ndarray, clusters: Sequence[object], *, seed: int,
+                    n_boot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-attribute means (NaN rows ignored per attribute) and their cluster-bootstrap replicates.
+
+    Returns (means (A,), counts (A,), replicates (B, A)); one draw matrix serves every attribute, so
+    composites of the attribute means are bootstrapped on the same replicates."""
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(v)
+    codes, n_c = cluster_codes(list(clusters))
+    sums = np.zeros((n_c, v.shape[1]))
+    cnts = np.zeros((n_c, v.shape[1]))
+    np.add.at(sums, codes, np.where(ok, v, 0.0))
+    np.add.at(cnts, codes, ok.astype(float))
+    counts = cnts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums.sum(axis=0) / np.maximum(counts, 1), np.nan)
+        w = draw_counts(n_c, n_boot, seed) if n_c else np.zeros((n_boot, 0))
+        reps = (w @ sums) / (w @ cnts)
+    return means, counts, reps
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _ci(reps: np.ndarray) -> list[float | None] | None:
+    lo, hi = percentile_ci(reps)
+    return None if math.isnan(lo) else [float(lo), float(hi)]
+
+
+def _unit_mean(mat: np.ndarray) -> np.ndarray:
+    """Per-unit mean over the valid attributes (NaN when none)."""
+    with np.errstate(invalid="ignore"):
+        cnt = np.isfinite(mat).sum(axis=1)
+        return np.where(cnt > 0, np.nansum(mat, axis=1) / np.maximum(cnt, 1), np.nan)
+
+
+def aggregate_mentalbench(records: list[Record], ctx: RunContext) -> SubtaskResult:
+    """Per-source attribute means with cluster-bootstrap CIs (cluster = context), CSS/ARS composites
+    (default mode), parse-status counts per judge × attribute, gen_status counts, ensemble agreement,
+    self-preference and test–retest. `value` = the model's mean over the 7 attribute means."""
+    if not records:
+        return SubtaskResult.not_computed("no scored samples", "higher")
+    label = model_label(ctx, records)
+    members = judge_members(ctx)
+    repeats = judge_repeats(ctx)
+    aggregator, min_valid = ensemble_config(ctx, len(members))
+    # Published (fixed) replies are judged once: later epochs of the same item are duplicates.
+    recs = [r for r in records if not ("fixed_response" in r.metadata and r.epoch > 1)]
+    notes: list[str] = []
+    metrics: dict[str, Any] = {"model_label": label}
+
+    def source_of(r: Record) -> str:
+        return str(r.score.get("source", r.metadata.get("source", MODEL_SOURCE)))
+
+    # ------------------------------------------------------------- gen_status (model replies)
+    model_recs = [r for r in recs if source_of(r) == MODEL_SOURCE]
+    gen_counts = dict.fromkeys(GEN_STATUSES, 0)
+    for r in model_recs:
+        st = r.score.get("gen_status", "empty")
+        if r.error:
+            st = "error"
+        gen_counts[st] = gen_counts.get(st, 0) + 1
+    metrics["gen_status"] = gen_counts
+    metrics["no_response"] = sum(not r.score.get("valid", False) for r in model_recs)
+    pub = [r for r in recs if source_of(r) != MODEL_SOURCE]
+    if pub:
+        metrics["published_status"] = dict(Counter(str(r.score.get("gen_status")) for r in pub))
+        n_placeholder = sum(1 for r in pub if r.score.get("placeholder"))
+        if n_placeholder:
+            notes.append(f"faithful: {n_placeholder} missing published repl(ies) were judged as the text "
+                         "'nan', as in the original pipeline")
+
+    # ------------------------------------------------------------- per-source attribute means
+    by_source: dict[str, list[Record]] = {}
+    for r in recs:
+        by_source.setdefault(source_of(r), []).append(r)
+    per_source: dict[str, Any] = {}
+    model_value: float | None = None
+    model_ci: list[float | None] | None = None
+    for src, rs in by_source.items():
+        mat = _attr_matrix(rs)
+        means, counts, reps = attribute_means(mat, [r.cluster for r in rs], seed=ctx.seed, n_boot=ctx.n_boot)
+        entry: dict[str, Any] = {"n": len(rs), "label": label if src == MODEL_SOURCE else src}
+        for j, a in enumerate(ATTRIBUTES):
+            entry[a] = {"mean": _num(means[j]), "ci": _ci(reps[:, j]), "n": int(counts[j])}
+        if np.isfinite(means).all():
+            entry["mean7"] = float(means.mean())
+            entry["mean7_ci"] = _ci(reps.mean(axis=1))
+        else:
+            entry["mean7"], entry["mean7_ci"] = None, None
+        if ctx.mode == "default":
+            for name, group in (("css", CSS), ("ars", ARS)):
+                idx = [ATTRIBUTES.index(a) for a in group]
+                sub = mat[:, idx]
+                comp = np.where(np.isfinite(sub).all(axis=1), sub.mean(axis=1) if sub.size else np.nan, np.nan)
+                val, ci = bootstrap_mean(comp, [r.cluster for r in rs], seed=ctx.seed, n_boot=ctx.n_boot)
+                entry[name] = {"mean": _num(val), "ci": None if math.isnan(ci[0]) else list(ci),
+                               "n": int(np.isfinite(comp).sum())}
+        per_source[src] = entry
+        if src == MODEL_SOURCE:
+            model_value, model_ci = entry["mean7"], entry["mean7_ci"]
+    metrics["sources"] = per_source
+    if MODEL_SOURCE in per_source:
+        m = per_source[MODEL_SOURCE]
+        for a in ATTRIBUTES:
+            metrics[a] = m[a]["mean"]
+        if ctx.mode == "default":
+            metrics["css"] = m["css"]["mean"]
+            metrics["ars"] = m["ars"]["mean"]
+    if ORIGINAL in per_source:
+        metrics["original_mean7"] = per_source[ORIGINAL]["mean7"]
+    if ctx.mode == "faithful":
+        notes.append("faithful: scores from the strict parser (no range check); CSS/ARS composites are a "
+                     "default-mode extension and are not reported")
+
+    # ------------------------------------------------------------- parse statuses
+    status_counts: dict[str, dict[str, dict[str, int]]] = {}
+    unparsed: dict[str, dict[str, int]] = {}
+    for r in recs:
+        src = source_of(r)
+        for name, rating in (r.score.get("ratings") or {}).items():
+            per_attr = status_counts.setdefault(name, {a: {} for a in ATTRIBUTES})
+            bad = 0
+            for a in ATTRIBUTES:
+                st = rating["status"][a]
+                per_attr[a][st] = per_attr[a].get(st, 0) + 1
+                bad += st not in ("ok", "recovered")
+            u = unparsed.setdefault(name, {})
+            u[src] = u.get(src, 0) + bad
+    metrics["parse_status"] = status_counts
+    metrics["unparsed"] = unparsed
+    n_unparsed_judged = sum(
+        1 for r in recs for rating in (r.score.get("ratings") or {}).values() for a in ATTRIBUTES
+        if rating["status"][a] not in ("ok", "recovered", "no_response"))
+    metrics["n_unparsed"] = n_unparsed_judged
+    if n_unparsed_judged:
+        notes.append(f"{n_unparsed_judged} judge score(s) could not be parsed (counted per judge × attribute "
+                     "in parse_status; never dropped silently)")
+
+    # ------------------------------------------------------------- ensemble
+    judged = [r for r in recs if r.score.get("ratings")]
+    labels = [lab for lab, _ in members]
+    member_mats = {lab: np.array([[np.nan if v is None else v for v in
+                                   (rating_scores(r.score["ratings"][request_name(lab, 1, repeats)], ctx.mode)
+                                    .values())] for r in judged]).reshape(len(judged), len(ATTRIBUTES))
+                   for lab in labels}
+    if len(members) > 1:
+        n_incomplete = sum(1 for r in judged for a in ATTRIBUTES
+                           if (r.score.get("score_status") or {}).get(a) == "ensemble_incomplete")
+        metrics["ensemble"] = {"members": labels, "aggregator": aggregator, "min_valid": min_valid,
+                               "n_incomplete": n_incomplete,
+                               "member_means": {lab: _num(np.nanmean(m)) if np.isfinite(m).any() else None
+                                                for lab, m in member_mats.items()},
+                               "agreement": member_agreement(member_mats, ATTRIBUTES)}
+        judge_note = (f"scores: ensemble of {len(members)} judges ({', '.join(labels)}), {aggregator}, "
+                      f"min_valid={min_valid}")
+    else:
+        judge_note = f"scores: judge {labels[0]}"
+    notes.append(judge_note + ("" if repeats == 1 else f"; each judge asked {repeats} times, the first answer "
+                               "is the rating, the rest feed test–retest"))
+
+    # ------------------------------------------------------------- self-preference
+    src_family = [model_family(label) if source_of(r) == MODEL_SOURCE else SOURCE_FAMILY.get(source_of(r),
+                  model_family(source_of(r))) for r in judged]
+    judge_fam = {lab: model_family(model or lab) for lab, model in members}
+    if judged:
+        unit_scores = {lab: _unit_mean(m) for lab, m in member_mats.items()}
+        sp = self_preference(unit_scores, judge_fam, src_family, [r.cluster for r in judged], seed=ctx.seed,
+                             n_boot=ctx.n_boot)
+        model_fam = model_family(label)
+        for lab in labels:
+            sp[lab]["same_family"] = bool(model_fam is not None and judge_fam.get(lab) == model_fam)
+            if sp[lab]["same_family"]:
+                notes.append(f"judge {lab} is from the same family ({model_fam}) as the model under test: "
+                             "self-preference may inflate its scores (see self_preference)")
+        metrics["self_preference"] = sp
+
+    # ------------------------------------------------------------- test–retest
+    if repeats > 1 and judged:
+        tr: dict[str, Any] = {}
+        for lab in labels:
+            reps_mats = []
+            for k in range(1, repeats + 1):
+                name = request_name(lab, k, repeats)
+                reps_mats.append(np.array([[np.nan if v is None else v for v in
+                                            rating_scores(r.score["ratings"][name], ctx.mode).values()]
+                                           for r in judged]).reshape(len(judged), len(ATTRIBUTES)))
+            tr[lab] = retest_reliability(reps_mats, ATTRIBUTES)
+        metrics["test_retest"] = tr
+
+    # ------------------------------------------------------------- data notes
+    info = next((r.metadata.get("data") for r in recs if r.metadata.get("data")), None)
+    if info:
+        metrics["data"] = {k: info.get(k) for k in ("origin", "file", "counts", "duplicates_dropped",
+                                                    "generate_template_sha256", "judge_template_sha256")}
+        notes.extend(info.get("notes") or [])
+        if info.get("duplicates_dropped"):
+            notes.append(f"{info['duplicates_dropped']} row(s) with a duplicate context left out of the sample")
+    if ctx.mode == "faithful":
+        notes.append("faithful: the original judged at temperature 0.7; trustmh's judge calls run at "
+                     "temperature 0 with the run seed")
+
+    n_model = len(model_recs)
+    n_invalid = sum(1 for r in model_recs if r.score.get("mean7") is None)
+    if not model_recs or model_value is None:
+        # A rescore of published replies has no model under test: the primary value is not defined.
+        if not model_recs:
+            result = SubtaskResult.not_computed("no model under test (published replies only): see the "
+                                                "per-source scores in metrics.sources", "higher",
+                                                metrics=metrics, notes=notes)
+            result.method = "judge"
+            return result
+        return SubtaskResult.not_computed("no attribute has a valid judge score for the model", "higher",
+                                          n=n_model, n_invalid=n_invalid, metrics=metrics, notes=notes)
+    ci = tuple(model_ci) if model_ci else None
+    return SubtaskResult(value=model_value, ci=ci, n=n_model, n_invalid=n_invalid,  # type: ignore[arg-type]
+                         direction="higher", metrics=metrics, method="judge",
+                         notes=[f"value: mean over the 7 attributes (1–5, higher is better) of {label}"] + notes)

@@ -1,0 +1,168 @@
+"""Per-run results: sub-task results → results.json, results.csv (one row per metric), items.jsonl.
+
+Plain Python: live runs (via Inspect logs) and rescoring both end here. Files are written to a temporary
+name and renamed when complete, so a crash never leaves a half-written result.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trustmh
+from trustmh.catalogue import ANCHORS_VERSION, BY_ID
+from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, clean_json
+from trustmh.data.files import read_jsonl
+from trustmh.data.resolve import resolved_files
+from trustmh.results.leaderboard import normalised_summary
+from trustmh.storage import run_path, write_text_atomic
+
+if TYPE_CHECKING:
+    from trustmh.storage import Url
+
+
+@dataclass
+class RunResults:
+    model: str
+    ctx: RunContext
+    subtasks: dict[str, SubtaskResult]
+    records: dict[str, list[Record]] = field(default_factory=dict)
+    model_reported: str | None = None
+    errors: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        summary = normalised_summary({k: v for k, v in self.subtasks.items()}, self.ctx.mode)
+        judge = {"model": self.ctx.judge.model, "validated": self.ctx.judge.validated,
+                 "temperature": self.ctx.judge.temperature, "seed": self.ctx.judge.seed}
+        out: dict[str, Any] = {
+            "model": self.model,
+            "model_reported": self.model_reported,
+            "suite": self.ctx.suite,
+            "mode": self.ctx.mode,
+            "seed": self.ctx.seed,
+            "limit": self.ctx.limit,
+            "n_boot": self.ctx.n_boot,
+            "options": self.ctx.options,
+            "judge": judge,
+            "trustmh_version": trustmh.__version__,
+            "anchors_version": ANCHORS_VERSION,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "subtasks": {sid: self.subtasks[sid].to_json() for sid in _ordered(self.subtasks)},
+            "pillars": summary["pillars"],
+            "overall": summary["overall"],
+            "errors": self.errors,
+            "datasets": resolved_files(),
+        }
+        if self.ctx.suite == "starter":
+            out["notice"] = ("starter suite: items written by trustmh as a demonstration of the pipeline; "
+                             "not a substitute for the real datasets")
+        out.update(self.extra)
+        return clean_json(out)
+
+
+def _ordered(subtasks: dict[str, Any]) -> list[str]:
+    order = {sid: i for i, sid in enumerate(BY_ID)}
+    return sorted(subtasks, key=lambda s: order.get(s, len(order)))
+
+
+def metric_rows(results: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Flatten results.json into one row per (sub-task, metric); the primary metric is `value`."""
+    for sid, sub in results["subtasks"].items():
+        base = {"model": results["model"], "mode": results["mode"], "suite": results["suite"],
+                "pillar": sid.split("/")[0], "subtask": sid, "status": sub["status"],
+                "reason": sub.get("reason") or "", "direction": sub["direction"], "n": sub["n"],
+                "n_invalid": sub["n_invalid"], "method": sub.get("method") or "",
+                "judge": (sub.get("judge") or {}).get("model") or ""}
+        ci = sub.get("ci") or [None, None]
+        yield {**base, "metric": "value", "value": sub["value"], "ci_lo": ci[0], "ci_hi": ci[1]}
+        for name, value in sorted(sub.get("metrics", {}).items()):
+            if isinstance(value, dict | list):
+                continue  # confusion matrices and other structures live in results.json
+            yield {**base, "metric": name, "value": value, "ci_lo": None, "ci_hi": None}
+
+
+CSV_COLUMNS = ["model", "mode", "suite", "pillar", "subtask", "metric", "value", "ci_lo", "ci_hi", "n",
+               "n_invalid", "direction", "status", "reason", "method", "judge"]
+
+
+def results_csv(results: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in metric_rows(results):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def items_jsonl(run: RunResults) -> str:
+    lines = []
+    for sid in _ordered(run.records):
+        for rec in run.records[sid]:
+            lines.append(json.dumps(clean_json(rec.to_dict()), ensure_ascii=False, sort_keys=True))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write_run(run: RunResults, out_dir: Path | Url,
+              report: Callable[[dict[str, Any], dict[str, list[Record]]], str] | None = None) -> dict[str, Any]:
+    """Write results.json, results.csv and items.jsonl into `out_dir` (a path or a URL), and report.html
+    when given the function that renders it (`trustmh.report.run_report_html`, a floor above this one)."""
+
+    results = run.to_json()
+    write_text_atomic(out_dir / "items.jsonl", items_jsonl(run))
+    write_text_atomic(out_dir / "results.csv", results_csv(results))
+    write_text_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    if report is not None:
+        write_text_atomic(out_dir / "report.html", report(results, run.records))
+    return results
+
+
+def load_results(path: Path | Url | str) -> dict[str, Any]:
+
+    path = run_path(path)
+    file = path / "results.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TrustmhError(f"{file}: no results.json here (run `trustmh run --out {path}` first)") from exc
+    except UnicodeDecodeError as exc:
+        raise TrustmhError(f"{file}: not UTF-8 text (byte {exc.start}); is this a trustmh results.json?") from exc
+    except OSError as exc:
+        raise TrustmhError(f"{file}: cannot read ({exc.strerror or exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise TrustmhError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise TrustmhError(f"{file}: expected a JSON object, got {type(data).__name__}")
+    for key in ("model", "mode", "subtasks"):
+        if key not in data:
+            raise TrustmhError(f"{file}: missing field {key!r}; is this a trustmh results.json?")
+    if not isinstance(data["subtasks"], dict):
+        raise TrustmhError(f"{file}: field 'subtasks' must be an object of sub-task results")
+    for sid, sub in data["subtasks"].items():
+        missing = [k for k in ("value", "status", "direction", "n") if not isinstance(sub, dict) or k not in sub]
+        if missing:
+            raise TrustmhError(f"{file}: subtasks.{sid} lacks field(s) {', '.join(missing)}")
+    return data
+
+
+def load_items(path: Path | Url | str) -> list[dict[str, Any]] | None:
+    """The scored items of a run directory (items.jsonl), or None when the run has none (older runs)."""
+
+    path = run_path(path)
+    file = path.parent / "items.jsonl" if path.is_file() else path / "items.jsonl"
+    if not file.exists():
+        return None
+    rows = read_jsonl(file, name=str(file))
+    for lineno, row in enumerate(rows, start=1):
+        if "subtask" not in row or "item_id" not in row:
+            raise TrustmhError(f"{file}: record {lineno}: expected a record with 'subtask' and 'item_id'")
+    return rows
+
+
+__all__ = ["RunResults", "write_run", "load_results", "load_items", "results_csv", "metric_rows"]

@@ -1,0 +1,166 @@
+"""Inspect glue shared by single-turn tasks and conversations: bounded, seeded, cached model calls.
+
+Every model call of a run goes through here: `bounded_config` bounds it (per-attempt timeout, retries, a
+ceiling on the whole retry loop), `cache_policy` gives it its own response-cache entry, and `ask_judge` runs
+the one judge re-ask loop (`trustmh.judges.reask`) against an Inspect model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from inspect_ai.model import CachePolicy, GenerateConfig, Model, ResponseSchema, get_model
+from inspect_ai.scorer import SampleScore, metric
+from inspect_ai.solver import Generate, TaskState
+from inspect_ai.util import JSONSchema
+
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask
+from trustmh.judges.reask import ask_until_valid
+
+ITEM_KEY = "trustmh_item"
+
+
+DISPLAY_N_BOOT = 20
+
+
+SCORER_NAME = "trustmh_scorer"
+
+
+def item_from_metadata(metadata: dict[str, Any]) -> Item:
+    return Item(**metadata[ITEM_KEY])
+
+
+async def generate_once(state: TaskState, generate: Generate, ctx: RunContext) -> TaskState:
+    """One reply of the model under test, cached. A provider that answers 200 with no choices at all
+    (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
+    already cached the empty answer, which would otherwise come back on every retry, now and on resume."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return await generate(state, cache=cache_policy(ctx, attempt))
+        except IndexError:
+            if attempt == MAX_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def cache_policy(ctx: RunContext, attempt: int = 1, repeat: int = 1) -> CachePolicy | bool:
+    """Inspect's response cache (never expiring, one entry per epoch so sampled repeats stay independent,
+    per attempt for a re-asked request, and per repeat of a judge's test-retest); False with `--no-cache`."""
+    if not ctx.cache:
+        return False
+    scopes = {"attempt": str(attempt)} if attempt > 1 else {}
+    if repeat > 1:
+        scopes["repeat"] = str(repeat)
+    return CachePolicy(expiry=None, per_epoch=True, scopes=scopes)
+
+
+def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
+    """A GenerateConfig carrying the run's bounds: `attempt_timeout` abandons a hung request, `max_retries`
+    caps the retries and `timeout` the whole retry loop (so a dead endpoint costs at most about
+    timeout × (retries + 1) plus back-off). Used for every role: judges, ensemble members, patients."""
+    return GenerateConfig(max_retries=ctx.max_retries, attempt_timeout=ctx.timeout,
+                          timeout=ctx.timeout * (ctx.max_retries + 2), **fields)
+
+
+def judge_role(index: int) -> str:
+    """The Inspect model role of the ensemble's index-th member (the first is Inspect's `grader`)."""
+    return "grader" if index == 0 else f"grader_{index + 1}"
+
+
+def judge_model(ctx: RunContext, index: int = 0) -> Model:
+    """A judge: bound to temperature 0, the run's seed and its timeout/retries (Inspect's grader default
+    is unseeded and unbounded)."""
+    members = ctx.judges
+    default = members[index] if index < len(members) else ctx.judge.model
+    return get_model(role=judge_role(index), default=default, config=bounded_config(ctx, temperature=0.0,
+                                                                                     seed=ctx.seed))
+
+
+def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
+    """A judge's token limit: the request's own (sized to its bounded schema), never the model-under-test
+    cap; `-O judge_max_tokens=N` overrides it."""
+    override = ctx.options.get("judge_max_tokens")
+    return req.max_tokens if override is None else int(override)
+
+
+async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1) -> str:
+    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
+    if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
+        config.response_schema = judge_response_schema(req, ctx)
+
+    async def ask(attempt: int) -> str:
+        # each attempt has its own cache entry, so a re-ask reaches the judge again
+        return (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))).completion
+
+    return await ask_until_valid(ask, req.validate)
+
+
+# Every judge answers with one JSON object; where a provider can enforce that, ask it to.
+JUDGE_JSON = ResponseSchema(name="judgement", json_schema=JSONSchema(type="object"))
+
+
+def judge_response_schema(req: JudgeRequest, ctx: RunContext | None = None) -> ResponseSchema:
+    """The request's exact schema (keys and values its parser accepts), else any JSON object.
+    `-O judge_text_chars=N` shortens its free-text fields (the offline demo: scores, little prose)."""
+    if req.schema is None:
+        return JUDGE_JSON
+    schema = req.schema
+    chars = ctx.options.get("judge_text_chars") if ctx is not None else None
+    if chars is not None:
+        schema = shorten_free_text(schema, int(chars))
+    return ResponseSchema(name="judgement", json_schema=JSONSchema.model_validate(schema))
+
+
+def shorten_free_text(schema: dict[str, Any], chars: int) -> dict[str, Any]:
+    """A copy of a judge schema whose free-text string properties (not enums) allow at most `chars`."""
+    props = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        if prop.get("type") == "string" and "enum" not in prop:
+            prop = prop | {"maxLength": min(int(prop.get("maxLength", chars)), chars)}
+        props[key] = prop
+    return schema | {"properties": props}
+
+
+def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
+    """`-O judge_json_mode=1|0`; by default on for the in-process model, whose grammar guarantees JSON
+    (hosted providers differ in how they treat a schema, so they are left to the prompt)."""
+    if "judge_json_mode" in ctx.options:
+        return ctx.flag("judge_json_mode")
+    return bool(judge and judge.startswith("gguf/"))
+
+
+def capped(max_tokens: int, ctx: RunContext) -> int:
+    """`-O max_tokens_cap=N` bounds the model under test's replies (the offline demo uses it to stay quick);
+    judges have their own limit (`judge_tokens`)."""
+    cap = ctx.options.get("max_tokens_cap")
+    return max_tokens if cap is None else min(max_tokens, int(cap))
+
+
+def _primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyped-def]
+    # Inspect recomputes this for its progress display; only the point value is shown, so a token bootstrap
+    # keeps that cheap. The published intervals come from `trustmh.run.execute`, with the run's full n_boot.
+    display_ctx = replace(ctx, n_boot=DISPLAY_N_BOOT)
+
+    @metric(name=subtask.id.replace("/", "_"))
+    def primary() -> Any:
+        def compute(scores: list[SampleScore]) -> float:
+            result = subtask.aggregate(records_from_scores(scores), display_ctx)
+            return float("nan") if result.value is None else float(result.value)
+
+        return compute
+
+    return primary()
+
+
+def _inspect_value(score: dict[str, Any]) -> float:
+    """A per-sample number for Inspect's own display: correctness if the sub-task has it, else validity."""
+    for key in ("correct", "inspect_value"):
+        v = score.get(key)
+        if isinstance(v, bool | int | float):
+            return float(v)
+    return 1.0 if score.get("valid", True) else 0.0
+
+def records_from_scores(scores: list[SampleScore]) -> list[Record]:
+    return [Record(**s.score.metadata["record"]) for s in scores
+            if s.score.metadata and "record" in s.score.metadata]

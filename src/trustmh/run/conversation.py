@@ -1,0 +1,123 @@
+"""Inspect glue for conversation sub-tasks: play the turns, then judge the transcript. Thin by design.
+
+The steps mirror `trustmh.pillars.conversation.contract.run_conversations_offline`: for each turn the patient
+speaks (a scripted line, or the `patient` role's model, bound by the run's timeout/retries and cached),
+then the model under test answers through Inspect's `generate` (cached, so a resumed run does not pay
+again); afterwards each judge request goes to the `grader` role (temperature 0, seeded, exact JSON schema,
+up to three attempts) and the plain `score_turns` scores the transcript. The whole conversation is the
+sample's messages in the Inspect log, and `Record.metadata["turns"]` in items.jsonl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    Model,
+    get_model,
+)
+from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from trustmh.core import RunContext
+from trustmh.models import BUNDLED_MODEL
+from trustmh.pillars.conversation.contract import (
+    PATIENT_ROLE,
+    SCRIPT_MODEL,
+    ConversationSubtask,
+    conversation_record,
+    read_system_prompt,
+)
+from trustmh.run.calls import (
+    SCORER_NAME,
+    _primary_metric,
+    ask_judge,
+    bounded_config,
+    cache_policy,
+    generate_once,
+    item_from_metadata,
+    judge_model,
+)
+
+TURNS_KEY = "turns"
+# The patient writes short chat messages; a little sampling keeps its wording natural (seeded, cached).
+PATIENT_TEMPERATURE = 0.7
+PATIENT_MAX_TOKENS = 160
+STARTER_PATIENT_MAX_TOKENS = 48  # the offline demo's patient: a sentence or two
+
+
+def patient_model(ctx: RunContext) -> Model:
+    """The simulated patient: the `patient` role (bound by `trustmh run` from --patient), bounded and seeded."""
+
+    return get_model(role="patient", default=str(ctx.options.get("patient") or BUNDLED_MODEL),
+                     config=bounded_config(ctx, temperature=PATIENT_TEMPERATURE, seed=ctx.seed,
+                                           max_tokens=STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter"
+                                           else PATIENT_MAX_TOKENS))
+
+
+def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
+    kinds = {"system": ChatMessageSystem, "assistant": ChatMessageAssistant, "user": ChatMessageUser}
+    return [kinds[m["role"]](content=m["content"]) for m in messages]
+
+
+@solver
+def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
+    system = read_system_prompt(ctx)
+    model_label = str(ctx.options.get("model") or "model")
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        item = item_from_metadata(state.metadata)
+        turns: list[dict[str, Any]] = []
+        # the sample's input only names the conversation: the turns are built here, one by one
+        state.messages = [ChatMessageSystem(content=system)] if system else []
+        patient: Model | None = None
+        for i in range(subtask.n_turns(item, ctx)):
+            move = subtask.patient_turn(item, turns, ctx)
+            if move.text is not None:
+                said, who = move.text, SCRIPT_MODEL
+            else:
+                patient = patient or patient_model(ctx)
+                out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
+                said = out.completion
+                who = str(ctx.options.get("patient") or out.model or "patient")
+            turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
+            state.messages.append(ChatMessageUser(content=said))
+            state = await generate_once(state, generate, ctx)
+            turns.append({"role": "model", "content": state.output.completion, "model": model_label, "turn": i,
+                          "marks": {}})
+        state.metadata[TURNS_KEY] = turns
+        return state
+
+    return solve
+
+
+def _repeat_of(name: str) -> int:
+    return int(name.rsplit("#", 1)[1]) if "#" in name else 1
+
+
+def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
+    @scorer(metrics=[_primary_metric(subtask, ctx)], name=SCORER_NAME)
+    def make() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            item = item_from_metadata(state.metadata)
+            turns = list(state.metadata.get(TURNS_KEY) or [])
+            outputs: dict[str, str] | None = None
+            if ctx.has_judge:
+                judge = judge_model(ctx)
+                outputs = {}
+                for req in subtask.conversation_judge_requests(item, turns, ctx):
+                    outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
+            record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
+                                         extra={"model_reported": state.output.model})
+            valid = bool(record.score.get("valid", True))
+            return Score(value=1.0 if valid else 0.0, answer=f"{len(turns) // 2} turns",
+                         explanation="\n\n".join(f"[{k}] {v}" for k, v in (outputs or {}).items())
+                         or "scored by rule", metadata={"record": record.to_dict()})
+
+        return score
+
+    return make()

@@ -1,0 +1,39 @@
+"""One Inspect `@task` per sub-task, so `inspect eval trustmh/<task_name>` works.
+
+Task arguments (`-T name=value`): mode, suite, limit, seed, judge (a model string; enables judge scoring),
+judge_validated, and any sub-task option (e.g. `-T swmh_path=/data/swmh.csv`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+
+from trustmh.catalogue import ALL_TASKS, SubtaskInfo
+from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.run.tasks import build_task
+
+
+def _make(info: SubtaskInfo) -> Callable[..., Task]:
+    def subtask_task(mode: str = "default", suite: str = "trustmh", limit: int | None = None, seed: int = 0,
+                     judge: str | None = None, judge_validated: bool = False, **options: Any) -> Task:
+        ctx = RunContext(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
+                         limit=None if limit is None else int(limit),
+                         judge=JudgeInfo(model=judge, validated=bool(judge_validated), seed=int(seed)),
+                         options=dict(options))
+        try:
+            return build_task(info.id, ctx)
+        except TrustmhError as exc:
+            # Inspect prints a PrerequisiteError as its message alone: one clear line, not a traceback
+            raise PrerequisiteError(f"trustmh: error: {exc}") from None
+
+    subtask_task.__name__ = info.task_name
+    subtask_task.__doc__ = f"{info.title} ({info.id})"
+    return task(name=info.task_name)(subtask_task)
+
+
+TASKS: dict[str, Callable[..., Task]] = {info.task_name: _make(info) for info in ALL_TASKS}
+globals().update(TASKS)

@@ -1,0 +1,142 @@
+"""`trustmh rescore --format mentalbench`: re-judge the published MentalBench responses with new judge(s).
+
+Every published reply (the `response` column as source `original`, and each model column, §1.1) of the
+first `--limit` contexts in file order (the first 1,000 are the MentalAlign subset) is judged through
+Inspect by the live `mentalbench/generation` sub-task, which treats them as fixed replies: the "model" of
+the Inspect run is a replay stub that is never judged. Outputs: the usual results.json / results.csv /
+items.jsonl / report.html, plus `judge_long.csv` (+ `judge_long_all.csv`) and, when the MentalAlign
+workbooks are available, `human_long.csv`, so that
+
+    trustmh rescore --format mentalbench --from DIR --out OUT --judge MODEL [--judge MODEL2 ...] --limit 1000
+    trustmh align --human OUT/human_long.csv --judge OUT/judge_long.csv --mode default --out OUT/align.json
+
+measures the new judge(s) against the released expert ratings. In `faithful` mode the judges see the
+published text as it is (reasoning leaks included; a missing reply as `nan`) and scores come from the
+strict parser; in `default` mode reasoning is stripped, missing or reasoning-only replies are not judged
+(`no_response`), scores come from the robust parser, and human_long.csv leaves out the 19 rows whose human
+rating belongs to another conversation (§1.5).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from trustmh.catalogue import get_subtask
+from trustmh.core import JudgeInfo, Mode, RunContext, TrustmhError
+from trustmh.data import resolve
+from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
+from trustmh.pillars.mentalbench.generation import _find_data_file
+from trustmh.report import run_report_html
+from trustmh.results import RunResults, write_run
+from trustmh.run.execute import aggregate, model_label
+from trustmh.run.logs import records_from_log
+from trustmh.run.tasks import build_task
+
+SUBTASK_ID = "mentalbench/generation"
+NOTICE = ("rescore of the published MentalBench responses: every source is a fixed reply judged by the "
+          "judge(s) named here; no model was run")
+
+
+def _log(msg: str) -> None:
+    print(f"trustmh: {msg}", file=sys.stderr, flush=True)
+
+
+def _data_path(source: Path) -> Path:
+
+    if source.is_file():
+        return source
+    if not source.is_dir():
+        raise TrustmhError(f"--from {source}: not a file or directory")
+    files = _find_data_file(source)
+    return files[0] if len(files) == 1 else source
+
+
+def _replay_model() -> Any:
+    """A stand-in for the model under test: every item of a rescore is a fixed reply, so its output is
+    never used. Outputs carry token usage so that mockllm never looks for a tokenizer."""
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    def outputs(messages: Any, tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
+        out = ModelOutput.from_content(model="published", content="OK")
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return out
+
+    return get_model("mockllm/published", custom_outputs=outputs, memoize=False)
+
+
+def _mentalalign_dir(options: dict[str, Any]) -> Path | None:
+    if options.get("mentalalign_dir"):
+        return Path(options["mentalalign_dir"])
+
+    try:
+        return resolve("mentalalign", "mentalalign/Human_Judge/Human_judge.xlsx").parent.parent
+    except TrustmhError:
+        return None
+
+
+def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judges: list[Any],
+                        limit: int | None, options: dict[str, Any] | None = None, n_boot: int = 2000,
+                        display: str | None = None) -> int:
+    """Judge the published responses in `source` (a MentalBench CSV/Parquet/JSON(L) file, a folder holding
+    one, or a Hugging Face export folder) with `judges` (model strings; the first may also be an Inspect
+    `Model`). Returns 0, or 1 when some samples errored (see results.json `errors`)."""
+    from inspect_ai import eval as inspect_eval
+
+
+    if not judges:
+        raise TrustmhError("rescore --format mentalbench: name at least one judge (--judge MODEL)")
+    if limit is not None and limit < 1:
+        raise TrustmhError(f"--limit must be >= 1, got {limit}")
+    path = _data_path(Path(source))
+    labels = [model_label(j) for j in judges]
+    opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head",
+                            "model": f"published:{path.name}", **(options or {})}
+    if len(judges) > 1:
+        if not all(isinstance(j, str) for j in judges):
+            raise TrustmhError("an ensemble of judges must be given as model strings")
+        opts["judges"] = list(judges)
+    ctx = RunContext(mode=mode, seed=seed, suite="mentalbench", limit=limit,
+                     judge=JudgeInfo(model=labels[0], validated=False, seed=seed), options=opts, n_boot=n_boot)
+    subtask = get_subtask(SUBTASK_ID)
+    task = build_task(SUBTASK_ID, ctx)
+    _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "
+         f"(mode={mode}, limit={limit})")
+    logs = inspect_eval(task, model=_replay_model(), model_roles={"grader": judges[0]},
+                        log_dir=str(Path(out) / "logs"), display=display,  # type: ignore[arg-type]
+                        fail_on_error=False)
+    errors: list[str] = []
+    records = []
+    for log in logs:
+        recs, n_errors, _ = records_from_log(log)
+        records.extend(recs)
+        if log.status != "success":
+            errors.append(f"{SUBTASK_ID}: task {log.status}: {log.error.message if log.error else log.status}")
+        if n_errors:
+            errors.append(f"{SUBTASK_ID}: {n_errors} sample(s) errored")
+    result = aggregate(subtask, records, ctx, 0)
+    run = RunResults(model=f"published:{path.name}", ctx=ctx, subtasks={SUBTASK_ID: result},
+                     records={SUBTASK_ID: records}, errors=errors,
+                     extra={"notice": NOTICE, "source": str(path), "judges": labels})
+    out = Path(out)
+    write_run(run, out, report=run_report_html)
+    paths = export_long_table(records, out)
+    written = [out / "results.json", *paths.values()]
+    if "judge_long" not in paths:
+        _log("judge_long.csv not written: no judged reply can be paired with the human ratings")
+    ma_dir = _mentalalign_dir(opts)
+    if ma_dir is not None:
+        try:
+            try:
+                written.append(human_long_table(ma_dir, out / HUMAN_LONG,
+                                                exclude_misaligned=(mode == "default")))
+            except TrustmhError as exc:
+                if mode != "default":
+                    raise
+                _log(f"cannot leave out the misaligned human rows ({exc}); writing all rows")
+                written.append(human_long_table(ma_dir, out / HUMAN_LONG))
+        except TrustmhError as exc:
+            _log(f"human_long.csv not written: {exc}")
+    _log("wrote " + ", ".join(str(p) for p in written))
+    return 1 if errors else 0

@@ -1,0 +1,129 @@
+"""Keep API keys out of everything a run writes.
+
+Keys reach trustmh through the environment (`OPENAI_API_KEY`, `<SERVICE>_API_KEY`, …) and model args. trustmh
+never writes them itself, but a provider may quote the key in an error message (some gateways do), and
+Inspect then stores that message in the `.eval` log, in its trace log and on the console. After a run,
+every file under the run directory (`.eval` logs read and written back through `inspect_ai.log`), the trace
+log written during the run, and every console error are scrubbed of the values of such variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trustmh.storage import iter_files, write_text_atomic
+
+if TYPE_CHECKING:
+    from trustmh.storage import Url
+
+REDACTED = "[REDACTED]"
+# Environment variables whose values are secrets.
+_SECRET_NAME = re.compile(r"(API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.I)
+# Shorter values are not worth scrubbing (and "none", "1"… would match everywhere).
+MIN_SECRET_LEN = 8
+_TEXT_SUFFIXES = {".json", ".jsonl", ".csv", ".html", ".md", ".txt", ".log"}
+
+
+def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """The secret strings to scrub: values of *_API_KEY / *_KEY / *_TOKEN / *_SECRET / *_PASSWORD variables
+    and any `extra` (model args), longest first so a key containing another is scrubbed whole."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and v}
+    values.update(v for v in extra if v)
+    return sorted((v for v in values if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def scrub_file(path: Path | Url, secrets: list[str]) -> bool:
+    """Redact a text file (local or at a URL) in place (atomically); True when something was redacted."""
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    clean = redact(text, secrets)
+    if clean == text:
+        return False
+    write_text_atomic(path, clean)
+    return True
+
+
+def _encodings(secret: str) -> set[bytes]:
+    """The byte strings a secret can appear as inside a JSON document written as UTF-8."""
+    return {secret.encode(), json.dumps(secret)[1:-1].encode(),
+            json.dumps(secret, ensure_ascii=False)[1:-1].encode()}
+
+
+def eval_log_mentions(path: Path | Url, secrets: list[str]) -> bool:
+    """Whether any member of an `.eval` log (a zip of JSON documents) holds one of the secrets. Unreadable
+    as a zip counts as True, so that the caller takes the full path and fails loudly there."""
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd members on Python < 3.14)
+
+    needles = {encoded for secret in secrets for encoded in _encodings(secret)}
+    try:
+        opened = path.open("rb") if isinstance(path, Path) else path.fs.open(path.path, "rb")
+        with opened as fh, zipfile.ZipFile(fh) as zf:
+            for member in zf.namelist():
+                data = zf.read(member)
+                if any(n in data for n in needles):
+                    return True
+    except (OSError, zipfile.BadZipFile, NotImplementedError):  # NotImplementedError: unknown compression
+        return True
+    return False
+
+
+def scrub_eval_log(path: Path | Url, secrets: list[str]) -> bool:
+    """Redact an Inspect `.eval` log, read and written back through `inspect_ai.log`."""
+    from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+
+    # A byte search over the unzipped members first: the pydantic round trip below costs about 4 ms of
+    # CPU per sample and is almost never needed (a key only appears when a provider quotes it).
+    if not eval_log_mentions(path, secrets):
+        return False
+    log = read_eval_log(str(path))
+    dumped = log.model_dump_json()
+    clean = redact(dumped, secrets)
+    if clean == dumped:
+        return False
+    write_eval_log(EvalLog.model_validate_json(clean), str(path))
+    return True
+
+
+def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = None) -> list[Path | Url]:
+    """Scrub every log and text file under the run directory (a path or a URL: `.eval` logs are read and
+    written back through Inspect, which reads and writes URLs), and Inspect's trace logs written since
+    `since` (a time.time()); returns the files that held a secret."""
+
+    if not secrets:
+        return []
+    touched: list[Path | Url] = []
+    for path in iter_files(out):
+        if "cache" in path.relative_to(out).parts:  # type: ignore[arg-type]
+            continue
+        if path.suffix == ".eval":
+            if scrub_eval_log(path, secrets):
+                touched.append(path)
+        elif path.suffix in _TEXT_SUFFIXES and scrub_file(path, secrets):
+            touched.append(path)
+    if since is not None:
+        try:
+            from inspect_ai._util.trace import inspect_trace_dir
+
+            for path in inspect_trace_dir().glob("*.log"):
+                if path.stat().st_mtime >= since and scrub_file(path, secrets):
+                    touched.append(path)
+        except (ImportError, OSError):
+            pass
+    return touched

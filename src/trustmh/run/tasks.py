@@ -1,0 +1,197 @@
+"""Inspect glue: one generic Task built from any `trustmh.core.Subtask`. Thin by design.
+
+The steps mirror `trustmh.core.run_offline` exactly (generate → up to two re-asks on unparseable replies →
+judge calls in the `grader` role (and `grader_2`… for an ensemble) at temperature 0, seeded and bounded by
+the run's timeout/retries, up to three attempts each → plain `Subtask.score`, combined across an ensemble),
+so a live run and a rescore of imported outputs are scored by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from trustmh.catalogue import BY_ID, get_subtask
+from trustmh.core import (
+    Item,
+    JudgeInfo,
+    RunContext,
+    Subtask,
+    TrustmhError,
+    make_record,
+    max_reasks,
+)
+from trustmh.judges.ensemble import fans_out, judged_score
+from trustmh.pillars.conversation.contract import ConversationSubtask
+from trustmh.run.calls import (
+    ITEM_KEY,
+    SCORER_NAME,
+    _inspect_value,
+    _primary_metric,
+    ask_judge,
+    bounded_config,
+    capped,
+    generate_once,
+    item_from_metadata,
+    judge_model,
+)
+from trustmh.run.conversation import conversation_scorer, play_conversation
+
+
+def item_to_sample(item: Item) -> Sample:
+    messages: list[Any] = []
+    for turn in item.history or []:
+        cls = ChatMessageAssistant if turn["role"] == "assistant" else ChatMessageUser
+        messages.append(cls(content=turn["content"]))
+    messages.append(ChatMessageUser(content=item.prompt))
+    return Sample(id=item.id, input=messages, target=target_text(item.target), metadata={ITEM_KEY: asdict(item)})
+
+
+def target_text(target: Any) -> str:
+    """The gold answer as Inspect View shows it (TARGET); "" where the sub-task has none (judged replies)."""
+    if target is None:
+        return ""
+    return target if isinstance(target, str) else json.dumps(target, ensure_ascii=False)
+
+
+# Where sub-tasks keep the answer they read from a reply, in order of preference (Inspect View's ANSWER).
+ANSWER_KEYS = ("parsed", "pred", "choice", "label", "level", "rating", "verdict", "list")
+
+
+def answer_text(score: dict[str, Any]) -> str:
+    for key in ANSWER_KEYS:
+        if score.get(key) is not None:
+            value = score[key]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "" if score.get("valid", True) else "(invalid: no answer could be read)"
+
+
+def explanation_text(score: dict[str, Any], judge_raw: dict[str, str]) -> str:
+    """Why the sample scored as it did: the judge's rationale or its raw reply, else the rule."""
+    for key in ("rationale", "explanation"):
+        if isinstance(score.get(key), str) and score[key]:
+            return score[key]
+    if judge_raw:
+        return "\n\n".join(f"[{name}] {text}" for name, text in judge_raw.items())
+    return "scored by rule"
+
+
+@solver
+def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
+    """Generate; while the reply does not parse, ask again with the sub-task's format reminder (up to
+    MAX_ATTEMPTS in all)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state.metadata["reasks"] = 0
+        if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
+            # items that only carry a reply to be judged (e.g. a human reference response)
+            state.output = ModelOutput.from_content(model="none", content="")
+            return state
+        state = await generate_once(state, generate, ctx)
+        if subtask.format_reminder is None:
+            return state
+        item = item_from_metadata(state.metadata)
+        while (state.metadata["reasks"] < max_reasks(ctx.options)
+               and not subtask.parse_valid(item, state.output.completion, ctx)):
+            state.messages.append(ChatMessageUser(content=subtask.format_reminder))
+            state.metadata["reasks"] += 1
+            state = await generate_once(state, generate, ctx)
+        return state
+
+    return solve
+
+
+async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, dict[str, str]]:
+    """Raw judge outputs per ensemble member (request name → text); the same steps as `run_offline`."""
+    requests = subtask.judge_requests(item, response, ctx)
+    outputs: dict[str, dict[str, str]] = {}
+    if fans_out(requests, ctx):
+        for index, member in enumerate(ctx.judges):
+            model = judge_model(ctx, index)
+            outputs[member] = {req.name: await ask_judge(model, req, ctx) for req in requests}
+        return outputs
+    default = judge_model(ctx)
+    got: dict[str, str] = {}
+    for req in requests:
+        # a request that names its judge (MentalBench's own ensembles) gets that model, equally bounded
+        model = default if req.model is None else get_model(req.model, config=bounded_config(
+            ctx, temperature=0.0, seed=ctx.seed))
+        got[req.name] = await ask_judge(model, req, ctx)
+    outputs[ctx.judge.model or "judge"] = got
+    return outputs
+
+
+
+def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
+    @scorer(metrics=[_primary_metric(subtask, ctx)], name=SCORER_NAME)
+    def make() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            item = item_from_metadata(state.metadata)
+            response = state.output.completion
+            outputs = await call_judge(ctx, subtask, item, response) if ctx.has_judge else None
+            result, judge_raw = judged_score(subtask, item, response, outputs, ctx)
+            reasks = int(state.metadata.get("reasks", 0))
+            record = make_record(subtask, item, response, result, epoch=state.epoch,
+                                 finish_reason=state.output.stop_reason, judge_raw=judge_raw,
+                                 extra={"reasked": reasks > 0, "reasks": reasks,
+                                        "model_reported": state.output.model})
+            return Score(value=_inspect_value(result), answer=answer_text(result),
+                         explanation=explanation_text(result, judge_raw), metadata={"record": record.to_dict()})
+
+        return score
+
+    return make()
+
+
+def build_task(subtask_id: str, ctx: RunContext) -> Task:
+    """The Inspect Task for one sub-task under one run context."""
+    subtask = get_subtask(subtask_id)
+    reason = subtask.not_computed_reason(ctx)
+    if reason is not None:
+        raise TrustmhError(f"{subtask.id}: {reason}")
+    items = subtask.items(ctx)
+    if not items:
+        raise TrustmhError(f"{subtask.id}: no items to evaluate")
+    gen = subtask.generation(ctx)
+    config = GenerateConfig(temperature=gen.temperature, max_tokens=capped(gen.max_tokens, ctx),
+                            top_p=gen.top_p, seed=ctx.seed)
+    info = BY_ID[subtask.id]
+
+    if isinstance(subtask, ConversationSubtask):
+
+        solver, scorer_ = play_conversation(subtask, ctx), conversation_scorer(subtask, ctx)
+    else:
+        solver, scorer_ = generate_with_reask(subtask, ctx), trustmh_scorer(subtask, ctx)
+    return Task(
+        name=info.task_name,
+        dataset=MemoryDataset([item_to_sample(i) for i in items], name=subtask.id),
+        solver=solver,
+        scorer=scorer_,
+        config=config,
+        epochs=gen.epochs,
+        metadata={"trustmh_subtask": subtask.id, "trustmh_context": context_to_dict(ctx)},
+    )
+
+
+def context_to_dict(ctx: RunContext) -> dict[str, Any]:
+    return asdict(ctx)
+
+
+def context_from_dict(d: dict[str, Any]) -> RunContext:
+
+    d = dict(d)
+    d["judge"] = JudgeInfo(**d["judge"])
+    return RunContext(**d)

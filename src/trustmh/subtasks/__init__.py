@@ -1,1 +1,0 @@
-"""Sub-task implementations, one module per pillar (or family). Plain Python: no Inspect imports."""
