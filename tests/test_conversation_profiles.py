@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
-import trustmh.conversation as conversation
+import trustmh.pillars.conversation as conversation
 
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.profiles import patient_brief

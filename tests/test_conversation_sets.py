@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-import trustmh.conversation as conversation
+import trustmh.pillars.conversation as conversation
 
 from trustmh.pillars.conversation.scripts import load_scripts
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from trustmh.core import TrustmhError
-from trustmh.options import BY_MODULE, GLOBAL, check_options, known_keys
+from trustmh.options import all_options, check_options, known_keys
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "trustmh"
 READ = re.compile(r"""(?:options\.get\(|options\[|\.flag\(|_opt_int\(ctx, )["']([a-z0-9_]+)["']""")
 
 
 def test_every_key_read_is_declared() -> None:
-    declared = set(GLOBAL).union(*BY_MODULE.values())
+    declared = set(all_options())
     read = {m.group(1) for path in SRC.rglob("*.py") for m in READ.finditer(path.read_text(encoding="utf-8"))}
     assert read, "the pattern finds the keys"
     assert read - declared == set(), f"read but not declared in trustmh.options: {sorted(read - declared)}"
@@ -33,7 +33,7 @@ def test_every_data_hint_names_an_option_that_exists() -> None:
     """What `trustmh data list` and the resolver tell users to pass is an option `trustmh run` accepts."""
     from trustmh.data import DATASETS
 
-    declared = set(GLOBAL).union(*BY_MODULE.values())
+    declared = set(all_options())
     for ds in DATASETS.values():
         hint = ds.user_option
         if hint.startswith("-O "):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from trustmh.subtasks import safety
+from trustmh.pillars.safety import subtasks as safety
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trustmh import secrets as secrets_mod
+from trustmh.run import secrets as secrets_mod
 from trustmh.run.secrets import eval_log_mentions, redact, scrub_eval_log, secret_values
 
 KEY = "sk-test-0123456789abcdef"

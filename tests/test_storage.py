@@ -93,7 +93,7 @@ def test_a_run_and_its_continuation_on_a_memory_url() -> None:
 def test_the_ray_launcher_hands_the_url_on_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     """A URL is the same place on every node: the Ray shards get it as it is (a local path is made absolute),
     and each shard's redacted output is written beside them at the URL."""
-    from trustmh import launch
+    from trustmh.run import launch
 
     seen: list[list[str]] = []
 

@@ -1,4 +1,4 @@
-"""Generate the shipped synthetic conversation sets (src/trustmh/conversation/sets/*.json).
+"""Generate the shipped synthetic conversation sets (src/trustmh/pillars/conversation/sets/*.json).
 
 All wording is ours and synthetic; scripts never contain method details. Run:
     python tools/gen_conversation_sets.py
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "trustmh" / "conversation" / "sets"
+OUT = Path(__file__).resolve().parents[1] / "src" / "trustmh" / "pillars" / "conversation" / "sets"
 
 OPENERS = [
     ["Hi. I'm not sure why I'm writing, work has just been a lot lately.",

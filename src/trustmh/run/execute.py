@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh import rundir
+from trustmh.run import rundir
 from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
     JudgeInfo,

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.catalogue import BY_ID
 from trustmh.core import (
     NOT_COMPUTED,
     Direction,
@@ -176,7 +175,7 @@ class _Robustness(Subtask):
     def anchors(self, ctx: RunContext) -> tuple[float, float]:
         """(worst, best) of the base's primary metric in this mode (the normalisation anchors)."""
 
-        return BY_ID[self.base.id].anchors[ctx.mode]
+        return self.base.anchors[ctx.mode]
 
     def fast_replicates(self, ctx: RunContext) -> Replicates:
         raise NotImplementedError
