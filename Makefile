@@ -1,11 +1,12 @@
 # Quick start: `make demo` (install + offline run of the bundled model on the starter suite)
 #              `make test` (install + the test suite, offline)
+#              `make docs` (install + the documentation site, built strictly into site/)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test docs lint bench clean
 
 $(BIN)/trustmh: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +23,12 @@ test: install
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q
 
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site
+
 bench: install
 	taskset -c 0,1 $(BIN)/python benchmarks/mentalalign_bench.py
 	taskset -c 0,1 $(BIN)/python benchmarks/align_e2e.py
 
 clean:
-	rm -rf trustmh-out .pytest_cache
+	rm -rf trustmh-out .pytest_cache site
