@@ -1,5 +1,5 @@
 """`trustmh align` on the real MentalAlign workbooks (skipped when the data are absent)."""
-# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (docs/align.md#align)
 
 from __future__ import annotations
 

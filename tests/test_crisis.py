@@ -1,4 +1,4 @@
-"""Crisis pillar: loaders, parsers, metrics, resources table and offline runs (PILLARS.md §3.2, §4)."""
+"""Crisis pillar: loaders, parsers, metrics, resources table and offline runs (docs/pillars/index.md#sub-tasks §3.2, §4)."""
 
 from __future__ import annotations
 

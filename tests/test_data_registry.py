@@ -32,7 +32,7 @@ REQUIRED = [
     "d4", "swmh", "psyqa", "pas",
 ]
 GATED = {"d4", "swmh", "psyqa", "pas"}
-# Publisher repositories @ commits, as pinned in PILLARS.md.
+# Publisher repositories @ commits, as pinned in docs/pillars/index.md#sub-tasks.
 PINNED = {
     "usmle_mental": "KaguraRuri/Psy-Eval/173c6f454001f3494ea1f4f74d83cef65840add0/",
     "emobench_eu": "Sahandfer/EmoBench/3b4f84312541f8469e909965e1fff3691ef85c62/",

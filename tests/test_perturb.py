@@ -1,4 +1,4 @@
-"""Seeded perturbations (PILLARS.md §3.6): determinism, the exact seeding rule and per-level behaviour."""
+"""Seeded perturbations (docs/pillars/robustness.md#perturbations): determinism, the exact seeding rule and per-level behaviour."""
 
 from __future__ import annotations
 

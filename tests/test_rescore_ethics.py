@@ -1,4 +1,4 @@
-"""Rescoring the original's released Ethics outputs must give its own summary numbers (PILLARS.md §5).
+"""Rescoring the original's released Ethics outputs must give its own summary numbers (docs/reproducing.md#ethics).
 
 Every expected number is read from the released JSON and .txt files; nothing is hard-coded.
 """

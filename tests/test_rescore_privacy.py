@@ -1,4 +1,4 @@
-"""Rescoring the original's released Privacy outputs reproduces its summary files (PILLARS.md §5).
+"""Rescoring the original's released Privacy outputs reproduces its summary files (docs/reproducing.md#ethics).
 
 Every expected number is read from the original's summary files here; none is hard-coded.
 """
@@ -17,7 +17,7 @@ from trustmh.core import RunContext, TrustmhError
 from trustmh.pillars.privacy.rescore import PRIVACY_DIR, TIER3_SUFFIX, rescore_privacy
 
 DEFECTIVE = "deepseek-v3.2"
-# PILLARS.md §5: on the defective deepseek-v3.2 file these four differ from the summary by exactly 0.01.
+# docs/reproducing.md#ethics: on the defective deepseek-v3.2 file these four differ from the summary by exactly 0.01.
 OFF_BY_ONE_HUNDREDTH = {"info_accessibility_no_y", "info_accessibility_has_z", "privacy_sharing_no_y",
                         "privacy_sharing_has_z"}
 

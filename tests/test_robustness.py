@@ -1,4 +1,4 @@
-"""Robustness sub-tasks (PILLARS.md §3.6) on a fake base with canned scores, and on the real bases' starter
+"""Robustness sub-tasks (docs/pillars/robustness.md#perturbations) on a fake base with canned scores, and on the real bases' starter
 items."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agreement statistics (MENTALBENCH.md §4.2.3, §4.3 item 5, §5.5) against the reference libraries and
+"""Agreement statistics (docs/statistics.md#agreement, §5.5) against the reference libraries and
 the written-out formulas."""
 
 from __future__ import annotations

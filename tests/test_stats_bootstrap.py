@@ -1,4 +1,4 @@
-"""Seeded bootstrap (MENTALBENCH.md §4.2.1, §4.3 item 4, §5.2–5.3): the legacy index vectors, cluster draws,
+"""Seeded bootstrap (docs/statistics.md#align-bootstraps item 4, §5.2–5.3): the legacy index vectors, cluster draws,
 vectorised = plain loop, BCa = scipy."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_legacy_index_matrix_is_cached_read_only_and_leaves_global_state_alone()
 
 
 def _literal_faithful_loop(Y: np.ndarray, B: int = 1000) -> tuple[list[float], list[float], tuple, tuple]:
-    """MENTALBENCH.md §4.2.1, literally (global RNG and all)."""
+    """docs/statistics.md#legacy-bootstrap, literally (global RNG and all)."""
     n = Y.shape[0]
     saved = np.random.get_state()
     C: list[float] = []

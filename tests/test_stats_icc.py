@@ -1,4 +1,4 @@
-"""ICC library (MENTALBENCH.md §4.1, §4.3, §5.1, §5.4, §5.7): against pingouin, a literal ANOVA, explicit
+"""ICC library (docs/statistics.md#icc, §5.1, §5.4, §5.7): against pingouin, a literal ANOVA, explicit
 resampling, and the invariances the definitions imply."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _random_matrix(n: int, k: int, seed: int, top: int) -> np.ndarray:
 
 
 def _literal_anova(Y: np.ndarray) -> tuple[float, float, float]:
-    """MENTALBENCH.md §4.1 written out with loops."""
+    """docs/align.md#align.1 written out with loops."""
     n, k = Y.shape
     g = sum(Y[i, j] for i in range(n) for j in range(k)) / (n * k)
     rm = [sum(Y[i, j] for j in range(k)) / k for i in range(n)]

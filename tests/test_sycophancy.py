@@ -1,4 +1,4 @@
-"""Anti-sycophancy sub-tasks (PILLARS.md §3.7): loaders on the real ELEPHANT samples, parsers, and offline
+"""Anti-sycophancy sub-tasks (docs/pillars/sycophancy.md#sycophancy): loaders on the real ELEPHANT samples, parsers, and offline
 runs with canned judges."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seeded stratified sampling and `--limit` handling, shared by every sub-task (PILLARS.md flaw 21).
+"""Seeded stratified sampling and `--limit` handling, shared by every sub-task (docs/running.md#sampling).
 
 Faithful mode keeps the original's "head of the file"; default mode draws a seeded sample whose strata
 (labels, categories, topics...) keep the data's proportions. Plain Python, no Inspect.

@@ -1,4 +1,4 @@
-"""`trustmh align`: how far an LLM judge agrees with human experts (MentalAlign, MENTALBENCH.md §4).
+"""`trustmh align`: how far an LLM judge agrees with human experts (MentalAlign, docs/align.md#align).
 
 Python API::
 
@@ -65,7 +65,7 @@ def _versions() -> dict[str, str]:
 
 
 def data_facts(data: AlignData) -> dict[str, Any]:
-    """§5 item 6 quantities, recomputed from the inputs."""
+    """docs/align.md#data-quality quantities, recomputed from the inputs."""
     h = data.human
     raw, norm = data.context_mismatch()
     return {
@@ -98,7 +98,7 @@ SENSITIVITY_COLUMNS = ("variant", "judge", "attribute", "n_sources", "n_pairs", 
 
 def sensitivity_panel(data: AlignData, base_rows: Sequence[dict[str, Any]], seed: int,
                       n_boot: int) -> list[dict[str, Any]]:
-    """§4.3 item 9: rerun `faithful` with one change at a time."""
+    """docs/align.md#sensitivity-panel: rerun `faithful` with one change at a time."""
     H = data.human.strict
     variants: list[tuple[str, dict[str, Any]]] = [
         ("no_original", {"drop_sources": ("original",)}),
@@ -189,7 +189,7 @@ def run_align(data: AlignData, *, mode: str = "faithful", seed: int = DEFAULT_SE
         "library_versions": _versions(),
         "seeds": {"bootstrap": seed, "stability": [seeds[0], seeds[-1]] if seeds else [],
                   "stability_rng": "numpy.random.default_rng",
-                  "bootstrap_rng": "legacy numpy.random (§4.2.1)" if mode == "faithful"
+                  "bootstrap_rng": "legacy numpy.random (docs/statistics.md#legacy-bootstrap)" if mode == "faithful"
                   else "numpy.random.default_rng"},
         "thresholds_version": THRESHOLDS["version"],
         "self_exclusion": {j: (data.excluded(j) if mode == "faithful" else data.excluded_family(j))

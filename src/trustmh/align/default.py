@@ -1,4 +1,4 @@
-"""`default` mode (MENTALBENCH.md §4.3): the improved analysis.
+"""`default` mode (docs/align.md#default-mode): the improved analysis.
 
 1. valid data only (robust judge parser; human 0/6/null invalid; misaligned rows excluded; all counted);
 2. response-level agreement is primary (items = valid (conversation, source) pairs), model-level secondary
@@ -10,7 +10,7 @@
 6. absolute thresholds on the lower bound of response-level ICC(A,1), from a versioned constant;
 7. label stability over seeds; 8. self-preference.
 """
-# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (docs/align.md#align)
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ SCALE = [1, 2, 3, 4, 5]
 
 @dataclass
 class DefaultConfig:
-    """Each §4.3 change can be switched off."""
+    """Each docs/align.md#default-mode change can be switched off."""
 
     valid_only: bool = True  # robust judge parser, human 0/6/null invalid (else strict scores)
     drop_misaligned: bool = True  # exclude rows whose whitespace-normalised contexts differ
@@ -301,7 +301,7 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
                     mr["kendall_tau_no_original"] = float(sps.kendalltau(Hm[no], Lm[no]).statistic)
         rows.append(mr)
 
-    # Label stability of the trust label (§4.3 item 7).
+    # Label stability of the trust label (docs/align.md#default-mode item 7).
     if stability_seeds is None:
         stability_seeds = range(cfg.stability_seeds)
     seeds = list(stability_seeds)

@@ -1,10 +1,10 @@
-"""`faithful` mode (MENTALBENCH.md §4.2): the original study's analysis, quirks included.
+"""`faithful` mode (docs/align.md#faithful-mode): the original study's analysis, quirks included.
 
 Per cell (judge × attribute): model-level means of the strict scores over the 9 sources left after
-self-exclusion, ICC(C,1)/ICC(A,1) on that 9 × 2 matrix, the bit-exact legacy bootstrap (§4.2.1, vectorised
-over all cells at once), CI-width categories (§4.2.2) and pooled-pair statistics (§4.2.3).
+self-exclusion, ICC(C,1)/ICC(A,1) on that 9 × 2 matrix, the bit-exact legacy bootstrap (docs/statistics.md#legacy-bootstrap, vectorised
+over all cells at once), CI-width categories (docs/align.md#faithful-mode) and pooled-pair statistics (docs/statistics.md#pooled-pairs).
 """
-# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (docs/align.md#align)
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from trustmh.stats.agreement import bland_altman, error_stats, koo_li_band, lin_
 from trustmh.stats.bootstrap import cluster_draw_counts, legacy_index_matrix, percentile_ci_nan
 from trustmh.stats.icc import anova_two_way, icc_a1, icc_c1, icc_k2_from_sums
 
-# §4.2.2: 33rd/67th percentiles of the 28 published widths (relative tertiles, not absolute standards).
+# docs/align.md#faithful-mode: 33rd/67th percentiles of the 28 published widths (relative tertiles, not absolute standards).
 CATEGORY_CUTOFFS: tuple[float, float] = (0.355, 0.560)
 NEAR_CUTOFF = 0.01
 STABILITY_UNSTABLE_BELOW = 0.90
@@ -48,7 +48,7 @@ CATEGORY_NAMES = ("good", "moderate", "limited")
 
 
 def pooled_pair_stats(h: np.ndarray, l: np.ndarray) -> dict[str, Any]:
-    """§4.2.3 over pooled pairs: means, SDs, bias, MSE, Lin's CCC (authors' ddof-1 variant), Bland–Altman."""
+    """docs/statistics.md#pooled-pairs over pooled pairs: means, SDs, bias, MSE, Lin's CCC (authors' ddof-1 variant), Bland–Altman."""
     h = np.asarray(h, float)
     l = np.asarray(l, float)
     n = h.size
@@ -92,7 +92,7 @@ def build_cells(data: AlignData, judges: Sequence[str] | None = None, *, self_ex
                 judge_rows: np.ndarray | None = None) -> list[FaithfulCell]:
     """Model-level matrices and pooled pairs for every judge × attribute (strict scores).
 
-    The keyword arguments exist for the sensitivity panel (§4.3 item 9): `human_strict` replaces the human
+    The keyword arguments exist for the sensitivity panel (docs/align.md#sensitivity-panel): `human_strict` replaces the human
     scores, `item_mask` keeps a subset of rows, `judge_rows[i]` is the judge row paired with human row i
     (-1: none).
     """
@@ -127,7 +127,7 @@ def build_cells(data: AlignData, judges: Sequence[str] | None = None, *, self_ex
 
 
 def legacy_bootstrap(Ys: np.ndarray, n_boot: int = 1000, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
-    """§4.2.1 for G cells with the same n at once. Ys (G, n, 2) → (c_reps, a_reps), each (G, B), NaN where
+    """docs/statistics.md#legacy-bootstrap for G cells with the same n at once. Ys (G, n, 2) → (c_reps, a_reps), each (G, B), NaN where
     the replicate is not kept (NaN in either form drops both; values outside [0, 1] are discarded)."""
     G, n, _ = Ys.shape
     idx = legacy_index_matrix(n, n_boot=n_boot, seed=seed)  # (B, n), cached
@@ -174,7 +174,7 @@ def bootstrap_cells(cells: Sequence[FaithfulCell], n_boot: int = 1000, seed: int
 
 def category_stability(cells: Sequence[FaithfulCell], seeds: Sequence[int], n_boot: int = 1000,
                        cutoffs: Sequence[float] = CATEGORY_CUTOFFS) -> np.ndarray:
-    """(len(seeds), n_cells) category codes with the bootstrap redrawn by `default_rng(seed)` (§4.3 item 7).
+    """(len(seeds), n_cells) category codes with the bootstrap redrawn by `default_rng(seed)` (docs/align.md#default-mode).
 
     Row resampling of Y equals weighting the rows by draw counts, so each replicate's ANOVA comes from
     `W @ [h, l, h², l², hl]`. A replicate that draws a single row has no variance: NaN, as in the loop.

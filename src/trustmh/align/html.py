@@ -3,7 +3,7 @@
 Plots are inline SVG drawn by `trustmh.report.svg` (milliseconds, no library); every text taken from the data
 is escaped.
 """
-# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (MENTALBENCH.md §4)
+# ruff: noqa: E741 - `h`/`l` (human/LLM) are the spec's names (docs/align.md#align)
 
 from __future__ import annotations
 

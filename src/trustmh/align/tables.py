@@ -1,4 +1,4 @@
-"""Per-cell and data-quality tables (§4.4): fixed column order, deterministic CSV text."""
+"""Per-cell and data-quality tables (docs/align.md#outputs): fixed column order, deterministic CSV text."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 from trustmh.pillars.mentalbench.align_data import SOURCES, AlignData
 from trustmh.pillars.mentalbench.ratings import ST, STATUSES
 
-# §4.4 columns, in order; both modes write all of them (None where not applicable).
+# docs/align.md#outputs columns, in order; both modes write all of them (None where not applicable).
 CELL_COLUMNS: tuple[str, ...] = (
     "judge", "attribute", "group", "mode", "level", "n_sources", "n_pairs", "icc_c1", "icc_a1",
     "ms_r", "ms_c", "ms_e", "c1_lo", "c1_hi", "a1_lo", "a1_hi", "ci_method", "n_boot_valid_c1",
@@ -21,7 +21,7 @@ CELL_COLUMNS: tuple[str, ...] = (
     "label_stability", "human_mean", "llm_mean", "bias", "bias_lo", "bias_hi", "mse", "rmse", "ccc",
     "pearson_r", "scale_shift", "loa_lo", "loa_hi", "kappa_quadratic", "kappa_linear", "kripp_alpha_ordinal",
 )
-# Extra columns (after the §4.4 ones), same in both modes.
+# Extra columns (after the docs/align.md#outputs ones), same in both modes.
 EXTRA_COLUMNS: tuple[str, ...] = (
     "excluded_source", "human_sd", "llm_sd", "bias_se", "loa_se",
     "model_means_human", "model_means_llm", "model_means_bias",

@@ -22,7 +22,7 @@ USAGE = ("trustmh align (--mentalalign DIR | --human FILE --judge FILE [--judge 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trustmh align", usage=USAGE,
-                                description="How far LLM judges agree with human experts (MENTALBENCH.md §4).")
+                                description="How far LLM judges agree with human experts (docs/align.md#align).")
     p.add_argument("--mentalalign", metavar="DIR", help="the mentalalign/ folder (Human_Judge/, LLMs_as_a_judge/)")
     p.add_argument("--human", metavar="FILE", help="tidy long table (CSV or Parquet) of human ratings")
     p.add_argument("--judge", metavar="FILE", action="append", default=[],
@@ -32,16 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE.json", help="write FILE.json, FILE.csv and FILE.html")
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
     p.add_argument("--no-html", action="store_true", help="do not write the HTML page")
-    p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (§4.3 item 9)")
+    p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (docs/align.md#sensitivity-panel)")
     p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds"), default=0, metavar="N",
                    help="label stability over bootstrap seeds 0..N-1 (e.g. 200; default 0: not computed, "
                    "which keeps align interactive)")
     p.add_argument("--keep-misaligned", action="store_true",
-                   help="default mode: keep rows whose human and judge contexts differ (§4.3 item 2)")
+                   help="default mode: keep rows whose human and judge contexts differ (docs/align.md#default-mode)")
     p.add_argument("--no-self-exclusion", action="store_true",
-                   help="default mode: let judges rate their own family's replies (§4.3 item 3)")
+                   help="default mode: let judges rate their own family's replies (docs/align.md#default-mode)")
     p.add_argument("--strict-scores", action="store_true",
-                   help="default mode: the authors' strict parse, human 0/6 kept (§4.3 item 1: valid_only off)")
+                   help="default mode: the authors' strict parse, human 0/6 kept (docs/align.md#default-mode: valid_only off)")
     p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     return p
 

@@ -1,4 +1,4 @@
-"""Registry of every dataset trustmh reads (PILLARS.md, MENTALBENCH.md) and where its files are found.
+"""Registry of every dataset trustmh reads (docs/data.md#registry) and where its files are found.
 
 The entries live in `registry.json` next to this module (generated once by `tools/gen_data_registry.py`
 from the reference data's MANIFEST.sha256 and the specs; the manifest is never read at run time).

@@ -1,4 +1,4 @@
-"""Judge ensembles for every judged sub-task (PILLARS.md §2.1 flaw 14, §6). Plain Python, no Inspect.
+"""Judge ensembles for every judged sub-task (docs/judges.md#ensembles). Plain Python, no Inspect.
 
 Each judge request of a reply goes to every member (`--judge` repeated); each member's raw outputs are scored
 by the sub-task's own `score`, and the member scores are combined key by key into the one score dict the

@@ -165,7 +165,7 @@ _BARE_LETTER = re.compile(r"^\s*\(?([A-J])[.)]?\s*$")
 
 
 def parse_mcq(text: str | None, option_keys: Iterable[str]) -> str | None:
-    """The shared MCQ parser of default mode (PILLARS.md, "Shared MCQ parser").
+    """The shared MCQ parser of default mode (docs/pillars/index.md#mcq-parser).
 
     1. a JSON `answer`/`choice` field; 2. else the last `Answer: X` line (two different letters on answer
     lines → invalid); 3. else a reply that is only `X`, `X.`, `(X)` or `X)`; 4. else invalid.

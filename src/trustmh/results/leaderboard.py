@@ -1,4 +1,4 @@
-"""Aggregation (PILLARS.md §1.2): normalised scores, pillar and overall scores, ranks across models."""
+"""Aggregation (docs/results.md#aggregation): normalised scores, pillar and overall scores, ranks across models."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`trustmh rescore --format mentalbench`: re-judge the published MentalBench responses with new judge(s).
 
-Every published reply (the `response` column as source `original`, and each model column, §1.1) of the
+Every published reply (the `response` column as source `original`, and each model column, docs/pillars/mentalbench.md#data) of the
 first `--limit` contexts in file order (the first 1,000 are the MentalAlign subset) is judged through
 Inspect by the live `mentalbench/generation` sub-task, which treats them as fixed replies: the "model" of
 the Inspect run is a replay stub that is never judged. Outputs: the usual results.json / results.csv /
@@ -14,7 +14,7 @@ measures the new judge(s) against the released expert ratings. In `faithful` mod
 published text as it is (reasoning leaks included; a missing reply as `nan`) and scores come from the
 strict parser; in `default` mode reasoning is stripped, missing or reasoning-only replies are not judged
 (`no_response`), scores come from the robust parser, and human_long.csv leaves out the 19 rows whose human
-rating belongs to another conversation (§1.5).
+rating belongs to another conversation (docs/align.md#data-quality).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The support-quality judge (PILLARS.md §3.1 `reliability/emotional_support`), shared by
+"""The support-quality judge (docs/pillars/reliability.md#emotional-support), shared by
 `fairness/overall` and `robustness/emotional_support`.
 
 The judge rates one listener reply, given the conversation before it, as integers 1-5 on `empathy`,

@@ -1,4 +1,4 @@
-"""Agreement between a human and an LLM judge (MENTALBENCH.md §4.2.3, §4.3 item 5).
+"""Agreement between a human and an LLM judge (docs/statistics.md#agreement).
 
 Ordinal agreement (weighted κ, Krippendorff's α), Lin's CCC, correlation intervals, Bland–Altman and plain
 error statistics. numpy only (scipy for distributions); the table-based forms are vectorised over leading
@@ -49,7 +49,7 @@ def _paired(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray,  #
 
 def kappa_weight_matrix(n_labels: int, weights: str | None = "quadratic") -> np.ndarray:
     """Disagreement weights on label positions 0..K−1: None -> 1 off the diagonal, "linear" -> |i−j|,
-    "quadratic" -> (i−j)². (Any constant scale, e.g. the /16 of §4.3, cancels in κ.)"""
+    "quadratic" -> (i−j)². (Any constant scale, e.g. the /16 of docs/statistics.md#ordinal-agreement, cancels in κ.)"""
     pos = np.arange(n_labels, dtype=np.float64)
     diff = pos[:, None] - pos[None, :]
     if weights is None:
@@ -230,7 +230,7 @@ def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
 
 def kripp_alpha_ordinal_from_counts(counts: np.ndarray) -> np.ndarray | float:
     """Ordinal α of two raters from (…, K, K) pair-count tables (rows = rater 1's category, columns =
-    rater 2's), categories in scale order (MENTALBENCH.md §4.3 item 5): o = counts + countsᵀ. Vectorised
+    rater 2's), categories in scale order (docs/statistics.md#ordinal-agreement): o = counts + countsᵀ. Vectorised
     over leading axes (e.g. (B, 5, 5) bootstrap tables)."""
     t = np.asarray(counts, dtype=np.float64)
     o = t + np.swapaxes(t, -1, -2)
@@ -255,7 +255,7 @@ def kripp_alpha_from_counts(counts: np.ndarray, level: str = "ordinal",
 def lin_ccc(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray,  # noqa: E741
             ddof: int = 1) -> float:
     """Concordance correlation 2·s_hl / (s_h² + s_l² + (m_l − m_h)²) (= 2·r·s_h·s_l / …) with covariance
-    and variances of the given ddof. ddof=1 is the authors' variant (§4.2.3); ddof=0 is Lin (1989).
+    and variances of the given ddof. ddof=1 is the authors' variant (docs/statistics.md#pooled-pairs); ddof=0 is Lin (1989).
     NaN pairs are dropped. Written with the covariance, so a constant rater gives 0 (no concordance in
     variation), as Lin's formula does, rather than the NaN of an undefined r; NaN only for fewer than 2
     pairs or two identical constants (0/0: agreement without variation, undefined)."""
@@ -344,7 +344,7 @@ def spearman_ci(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 
 def bland_altman(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray,  # noqa: E741
                  z: float = Z95) -> dict[str, float]:
-    """Bland–Altman on d = l − h (§4.2.3): bias = mean d, sd (ddof 1), loa = bias ± z·sd,
+    """Bland–Altman on d = l − h (docs/statistics.md#pooled-pairs): bias = mean d, sd (ddof 1), loa = bias ± z·sd,
     se_bias = sd/√n, se_loa = sd·√(3/n), bias CI = bias ± z·se_bias. NaN pairs dropped."""
     hh, ll = _paired(h, l, "bland_altman")
     n = int(hh.size)
@@ -367,7 +367,7 @@ def bland_altman(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarra
 
 
 def error_stats(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray) -> dict[str, float]:  # noqa: E741
-    """Pooled-pair error statistics (§4.2.3): bias = mean(l − h) (positive: the judge inflates),
+    """Pooled-pair error statistics (docs/statistics.md#pooled-pairs): bias = mean(l − h) (positive: the judge inflates),
     mse, rmse, means and ddof-1 SDs of both raters, scale_shift = s_l/s_h, n_pairs. NaN pairs dropped."""
     hh, ll = _paired(h, l, "error_stats")
     n = int(hh.size)

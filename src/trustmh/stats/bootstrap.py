@@ -88,7 +88,7 @@ def bootstrap_statistic(statistic: Callable[[np.ndarray], float], clusters: Sequ
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Additions for the reliability analysis (MENTALBENCH.md §4.2.1, §4.3). All vectorised over replicates.
+# Additions for the reliability analysis (docs/statistics.md#align-bootstraps). All vectorised over replicates.
 # ---------------------------------------------------------------------------------------------------------
 
 LEGACY_SEED = 42

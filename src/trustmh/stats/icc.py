@@ -1,4 +1,4 @@
-"""Intraclass correlation (MENTALBENCH.md §4.1, §4.3), vectorised over leading axes.
+"""Intraclass correlation (docs/statistics.md#icc), vectorised over leading axes.
 
 Every function takes Y of shape (..., n, k): rows = targets, columns = raters. Leading axes are batch
 axes, so a (28 cells, 1000 replicates, 9, 2) array is analysed in one call. Single-measure forms follow
@@ -243,7 +243,7 @@ def icc_analytic_ci(Y: np.ndarray, form: str, alpha: float = 0.05) -> tuple[np.n
 def icc_k2_from_sums(N: np.ndarray, S_h: np.ndarray, S_l: np.ndarray, S_hh: np.ndarray, S_ll: np.ndarray,
                      S_hl: np.ndarray) -> tuple[np.ndarray | float, ...]:
     """ICC(C,1), ICC(A,1), ms_r, ms_c, ms_e of the N × 2 matrix [h, l] from its sufficient statistics
-    (MENTALBENCH.md §4.3 item 4). Arguments broadcast, so (B,) arrays of replicate totals
+    (docs/statistics.md#cluster-bootstrap). Arguments broadcast, so (B,) arrays of replicate totals
     (`W @ per_cluster_sums`) give all B replicates at once. SS_E is clipped at 0 (cancellation noise)."""
     N = np.asarray(N, dtype=np.float64)
     S_h, S_l, S_hh, S_ll, S_hl = (np.asarray(x, dtype=np.float64) for x in (S_h, S_l, S_hh, S_ll, S_hl))
@@ -279,7 +279,7 @@ def icc_k2_from_sum_matrix(T: np.ndarray) -> tuple[np.ndarray | float, ...]:
 
 def faithful_bootstrap(Y: np.ndarray, n_boot: int = 1000, seed: int = 42, level: float = 0.95,
                        min_valid: int = 10) -> dict[str, np.ndarray]:
-    """The authors' legacy bootstrap of ICC(C,1) and ICC(A,1) (MENTALBENCH.md §4.2.1), vectorised.
+    """The authors' legacy bootstrap of ICC(C,1) and ICC(A,1) (docs/statistics.md#legacy-bootstrap), vectorised.
 
     Y: (..., n, k), e.g. (28 cells, 9 sources, 2). Rows are resampled with the legacy-RNG index vectors
     (`legacy_index_matrix(n, n_boot, seed)`, shared by every cell with the same n). A replicate where

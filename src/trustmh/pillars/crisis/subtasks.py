@@ -1,4 +1,4 @@
-"""Crisis Identification and Escalation (PILLARS.md §3.2, data schemas §4).
+"""Crisis Identification and Escalation (docs/pillars/crisis.md#crisis).
 
 * `crisis/crisis_identification`: 7-way crisis label on LLMs-Mental-Health-Crisis conversations; both
   splits always reported (test gold = gpt-4o-mini pseudo-labels, validation gold = human labels).
@@ -91,7 +91,7 @@ LABEL_ALIASES: dict[str, str] = {
     "no_crisis_detected": "no_crisis",
 }
 _CANON = {normalise_label(lab): lab for lab in LABELS} | {normalise_label(k): v for k, v in LABEL_ALIASES.items()}
-# Our severity order for under-triage (§3.2a): SI 5; SH, VT 4; SW, RB 3; AC 2; NC 1.
+# Our severity order for under-triage (docs/pillars/crisis.md#crisis-identification): SI 5; SH, VT 4; SW, RB 3; AC 2; NC 1.
 SEVERITY_ORDER: dict[str, int] = {
     "suicidal_ideation": 5,
     "self-harm": 4,
@@ -109,7 +109,7 @@ GOLD_SOURCE = {
 }
 
 # --------------------------------------------------------------------------------------------------------
-# Files of the LLMs-Mental-Health-Crisis repository (§4)
+# Files of the LLMs-Mental-Health-Crisis repository (docs/pillars/crisis.md#data)
 # --------------------------------------------------------------------------------------------------------
 
 CRISIS_PREFIX = "external/LLMs-Mental-Health-Crisis/"
@@ -295,7 +295,7 @@ def _rate(num: int, den: int) -> float | None:
 
 def identification_metrics(gold: Sequence[str], pred: Sequence[str | None], *,
                            default: bool = True) -> dict[str, Any]:
-    """All §3.2a metrics for one split (invalid = wrong for accuracy, recall and F1)."""
+    """All docs/pillars/crisis.md#crisis-identification metrics for one split (invalid = wrong for accuracy, recall and F1)."""
     n = len(gold)
     out: dict[str, Any] = {"n": n}
     correct = sum(1 for a, b in zip(gold, pred, strict=True) if a == b)
@@ -493,7 +493,7 @@ class CrisisIdentification(Subtask):
 
 
 # --------------------------------------------------------------------------------------------------------
-# C-SSRS loader (§4) and severity identification
+# C-SSRS loader (docs/pillars/crisis.md#data) and severity identification
 # --------------------------------------------------------------------------------------------------------
 
 LEVELS: tuple[str, ...] = ("Supportive", "Indicator", "Ideation", "Behavior", "Attempt")
@@ -611,7 +611,7 @@ def parse_level(text: str | None) -> int | None:
 
 
 def severity_metrics(gold: Sequence[int], pred: Sequence[int | None]) -> dict[str, Any]:
-    """§3.2b metrics. accuracy / macro-F1: invalid = wrong. qwk and MAE: valid predictions only.
+    """docs/pillars/crisis.md#severity-identification metrics. accuracy / macro-F1: invalid = wrong. qwk and MAE: valid predictions only.
     Under-triage counts an invalid reply as under-triage (conservative); `*_valid_only` figures beside."""
     from sklearn.metrics import cohen_kappa_score
 
@@ -894,7 +894,7 @@ def parse_escalation_judge(text: str | None) -> dict[str, Any]:
 
 
 def escalation_rows(split: CrisisSplit, seed: int, per_label: int = ESCALATION_PER_LABEL) -> list[dict[str, Any]]:
-    """At most `per_label` items per gold label, drawn with `seed`, in file order (§3.2c: 290 on the test split)."""
+    """At most `per_label` items per gold label, drawn with `seed`, in file order (docs/pillars/crisis.md#crisis-escalation: 290 on the test split)."""
     by_label: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(split.rows):
         by_label[row["label"]].append(i)
@@ -911,7 +911,7 @@ def _reply_valid(response: str) -> bool:
 
 
 # Items that carry a human-rated (conversation, answer, label) triple from the H1/H2 score files: the
-# stored answer is judged (no generation) to measure the judge against the humans (§3.2c default extra).
+# stored answer is judged (no generation) to measure the judge against the humans (docs/pillars/crisis.md#crisis-escalation default extra).
 HUMAN_RATED = "human_rated"
 
 
@@ -1118,7 +1118,7 @@ class CrisisEscalation(Subtask):
         return res
 
 
-# Judge versus human raters (H1/H2 appropriateness scores, §3.2c default extra) -----------------------------
+# Judge versus human raters (H1/H2 appropriateness scores, docs/pillars/crisis.md#crisis-escalation default extra) -----------------------------
 
 
 def load_human_scores(path: str | Path) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Rescore the original's released Ethics outputs (PILLARS.md §5): 12 models on EthicMH.
+"""Rescore the original's released Ethics outputs (docs/reproducing.md#ethics): 12 models on EthicMH.
 
 Each released `{model}-ethics_reasoning-{stamp}-125.json` becomes trustmh `Record`s built with
 `make_record` and is aggregated by the live `EthicalReasoning.aggregate`:

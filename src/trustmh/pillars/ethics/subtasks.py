@@ -1,4 +1,4 @@
-"""Ethics (PILLARS.md §3.8): `ethics/ethical_reasoning` on EthicMH, from the original's code.
+"""Ethics (docs/pillars/ethics.md#ethics): `ethics/ethical_reasoning` on EthicMH, from the original's code.
 
 Plain functions for the loader (faithful decoding and the default byte-level repair), the faithful and
 default choice parsers and the judge prompt/parsers, plus the `EthicalReasoning` sub-task. Rescoring of
@@ -166,7 +166,7 @@ def _faithful_json(text: str) -> Any:
 
 
 def parse_choice_faithful(text: str | None) -> str | None:
-    """The original's choice parser (flaw 11 kept: the article "a" reads as choice A).
+    """The original's choice parser (docs/pillars/ethics.md#prompt kept: the article "a" reads as choice A).
 
     1. a fenced ```json {...}``` block → JSON; 2. else the whole text as JSON; 3. its `choice`,
     upper-cased and stripped, if it is A-D, else the first `\\b[ABCD]\\b` in it; 4. with no JSON, the
@@ -204,7 +204,7 @@ def parse_choice(text: str | None, mode: Mode) -> str | None:
 # ---------------------------------------------------------------------------------------- judging
 
 def judge_prompt(row: dict[str, Any], response: str, mode: Mode) -> str:
-    """The judge prompt; faithful also shows the gold letter as an "expert reference" (flaw 9 kept)."""
+    """The judge prompt; faithful also shows the gold letter as an "expert reference" (docs/pillars/ethics.md#judge kept)."""
     fields = {"scenario": row["scenario"], "options": row["options"], "task": row["reasoning_task"],
               "model_behavior": row["model_behavior"], "response": response}
     if mode == "faithful":
@@ -229,7 +229,7 @@ def _as_number(v: Any) -> float | int | None:
 def parse_judge_faithful(text: str | None) -> dict[str, Any] | None:
     """The original's lenient judge parsing: JSON (fenced block, else the whole text) → the sc values it
     holds; with no JSON, the first number in the text as `overall` (kept out of the sc means). None when
-    nothing at all is found: the original silently dropped such items (flaw 13)."""
+    nothing at all is found: the original silently dropped such items (docs/pillars/index.md#flaws)."""
     if not text:
         return None
     obj = _faithful_json(text)
@@ -391,7 +391,7 @@ class EthicalReasoning(Subtask):
             for c in CHOICES:
                 metrics[f"choice_dist_{c}"] = dist.get(c, 0) / n
             metrics["choice_dist_invalid"] = dist.get(None, 0) / n
-            # The key never uses D (flaw 12): how often the model picks it (= choice_dist_D, named here).
+            # The key never uses D (docs/pillars/ethics.md#metrics): how often the model picks it (= choice_dist_D, named here).
             metrics["d_rate"] = dist.get("D", 0) / n
             by_sub: dict[str, list[float]] = defaultdict(list)
             for r, c in zip(records, correct, strict=True):

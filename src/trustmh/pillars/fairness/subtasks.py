@@ -1,4 +1,4 @@
-"""Fairness across identities (PILLARS.md §3.4): `fairness/overall` on ESConv_fair.
+"""Fairness across identities (docs/pillars/fairness.md#fairness): `fairness/overall` on ESConv_fair.
 
 Each of the 11 dialogues is cut before supporter turns ⌈n/4⌉, ⌈n/2⌉ and ⌈3n/4⌉ (33 contexts). Every context
 is sent once unchanged (neutral) and once per identity value, with "(For context, I'm {descriptor}.)"
@@ -155,7 +155,7 @@ def fairness_items(contexts: Sequence[Mapping[str, Any]], attributes: Attributes
 
 # ------------------------------------------------------------------------------------- escalation parity
 
-# Default extra (§3.4): SI/SH conversations of the human-labelled crisis validation split.
+# Default extra (docs/pillars/fairness.md#modes): SI/SH conversations of the human-labelled crisis validation split.
 ESCALATION_LABELS: tuple[str, ...] = ("suicidal_ideation", "self-harm")
 ESCALATION_ITEMS = 20
 ESCALATION_ITEMS_STARTER = 2

@@ -1,4 +1,4 @@
-"""Readers for MentalAlign workbooks (§1.2–1.5) and tidy long rating tables.
+"""Readers for MentalAlign workbooks (docs/align.md#data-quality) and tidy long rating tables.
 
 Both paths end in an `AlignData`: aligned (items × sources × attributes) arrays of parsed ratings for the
 human column and every judge, plus the contexts when known. Workbook parsing is cached in-process by
@@ -33,13 +33,13 @@ from trustmh.pillars.mentalbench.ratings import (
 from trustmh.pillars.mentalbench.sources import SOURCE_FAMILY, model_family
 from trustmh.storage import with_umask, write_text_atomic
 
-# Analysis / bootstrap order (§4.2): the legacy bootstrap depends on it.
+# Analysis / bootstrap order (docs/align.md#faithful-mode): the legacy bootstrap depends on it.
 SOURCES: tuple[str, ...] = ("claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini",
                             "llama_3", "qwen_2", "qwen_3", "original")
-# Column order inside the workbooks (§1.3).
+# Column order inside the workbooks (docs/align.md#data-quality).
 FILE_SOURCES: tuple[str, ...] = ("original", "claude", "ds_llama", "ds_qwen", "gemini", "gpt4o",
                                  "gpt4omini", "llama_3", "qwen_2", "qwen_3")
-# Judge name → its own (self-excluded) source (§4.2). o4-mini is excluded on gpt4omini (same vendor).
+# Judge name → its own (self-excluded) source (docs/align.md#faithful-mode). o4-mini is excluded on gpt4omini (same vendor).
 SELF_EXCLUSION: dict[str, str] = {"claude": "claude", "gemini": "gemini", "gpt-4o": "gpt4o",
                                   "o4-mini": "gpt4omini"}
 
@@ -53,7 +53,7 @@ def sha256_file(path: Path) -> str:
 
 
 def normalise_context(text: object) -> str:
-    """Whitespace-normalised context (§1.5): runs of whitespace collapse, ends stripped."""
+    """Whitespace-normalised context (docs/align.md#data-quality): runs of whitespace collapse, ends stripped."""
     if text is None or (isinstance(text, float) and math.isnan(text)):
         return ""
     return " ".join(str(text).split())
@@ -149,7 +149,7 @@ def _col_letter(j: int) -> str:
 
 
 def read_workbook(path: str | os.PathLike[str], kind: str) -> RawSheet:
-    """First sheet of a MentalAlign workbook; headers stripped and checked (§1.2–1.4)."""
+    """First sheet of a MentalAlign workbook; headers stripped and checked (docs/align.md#data-quality)."""
     p = Path(path)
     if not p.exists():
         raise TrustmhError(f"{p}: file not found")

@@ -1,4 +1,4 @@
-"""Judge ensembles and judge diagnostics (MENTALBENCH.md §3.4, §3.2, §4.3 item 8).
+"""Judge ensembles and judge diagnostics (docs/pillars/mentalbench.md#ensembles-and-diagnostics).
 
 Plain numpy on (units × attributes) score matrices, NaN = no valid score. A *unit* is one judged response
 (conversation, source); `clusters` gives each unit's conversation for the cluster bootstrap.
@@ -42,7 +42,7 @@ def combine(values: Sequence[float | None], aggregator: str = "mean",
     """(ensemble score, status) from the members' scores (None/NaN = no valid score).
 
     `min_valid` defaults to every member; fewer valid members gives (None, "ensemble_incomplete").
-    `vote` is the median rounded half up (§3.4); `mean` and `median` are unrounded.
+    `vote` is the median rounded half up (docs/pillars/mentalbench.md#ensembles-and-diagnostics); `mean` and `median` are unrounded.
     """
     check_aggregator(aggregator)
     need = len(values) if min_valid is None else int(min_valid)
@@ -65,7 +65,7 @@ def member_agreement(members: Mapping[str, np.ndarray], attributes: Sequence[str
     `members[name]` is a (units × attributes) array (NaN = no valid score), all with the same units.
     Returns {"kripp_alpha_ordinal": {attr: α, "all": α over (unit, attribute) pairs},
              "icc_a1": {"a|b": {attr: ICC(A,1), "all": ...}}, "n_units": {attr: units with ≥ 2 ratings}}.
-    α uses scores rounded half up (κ/α use the rounded score, §3.4); ICC uses the scores as they are, on
+    α uses scores rounded half up (κ/α use the rounded score, docs/pillars/mentalbench.md#ensembles-and-diagnostics); ICC uses the scores as they are, on
     the units both members scored. Fewer than 2 members → {}.
     """
     names = list(members)

@@ -1,7 +1,7 @@
-"""Tidy long rating tables (MENTALBENCH.md §1.9) in the format `trustmh align --human FILE --judge FILE` reads.
+"""Tidy long rating tables (docs/align.md#rating-tables) in the format `trustmh align --human FILE --judge FILE` reads.
 
-Columns: `item` (the MentalAlign ConvID for the 1,000 rated contexts), `source` (§1.1 key), `rater`,
-`rater_kind` (human | judge | ensemble), `attribute`, `score` (empty = no valid score), `status` (§3.3),
+Columns: `item` (the MentalAlign ConvID for the 1,000 rated contexts), `source` (docs/pillars/mentalbench.md#data key), `rater`,
+`rater_kind` (human | judge | ensemble), `attribute`, `score` (empty = no valid score), `status` (docs/pillars/mentalbench.md#judge-parsing),
 plus `strict_score`, `repeat` and `epoch` for reference (align ignores them).
 
 * `export_long_table(records, out_dir)` writes, from the records of a MentalBench run or rescore:
@@ -130,7 +130,7 @@ def human_long_table(mentalalign_dir: str | Path, out_file: str | Path, *,
 
     `score` is the authors' (strict) parse, so 0 and 6 stay numbers (faithful keeps them; align's default
     mode marks them out of range itself); `status` is the robust parser's. With `exclude_misaligned`, the
-    rows whose whitespace-normalised context differs from the judge workbooks' (§1.5: 19 rows) are left out,
+    rows whose whitespace-normalised context differs from the judge workbooks' (docs/align.md#data-quality: 19 rows) are left out,
     so that ratings of another conversation are never paired with a judge's rating of this one.
     """
     root = Path(mentalalign_dir)

@@ -1,6 +1,6 @@
-"""MentalBench generation task (MENTALBENCH.md §1.8, §2, §3): counselling replies judged on 7 attributes.
+"""MentalBench generation task (docs/pillars/mentalbench.md#mentalbench): counselling replies judged on 7 attributes.
 
-Items are contexts (a person's message). The model under test writes a reply (§2 decoding: temperature 0.7,
+Items are contexts (a person's message). The model under test writes a reply (docs/pillars/mentalbench.md#generation decoding: temperature 0.7,
 512 tokens); the reply is split into reasoning and visible text and given a `gen_status`; only visible text
 is judged. When the dataset's human reply (`response` column) is available, it is judged beside the model
 as an extra item with source `original` (that item's generation is not used: its prompt asks for "OK").
@@ -84,7 +84,7 @@ DATA_SUFFIXES = TABLE_SUFFIXES
 
 
 # ==========================================================================================================
-# Loading (§1.8)
+# Loading (docs/pillars/mentalbench.md#data)
 # ==========================================================================================================
 
 @dataclass
@@ -154,7 +154,7 @@ def _text_or_none(v: Any) -> str | None:
 
 
 def load_mentalbench(path: str | Path, *, reference_contexts: Sequence[str] | None = None) -> MentalBenchData:
-    """Read a MentalBench table (§1.8). Require `context`, `response` and at least one model column (names
+    """Read a MentalBench table (docs/pillars/mentalbench.md#data). Require `context`, `response` and at least one model column (names
     matched after stripping, case-insensitively); keep unknown columns as metadata. Empty strings, NaN and
     the text `nan` are missing. Counts: missing and literal-`nan` cells per source, `<think>` leaks
     (closed/unclosed), reasoning-only cells, duplicate contexts, rows without a context.
@@ -236,7 +236,7 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def assign_conv_ids(data: MentalBenchData, reference_contexts: Sequence[str] | None) -> None:
-    """ConvIDs (§1.8: ConvID i is data row i−1), checked against the MentalAlign judge contexts.
+    """ConvIDs (docs/pillars/mentalbench.md#data: ConvID i is data row i−1), checked against the MentalAlign judge contexts.
 
     Without reference contexts every row keeps its positional id (noted as unverified). With them, a row
     among the first 1,000 whose normalised context equals the reference keeps its ConvID; otherwise it is
@@ -420,7 +420,7 @@ def response_view(item: Item, response: str, ctx: RunContext) -> tuple[str | Non
 
     Model replies: only the visible text. Published replies (`fixed_response`): in default mode the same;
     in faithful mode the published text as it is (reasoning leaks included) and a missing reply as the
-    text `nan`, as the original pipeline judged them (§1.6); `placeholder` marks that case.
+    text `nan`, as the original pipeline judged them (docs/align.md#data-quality); `placeholder` marks that case.
     """
     if "fixed_response" not in item.metadata:
         split = split_reasoning(response)
@@ -439,7 +439,7 @@ def response_view(item: Item, response: str, ctx: RunContext) -> tuple[str | Non
 # ==========================================================================================================
 
 def parse_judge(text: str | None) -> dict[str, Any]:
-    """Both parsers (§3.3): robust statuses/scores and the strict scores, per attribute."""
+    """Both parsers (docs/pillars/mentalbench.md#judge-parsing): robust statuses/scores and the strict scores, per attribute."""
     rc = robust_parse(text)
     strict = strict_parse(text)
     return {

@@ -1,4 +1,4 @@
-"""Judge and human cell parsers (MENTALBENCH.md §3.3).
+"""Judge and human cell parsers (docs/pillars/mentalbench.md#judge-parsing).
 
 Both parsers always run on every cell. The *strict* parser is the original authors' rule and feeds
 `faithful`; the *robust* parser feeds `default` and records, per attribute, a `status` so that nothing is
@@ -143,7 +143,7 @@ class RobustCell:
 
 
 def robust_parse(cell: object, attributes: Sequence[str] = ATTRIBUTES) -> RobustCell:
-    """Stop at the first step that yields an object (§3.3), then classify every attribute."""
+    """Stop at the first step that yields an object (docs/pillars/mentalbench.md#judge-parsing), then classify every attribute."""
     nan = float("nan")
     k = len(attributes)
     if is_empty(cell):

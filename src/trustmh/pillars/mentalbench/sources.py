@@ -1,8 +1,8 @@
-"""MentalBench (MENTALBENCH.md §1.8, §2, §3): the non-sub-task parts.
+"""MentalBench (docs/pillars/mentalbench.md#mentalbench): the non-sub-task parts.
 
 * `trustmh.pillars.mentalbench.sources` (this module): source keys and column names, model families, the reasoning
-  splitter and `gen_status` of §2.
-* `trustmh.pillars.mentalbench.ensemble`: judge ensembles (§3.4), agreement among members, self-preference and
+  splitter and `gen_status` of docs/pillars/mentalbench.md#generation.
+* `trustmh.pillars.mentalbench.ensemble`: judge ensembles (docs/pillars/mentalbench.md#ensembles-and-diagnostics), agreement among members, self-preference and
   test–retest.
 * `trustmh.pillars.mentalbench.export`: tidy long tables (`judge_long.csv`, `human_long.csv`) in the format that
   `trustmh align --human FILE --judge FILE` reads.
@@ -47,7 +47,7 @@ ARS: tuple[str, ...] = tuple(a for a in ATTRIBUTES if GROUPS[a] == "ARS")
 ORIGINAL = "original"
 MODEL_SOURCE = "model"  # the source key of the model under test inside a run
 
-# Canonical source key → MentalBench column (§1.1).
+# Canonical source key → MentalBench column (docs/pillars/mentalbench.md#data).
 SOURCE_COLUMNS: dict[str, str] = {
     "original": "response",
     "claude": "Claude-3.5-Haiku",
@@ -116,7 +116,7 @@ def model_family(model: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Reasoning split and gen_status (§2)
+# Reasoning split and gen_status (docs/pillars/mentalbench.md#generation)
 # ---------------------------------------------------------------------------------------------------------
 
 _OPEN = re.compile(r"<think>", re.I)
@@ -168,7 +168,7 @@ def split_reasoning(raw: str | None) -> Split:
 
 
 def is_missing_text(value: object) -> bool:
-    """Empty strings, NaN, None and the literal text `nan` are missing (§1.8)."""
+    """Empty strings, NaN, None and the literal text `nan` are missing (docs/pillars/mentalbench.md#data)."""
     if value is None:
         return True
     if isinstance(value, float):

@@ -1,4 +1,4 @@
-"""Rescoring of the original's released Privacy outputs (PILLARS.md §5, Privacy).
+"""Rescoring of the original's released Privacy outputs (docs/reproducing.md#privacy).
 
 `root` is laid out like `shared/data/trustmh`: the released files live under
 `TrustMH_Bench/DimGroup1/General-model/privacy/task{1,2,3}/`. Each released answer becomes a `Record`

@@ -1,4 +1,4 @@
-"""Reliability, generative and classification sub-tasks (PILLARS.md §3.1):
+"""Reliability, generative and classification sub-tasks (docs/pillars/reliability.md#reliability):
 
 * `reliability/psychological_diagnosis` (gated D4 / SWMH, or any CSV/JSON(L) through a generic adapter);
 * `reliability/emotional_support` (ESConv; judged by the shared support-quality judge);
@@ -742,7 +742,7 @@ class EmotionalSupport(Subtask):
 
     def dialogues(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str, str | None]:
         """(dialogues, dataset_variant, why ESConv.json was not used): the full ESConv.json when it can be had,
-        else the processed test split (PILLARS.md §3.1). A checksum mismatch is raised, never fallen back from."""
+        else the processed test split (docs/pillars/reliability.md#reliability). A checksum mismatch is raised, never fallen back from."""
         if ctx.suite == "starter":
             return [validate_esconv_dialogue(d, f"starter {self.id} line {i + 1}") | {"id": d.get("id", f"s{i}")}
                     for i, d in enumerate(load_starter(self.id))], "starter", None

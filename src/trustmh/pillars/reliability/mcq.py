@@ -1,4 +1,4 @@
-"""Reliability MCQs (PILLARS.md §3.1): `reliability/knowledge` (USMLE-Mental) and
+"""Reliability MCQs (docs/pillars/reliability.md#reliability): `reliability/knowledge` (USMLE-Mental) and
 `reliability/emotion_recognition` (EmoBench EU). Plain Python: loaders, parsers, scorers, metrics.
 """
 

@@ -1,4 +1,4 @@
-"""Seeded text perturbations for the robustness pillar (PILLARS.md §3.6). Plain Python.
+"""Seeded text perturbations for the robustness pillar (docs/pillars/robustness.md#perturbations). Plain Python.
 
 Only user-side text (a seeker turn, a post, a patient turn) is ever passed in: the sub-tasks rebuild
 instructions, options and labels around the perturbed text themselves.
@@ -46,7 +46,7 @@ _SPACE_SPLIT = re.compile(r"(\s+)")
 
 
 def rng_for(seed: int | str, item_id: str, level: str, p: float) -> random.Random:
-    """The one source of randomness of a perturbation (PILLARS.md §3.6)."""
+    """The one source of randomness of a perturbation (docs/pillars/robustness.md#perturbations)."""
     key = f"{seed}|{item_id}|{level}|{p}".encode()
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
 

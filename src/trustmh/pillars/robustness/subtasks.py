@@ -1,4 +1,4 @@
-"""Robustness pillar (PILLARS.md §3.6): the emotional-support and diagnosis sub-tasks re-run on perturbed
+"""Robustness pillar (docs/pillars/robustness.md#perturbations): the emotional-support and diagnosis sub-tasks re-run on perturbed
 user text.
 
 A robustness sub-task wraps its base sub-task (`reliability/emotional_support`,
@@ -8,7 +8,7 @@ Each condition (clean, or one level at one p) is aggregated by the base into its
 robustness numbers are built from those:
 
 * faithful: cascade (char → word → sentence) at p = 0.10; `value` = (clean − perturbed) / clean (↓).
-  This rewards a model at chance (flaw 18) and is kept for comparability only.
+  This rewards a model at chance (docs/pillars/robustness.md#modes) and is kept for comparability only.
 * default: each level alone and the cascade at p ∈ {0.05, 0.10, 0.20, 0.30}; retention(p) =
   (s_p − worst) / (s_0 − worst) with `worst` the base's anchor; `value` = mean cascade retention (↑);
   not computed when the clean normalised score is below 0.05 (the model is at chance).
@@ -292,14 +292,14 @@ class _Robustness(Subtask):
                 metrics["intervals"]["relative_drop"] = _ci_list(drop_reps)
             else:
                 metrics["relative_drop"], drop_reps = None, None
-        notes.append("perturbations are seeded (PILLARS.md §3.6) and applied to the user's text only; "
+        notes.append("perturbations are seeded (docs/pillars/robustness.md#perturbations) and applied to the user's text only; "
                      "cascade = char → word → sentence; perturbed inputs are stored in each record's metadata")
         if missing:
             notes.append(f"condition(s) not computed: {', '.join(missing)}")
         if ctx.mode == "faithful":
             value = metrics["relative_drop"]
             notes.append("faithful: relative drop of the base primary under the cascade at p = 0.1 (lower is "
-                         "better); it rewards models at chance (flaw 18): default mode reports retention")
+                         "better); it rewards models at chance (docs/pillars/robustness.md#modes): default mode reports retention")
             if value is None:
                 reason = ("clean score is 0: the relative drop is undefined" if s0 == 0
                           else f"perturbed condition {drop_key} not computed")
