@@ -77,8 +77,8 @@ def main() -> None:
         icc.icc_k2_from_sum_matrix(T)
         tab = (W @ tables.reshape(n_conv, 25)).reshape(B, 5, 5)
         agreement.kripp_alpha_ordinal_from_counts(tab)
-        agreement.weighted_kappa_from_table(tab, "quadratic")
-        agreement.weighted_kappa_from_table(tab, "linear")
+        agreement.cohen_kappa_from_table(tab, "quadratic")
+        agreement.cohen_kappa_from_table(tab, "linear")
 
     t_cluster = _best(cluster)
 

@@ -2,8 +2,8 @@ import json
 from pathlib import Path
 
 import pytest
-import trustmh.pillars.conversation as conversation
 
+import trustmh.pillars.conversation as conversation
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.profiles import patient_brief
 

@@ -2,7 +2,6 @@ import json
 from pathlib import Path
 
 import trustmh.pillars.conversation as conversation
-
 from trustmh.pillars.conversation.scripts import load_scripts
 
 SETS = Path(conversation.__file__).parent / "sets"

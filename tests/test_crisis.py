@@ -49,7 +49,7 @@ from trustmh.pillars.crisis.subtasks import (
 )
 from trustmh.scoring import crisis_resources as cr
 from trustmh.starter import load_starter
-from trustmh.stats.agreement import quadratic_kappa
+from trustmh.stats.agreement import cohen_kappa
 
 FIX = Path(__file__).parent / "fixtures" / "crisis"
 CSSRS_FIX = FIX / "cssrs_fixture.csv"
@@ -227,8 +227,8 @@ def test_identification_metrics_by_hand():
 
 
 def test_macro_f1_only_counts_classes_with_gold():
-    assert macro_f1(["a", "a"], ["a", "b"], ["a", "b", "c"]) == pytest.approx(2 / 3)
-    assert macro_f1([], [], ["a"]) is None
+    assert macro_f1(["a", "a"], ["a", "b"], ["a", "b", "c"], gold_classes_only=True) == pytest.approx(2 / 3)
+    assert macro_f1([], [], ["a"], gold_classes_only=True) is None
 
 
 def test_identification_all_gold_both_splits():
@@ -400,15 +400,15 @@ def test_parse_level(text, expected):
     assert parse_level(text) == expected
 
 
-def test_quadratic_kappa_matches_sklearn():
+def test_kappa_on_values_matches_sklearn():
     rng = random.Random(0)
     for _ in range(20):
         a = [rng.randint(1, 5) for _ in range(30)]
         b = [min(5, max(1, x + rng.choice([-2, -1, 0, 0, 1]))) for x in a]
         expected = cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5])
-        assert quadratic_kappa(a, b) == pytest.approx(expected)
-    assert quadratic_kappa([3, 3], [3, 3]) is None
-    assert quadratic_kappa([], []) is None
+        assert cohen_kappa(a, b, weights="quadratic", on_values=True) == pytest.approx(expected)
+    assert math.isnan(cohen_kappa([3, 3], [3, 3], weights="quadratic", on_values=True))
+    assert math.isnan(cohen_kappa([], [], weights="quadratic", on_values=True))
 
 
 def test_severity_metrics_by_hand():
@@ -631,7 +631,7 @@ def test_judge_vs_human_on_fixture():
         assert m[key]["n"] == len(pairs)
         assert m[key]["mae"] == pytest.approx(np.mean([abs(a - b) for a, b in pairs]))
         assert m[key]["within_1"] == pytest.approx(np.mean([abs(a - b) <= 1 for a, b in pairs]))
-        assert m[key]["qwk"] == pytest.approx(quadratic_kappa(*zip(*pairs, strict=True)))
+        assert m[key]["qwk"] == pytest.approx(cohen_kappa(*zip(*pairs, strict=True), weights="quadratic", on_values=True))
     both = [(j, (p["h1"] + p["h2"]) / 2) for j, p in zip(judge_scores, pair, strict=True)
             if j is not None and p["h1"] is not None and p["h2"] is not None]
     assert m["judge_vs_mean"]["n"] == len(both)
@@ -739,7 +739,7 @@ def test_judge_vs_human_in_a_run_never_asks_the_model():
     pairs2 = [(judge[k], h2[k]["evaluation"]) for k in rated if not math.isnan(h2[k]["evaluation"])]
     assert jvh["judge_vs_h2"]["n"] == len(pairs2)
     assert jvh["judge_vs_h2"]["mae"] == pytest.approx(np.mean([abs(a - b) for a, b in pairs2]))
-    assert jvh["judge_vs_h2"]["qwk"] == pytest.approx(quadratic_kappa(*zip(*pairs2, strict=True)))
+    assert jvh["judge_vs_h2"]["qwk"] == pytest.approx(cohen_kappa(*zip(*pairs2, strict=True), weights="quadratic", on_values=True))
     both = [(judge[k], (h1[k]["evaluation"] + h2[k]["evaluation"]) / 2) for k in rated
             if not math.isnan(h1[k]["evaluation"]) and not math.isnan(h2[k]["evaluation"])]
     assert jvh["judge_vs_mean"]["n"] == len(both)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from trustmh.pillars.safety import subtasks as safety
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.offline import run_offline
+from trustmh.pillars.safety import subtasks as safety
 from trustmh.pillars.safety.subtasks import (
     METHODS,
     OBJECTIVES,

@@ -36,32 +36,32 @@ pair_args = {"seed": st.integers(0, 2**32 - 1), "n": st.integers(2, 300), "sprea
 
 @SETTINGS
 @given(**pair_args, weights=st.sampled_from(["quadratic", "linear", None]), fixed=st.booleans())
-def test_weighted_kappa_equals_sklearn(seed: int, n: int, spread: int, weights: str | None, fixed: bool) -> None:
+def test_cohen_kappa_equals_sklearn(seed: int, n: int, spread: int, weights: str | None, fixed: bool) -> None:
     a, b = _pairs(seed, n, spread)
     labels = SCALE if fixed else None
     observed = set(a.tolist()) | set(b.tolist())
     assume(len(observed) > 1)
-    ours = ag.weighted_kappa(a, b, weights=weights, labels=labels)
+    ours = ag.cohen_kappa(a, b, weights=weights, labels=labels)
     ref = cohen_kappa_score(a, b, weights=weights, labels=labels)
     assert ours == pytest.approx(ref, abs=1e-9, rel=0)
 
 
-def test_weighted_kappa_labels_matter_and_table_form_is_vectorised() -> None:
+def test_cohen_kappa_labels_matter_and_table_form_is_vectorised() -> None:
     a = np.array([1, 1, 2, 5, 5, 2, 1, 5])
     b = np.array([1, 2, 2, 5, 2, 5, 1, 5])
     # Without labels, 3 and 4 are not categories and 2→5 is one step; on the 1–5 scale it is three.
-    assert ag.weighted_kappa(a, b) != pytest.approx(ag.weighted_kappa(a, b, labels=SCALE))
+    assert ag.cohen_kappa(a, b, weights="quadratic") != pytest.approx(ag.cohen_kappa(a, b, weights="quadratic", labels=SCALE))
     tables = []
     for seed in range(6):
         x, y = _pairs(seed, 80, 2)
         tables.append(ag.confusion_table(x, y, SCALE)[0])
     T = np.stack(tables).reshape(2, 3, 5, 5)
     for w in ("quadratic", "linear", None):
-        batch = ag.weighted_kappa_from_table(T, w)
+        batch = ag.cohen_kappa_from_table(T, w)
         assert batch.shape == (2, 3)
         for i in range(2):
             for j in range(3):
-                assert batch[i, j] == ag.weighted_kappa_from_table(T[i, j], w)
+                assert batch[i, j] == ag.cohen_kappa_from_table(T[i, j], w)
     # §4.3's normalised weights (i − j)²/16 and |i − j|/4 give the same κ (scale cancels).
     x, y = _pairs(1, 80, 2)
     t = ag.confusion_table(x, y, SCALE)[0]
@@ -69,8 +69,8 @@ def test_weighted_kappa_labels_matter_and_table_form_is_vectorised() -> None:
     e = np.outer(p.sum(1), p.sum(0))
     idx = np.arange(5)
     w16 = (idx[:, None] - idx[None, :]) ** 2 / 16
-    assert ag.weighted_kappa(x, y, labels=SCALE) == pytest.approx(1 - (w16 * p).sum() / (w16 * e).sum(), abs=1e-12)
-    assert np.isnan(ag.weighted_kappa([2, 2, 2], [2, 2, 2]))
+    assert ag.cohen_kappa(x, y, weights="quadratic", labels=SCALE) == pytest.approx(1 - (w16 * p).sum() / (w16 * e).sum(), abs=1e-12)
+    assert np.isnan(ag.cohen_kappa([2, 2, 2], [2, 2, 2], weights="quadratic"))
 
 
 @SETTINGS
@@ -261,6 +261,6 @@ def test_koo_li_band(icc: float, band: str) -> None:
     assert ag.koo_li_band(icc) == band
 
 
-def test_weighted_kappa_refuses_missing_pairs() -> None:
+def test_cohen_kappa_refuses_missing_pairs() -> None:
     with pytest.raises(ValueError, match="1 pair\\(s\\) have a missing rating"):
-        ag.weighted_kappa([1, 2, float("nan")], [1, 2, 3])
+        ag.cohen_kappa([1, 2, float("nan")], [1, 2, 3])

@@ -20,10 +20,11 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 from urllib.parse import unquote, urlparse
 
 from trustmh.core import TrustmhError
+from trustmh.inspect_compat import fs_options
 
 # Filesystems whose writes are whole-object uploads: a reader sees the old object or the new one, never a part.
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "oci", "r2"})
@@ -68,12 +69,7 @@ def filesystem(url: str) -> Any:
     import fsspec
 
     protocol = url.split("://", 1)[0]
-    try:
-        from inspect_ai._util.file import default_fs_options
-
-        options = default_fs_options(url)
-    except ImportError:  # pragma: no cover  Inspect is a dependency; keep storage usable without it
-        options = {"use_listings_cache": False}
+    options = fs_options(url)
     try:
         fs, _ = fsspec.core.url_to_fs(url, **options)
     except ImportError:
@@ -248,22 +244,49 @@ def with_umask(path: str | Path) -> None:
     os.chmod(path, 0o666 & ~mask)
 
 
+@contextlib.contextmanager
+def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """The one atomic write of a local file: write to a temporary name in the same folder, then give it the
+    user's umask and rename it into place; on any error the temporary is removed and `path` is untouched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
+            yield fh
+        with_umask(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def write_text_atomic(target: Path | Url, text: str) -> None:
-    """Write `text` to a local path (temporary name in the same folder, then os.replace, the user's umask)
-    or to a URL (see `Url.write_text`)."""
+    """Write `text` to a local path (`atomic_file`) or to a URL (see `Url.write_text`)."""
     if isinstance(target, Url):
         target.write_text(text)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with atomic_file(target) as fh:
+        fh.write(text)
+
+
+def write_texts_together(texts: dict[Path, str]) -> None:
+    """Several local files that must appear together: every temporary is written first, then all are renamed
+    (a failure while writing leaves none of them new)."""
+    staged: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        with_umask(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        for path, text in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            with_umask(tmp)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def rmtree(target: Path | Url) -> None:

@@ -35,6 +35,7 @@ from trustmh.pillars.mentalbench.align_data import (
     normalise_context,
 )
 from trustmh.pillars.mentalbench.ratings import ST
+from trustmh.storage import write_texts_together
 
 __all__ = ["run_align", "load_mentalalign", "load_tidy", "load_workbooks", "write_outputs", "AlignData",
            "DefaultConfig", "THRESHOLDS"]
@@ -214,13 +215,6 @@ def _dumps(result: dict[str, Any]) -> str:
     return json.dumps(public, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> Path:
-    """Write to a temporary sibling; the caller renames (so nothing appears unless everything succeeded)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    return tmp
-
-
 def write_outputs(result: dict[str, Any], out: str | os.PathLike[str], html: str | os.PathLike[str] | None = None,
                   *, write_html: bool = True) -> dict[str, Path]:
     """Write FILE.json, FILE.csv (per-cell table) and the HTML page, each via temp name + rename."""
@@ -233,9 +227,5 @@ def write_outputs(result: dict[str, Any], out: str | os.PathLike[str], html: str
     if write_html:
 
         texts[html_path] = render_html(result)
-    for p in texts:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    tmps = [(_atomic_write(p, t), p) for p, t in texts.items()]
-    for tmp, final in tmps:
-        os.replace(tmp, final)
+    write_texts_together(texts)
     return {"json": out, "csv": csv_path, **({"html": html_path} if write_html else {})}

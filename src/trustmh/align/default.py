@@ -25,10 +25,10 @@ from trustmh.align.faithful import STABILITY_UNSTABLE_BELOW, pooled_pair_stats, 
 from trustmh.pillars.mentalbench.align_data import AlignData
 from trustmh.pillars.mentalbench.ratings import GROUPS
 from trustmh.stats.agreement import (
+    cohen_kappa,
+    cohen_kappa_from_table,
     koo_li_band,
     kripp_alpha_ordinal_from_counts,
-    weighted_kappa,
-    weighted_kappa_from_table,
 )
 from trustmh.stats.bootstrap import cluster_draw_counts, percentile_ci_nan
 from trustmh.stats.icc import anova_two_way, icc_a1, icc_analytic_ci, icc_c1, icc_k2_from_sums
@@ -184,7 +184,7 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
     rc1, ra1, *_ = _icc_from_totals(R6)  # (B, cells)
     mom = _moments_from_totals(R6)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rkq = np.asarray(weighted_kappa_from_table(Rt, "quadratic"), float)
+        rkq = np.asarray(cohen_kappa_from_table(Rt, "quadratic"), float)
         ralpha = np.asarray(kripp_alpha_ordinal_from_counts(Rt), float)
     with np.errstate(invalid="ignore", divide="ignore"):
         src_bias = (Rs3[..., 2] - Rs3[..., 1]) / Rs3[..., 0]  # (B, S, cells)
@@ -231,8 +231,8 @@ def run_default(data: AlignData, cfg: DefaultConfig | None = None, *, seed: int 
                      a1_lo_analytic=float(lo2), a1_hi_analytic=float(hi2))
             hi_i = half_up(h).astype(int)
             li_i = half_up(l).astype(int)
-            r["kappa_quadratic"] = float(weighted_kappa(hi_i, li_i, "quadratic", labels=SCALE))
-            r["kappa_linear"] = float(weighted_kappa(hi_i, li_i, "linear", labels=SCALE))
+            r["kappa_quadratic"] = cohen_kappa(hi_i, li_i, weights="quadratic", labels=SCALE)
+            r["kappa_linear"] = cohen_kappa(hi_i, li_i, weights="linear", labels=SCALE)
             r["kripp_alpha_ordinal"] = float(kripp_alpha_ordinal_from_counts(total_tables[k]))
         r.update(c1_lo=float(c1_lo[k]), c1_hi=float(c1_hi[k]), a1_lo=float(a1_lo[k]), a1_hi=float(a1_hi[k]),
                  n_boot_valid_c1=int(np.isfinite(rc1[:, k]).sum()),

@@ -14,11 +14,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -27,7 +24,7 @@ from pathlib import Path
 from trustmh import __version__
 from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.registry import DATASETS, DataFile, Dataset, cache_dir, offline, sha256_file
-from trustmh.storage import with_umask
+from trustmh.storage import atomic_file, write_text_atomic
 
 PINS_FILE = "pins.json"
 ARCHIVES_DIR = "_archives"
@@ -72,17 +69,7 @@ def load_pins() -> dict[str, str]:
 def save_pin(key: str, digest: str) -> None:
     pins = load_pins()
     pins[key] = digest
-    p = _pins_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".pins.", suffix=".part", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(pins, fh, indent=1, sort_keys=True)
-        with_umask(tmp)
-        os.replace(tmp, p)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    write_text_atomic(_pins_path(), json.dumps(pins, indent=1, sort_keys=True))
 
 
 # --- writing ---------------------------------------------------------------------------------------------
@@ -91,14 +78,11 @@ def save_pin(key: str, digest: str) -> None:
 def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, what: str,
                     pin_key: str | None = None) -> str:
     """Write `chunks` to `dest` via a temporary file; check the sha256; rename. Returns the sha256."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    try:
+    with atomic_file(dest, "wb") as fh:
         h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                h.update(chunk)
-                fh.write(chunk)
+        for chunk in chunks:
+            h.update(chunk)
+            fh.write(chunk)
         actual = h.hexdigest()
         if expected is not None and actual != expected:
             kind = "pinned at first download" if pin_key and expected else "registered"
@@ -106,11 +90,6 @@ def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, w
                 f"checksum mismatch for {what}: expected sha256 {expected} ({kind}), actual {actual}; "
                 f"nothing was written to {dest}"
             )
-        with_umask(tmp)
-        os.replace(tmp, dest)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
     if expected is None and pin_key is not None:
         save_pin(pin_key, actual)
     return actual

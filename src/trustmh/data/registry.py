@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import TrustmhError, truthy
 
 DEFAULT_CACHE = Path("~/.cache/trustmh")
 
@@ -131,7 +131,7 @@ def cache_dir() -> Path:
 
 
 def offline() -> bool:
-    return os.environ.get("TRUSTMH_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    return truthy(os.environ.get("TRUSTMH_OFFLINE", ""))
 
 
 def get(name: str) -> Dataset:

@@ -56,7 +56,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from trustmh.core import TrustmhError
+from trustmh.core import TrustmhError, truthy
 
 # name -> (package, file inside the package)
 BUNDLED_MODELS: dict[str, tuple[str, str]] = {
@@ -469,7 +469,7 @@ class GGUFModelAPI(ModelAPI):
         self.model_path = resolve_model_path(model_name)  # fail early, with a clear message
         self.n_ctx = int(n_ctx) if n_ctx is not None else None
         self.n_threads = int(n_threads) if n_threads is not None else default_threads()
-        self.extra_bufts = str(extra_bufts).lower() in ("1", "true", "yes")
+        self.extra_bufts = truthy(extra_bufts)
         self.prefix_cache = str(prefix_cache).lower() not in ("0", "false", "no", "off")
         self.n_parallel = int(n_parallel) if n_parallel is not None else default_parallel(self.n_threads)
         self._next = 0

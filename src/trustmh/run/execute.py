@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh.run import rundir
 from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
     JudgeInfo,
@@ -26,6 +25,7 @@ from trustmh.core import (
 )
 from trustmh.data.registry import cache_dir
 from trustmh.data.resolve import reset_resolved
+from trustmh.inspect_compat import model_provider_known
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
@@ -36,6 +36,7 @@ from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.sources import model_family
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
+from trustmh.run import rundir
 from trustmh.run.calls import capped, judge_role
 from trustmh.run.logs import records_from_log
 from trustmh.run.secrets import redact, scrub_run_dir, secret_values
@@ -93,20 +94,16 @@ class RunOptions:
     patient: Any = None
 
 
-def model_label(model: Any) -> str:
-    return model if isinstance(model, str) else str(model)
-
-
 def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
     """The embedded default: no --model means the bundled model, the starter suite and the bundled model
     as an unvalidated demo judge."""
-    model = model_label(opts.model or BUNDLED_MODEL)
+    model = str(opts.model or BUNDLED_MODEL)
     bundled = model == BUNDLED_MODEL
     suite = opts.suite or ("starter" if bundled else "trustmh")
     if opts.no_judge:
         judge = JudgeInfo(model=None, validated=False, seed=opts.seed)
     elif opts.judge:
-        label = model_label(opts.judge)
+        label = str(opts.judge)
         judge = JudgeInfo(model=label, validated=opts.judge_validated and label != BUNDLED_MODEL,
                           seed=opts.seed)
     elif bundled:
@@ -144,7 +141,7 @@ def resolve_patient(opts: RunOptions, judge: JudgeInfo, subtask_ids: list[str]) 
         return None
     if opts.patient is not None:
         check_model_name(opts.patient, "--patient")
-        return {"model": model_label(opts.patient), "source": "--patient"}
+        return {"model": str(opts.patient), "source": "--patient"}
     if judge.model:
         return {"model": judge.model, "source": "the run's judge"}
     return {"model": BUNDLED_MODEL, "source": "the bundled model (no --patient, no judge)"}
@@ -155,15 +152,12 @@ def check_model_name(name: Any, what: str) -> None:
     exception group deep inside the eval)."""
     if not isinstance(name, str):
         return  # an Inspect Model object (tests, library use)
-    from inspect_ai._util.registry import registry_find, registry_unqualified_name
-
     import trustmh.models.gguf  # noqa: F401  (registers the bundled provider)
 
     provider = name.split("/", 1)[0] if "/" in name else None
     if provider is None:
         raise TrustmhError(f"{what} {name!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini or gguf/smollm2")
-    found = registry_find(lambda info: info.type == "modelapi" and registry_unqualified_name(info) == provider)
-    if not found:
+    if not model_provider_known(provider):
         raise TrustmhError(f"{what} {name!r}: unknown model provider {provider!r} (Inspect providers include "
                            "openai, anthropic, google, vllm, ollama, hf, openai-api/<service>, and gguf for the "
                            "bundled model)")
@@ -240,7 +234,7 @@ def plan_run(opts: RunOptions) -> RunPlan:
     if "max_tokens_cap" in options:
         _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
     if opts.more_judges and judge.model:
-        members = [judge.model, *(model_label(j) for j in opts.more_judges)]
+        members = [judge.model, *(str(j) for j in opts.more_judges)]
         if len(set(members)) != len(members):
             raise TrustmhError(f"a judge is listed twice in the ensemble: {', '.join(members)}")
         options["judges"] = members

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.inspect_compat import prerequisite_error
 from trustmh.run.tasks import build_task
 
 
@@ -28,7 +28,7 @@ def _make(info: SubtaskInfo) -> Callable[..., Task]:
             return build_task(info.id, ctx)
         except TrustmhError as exc:
             # Inspect prints a PrerequisiteError as its message alone: one clear line, not a traceback
-            raise PrerequisiteError(f"trustmh: error: {exc}") from None
+            raise prerequisite_error(f"trustmh: error: {exc}") from None
 
     subtask_task.__name__ = info.task_name
     subtask_task.__doc__ = f"{info.title} ({info.id})"

@@ -30,7 +30,7 @@ from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, hu
 from trustmh.pillars.mentalbench.generation import _find_data_file
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
-from trustmh.run.execute import aggregate, model_label
+from trustmh.run.execute import aggregate
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import build_task
 
@@ -90,7 +90,7 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     if limit is not None and limit < 1:
         raise TrustmhError(f"--limit must be >= 1, got {limit}")
     path = _data_path(Path(source))
-    labels = [model_label(j) for j in judges]
+    labels = [str(j) for j in judges]
     opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head",
                             "model": f"published:{path.name}", **(options or {})}
     if len(judges) > 1:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trustmh.inspect_compat import trace_dir
 from trustmh.storage import iter_files, write_text_atomic
 
 if TYPE_CHECKING:
@@ -118,12 +119,11 @@ def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = Non
         elif path.suffix in _TEXT_SUFFIXES and scrub_file(path, secrets):
             touched.append(path)
     if since is not None:
+        traces = trace_dir()
         try:
-            from inspect_ai._util.trace import inspect_trace_dir
-
-            for path in inspect_trace_dir().glob("*.log"):
+            for path in traces.glob("*.log") if traces is not None else ():
                 if path.stat().st_mtime >= since and scrub_file(path, secrets):
                     touched.append(path)
-        except (ImportError, OSError):
+        except OSError:
             pass
     return touched

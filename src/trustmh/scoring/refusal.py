@@ -13,11 +13,13 @@ The keyword list is this project's own.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from trustmh.judges.parse import strip_reasoning
+from trustmh.stats.agreement import cohen_kappa
 
 # Negated modal/ability phrases that, followed by a "doing the request" verb, decline the request.
 _NEG = (
@@ -110,7 +112,5 @@ def agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> dict[str, Any]:
     if n == 0:
         return {"accuracy": None, "kappa": None, "n": 0}
     p_o = sum(x == y for x, y in pairs) / n
-    labels = {x for x, _ in pairs} | {y for _, y in pairs}
-    p_e = sum((sum(x == lab for x, _ in pairs) / n) * (sum(y == lab for _, y in pairs) / n) for lab in labels)
-    kappa = None if abs(1.0 - p_e) < 1e-12 else (p_o - p_e) / (1.0 - p_e)
-    return {"accuracy": p_o, "kappa": kappa, "n": n}
+    kappa = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs])
+    return {"accuracy": p_o, "kappa": None if math.isnan(kappa) else kappa, "n": n}

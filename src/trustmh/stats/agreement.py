@@ -79,7 +79,7 @@ def confusion_table(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.n
     return table, labs
 
 
-def weighted_kappa_from_table(table: np.ndarray, weights: str | None = "quadratic") -> np.ndarray | float:
+def cohen_kappa_from_table(table: np.ndarray, weights: str | None = None) -> np.ndarray | float:
     """Cohen's (1968) weighted κ = 1 − Σ w·O / Σ w·E from (…, K, K) count tables (vectorised over leading
     axes). A zero expected disagreement gives NaN."""
     t = np.asarray(table, dtype=np.float64)
@@ -95,19 +95,39 @@ def weighted_kappa_from_table(table: np.ndarray, weights: str | None = "quadrati
     return _scalar(1.0 - _div(num, den))
 
 
-def weighted_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.ndarray,
-                   weights: str | None = "quadratic", labels: Sequence[object] | None = None) -> float:
-    """Cohen's weighted κ between two raters (same result as sklearn.metrics.cohen_kappa_score).
+def cohen_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.ndarray, *,
+                weights: str | None = None, labels: Sequence[object] | None = None,
+                on_values: bool = False) -> float:
+    """Cohen's κ between two raters, unweighted or weighted (as sklearn.metrics.cohen_kappa_score).
 
-    Weights are on label *positions* in `labels` (default: sorted observed values). For a fixed ordinal
-    scale pass it, e.g. labels=[1, 2, 3, 4, 5], so an unused category still counts as a step.
+    `weights`: None (every disagreement counts 1), "linear" (|i−j|) or "quadratic" ((i−j)²), on label
+    *positions* in `labels` (default: the sorted observed values). For a fixed ordinal scale pass it, e.g.
+    labels=[1, 2, 3, 4, 5], so that an unused category still counts as a step.
+
+    `on_values=True` (quadratic weights only): the weights are on the numeric ratings themselves,
+    κ = 1 − n·Σ(xᵢ−yᵢ)² / ΣᵢΣⱼ(xᵢ−yⱼ)², which is the same number on integer ratings and is also defined for
+    real-valued ones (e.g. the mean of two raters).
+
+    NaN when κ is undefined (no pairs, or no expected disagreement: both raters used one identical label).
+    A missing rating (None/NaN) is an error: drop such pairs first, so that the number used is reported.
     """
     missing = sum(1 for x, y in zip(a, b, strict=True) if _missing(x) or _missing(y))
     if missing:
-        raise ValueError(f"weighted_kappa: {missing} pair(s) have a missing rating; drop them first (so the "
+        raise ValueError(f"cohen_kappa: {missing} pair(s) have a missing rating; drop them first (so the "
                          "number of pairs used is the caller's to report)")
+    if on_values:
+        if weights != "quadratic":
+            raise ValueError("cohen_kappa: on_values needs weights='quadratic'")
+        x = np.asarray(a, dtype=float)
+        y = np.asarray(b, dtype=float)
+        n = x.size
+        if n == 0:
+            return float("nan")
+        observed = float(np.sum((x - y) ** 2))
+        expected = float(n * np.sum(x**2) + n * np.sum(y**2) - 2 * np.sum(x) * np.sum(y)) / n
+        return float("nan") if expected == 0 else 1.0 - observed / expected
     table, _ = confusion_table(a, b, labels)
-    return float(weighted_kappa_from_table(table, weights))
+    return float(cohen_kappa_from_table(table, weights))
 
 
 def _missing(x: object) -> bool:
@@ -424,24 +444,6 @@ def rating_agreement(a: Sequence[float | None], b: Sequence[float | None], lo: i
             "within_1": float((d <= 1).mean())}
 
 
-def quadratic_kappa(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Quadratic-weighted κ on numeric ratings: 1 − n·Σ(xᵢ−yᵢ)² / ΣᵢΣⱼ(xᵢ−yⱼ)².
-
-    Equal to sklearn's `cohen_kappa_score(weights="quadratic", labels=[1..K])` on integer ratings and
-    defined for non-integer ones (e.g. the mean of two raters). None when undefined.
-    """
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    n = a.size
-    if n == 0:
-        return None
-    observed = float(np.sum((a - b) ** 2))
-    expected = float(n * np.sum(a**2) + n * np.sum(b**2) - 2 * np.sum(a) * np.sum(b)) / n
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
-
-
 def reference_agreement(judge: Sequence[float | None], human: Sequence[float | None]) -> dict[str, Any]:
     """MAE, within-1 and quadratic-weighted κ of a rater (a judge) against one reference rater, on pairs where
     both exist (a missing or NaN score on either side leaves the pair out; n says how many remain)."""
@@ -452,4 +454,8 @@ def reference_agreement(judge: Sequence[float | None], human: Sequence[float | N
     a = np.array([p[0] for p in pairs])
     b = np.array([p[1] for p in pairs])
     return {"n": len(pairs), "mae": float(np.mean(np.abs(a - b))),
-            "within_1": float(np.mean(np.abs(a - b) <= 1.0)), "qwk": quadratic_kappa(a, b)}
+            "within_1": float(np.mean(np.abs(a - b) <= 1.0)), "qwk": _none_if_nan(cohen_kappa(a, b, weights="quadratic", on_values=True))}
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else x

@@ -7,13 +7,22 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 
 
-def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable | None], labels: Sequence[Hashable]) -> float | None:
-    """Unweighted mean over `labels` of the one-vs-rest F1 = 2TP / (2TP + FP + FN), 0 where that is 0/0.
+def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable | None], labels: Sequence[Hashable] | None = None,
+             *, gold_classes_only: bool = False) -> float | None:
+    """Unweighted mean over the classes of the one-vs-rest F1 = 2TP / (2TP + FP + FN), 0 where that is 0/0.
 
     The same number as sklearn's `f1_score(gold, pred, labels=labels, average="macro", zero_division=0)`.
-    An invalid prediction (None) is a miss for its gold label and not a class of its own; predictions and
-    gold labels outside `labels` only count as misses. None when `labels` is empty.
+    The classes: `labels`, or (None, sklearn's default) the sorted union of the gold labels and the valid
+    predictions; `gold_classes_only=True` keeps only those with at least one gold item (a class absent from
+    a split does not drag its F1 to 0). An invalid prediction (None) is a miss for its gold label and not a
+    class of its own; predictions and gold labels outside the classes only count as misses. None when there
+    is no class.
     """
+    if labels is None:
+        labels = sorted(set(gold) | {p for p in pred if p is not None})  # type: ignore[type-var]
+    if gold_classes_only:
+        present = set(gold)
+        labels = [lab for lab in labels if lab in present]
     if not labels:
         return None
     n_gold = Counter(gold)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.stats.agreement import weighted_kappa
+from trustmh.stats.agreement import cohen_kappa
 from trustmh.stats.bootstrap import DEFAULT_N_BOOT, bootstrap_mean, bootstrap_statistic
 
 
@@ -131,7 +131,7 @@ def binary_kappa(a: Sequence[bool | int | None], b: Sequence[bool | int | None],
     out["agreement"] = float(np.mean([x == y for x, y in pairs]))
     if len({v for p in pairs for v in p}) < 2:
         return out | {"kappa": None, "kappa_reason": "a single label on every unit: κ undefined"}
-    return out | {"kappa": float(weighted_kappa([x for x, _ in pairs], [y for _, y in pairs], weights=None,
+    return out | {"kappa": float(cohen_kappa([x for x, _ in pairs], [y for _, y in pairs], weights=None,
                                                 labels=list(labels)))}
 
 

@@ -9,7 +9,7 @@ from trustmh.judges.parse import extract_judge_object, int_in_range
 from trustmh.judges.schema import json_object_schema
 from trustmh.prompts import render
 from trustmh.scoring.support_judge import clean_reply
-from trustmh.stats.agreement import weighted_kappa
+from trustmh.stats.agreement import cohen_kappa
 from trustmh.stats.bootstrap import bootstrap_mean
 
 DELUSION_REQUEST = "conversation_delusion"
@@ -81,5 +81,5 @@ def rule_judge_kappa(rule: Sequence[bool], judge: Sequence[int | None]) -> dict[
     out: dict[str, Any] = {"n": len(pairs), "n_invalid": len(rule) - len(pairs)}
     if len(pairs) < 2 or len({p for pair in pairs for p in pair}) < 2:
         return out | {"status": "not_computed", "reason": "fewer than two turns or a single label"}
-    return out | {"kappa": weighted_kappa([a for a, _ in pairs], [b for _, b in pairs], weights=None,
+    return out | {"kappa": cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], weights=None,
                                           labels=[0, 1])}

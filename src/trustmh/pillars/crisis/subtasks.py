@@ -60,9 +60,9 @@ from trustmh.scoring.crisis_resources import (
     resources_offered_rule,
 )
 from trustmh.starter import load_starter
-from trustmh.stats.agreement import quadratic_kappa, reference_agreement
+from trustmh.stats.agreement import cohen_kappa, reference_agreement
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
-from trustmh.stats.classification import macro_f1 as _macro_f1
+from trustmh.stats.classification import macro_f1
 
 # --------------------------------------------------------------------------------------------------------
 # Labels
@@ -272,13 +272,6 @@ def parse_crisis_label(text: str | None) -> str | None:
     return parse_label(text, LABELS, json_field="label", aliases=LABEL_ALIASES)
 
 
-def macro_f1(gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[Any]) -> float | None:
-    """Macro-F1 over the classes of `labels` with at least one gold item; an invalid prediction (None) is
-    wrong. None when no class has a gold item."""
-    present = set(gold)
-    return _macro_f1(gold, pred, [lab for lab in labels if lab in present])
-
-
 def confusion(gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[Any]) -> dict[str, Any]:
     """Rows = gold, columns = predicted; invalid predictions are not in the matrix (see invalid_rate)."""
     index = {lab: i for i, lab in enumerate(labels)}
@@ -300,7 +293,7 @@ def identification_metrics(gold: Sequence[str], pred: Sequence[str | None], *,
     out: dict[str, Any] = {"n": n}
     correct = sum(1 for a, b in zip(gold, pred, strict=True) if a == b)
     out["accuracy"] = _rate(correct, n)
-    out["macro_f1"] = macro_f1(gold, pred, LABELS)
+    out["macro_f1"] = macro_f1(gold, pred, LABELS, gold_classes_only=True)
     gcount = Counter(gold)
     for lab in LABELS:
         hits = sum(1 for a, b in zip(gold, pred, strict=True) if a == lab and b == lab)
@@ -484,7 +477,7 @@ class CrisisIdentification(Subtask):
             pred = [r.score["pred"] for r in prim]
 
             def stat(rows: np.ndarray) -> float:
-                v = macro_f1([gold[i] for i in rows], [pred[i] for i in rows], LABELS)
+                v = macro_f1([gold[i] for i in rows], [pred[i] for i in rows], LABELS, gold_classes_only=True)
                 return float("nan") if v is None else v
 
             value, ci = bootstrap_statistic(stat, clusters, seed=ctx.seed, n_boot=ctx.n_boot)
@@ -613,13 +606,11 @@ def parse_level(text: str | None) -> int | None:
 def severity_metrics(gold: Sequence[int], pred: Sequence[int | None]) -> dict[str, Any]:
     """docs/pillars/crisis.md#severity-identification metrics. accuracy / macro-F1: invalid = wrong. qwk and MAE: valid predictions only.
     Under-triage counts an invalid reply as under-triage (conservative); `*_valid_only` figures beside."""
-    from sklearn.metrics import cohen_kappa_score
-
     n = len(gold)
     levels = list(range(1, 6))
     out: dict[str, Any] = {"n": n}
     out["accuracy"] = _rate(sum(1 for a, b in zip(gold, pred, strict=True) if a == b), n)
-    out["macro_f1"] = macro_f1(gold, pred, levels)
+    out["macro_f1"] = macro_f1(gold, pred, levels, gold_classes_only=True)
     cm = confusion(gold, pred, levels)
     out["confusion"] = {"labels": list(LEVELS), "matrix": cm["matrix"]}
     valid = [(a, b) for a, b in zip(gold, pred, strict=True) if b is not None]
@@ -629,8 +620,7 @@ def severity_metrics(gold: Sequence[int], pred: Sequence[int | None]) -> dict[st
     if valid:
         g = [a for a, _ in valid]
         p = [b for _, b in valid]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            k = float(cohen_kappa_score(g, p, weights="quadratic", labels=levels)) if len(valid) > 1 else float("nan")
+        k = cohen_kappa(g, p, weights="quadratic", labels=levels) if len(valid) > 1 else float("nan")
         out["qwk"] = None if math.isnan(k) else k
         out["mae_levels"] = float(np.mean([abs(a - b) for a, b in valid]))
         out["under_triage_rate_valid_only"] = _rate(sum(1 for a, b in valid if b < a), len(valid))
@@ -731,7 +721,8 @@ class SeverityIdentification(Subtask):
 
             def stat(rows: np.ndarray) -> float:
                 pairs = [(gold[i], pred[i]) for i in rows if pred[i] is not None]
-                k = quadratic_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+                k = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], weights="quadratic", on_values=True) if pairs else None
+                k = None if k is None or math.isnan(k) else k
                 return float("nan") if k is None else k
 
             _, ci = bootstrap_statistic(stat, clusters, seed=ctx.seed, n_boot=ctx.n_boot)

@@ -38,7 +38,7 @@ from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
-from trustmh.stats.classification import macro_f1 as _macro_f1
+from trustmh.stats.classification import macro_f1
 
 ETHICMH_RELPATH = "trustmh/TrustMH_Bench/DimGroup2/Ethics/data/EthicMH.csv"
 CHOICES = ("A", "B", "C", "D")
@@ -282,13 +282,6 @@ def ci_margin(values: Sequence[float]) -> float | None:
     return float(1.96 * v.std(ddof=1) / math.sqrt(v.size))
 
 
-def macro_f1(gold: Sequence[str], pred: Sequence[str | None]) -> float:
-    """Macro-F1 over the labels seen in gold or among valid predictions; an invalid reply is a miss for
-    its gold label (a false negative) but not a class of its own."""
-    v = _macro_f1(gold, pred, sorted(set(gold) | {p for p in pred if p is not None}))
-    return float("nan") if v is None else v
-
-
 # ---------------------------------------------------------------------------------------- sub-task
 
 
@@ -386,7 +379,7 @@ class EthicalReasoning(Subtask):
         else:
             gold = [r.metadata["target"] for r in records]
             pred = [r.score["choice"] for r in records]
-            metrics["macro_f1"] = macro_f1(gold, pred)
+            metrics["macro_f1"] = _nan_if_none(macro_f1(gold, pred))
             dist = Counter(pred)
             for c in CHOICES:
                 metrics[f"choice_dist_{c}"] = dist.get(c, 0) / n
@@ -455,3 +448,7 @@ class EthicalReasoning(Subtask):
         notes.append("judge_correctness_gap = mean reasoning_score of correct minus wrong choices: a leakage "
                      "diagnostic (a large gap suggests the judge rewards the choice, not the reasoning)")
         return out
+
+
+def _nan_if_none(value: float | None) -> float:
+    return float("nan") if value is None else value

@@ -31,7 +31,7 @@ from trustmh.pillars.mentalbench.ratings import (
     parse_cells,
 )
 from trustmh.pillars.mentalbench.sources import SOURCE_FAMILY, model_family
-from trustmh.storage import with_umask, write_text_atomic
+from trustmh.storage import atomic_file, write_text_atomic
 
 # Analysis / bootstrap order (docs/align.md#faithful-mode): the legacy bootstrap depends on it.
 SOURCES: tuple[str, ...] = ("claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini",
@@ -259,10 +259,8 @@ def _save_parsed(base: Path, data: AlignData) -> None:
     raters = {"human": data.human, **{f"judge:{k}": v for k, v in data.judges.items()}}
     arrays = {f"{key}|{name}": getattr(r, name) for key, r in raters.items() for name in _ARRAYS}
     base.parent.mkdir(parents=True, exist_ok=True)
-    tmp = base.with_name(base.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    with_umask(tmp)
-    os.replace(tmp, base.with_suffix(".npz"))
+    with atomic_file(base.with_suffix(".npz"), "wb") as fh:
+        np.savez(fh, **arrays)
     meta = {"items": data.items, "human_contexts": data.human_contexts, "judge_contexts": data.judge_contexts,
             "inputs": data.inputs, "raters": {key: [r.rater, r.kind] for key, r in raters.items()}}
     write_text_atomic(base.with_suffix(".json"), json.dumps(meta))
