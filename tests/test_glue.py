@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
 from canned import canned_model
 from trustmh import catalogue
-from trustmh.core import GenConfig, Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, SubtaskResult
+from trustmh.core import (
+    GenConfig,
+    Item,
+    JudgeInfo,
+    JudgeRequest,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    same_anchors,
+)
 from trustmh.judges.parse import judge_scores, parse_mcq
 from trustmh.offline import run_offline
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -21,6 +30,9 @@ class FakeMCQ(Subtask):
     """Three two-option questions; a judge rates each reply 1–5."""
 
     id = "reliability/knowledge"
+    task_name = "knowledge"
+    title = "A fake multiple-choice sub-task"
+    anchors = same_anchors(0.5, 1.0)
     judge_use = "secondary"
     format_reminder = "Please end with a line `Answer: <letter>`."
 
@@ -58,10 +70,9 @@ class FakeMCQ(Subtask):
 
 @pytest.fixture
 def fake_subtask(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("trustmh_fake_subtasks")
-    module.FakeMCQ = FakeMCQ  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trustmh_fake_subtasks", module)
-    monkeypatch.setitem(catalogue.IMPLEMENTATIONS, "reliability/knowledge", "trustmh_fake_subtasks:FakeMCQ")
+    real = catalogue.catalogue()
+    fake = dataclasses.replace(real, subtasks=tuple(FakeMCQ if c.id == FakeMCQ.id else c for c in real.subtasks))
+    monkeypatch.setattr(catalogue, "catalogue", lambda: fake)
 
 
 def model_reply(prompt: str, messages, config) -> str:  # noqa: ANN001

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trustmh.catalogue import BY_ID, get_subtask, is_implemented
-from trustmh.core import Item, JudgeInfo, Record, RunContext, Subtask, SubtaskResult
+from trustmh.core import Item, JudgeInfo, Record, RunContext, Subtask, SubtaskResult, same_anchors
 from trustmh.offline import run_offline
 from trustmh.pillars.robustness.perturb import perturb
 from trustmh.pillars.robustness.subtasks import (
@@ -32,6 +32,7 @@ class FakeBase(Subtask):
     """A judged base sub-task with the emotional-support anchors (1 → 5): the reply carries its own score."""
 
     id = ES_ID
+    anchors = same_anchors(1.0, 5.0)
     judge_use = "yes"
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:

@@ -6,7 +6,7 @@ is judged. When the dataset's human reply (`response` column) is available, it i
 as an extra item with source `original` (that item's generation is not used: its prompt asks for "OK").
 
 Data, in order: `-O mentalbench_path=FILE` (CSV, Parquet, JSON(L), or a Hugging Face export folder),
-`trustmh.data.resolve("mentalbench", ...)`; else, offline, the 1,000 rated contexts of the MentalAlign
+`trustmh.data.locate("mentalbench", ...)`; else, offline, the 1,000 rated contexts of the MentalAlign
 judge workbooks (no reference replies then). `-O mentalbench_starter=1` (or the starter suite) uses the
 project's own demo items.
 

@@ -172,7 +172,7 @@ class _Robustness(Subtask):
     def direction(self, mode: Mode) -> Direction:
         return "lower" if mode == "faithful" else "higher"
 
-    def anchors(self, ctx: RunContext) -> tuple[float, float]:
+    def base_anchors(self, ctx: RunContext) -> tuple[float, float]:
         """(worst, best) of the base's primary metric in this mode (the normalisation anchors)."""
 
         return self.base.anchors[ctx.mode]
@@ -271,7 +271,7 @@ class _Robustness(Subtask):
         reps = {k: stat([records[i] for i in groups[k]], draws[:, codes[groups[k]]], ctx)
                 for k in wanted if values.get(k) is not None}
 
-        worst, best = self.anchors(ctx)
+        worst, best = self.base_anchors(ctx)
         s0 = values[CLEAN]
         metrics: dict[str, Any] = {
             "clean": s0,
