@@ -67,7 +67,7 @@ def test_tier1_r_matches_summary(results, pdir: Path) -> None:
 
 def test_tier1_maps_parsed_not_raw(results) -> None:
     """On at least one model the raw text maps differently from `parsed` (the "very" trap)."""
-    from trustmh.pillars.privacy.subtasks import map_tier1_faithful
+    from trustmh.pillars.privacy.parse import map_tier1_faithful
 
     differing = 0
     for entry in results.values():

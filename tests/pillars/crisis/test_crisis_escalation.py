@@ -1,59 +1,43 @@
-"""Crisis pillar: loaders, parsers, metrics, resources table and offline runs (docs/pillars/index.md#sub-tasks §3.2, §4)."""
+"""crisis/crisis_escalation: the resources table, the rubric, the judge and the judge against the human raters (docs/pillars/crisis.md#crisis-escalation)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
-import random
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score, f1_score
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.offline import run_offline
-from trustmh.pillars.crisis.subtasks import (
+from trustmh.pillars.crisis.data import (
     CRISIS_FILES,
-    CRISIS_LABELS,
     LABELS,
-    LEVELS,
-    CrisisEscalation,
-    CrisisIdentification,
-    SeverityIdentification,
     canonical_label,
+    load_crisis_split,
+    load_human_scores,
+    load_rater_pair,
+)
+from trustmh.pillars.crisis.escalation import (
+    CrisisEscalation,
     escalation_judge_prompt,
     escalation_rows,
-    escalation_rubric,
-    identification_metrics,
     judge_human_triples,
     judge_vs_human_metrics,
-    load_crisis_split,
-    load_crisis_test,
-    load_crisis_validation,
-    load_cssrs,
-    load_human_scores,
-    load_own_rubric,
-    load_protocol_csv,
-    load_rater_pair,
-    macro_f1,
-    parse_crisis_label,
-    parse_escalation_judge,
-    parse_level,
-    parse_post_cell,
-    posts_block,
-    severity_metrics,
-    stratified_sample,
 )
+from trustmh.pillars.crisis.parse import parse_escalation_judge
+from trustmh.pillars.crisis.rubric import escalation_rubric, load_own_rubric, load_protocol_csv
 from trustmh.scoring import crisis_resources as cr
 from trustmh.starter import load_starter
 from trustmh.stats.agreement import cohen_kappa
 
-FIX = Path(__file__).parent / "fixtures" / "crisis"
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
+
+
 CSSRS_FIX = FIX / "cssrs_fixture.csv"
-CSSRS_REL = "external/C-SSRS/500_Reddit_users_posts_labels.csv"
 
 
 def ctx_for(mode: str = "default", suite: str = "trustmh", judge: str | None = None, **options) -> RunContext:
@@ -64,13 +48,6 @@ def ctx_for(mode: str = "default", suite: str = "trustmh", judge: str | None = N
 
 def raw(key: str) -> list:
     return json.loads((FIX / CRISIS_FILES[key]).read_text(encoding="utf-8"))
-
-
-def label_reply(item: Item, prompt: str) -> str:
-    return json.dumps({"label": item.target, "explanation": "canned"})
-
-
-# ---------------------------------------------------------------------------------------------- resources
 
 
 def test_resource_table_is_dated_and_sourced():
@@ -108,358 +85,6 @@ def test_unverified_number_rate_and_rule():
     assert not cr.resources_offered_rule("Maybe talk to a therapist about this.")
     assert not cr.resources_offered_rule("call 555-0199-22")  # an unverified number is not a resource
     assert not cr.resources_offered_rule(None)
-
-
-# ---------------------------------------------------------------------------------------------- loaders
-
-
-def test_canonical_label_spellings_and_errors():
-    assert canonical_label("substance_abuse/withdrawal", "x") == "substance_abuse_or_withdrawal"
-    assert canonical_label("Self Harm", "x") == "self-harm"
-    assert canonical_label("", "x") is None
-    assert canonical_label(None, "x") is None
-    with pytest.raises(TrustmhError, match="somefile item 3"):
-        canonical_label("happiness", "somefile item 3")
-
-
-def test_test_split_loader_on_fixture():
-    data = raw("test")
-    split = load_crisis_test(FIX / CRISIS_FILES["test"])
-    n_null = sum(1 for o in data if o["label"] is None)
-    assert n_null == 1 and split.n_null == n_null
-    assert len(split.rows) == len(data) - n_null
-    assert [r["label"] for r in split.rows] == [o["label"] for o in data if o["label"] is not None]
-    counts = Counter(r["label"] for r in split.rows)
-    assert all(counts[lab] >= 2 for lab in LABELS)
-    # original_label is never gold; lengths from 1 to 40 utterances survive intact
-    with_orig = [i for i, o in enumerate(data) if "original_label" in o]
-    assert with_orig
-    assert {len(r["inputs"]) for r in split.rows} >= {1, 40}
-    assert len({r["id"] for r in split.rows}) == len(split.rows)
-    assert split.rows[0]["dataset_id"] == data[0]["dataset_id"]
-
-
-def test_validation_loader_takes_dataset_id_by_position():
-    data = raw("validation")
-    ids = raw("validation_ids")
-    split = load_crisis_split("validation", {"crisis_dir": str(FIX)})
-    assert all(len(o["all_labels"]) == 5 and "dataset_id" not in o for o in data)
-    assert split.n_null == sum(1 for o in data if o["label"] is None) >= 1
-    for row in split.rows:
-        assert row["dataset_id"] == ids[row["index"]]["dataset_id"]
-        assert row["label"] == data[row["index"]]["label"]
-    assert "hugging_11" in {r["dataset_id"] for r in split.rows}
-    assert split.notes == []
-
-
-def test_validation_loader_rejects_misaligned_ids(tmp_path):
-    ids = raw("validation_ids")[:-1]
-    p = tmp_path / "ids.json"
-    p.write_text(json.dumps(ids))
-    with pytest.raises(TrustmhError, match="align"):
-        load_crisis_validation(FIX / CRISIS_FILES["validation"], p)
-
-
-def test_loader_errors_name_file_and_field(tmp_path):
-    p = tmp_path / "t.json"
-    p.write_text(json.dumps([{"inputs": ["a"], "label": "no_crisis"}, {"inputs": "oops", "label": "no_crisis"}]))
-    with pytest.raises(TrustmhError, match=r"t\.json item 1: field 'inputs'"):
-        load_crisis_test(p)
-    p.write_text(json.dumps([{"inputs": ["a"], "label": "bored"}]))
-    with pytest.raises(TrustmhError, match=r"item 0 field 'label'"):
-        load_crisis_test(p)
-    with pytest.raises(TrustmhError, match="crisis_dir"):
-        load_crisis_split("test", {"crisis_dir": str(tmp_path)})
-
-
-def test_stratified_sample_is_seeded_and_covers_strata():
-    rows = [{"k": k, "i": i} for i, k in enumerate("a" * 20 + "b" * 5 + "c" * 2)]
-    s1 = stratified_sample(rows, "k", 6, seed=1)
-    assert s1 == stratified_sample(rows, "k", 6, seed=1)
-    assert len(s1) == 6 and {r["k"] for r in s1} == {"a", "b", "c"}
-    assert [r["i"] for r in s1] == sorted(r["i"] for r in s1)
-    assert any(stratified_sample(rows, "k", 6, seed=s) != s1 for s in range(2, 8))
-    assert stratified_sample(rows, "k", 100, seed=1) == rows
-
-
-# ---------------------------------------------------------------------------------------------- identification
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"label": "self-harm", "explanation": "x"}', "self-harm"),
-    ('```json\n{"label": "Suicidal Ideation"}\n```', "suicidal_ideation"),
-    ('{"label": "substance_abuse/withdrawal"}', "substance_abuse_or_withdrawal"),
-    ("I think this is anxiety_crisis.", "anxiety_crisis"),
-    ("risk-taking behaviours", "risk_taking_behaviours"),
-    ("either self-harm or suicidal_ideation", None),
-    ('{"label": "sadness"}', None),
-    ("", None),
-])
-def test_parse_crisis_label(text, expected):
-    assert parse_crisis_label(text) == expected
-
-
-def test_identification_metrics_by_hand():
-    si, nc, sh = "suicidal_ideation", "no_crisis", "self-harm"
-    gold = [si, si, nc, nc, sh]
-    pred = [nc, si, si, None, sh]
-    m = identification_metrics(gold, pred, default=True)
-    assert m["accuracy"] == pytest.approx(2 / 5)
-    assert m["crisis_miss_rate"] == pytest.approx(1 / 3) == m["crisis_miss_rate_valid_only"]
-    # the invalid reply to the calm item counts as a false alarm; valid-only: 1 of 1
-    assert m["false_alarm_rate"] == pytest.approx(2 / 2)
-    assert m["false_alarm_rate_valid_only"] == pytest.approx(1 / 1)
-    assert m["invalid_rate"] == pytest.approx(1 / 5)
-    assert m["recall_suicidal_ideation"] == pytest.approx(0.5) and m["fnr_suicidal_ideation"] == pytest.approx(0.5)
-    assert m["recall_no_crisis"] == 0.0 and "fnr_no_crisis" not in m
-    assert m["recall_violent_thoughts"] is None and m["fnr_violent_thoughts"] is None
-    present = sorted(set(gold))
-    expected_f1 = f1_score(gold, [p or "INVALID" for p in pred], labels=present, average="macro", zero_division=0)
-    assert m["macro_f1"] == pytest.approx(expected_f1)
-    mat = m["confusion"]
-    assert mat["labels"] == list(LABELS) and len(mat["matrix"]) == 7
-    assert mat["matrix"][LABELS.index(si)][LABELS.index(nc)] == 1
-    assert sum(map(sum, mat["matrix"])) == 4  # the invalid reply is not in the matrix
-    # valid pairs: SI->NC (under), SI->SI, NC->SI (over), SH->SH
-    assert m["severity_under_triage_rate_valid_only"] == pytest.approx(1 / 4)
-    assert m["severity_under_triage_rate"] == pytest.approx(1 / 5)  # the invalid reply was to a calm item
-    assert "severity_under_triage_rate" not in identification_metrics(gold, pred, default=False)
-
-
-def test_macro_f1_only_counts_classes_with_gold():
-    assert macro_f1(["a", "a"], ["a", "b"], ["a", "b", "c"], gold_classes_only=True) == pytest.approx(2 / 3)
-    assert macro_f1([], [], ["a"], gold_classes_only=True) is None
-
-
-def test_identification_all_gold_both_splits():
-    for mode in ("default", "faithful"):
-        ctx = ctx_for(mode)
-        records, res = run_offline(CrisisIdentification(), ctx, label_reply)
-        splits = Counter(r.metadata["split"] for r in records)
-        assert splits["test"] == len(raw("test")) - 1 and splits["validation"] == len(raw("validation")) - 1
-        assert res.value == 1.0 and res.status == "ok" and res.n_invalid == 0
-        for split in ("test", "validation"):
-            assert res.metrics[f"{split}_accuracy"] == 1.0
-            assert res.metrics[f"{split}_crisis_miss_rate"] == 0.0
-            assert res.metrics[f"{split}_false_alarm_rate"] == 0.0
-            assert res.metrics[f"{split}_n_null_gold_excluded"] == 1
-        primary = "test_accuracy" if mode == "faithful" else "validation_macro_f1"
-        assert res.notes[0].startswith(f"primary metric: {primary}")
-        assert res.n == splits["test" if mode == "faithful" else "validation"]
-        assert ("validation_severity_under_triage_rate" in res.metrics) == (mode == "default")
-        joined = " ".join(res.notes)
-        assert "LLM-labelled gold (gpt-4o-mini pseudo-labels)" in joined and "human-labelled" in joined
-        assert any(n.startswith("test split: gold is LLM-labelled gold") for n in res.notes)
-        assert any(n.startswith("validation split: gold is human-labelled") for n in res.notes)
-
-
-def test_identification_always_no_crisis_misses_every_crisis():
-    ctx = ctx_for("default")
-    records, res = run_offline(CrisisIdentification(), ctx, lambda item, p: '{"label": "no_crisis"}')
-    for split in ("test", "validation"):
-        golds = {r.metadata["target"] for r in records if r.metadata["split"] == split}
-        assert res.metrics[f"{split}_crisis_miss_rate"] == 1.0
-        assert res.metrics[f"{split}_false_alarm_rate"] == 0.0
-        for lab in CRISIS_LABELS:
-            expected = 1.0 if lab in golds else None
-            assert res.metrics[f"{split}_fnr_{lab}"] == expected
-        assert res.metrics[f"{split}_recall_no_crisis"] == 1.0
-    assert res.metrics["validation_severity_under_triage_rate"] > 0
-
-
-def test_identification_all_invalid_model_misses_every_crisis():
-    """A model that answers nothing usable must not look safe: conservative rates are 1.0, valid-only null."""
-    records, res = run_offline(CrisisIdentification(), ctx_for("default"), lambda item, p: "I cannot say.")
-    for split in ("test", "validation"):
-        assert res.metrics[f"{split}_invalid_rate"] == 1.0
-        assert res.metrics[f"{split}_crisis_miss_rate"] == 1.0
-        assert res.metrics[f"{split}_crisis_miss_rate_valid_only"] is None
-        assert res.metrics[f"{split}_false_alarm_rate"] == 1.0
-        assert res.metrics[f"{split}_severity_under_triage_rate"] == pytest.approx(
-            sum(r.metadata["target"] != "no_crisis" for r in records if r.metadata["split"] == split)
-            / sum(r.metadata["split"] == split for r in records))
-    _, sev = run_offline(SeverityIdentification(), ctx_for("faithful"), lambda i, p: "no idea")
-    assert sev.metrics["under_triage_at_risk"] == 1.0 and sev.metrics["under_triage_at_risk_valid_only"] is None
-
-
-def test_identification_unparseable_is_invalid_and_reasked():
-    prompts = []
-
-    def reply(item, prompt):
-        prompts.append(prompt)
-        return "I am not sure."
-
-    records, res = run_offline(CrisisIdentification(), ctx_for("faithful"), reply)
-    assert res.value == 0.0
-    assert res.n_invalid == res.n
-    assert res.metrics["test_invalid_rate"] == 1.0
-    assert all(r.metadata["reasked"] for r in records)
-    assert sum(1 for p in prompts if p == CrisisIdentification.format_reminder) == 2 * len(records)  # 3 attempts
-
-
-def test_identification_limit_per_split_and_prompt():
-    st = CrisisIdentification()
-    faithful = st.items(RunContext(mode="faithful", limit=3, options={"crisis_dir": str(FIX)}))
-    assert Counter(i.metadata["split"] for i in faithful) == {"test": 3, "validation": 3}
-    assert [i.id for i in faithful if i.metadata["split"] == "test"] == ["test-0000", "test-0001", "test-0002"]
-    default = st.items(RunContext(mode="default", limit=7, seed=3, options={"crisis_dir": str(FIX)}))
-    test_items = [i for i in default if i.metadata["split"] == "test"]
-    assert len(test_items) == 7 and len({i.target for i in test_items}) == 7  # one per label
-    assert [i.id for i in default] == [i.id for i in st.items(
-        RunContext(mode="default", limit=7, seed=3, options={"crisis_dir": str(FIX)}))]
-    item = test_items[0]
-    utterances = raw("test")[int(item.id.split("-")[1])]["inputs"]
-    assert json.dumps(utterances, ensure_ascii=False, indent=1) in item.prompt
-    for lab in LABELS:
-        assert lab in item.prompt
-
-
-def test_identification_starter_suite():
-    rows = load_starter("crisis/crisis_identification")
-    counts = Counter(r["label"] for r in rows)
-    assert all(counts[lab] >= 2 for lab in LABELS)
-    records, res = run_offline(CrisisIdentification(), ctx_for("default", suite="starter"), label_reply)
-    assert {r.metadata["split"] for r in records} == {"starter"}
-    assert res.value == 1.0 and res.notes[0].startswith("primary metric: starter_macro_f1")
-    assert any(n.startswith("starter split: gold is starter (synthetic)") for n in res.notes)
-
-
-# ---------------------------------------------------------------------------------------------- C-SSRS
-
-
-def test_cssrs_real_file(data_dir):
-    path = data_dir / CSSRS_REL
-    rows = load_cssrs(path)
-    assert len(rows) == 500
-    assert Counter(r["label"] for r in rows) == {"Supportive": 108, "Indicator": 99, "Ideation": 171,
-                                                  "Behavior": 77, "Attempt": 45}
-    assert sum(r["truncated"] for r in rows) == 28
-    with path.open(encoding="utf-8", newline="") as fh:
-        csv.field_size_limit(1 << 30)
-        cells = {rec["User"]: rec["Post"] for rec in csv.DictReader(fh)}
-    for r in rows:
-        assert r["posts"] and all(isinstance(p, str) for p in r["posts"]), r["user"]
-        cell = cells[r["user"]]
-        # exactly the cells cut at 32,759 characters (no closing bracket) are the repaired ones
-        ok = (len(cell) == 32759) == r["truncated"] == (not cell.rstrip().endswith("]"))
-        assert ok, r["user"]  # (never print the cell: real crisis text)
-    assert [r["user"] for r in rows] == [f"user-{i}" for i in range(500)]
-
-
-def test_cssrs_fixture_repair_and_quotes():
-    rows = load_cssrs(CSSRS_FIX)
-    assert len(rows) == 10
-    assert Counter(r["level"] for r in rows) == {k: 2 for k in range(1, 6)}
-    truncated = [r for r in rows if r["truncated"]]
-    assert len(truncated) == 1
-    with CSSRS_FIX.open(encoding="utf-8", newline="") as fh:
-        cell = {rec["User"]: rec["Post"] for rec in csv.DictReader(fh)}[truncated[0]["user"]]
-    assert not cell.endswith("]")
-    assert all(p in cell for p in truncated[0]["posts"])
-    assert cell.count("<synthetic:") == len(truncated[0]["posts"]) + 1  # the partial post is dropped
-    assert any("'" in p for r in rows for p in r["posts"])  # the double-quoted element keeps its quotes
-
-
-def test_parse_post_cell_cases():
-    assert parse_post_cell("['a', 'b']") == (["a", "b"], False)
-    assert parse_post_cell("""['a', "it's", 'c""") == (["a", "it's"], True)
-    with pytest.raises(TrustmhError, match="cannot repair"):
-        parse_post_cell("['only one partial post")
-    with pytest.raises(TrustmhError, match="row 3"):
-        parse_post_cell("not a list", "file row 3 field 'Post'")
-
-
-def test_cssrs_bad_label(tmp_path):
-    p = tmp_path / "c.csv"
-    p.write_text("User,Post,Label\nuser-0,\"['x']\",Worried\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match="row 1.*Label"):
-        load_cssrs(p)
-
-
-def test_posts_block_cap():
-    text, dropped = posts_block(["a" * 10, "b" * 10, "c" * 10], cap=25)
-    assert text == "1. " + "a" * 10 + "\n2. " + "b" * 10 and dropped == 1
-    text, dropped = posts_block(["x" * 50], cap=20)
-    assert text == "1. " + "x" * 20 and dropped == 0
-    assert posts_block(["line\none"], cap=100) == ("1. line one", 0)
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"level": "Ideation"}', 3),
-    ('{"level": "attempt"}', 5),
-    ('{"level": 2}', 2),
-    ('{"level": "4"}', 4),
-    ("Behavior", 4),
-    ("3", 3),
-    ('{"level": "Severe"}', None),
-    ('{"level": 7}', None),
-    ("Indicator or Ideation", None),
-    ("", None),
-])
-def test_parse_level(text, expected):
-    assert parse_level(text) == expected
-
-
-def test_kappa_on_values_matches_sklearn():
-    rng = random.Random(0)
-    for _ in range(20):
-        a = [rng.randint(1, 5) for _ in range(30)]
-        b = [min(5, max(1, x + rng.choice([-2, -1, 0, 0, 1]))) for x in a]
-        expected = cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5])
-        assert cohen_kappa(a, b, weights="quadratic", on_values=True) == pytest.approx(expected)
-    assert math.isnan(cohen_kappa([3, 3], [3, 3], weights="quadratic", on_values=True))
-    assert math.isnan(cohen_kappa([], [], weights="quadratic", on_values=True))
-
-
-def test_severity_metrics_by_hand():
-    gold = [1, 2, 3, 4, 5, 3]
-    pred = [1, 3, 2, 4, None, 1]
-    m = severity_metrics(gold, pred)
-    assert m["accuracy"] == pytest.approx(2 / 6)
-    assert m["invalid_rate"] == pytest.approx(1 / 6)
-    assert m["mae_levels"] == pytest.approx((0 + 1 + 1 + 0 + 2) / 5)
-    assert m["under_triage_rate_valid_only"] == pytest.approx(2 / 5)
-    assert m["under_triage_at_risk_valid_only"] == pytest.approx(2 / 3)  # gold >= 3, valid prediction: 3, 4, 3
-    # conservative: the invalid reply to gold 5 is under-triage too
-    assert m["under_triage_rate"] == pytest.approx(3 / 6)
-    assert m["under_triage_at_risk"] == pytest.approx(3 / 4)
-    valid = [(a, b) for a, b in zip(gold, pred, strict=True) if b is not None]
-    assert m["qwk"] == pytest.approx(cohen_kappa_score([a for a, _ in valid], [b for _, b in valid],
-                                                       weights="quadratic", labels=[1, 2, 3, 4, 5]))
-    assert m["confusion"]["labels"] == list(LEVELS)
-    assert m["confusion"]["matrix"][2][1] == 1 and m["confusion"]["matrix"][2][0] == 1
-
-
-def test_severity_runs():
-    gold_reply = lambda item, p: json.dumps({"level": LEVELS[item.target - 1]})  # noqa: E731
-    for mode, primary in (("faithful", "accuracy"), ("default", "qwk")):
-        records, res = run_offline(SeverityIdentification(), ctx_for(mode), gold_reply)
-        assert len(records) == 10 and res.value == 1.0 and res.notes[0].startswith(f"primary metric: {primary}")
-        assert res.metrics["items_truncated_cell"] == 1
-    records, res = run_offline(SeverityIdentification(), ctx_for("faithful"), lambda i, p: '{"level": "Supportive"}')
-    assert res.value == pytest.approx(0.2)
-    assert res.metrics["under_triage_at_risk"] == 1.0
-    _, res = run_offline(SeverityIdentification(), ctx_for("default"), lambda i, p: '{"level": "Supportive"}')
-    assert res.value == pytest.approx(0.0)  # a constant prediction agrees no better than chance
-    _, res = run_offline(SeverityIdentification(), ctx_for("default"), lambda i, p: "no idea")
-    assert res.status == "not_computed" and res.n_invalid == 10
-    items = SeverityIdentification().items(RunContext(mode="default", limit=5, seed=1,
-                                                      options={"cssrs_path": str(CSSRS_FIX)}))
-    assert sorted(i.target for i in items) == [1, 2, 3, 4, 5]
-    assert "1. <synthetic:" in items[0].prompt and "Attempt" in items[0].prompt
-
-
-def test_severity_starter_and_limit_on_real_file(data_dir):
-    rows = load_starter("crisis/severity_identification")
-    assert Counter(r["Label"] for r in rows) == {lv: 2 for lv in LEVELS}
-    _, res = run_offline(SeverityIdentification(), ctx_for("faithful", suite="starter"),
-                         lambda item, p: str(item.target))
-    assert res.value == 1.0
-    items = SeverityIdentification().items(RunContext(mode="faithful", limit=4))
-    assert [i.id for i in items] == [f"cssrs-user-{k}" for k in range(4)]
-
-
-# ---------------------------------------------------------------------------------------------- escalation
 
 
 def test_escalation_rows_cap_per_label():
@@ -594,9 +219,6 @@ def test_escalation_starter():
     assert res.status == "ok" and {r.metadata["split"] for r in records} == {"starter"}
 
 
-# ---------------------------------------------------------------------------------------------- judge vs human
-
-
 def test_human_scores_nan_and_alignment():
     h1_raw = json.loads((FIX / CRISIS_FILES["h1_scores"]).read_text())  # bare NaN is accepted
     rows = load_human_scores(FIX / CRISIS_FILES["h1_scores"])
@@ -640,9 +262,6 @@ def test_judge_vs_human_on_fixture():
     assert m["n_judge_invalid"] == sum(1 for p in pair if p["label"] is None)
     perfect = judge_vs_human_metrics([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
     assert perfect["judge_vs_h1"]["qwk"] == pytest.approx(1.0) and perfect["judge_vs_mean"]["mae"] == 0.0
-
-
-# ---------------------------------------------------------------------------------- judge vs human in a run
 
 
 def human_raw() -> tuple[list, list]:

@@ -13,7 +13,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeRequest
 from trustmh.pillars.crisis.rescore import rescore_crisis
 
-REPO = Path(__file__).parent / "fixtures" / "crisis_original" / "repo"
+REPO = Path(__file__).resolve().parents[2] / "fixtures" / "crisis_original" / "repo"
 
 
 def run(tmp_path: Path, judge=None) -> dict:  # noqa: ANN001
