@@ -39,7 +39,8 @@ def test_test_split_loader_on_fixture():
     data = raw("test")
     split = load_crisis_test(FIX / CRISIS_FILES["test"])
     n_null = sum(1 for o in data if o["label"] is None)
-    assert n_null == 1 and split.n_null == n_null
+    assert n_null == 1
+    assert split.n_null == n_null
     assert len(split.rows) == len(data) - n_null
     assert [r["label"] for r in split.rows] == [o["label"] for o in data if o["label"] is not None]
     counts = Counter(r["label"] for r in split.rows)
@@ -89,7 +90,8 @@ def test_stratified_sample_is_seeded_and_covers_strata():
     rows = [{"k": k, "i": i} for i, k in enumerate("a" * 20 + "b" * 5 + "c" * 2)]
     s1 = stratified_sample(rows, "k", 6, seed=1)
     assert s1 == stratified_sample(rows, "k", 6, seed=1)
-    assert len(s1) == 6 and {r["k"] for r in s1} == {"a", "b", "c"}
+    assert len(s1) == 6
+    assert {r["k"] for r in s1} == {"a", "b", "c"}
     assert [r["i"] for r in s1] == sorted(r["i"] for r in s1)
     assert any(stratified_sample(rows, "k", 6, seed=s) != s1 for s in range(2, 8))
     assert stratified_sample(rows, "k", 100, seed=1) == rows

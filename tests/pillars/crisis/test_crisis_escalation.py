@@ -100,8 +100,10 @@ def test_escalation_no_judge_reports_rule():
     reply = "I'm sorry you're going through this. You can call or text 988, or call 555-010-9999."
     for mode in ("default", "faithful"):
         records, res = run_offline(CrisisEscalation(), ctx_for(mode), lambda i, p: reply)
-        assert res.status == "not_computed" and res.reason == "no judge configured"
-        assert res.method == "rule" and res.value is None
+        assert res.status == "not_computed"
+        assert res.reason == "no judge configured"
+        assert res.method == "rule"
+        assert res.value is None
         assert res.metrics["resources_offered_rule"] == 1.0
         assert ("unverified_number_rate" in res.metrics) == (mode == "default")
     assert res.n == len(records) == len(load_crisis_split("test", {"crisis_dir": str(FIX)}).rows)
@@ -128,12 +130,15 @@ def test_escalation_canned_judge():
     records, res = run_offline(CrisisEscalation(), ctx, lambda i, p: "I hear you.", judge=canned_judge)
     golds = [r.metadata["target"] for r in records]
     expected = np.mean([5 if g == "no_crisis" else 2 for g in golds])
-    assert res.status == "ok" and res.method == "judge"
+    assert res.status == "ok"
+    assert res.method == "judge"
     assert res.value == pytest.approx(expected)
     assert res.metrics["mean_appropriateness"] == pytest.approx(expected)
     assert res.metrics["share_le_2"] == pytest.approx(np.mean([g != "no_crisis" for g in golds]))
-    assert res.metrics["mean_no_crisis"] == 5.0 and res.metrics["mean_self-harm"] == 2.0
-    assert res.metrics["risk_check_rate"] == 1.0 and res.metrics["followup_rate"] == 0.0
+    assert res.metrics["mean_no_crisis"] == 5.0
+    assert res.metrics["mean_self-harm"] == 2.0
+    assert res.metrics["risk_check_rate"] == 1.0
+    assert res.metrics["followup_rate"] == 0.0
     assert res.judge == {"model": "canned/judge", "validated": False}
     assert res.ci[0] <= res.value <= res.ci[1]
 
@@ -148,7 +153,8 @@ def test_escalation_invalid_judge_counted():
     ctx = ctx_for("faithful", judge="canned/judge")
     records, res = run_offline(CrisisEscalation(), ctx, lambda i, p: "ok", judge=judge)
     assert len(calls) == 3 * len(records)  # three attempts each
-    assert res.status == "not_computed" and res.n_invalid == len(records)
+    assert res.status == "not_computed"
+    assert res.n_invalid == len(records)
     assert parse_escalation_judge('{"appropriateness": 6}')["appropriateness"] is None
     assert parse_escalation_judge('{"appropriateness": "3", "followup": "yes"}') == {
         "appropriateness": 3, "risk_check": None, "resources_offered": None, "professional_help": None,
@@ -164,7 +170,10 @@ def test_own_rubric_and_judge_prompt():
     for need in ("warm", "safe right now", "age and location", "professional", "safety plan", "keep talking"):
         assert need in level5
     p = escalation_judge_prompt(["hi", "there"], "self-harm", "REPLY TEXT", rubric, "default")
-    assert "REPLY TEXT" in p and "- hi\n- there" in p and rubric["self-harm"][1] in p and "risk_check" in p
+    assert "REPLY TEXT" in p
+    assert "- hi\n- there" in p
+    assert rubric["self-harm"][1] in p
+    assert "risk_check" in p
     assert "risk_check" not in escalation_judge_prompt(["hi"], "self-harm", "r", rubric, "faithful")
 
 
@@ -203,7 +212,8 @@ def test_upstream_rubric_option(tmp_path):
         return '{"appropriateness": 4, "explanation": "x"}'
 
     _, res = run_offline(CrisisEscalation(), ctx, lambda i, p: "hello", judge=judge)
-    assert res.value == 4.0 and "rubric: upstream protocol.csv" in res.notes
+    assert res.value == 4.0
+    assert "rubric: upstream protocol.csv" in res.notes
     assert all("synthetic " in s and "level 5" in s for s in seen)
     with pytest.raises(TrustmhError, match="protocol.csv"):
         escalation_rubric({"rubric": "upstream", "crisis_dir": str(FIX)})
@@ -216,7 +226,8 @@ def test_escalation_starter():
     assert 10 <= len(rows) <= 20
     ctx = ctx_for("default", suite="starter", judge="canned/judge")
     records, res = run_offline(CrisisEscalation(), ctx, lambda i, p: "hi", judge=canned_judge)
-    assert res.status == "ok" and {r.metadata["split"] for r in records} == {"starter"}
+    assert res.status == "ok"
+    assert {r.metadata["split"] for r in records} == {"starter"}
 
 
 def test_human_scores_nan_and_alignment():
@@ -224,10 +235,12 @@ def test_human_scores_nan_and_alignment():
     rows = load_human_scores(FIX / CRISIS_FILES["h1_scores"])
     assert len(rows) == len(h1_raw)
     n_nan = sum(1 for o in h1_raw if math.isnan(o["evaluation"]))
-    assert n_nan >= 1 and sum(1 for r in rows if r["evaluation"] is None) == n_nan
+    assert n_nan >= 1
+    assert sum(1 for r in rows if r["evaluation"] is None) == n_nan
     # the real files write a bare NaN label too (not null): it reads as "no label", never a crash
     nan_labels = [i for i, o in enumerate(h1_raw) if isinstance(o["label"], float) and math.isnan(o["label"])]
-    assert nan_labels and all(rows[i]["label"] is None for i in nan_labels)
+    assert nan_labels
+    assert all(rows[i]["label"] is None for i in nan_labels)
     assert rows[0]["utterances"] == h1_raw[0]["inputs"].split(" | ")
     pair = load_rater_pair(FIX / CRISIS_FILES["h1_scores"], FIX / CRISIS_FILES["h2_scores"])
     assert [p["h1"] for p in pair] == [r["evaluation"] for r in rows]
@@ -261,7 +274,8 @@ def test_judge_vs_human_on_fixture():
     assert m["h1_vs_h2"]["n"] == sum(1 for p in pair if p["h1"] is not None and p["h2"] is not None)
     assert m["n_judge_invalid"] == sum(1 for p in pair if p["label"] is None)
     perfect = judge_vs_human_metrics([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
-    assert perfect["judge_vs_h1"]["qwk"] == pytest.approx(1.0) and perfect["judge_vs_mean"]["mae"] == 0.0
+    assert perfect["judge_vs_h1"]["qwk"] == pytest.approx(1.0)
+    assert perfect["judge_vs_mean"]["mae"] == 0.0
 
 
 def human_raw() -> tuple[list, list]:
@@ -343,12 +357,15 @@ def test_judge_vs_human_in_a_run_never_asks_the_model():
     ctx = ctx_for("default", judge="canned/judge")
     items = CrisisEscalation().items(ctx)
     human_prompts = {i.prompt for i in items if i.metadata.get("kind") == "human_rated"}
-    assert human_prompts and not human_prompts & {i.prompt for i in items if i.metadata.get("kind") != "human_rated"}
+    assert human_prompts
+    assert not human_prompts & {i.prompt for i in items if i.metadata.get("kind") != "human_rated"}
     records, res = run_offline(CrisisEscalation(), ctx, no_human_reply(human_prompts), judge=h1_judge)
     human = [r for r in records if r.metadata.get("kind") == "human_rated"]
-    assert len(human) == len(human_prompts) and all(r.response == "" for r in human)
+    assert len(human) == len(human_prompts)
+    assert all(r.response == "" for r in human)
     jvh = res.metrics["judge_vs_human"]
-    assert jvh["judge_vs_h1"]["mae"] == 0.0 and jvh["judge_vs_h1"]["within_1"] == 1.0
+    assert jvh["judge_vs_h1"]["mae"] == 0.0
+    assert jvh["judge_vs_h1"]["within_1"] == 1.0
     assert jvh["judge_vs_h1"]["qwk"] == pytest.approx(1.0)
     h1, h2 = human_raw()
     rated = [k for k, o in enumerate(h1) if isinstance(o["label"], str)]
@@ -364,13 +381,16 @@ def test_judge_vs_human_in_a_run_never_asks_the_model():
     assert jvh["judge_vs_mean"]["n"] == len(both)
     assert jvh["judge_vs_mean"]["mae"] == pytest.approx(np.mean([abs(a - b) for a, b in both]))
     assert jvh["h1_vs_h2"]["n"] == len(both)
-    assert res.metrics["n_human_rated"] == len(rated) and res.metrics["n_human_rated_judge_invalid"] == 0
+    assert res.metrics["n_human_rated"] == len(rated)
+    assert res.metrics["n_human_rated_judge_invalid"] == 0
     assert any("measure the judge, not the model" in n for n in res.notes)
     # the model's numbers come from its own replies only (canned_judge: 5 for no_crisis, else 2)
     replies = [r for r in records if r.metadata.get("kind") != "human_rated"]
     expected = np.mean([5 if r.metadata["target"] == "no_crisis" else 2 for r in replies])
-    assert res.value == pytest.approx(expected) and res.n == len(replies)
-    assert res.metrics["n_replies"] == len(replies) and res.metrics["risk_check_rate"] == 1.0
+    assert res.value == pytest.approx(expected)
+    assert res.n == len(replies)
+    assert res.metrics["n_replies"] == len(replies)
+    assert res.metrics["risk_check_rate"] == 1.0
 
 
 def test_escalation_metrics_unchanged_by_human_rated_items(tmp_path):
@@ -385,7 +405,8 @@ def test_escalation_metrics_unchanged_by_human_rated_items(tmp_path):
                                                judge=h1_judge)
         assert any(r.metadata.get("kind") == "human_rated" for r in rec_with)
         assert not any(r.metadata.get("kind") == "human_rated" for r in rec_without)
-        assert "judge_vs_human" in res_with.metrics and "judge_vs_human" not in res_without.metrics
+        assert "judge_vs_human" in res_with.metrics
+        assert "judge_vs_human" not in res_without.metrics
         assert (res_with.value, res_with.ci, res_with.n, res_with.n_invalid, res_with.status) == (
             res_without.value, res_without.ci, res_without.n, res_without.n_invalid, res_without.status)
         assert model_metrics(res_with) == model_metrics(res_without)
@@ -400,20 +421,24 @@ def test_escalation_metrics_unchanged_by_human_rated_items(tmp_path):
     n_rated = sum(1 for o in raw("h1_scores") if isinstance(o["label"], str))
     assert res_bad.metrics["n_human_rated_judge_invalid"] == n_rated
     assert res_bad.metrics["judge_vs_human"]["judge_vs_h1"] == {"n": 0, "mae": None, "within_1": None, "qwk": None}
-    assert res_bad.n_invalid == 0 and res_bad.metrics["n_judge_invalid"] == 0
+    assert res_bad.n_invalid == 0
+    assert res_bad.metrics["n_judge_invalid"] == 0
     _, res_ok = run_offline(CrisisEscalation(), ctx_for("default", judge="canned/judge"),
                             lambda i, p: "Call 988.", judge=canned_judge)
-    assert model_metrics(res_bad) == model_metrics(res_ok) and res_bad.value == res_ok.value
+    assert model_metrics(res_bad) == model_metrics(res_ok)
+    assert res_bad.value == res_ok.value
 
 
 def test_faithful_and_starter_have_no_judge_vs_human():
     records, res = run_offline(CrisisEscalation(), ctx_for("faithful", judge="canned/judge"),
                                lambda i, p: "hi", judge=canned_judge)
-    assert "judge_vs_human" not in res.metrics and not any("judge_vs_human" in n for n in res.notes)
+    assert "judge_vs_human" not in res.metrics
+    assert not any("judge_vs_human" in n for n in res.notes)
     assert len(records) == len(load_crisis_split("test", {"crisis_dir": str(FIX)}).rows)
     _, res = run_offline(CrisisEscalation(), ctx_for("default", suite="starter", judge="canned/judge"),
                          lambda i, p: "hi", judge=canned_judge)
-    assert "judge_vs_human" not in res.metrics and not any("judge_vs_human" in n for n in res.notes)
+    assert "judge_vs_human" not in res.metrics
+    assert not any("judge_vs_human" in n for n in res.notes)
 
 
 def test_human_rated_judge_prompt_holds_the_stored_answer():

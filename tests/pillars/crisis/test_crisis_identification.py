@@ -63,14 +63,18 @@ def test_identification_metrics_by_hand():
     assert m["false_alarm_rate"] == pytest.approx(2 / 2)
     assert m["false_alarm_rate_valid_only"] == pytest.approx(1 / 1)
     assert m["invalid_rate"] == pytest.approx(1 / 5)
-    assert m["recall_suicidal_ideation"] == pytest.approx(0.5) and m["fnr_suicidal_ideation"] == pytest.approx(0.5)
-    assert m["recall_no_crisis"] == 0.0 and "fnr_no_crisis" not in m
-    assert m["recall_violent_thoughts"] is None and m["fnr_violent_thoughts"] is None
+    assert m["recall_suicidal_ideation"] == pytest.approx(0.5)
+    assert m["fnr_suicidal_ideation"] == pytest.approx(0.5)
+    assert m["recall_no_crisis"] == 0.0
+    assert "fnr_no_crisis" not in m
+    assert m["recall_violent_thoughts"] is None
+    assert m["fnr_violent_thoughts"] is None
     present = sorted(set(gold))
     expected_f1 = f1_score(gold, [p or "INVALID" for p in pred], labels=present, average="macro", zero_division=0)
     assert m["macro_f1"] == pytest.approx(expected_f1)
     mat = m["confusion"]
-    assert mat["labels"] == list(LABELS) and len(mat["matrix"]) == 7
+    assert mat["labels"] == list(LABELS)
+    assert len(mat["matrix"]) == 7
     assert mat["matrix"][LABELS.index(si)][LABELS.index(nc)] == 1
     assert sum(map(sum, mat["matrix"])) == 4  # the invalid reply is not in the matrix
     # valid pairs: SI->NC (under), SI->SI, NC->SI (over), SH->SH
@@ -89,8 +93,11 @@ def test_identification_all_gold_both_splits():
         ctx = ctx_for(mode)
         records, res = run_offline(CrisisIdentification(), ctx, label_reply)
         splits = Counter(r.metadata["split"] for r in records)
-        assert splits["test"] == len(raw("test")) - 1 and splits["validation"] == len(raw("validation")) - 1
-        assert res.value == 1.0 and res.status == "ok" and res.n_invalid == 0
+        assert splits["test"] == len(raw("test")) - 1
+        assert splits["validation"] == len(raw("validation")) - 1
+        assert res.value == 1.0
+        assert res.status == "ok"
+        assert res.n_invalid == 0
         for split in ("test", "validation"):
             assert res.metrics[f"{split}_accuracy"] == 1.0
             assert res.metrics[f"{split}_crisis_miss_rate"] == 0.0
@@ -101,7 +108,8 @@ def test_identification_all_gold_both_splits():
         assert res.n == splits["test" if mode == "faithful" else "validation"]
         assert ("validation_severity_under_triage_rate" in res.metrics) == (mode == "default")
         joined = " ".join(res.notes)
-        assert "LLM-labelled gold (gpt-4o-mini pseudo-labels)" in joined and "human-labelled" in joined
+        assert "LLM-labelled gold (gpt-4o-mini pseudo-labels)" in joined
+        assert "human-labelled" in joined
         assert any(n.startswith("test split: gold is LLM-labelled gold") for n in res.notes)
         assert any(n.startswith("validation split: gold is human-labelled") for n in res.notes)
 
@@ -132,7 +140,8 @@ def test_identification_all_invalid_model_misses_every_crisis():
             sum(r.metadata["target"] != "no_crisis" for r in records if r.metadata["split"] == split)
             / sum(r.metadata["split"] == split for r in records))
     _, sev = run_offline(SeverityIdentification(), ctx_for("faithful"), lambda i, p: "no idea")
-    assert sev.metrics["under_triage_at_risk"] == 1.0 and sev.metrics["under_triage_at_risk_valid_only"] is None
+    assert sev.metrics["under_triage_at_risk"] == 1.0
+    assert sev.metrics["under_triage_at_risk_valid_only"] is None
 
 
 def test_identification_unparseable_is_invalid_and_reasked():
@@ -157,7 +166,8 @@ def test_identification_limit_per_split_and_prompt():
     assert [i.id for i in faithful if i.metadata["split"] == "test"] == ["test-0000", "test-0001", "test-0002"]
     default = st.items(RunContext(mode="default", limit=7, seed=3, options={"crisis_dir": str(FIX)}))
     test_items = [i for i in default if i.metadata["split"] == "test"]
-    assert len(test_items) == 7 and len({i.target for i in test_items}) == 7  # one per label
+    assert len(test_items) == 7
+    assert len({i.target for i in test_items}) == 7  # one per label
     assert [i.id for i in default] == [i.id for i in st.items(
         RunContext(mode="default", limit=7, seed=3, options={"crisis_dir": str(FIX)}))]
     item = test_items[0]
@@ -173,5 +183,6 @@ def test_identification_starter_suite():
     assert all(counts[lab] >= 2 for lab in LABELS)
     records, res = run_offline(CrisisIdentification(), ctx_for("default", suite="starter"), label_reply)
     assert {r.metadata["split"] for r in records} == {"starter"}
-    assert res.value == 1.0 and res.notes[0].startswith("primary metric: starter_macro_f1")
+    assert res.value == 1.0
+    assert res.notes[0].startswith("primary metric: starter_macro_f1")
     assert any(n.startswith("starter split: gold is starter (synthetic)") for n in res.notes)

@@ -46,7 +46,8 @@ def test_cssrs_real_file(data_dir):
         csv.field_size_limit(1 << 30)
         cells = {rec["User"]: rec["Post"] for rec in csv.DictReader(fh)}
     for r in rows:
-        assert r["posts"] and all(isinstance(p, str) for p in r["posts"]), r["user"]
+        assert r["posts"], r["user"]
+        assert all(isinstance(p, str) for p in r["posts"]), r["user"]
         cell = cells[r["user"]]
         # exactly the cells cut at 32,759 characters (no closing bracket) are the repaired ones
         ok = (len(cell) == 32759) == r["truncated"] == (not cell.rstrip().endswith("]"))
@@ -86,9 +87,11 @@ def test_cssrs_bad_label(tmp_path):
 
 def test_posts_block_cap():
     text, dropped = posts_block(["a" * 10, "b" * 10, "c" * 10], cap=25)
-    assert text == "1. " + "a" * 10 + "\n2. " + "b" * 10 and dropped == 1
+    assert text == "1. " + "a" * 10 + "\n2. " + "b" * 10
+    assert dropped == 1
     text, dropped = posts_block(["x" * 50], cap=20)
-    assert text == "1. " + "x" * 20 and dropped == 0
+    assert text == "1. " + "x" * 20
+    assert dropped == 0
     assert posts_block(["line\none"], cap=100) == ("1. line one", 0)
 
 
@@ -135,14 +138,17 @@ def test_severity_metrics_by_hand():
     assert m["qwk"] == pytest.approx(cohen_kappa_score([a for a, _ in valid], [b for _, b in valid],
                                                        weights="quadratic", labels=[1, 2, 3, 4, 5]))
     assert m["confusion"]["labels"] == list(LEVELS)
-    assert m["confusion"]["matrix"][2][1] == 1 and m["confusion"]["matrix"][2][0] == 1
+    assert m["confusion"]["matrix"][2][1] == 1
+    assert m["confusion"]["matrix"][2][0] == 1
 
 
 def test_severity_runs():
     gold_reply = lambda item, p: json.dumps({"level": LEVELS[item.target - 1]})  # noqa: E731
     for mode, primary in (("faithful", "accuracy"), ("default", "qwk")):
         records, res = run_offline(SeverityIdentification(), ctx_for(mode), gold_reply)
-        assert len(records) == 10 and res.value == 1.0 and res.notes[0].startswith(f"primary metric: {primary}")
+        assert len(records) == 10
+        assert res.value == 1.0
+        assert res.notes[0].startswith(f"primary metric: {primary}")
         assert res.metrics["items_truncated_cell"] == 1
     records, res = run_offline(SeverityIdentification(), ctx_for("faithful"), lambda i, p: '{"level": "Supportive"}')
     assert res.value == pytest.approx(0.2)
@@ -150,11 +156,13 @@ def test_severity_runs():
     _, res = run_offline(SeverityIdentification(), ctx_for("default"), lambda i, p: '{"level": "Supportive"}')
     assert res.value == pytest.approx(0.0)  # a constant prediction agrees no better than chance
     _, res = run_offline(SeverityIdentification(), ctx_for("default"), lambda i, p: "no idea")
-    assert res.status == "not_computed" and res.n_invalid == 10
+    assert res.status == "not_computed"
+    assert res.n_invalid == 10
     items = SeverityIdentification().items(RunContext(mode="default", limit=5, seed=1,
                                                       options={"cssrs_path": str(CSSRS_FIX)}))
     assert sorted(i.target for i in items) == [1, 2, 3, 4, 5]
-    assert "1. <synthetic:" in items[0].prompt and "Attempt" in items[0].prompt
+    assert "1. <synthetic:" in items[0].prompt
+    assert "Attempt" in items[0].prompt
 
 
 def test_severity_starter_and_limit_on_real_file(data_dir):

@@ -97,12 +97,15 @@ def test_pearson_r_matches_scipy() -> None:
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=30), rng.normal(size=30)
     r, why = pearson_r(x, y)
-    assert r == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12) and why is None
+    assert r == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
+    assert why is None
     r, why = pearson_r([1, 1, 1, 1, 1], [1, 2, 3, 4, 5])
-    assert r is None and "constant" in why
+    assert r is None
+    assert "constant" in why
     # two points always give |r| = 1: never published as a number
     r, why = pearson_r([1, 2], [2, 1])
-    assert r is None and "2 point(s)" in why
+    assert r is None
+    assert "2 point(s)" in why
     assert pearson_r([1, 2, 3, 4], [1, 3, 2, 4])[0] is None
     assert pearson_r([1, 2, 3, 4, 5], [1, 3, 2, 4, 5])[0] == pytest.approx(0.9)
 
@@ -112,8 +115,10 @@ def test_awareness_with_two_items_is_not_computed() -> None:
     ctx = RunContext(mode="default", suite="starter", limit=2, options={"awareness_samples": 1})
     st = PrivacyAwareness()
     _, res = run_offline(st, ctx, lambda item, p: "3")
-    assert res.value is None and res.status == "not_computed"
-    assert res.metrics["tier1_r"] is None and "fewer than the 5" in res.metrics["tier1_r_reason"]
+    assert res.value is None
+    assert res.status == "not_computed"
+    assert res.metrics["tier1_r"] is None
+    assert "fewer than the 5" in res.metrics["tier1_r_reason"]
 
 
 def test_awareness_items(data_dir: Path) -> None:
@@ -121,11 +126,13 @@ def test_awareness_items(data_dir: Path) -> None:
     f = task.items(RunContext(mode="faithful"))
     assert Counter(i.metadata["tier"] for i in f) == {"1": 10, "2a": 20, "2b": 20}
     assert max(i.metadata["index"] for i in f if i.metadata["tier"] != "1") == 19
-    assert f[0].prompt.endswith("\nAnswer: ") and f[0].prompt.count("\n") == 1
+    assert f[0].prompt.endswith("\nAnswer: ")
+    assert f[0].prompt.count("\n") == 1
     full = task.items(RunContext(mode="faithful", options={"tier2_limit": 98}))
     assert Counter(i.metadata["tier"] for i in full) == {"1": 10, "2a": 98, "2b": 98}
     d = task.items(RunContext(mode="default"))
-    assert len(d) == 206 and len({i.id for i in d}) == 206
+    assert len(d) == 206
+    assert len({i.id for i in d}) == 206
     g = task.generation(RunContext(mode="faithful"))
     assert (g.temperature, g.top_p, g.max_tokens, g.epochs) == (1.0, 1.0, 365, 1)
     assert task.generation(RunContext(mode="default")).epochs == 5
@@ -133,7 +140,8 @@ def test_awareness_items(data_dir: Path) -> None:
     assert [i.id for i in lim] == ["t1-000", "t1-001", "t1-002", "t2a-000", "t2a-001", "t2a-002",
                                    "t2b-000", "t2b-001", "t2b-002"]
     lim_d = task.items(RunContext(mode="default", limit=3, seed=7))
-    assert len(lim_d) == 9 and lim_d == task.items(RunContext(mode="default", limit=3, seed=7))
+    assert len(lim_d) == 9
+    assert lim_d == task.items(RunContext(mode="default", limit=3, seed=7))
     with pytest.raises(TrustmhError, match="tier2_limit"):
         task.items(RunContext(mode="faithful", options={"tier2_limit": "many"}))
 
@@ -175,7 +183,8 @@ def test_awareness_offline_matches_independent_pearson(mode: str) -> None:
         return f"Rating: {v}"
 
     records, res = run_offline(task, ctx, respond)
-    assert res.status == "ok" and res.direction == "higher"
+    assert res.status == "ok"
+    assert res.direction == "higher"
     by = defaultdict(list)
     for r in records:
         by[(r.metadata["tier"], r.metadata["index"])].append(r.score["rating"])
@@ -187,13 +196,15 @@ def test_awareness_offline_matches_independent_pearson(mode: str) -> None:
         assert res.metrics[f"tier{tier}_r"] == pytest.approx(stats.pearsonr(model, human)[0], abs=1e-9)
         assert res.metrics[f"n_tier{tier}"] == len(keys)
     assert res.value == pytest.approx(np.mean([res.metrics[f"tier{t}_r"] for t in ("1", "2a", "2b")]))
-    assert res.ci is not None and res.ci[0] <= res.value <= res.ci[1]
+    assert res.ci is not None
+    assert res.ci[0] <= res.value <= res.ci[1]
     assert res.metrics["invalid_rate"] == 0.0
     assert len(records) == 15 * (1 if mode == "faithful" else 5)
     assert any("demo labels" in n for n in res.notes)
     calls.clear()
     _, res2 = run_offline(task, ctx, respond)
-    assert res2.value == res.value and res2.ci == res.ci  # seeded
+    assert res2.value == res.value  # seeded
+    assert res2.ci == res.ci  # seeded
 
 
 def test_awareness_offline_invalid_counted() -> None:
@@ -206,10 +217,13 @@ def test_awareness_offline_invalid_counted() -> None:
         return "I would rather not say."
 
     records, res = run_offline(task, ctx, respond)
-    assert res.status == "not_computed" and res.value is None
-    assert res.n_invalid == 15 and res.metrics["invalid_rate"] == 1.0
+    assert res.status == "not_computed"
+    assert res.value is None
+    assert res.n_invalid == 15
+    assert res.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
-    assert len(prompts) == 45 and prompts[1] == prompts[2] == task.format_reminder  # three attempts
+    assert len(prompts) == 45
+    assert prompts[1] == prompts[2] == task.format_reminder  # three attempts
 
 
 def test_awareness_offline_reversed_is_negative() -> None:

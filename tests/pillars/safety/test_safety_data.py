@@ -41,7 +41,8 @@ def test_psyharm_structure(psyharm: list[PsyHarmRow]) -> None:
     assert len(psyharm) == 70
     assert [r.id for r in psyharm] == list(range(1, 71))
     counts = Counter(r.objective for r in psyharm)
-    assert set(counts) == set(OBJECTIVES) and set(counts.values()) == {5}
+    assert set(counts) == set(OBJECTIVES)
+    assert set(counts.values()) == {5}
     assert [psyharm[i].objective for i in range(0, 70, 5)] == list(OBJECTIVES)
 
 
@@ -51,7 +52,8 @@ def test_jailbreakmh_structure(jailbreak: list[JailbreakRow], psyharm: list[PsyH
     for k, row in enumerate(jailbreak, start=1):
         assert row.method == METHODS[(k - 1) % 8]
         base = psyharm[math.ceil(k / 8) - 1]
-        assert row.base_id == base.id and base.prompt in row.prompt
+        assert row.base_id == base.id
+        assert base.prompt in row.prompt
     # multi-line cells survive the CSV reader
     assert any("\n" in r.prompt for r in jailbreak)
 
@@ -128,7 +130,8 @@ def test_starter_files_are_synthetic() -> None:
         rows = load_starter(sid)
         assert 10 <= len(rows) <= 20
         for r in rows:
-            assert r["base_prompt"].startswith("<synthetic>") and r["base_prompt"] in r["Prompt (English)"]
+            assert r["base_prompt"].startswith("<synthetic>")
+            assert r["base_prompt"] in r["Prompt (English)"]
     rows = load_starter("safety/over_refusal")
     assert {r["benign"] for r in rows} == {True, False}
     assert all(r["prompt"].startswith("<synthetic>") for r in rows)

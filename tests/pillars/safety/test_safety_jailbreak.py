@@ -53,15 +53,18 @@ def test_catalogue_wiring() -> None:
     assert isinstance(get_subtask("antitoxic"), Antitoxic)
     assert isinstance(get_subtask("safety/over_refusal"), OverRefusal)
     gen = JailbreakResistance().generation(_ctx())
-    assert gen.temperature == 0.0 and gen.max_tokens == 1024
+    assert gen.temperature == 0.0
+    assert gen.max_tokens == 1024
 
 
 def test_jailbreak_items_cluster_by_base_prompt() -> None:
     items = JailbreakResistance().items(_ctx())
-    assert len(items) == 560 and len({i.id for i in items}) == 560
+    assert len(items) == 560
+    assert len({i.id for i in items}) == 560
     assert len({i.cluster for i in items}) == 70
     assert all(i.metadata["base_prompt"] in i.prompt for i in items)
-    assert items[9].cluster == "psyharm-2" and items[9].metadata["method"] == METHODS[1]
+    assert items[9].cluster == "psyharm-2"
+    assert items[9].metadata["method"] == METHODS[1]
 
 
 def test_jailbreak_limit_faithful_head_default_stratified() -> None:
@@ -80,12 +83,15 @@ def test_refuse_all_wins_jailbreak_and_loses_over_refusal(use_judge: bool) -> No
     ctx = _ctx(judge=use_judge)
     judge = canned_judge if use_judge else None
     recs, jb = run_offline(JailbreakResistance(), ctx, lambda item, prompt: REFUSAL, judge=judge)
-    assert jb.value == 1.0 and jb.n == 560 and jb.n_invalid == 0
+    assert jb.value == 1.0
+    assert jb.n == 560
+    assert jb.n_invalid == 0
     assert jb.method == ("judge" if use_judge else "keyword")
     assert all(r.cluster.startswith("psyharm-") for r in recs)
     _, orr = run_offline(OverRefusal(), ctx, lambda item, prompt: REFUSAL, judge=judge)
     assert orr.value == 0.0
-    assert orr.metrics["false_refusal_rate"] == 1.0 and orr.metrics["harmful_rta"] == 1.0
+    assert orr.metrics["false_refusal_rate"] == 1.0
+    assert orr.metrics["harmful_rta"] == 1.0
     assert orr.method == jb.method
     if not use_judge:
         assert any("keyword" in n and "fallback" in n for n in jb.notes)
@@ -99,10 +105,13 @@ def test_discriminating_model_scores_one_on_over_refusal(use_judge: bool) -> Non
 
     _, res = run_offline(OverRefusal(), _ctx(judge=use_judge), respond,
                          judge=canned_judge if use_judge else None)
-    assert res.value == 1.0 and res.metrics["harmful_rta"] == 1.0
-    assert res.metrics["n_benign"] == 100 and res.metrics["n_harmful"] == 70
+    assert res.value == 1.0
+    assert res.metrics["harmful_rta"] == 1.0
+    assert res.metrics["n_benign"] == 100
+    assert res.metrics["n_harmful"] == 70
     if use_judge:
-        assert res.metrics["keyword_judge_accuracy"] == 1.0 and res.metrics["keyword_judge_kappa"] == 1.0
+        assert res.metrics["keyword_judge_accuracy"] == 1.0
+        assert res.metrics["keyword_judge_kappa"] == 1.0
 
 
 def test_jailbreak_per_method_and_refusal_prohibition() -> None:
@@ -135,7 +144,8 @@ def test_jailbreak_keyword_judge_disagreement_reported() -> None:
         return json.dumps({"label": "refused", "rationale": "canned"})
 
     _, res = run_offline(JailbreakResistance(), _ctx(judge=True), respond, judge=judge)
-    assert res.value == 1.0 and res.method == "judge"
+    assert res.value == 1.0
+    assert res.method == "judge"
     assert res.metrics["rta_keyword"] == pytest.approx(0.5)
     assert res.metrics["keyword_judge_accuracy"] == pytest.approx(0.5)
     assert res.metrics["keyword_judge_n"] == 560
@@ -151,23 +161,30 @@ def test_jailbreak_invalid_judge_never_substituted() -> None:
     recs, res = run_offline(JailbreakResistance(), _ctx(judge=True, limit=16), lambda i, p: REFUSAL,
                             judge=bad_judge)
     assert calls.count("rta") == calls.count("toxicity") == 48  # three attempts each, both requests
-    assert res.value is None and res.status == "not_computed" and res.n_invalid == 16
-    assert res.method == "judge" and res.metrics["rta_keyword"] == 1.0
+    assert res.value is None
+    assert res.status == "not_computed"
+    assert res.n_invalid == 16
+    assert res.method == "judge"
+    assert res.metrics["rta_keyword"] == 1.0
     assert all(r.score["judge_valid"] is False for r in recs)
 
 
 def test_jailbreak_empty_reply_is_invalid() -> None:
     _, res = run_offline(JailbreakResistance(), _ctx(limit=16),
                          lambda item, p: "" if item.metadata["method"] == "cot" else REFUSAL)
-    assert res.n_invalid == 2 and res.value == 1.0 and res.metrics["rta_cot"] is None
+    assert res.n_invalid == 2
+    assert res.value == 1.0
+    assert res.metrics["rta_cot"] is None
 
 
 def test_jailbreak_starter_suite() -> None:
     ctx = _ctx(suite="starter")
     items = JailbreakResistance().items(ctx)
-    assert 10 <= len(items) <= 20 and {i.metadata["method"] for i in items} == set(METHODS)
+    assert 10 <= len(items) <= 20
+    assert {i.metadata["method"] for i in items} == set(METHODS)
     _, res = run_offline(JailbreakResistance(), ctx, lambda i, p: COMPLY)
-    assert res.value == 0.0 and res.method == "keyword"
+    assert res.value == 0.0
+    assert res.method == "keyword"
 
 
 def test_antitoxic_needs_judge() -> None:
@@ -200,16 +217,20 @@ def test_antitoxic_faithful_vs_default() -> None:
     assert d.metrics["antitox_non_refused"] == pytest.approx(f.value)
     assert d.metrics["severe_rate"] == pytest.approx(sum(r.score["toxicity"] == 3 for r in recs_d) / 560)
     assert d.metrics["antitox_bad_words"] == pytest.approx(1 - (35 / 3) / 70)
-    assert d.method == f.method == "judge" and d.n_invalid == 0
+    assert d.method == f.method == "judge"
+    assert d.n_invalid == 0
 
 
 def test_antitoxic_faithful_all_refused_not_computed() -> None:
     _, f = run_offline(Antitoxic(), _ctx("faithful", judge=True, limit=16), lambda i, p: REFUSAL,
                        judge=canned_judge)
-    assert f.status == "not_computed" and f.value is None and "non-refused" in f.reason
+    assert f.status == "not_computed"
+    assert f.value is None
+    assert "non-refused" in f.reason
     _, d = run_offline(Antitoxic(), _ctx("default", judge=True, limit=16), lambda i, p: REFUSAL,
                        judge=canned_judge)
-    assert d.value == 1.0 and d.metrics["antitox_non_refused"] is None
+    assert d.value == 1.0
+    assert d.metrics["antitox_non_refused"] is None
 
 
 def test_antitoxic_invalid_judge_counted() -> None:
@@ -220,4 +241,6 @@ def test_antitoxic_invalid_judge_counted() -> None:
         return "[bad] reply" if item.metadata["method"] == "cot" else COMPLY
 
     _, res = run_offline(Antitoxic(), _ctx(judge=True, limit=16), respond, judge=judge)
-    assert res.n_invalid == 2 and res.metrics["n_invalid_judge"] == 2 and res.value == 1.0
+    assert res.n_invalid == 2
+    assert res.metrics["n_invalid_judge"] == 2
+    assert res.value == 1.0

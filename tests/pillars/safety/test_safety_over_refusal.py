@@ -50,11 +50,13 @@ def test_over_refusal_default_only() -> None:
 
 def test_over_refusal_items() -> None:
     items = OverRefusal().items(_ctx())
-    assert len(items) == 170 and len({i.id for i in items}) == 170
+    assert len(items) == 170
+    assert len({i.id for i in items}) == 170
     assert sum(i.metadata["benign"] for i in items) == 100
     twin = next(i for i in items if i.metadata.get("twin_of") == 12)
     harm = next(i for i in items if i.id == "psyharm-12")
-    assert twin.cluster == harm.cluster and harm.metadata["benign"] is False
+    assert twin.cluster == harm.cluster
+    assert harm.metadata["benign"] is False
     sample = OverRefusal().items(_ctx(limit=17))
     assert Counter(i.metadata["kind"] for i in sample) == {"twin": 7, "harmful": 7, "sensitive": 3}
 
@@ -68,7 +70,8 @@ def test_over_refusal_deflection_counts_as_false_refusal() -> None:
     _, res = run_offline(OverRefusal(), _ctx(judge=True), respond, judge=canned_judge)
     assert res.metrics["false_refusal_rate"] == pytest.approx(0.3)
     assert res.value == pytest.approx(0.7)
-    assert res.metrics["false_refusal_rate_sensitive"] == 1.0 and res.metrics["false_refusal_rate_twin"] == 0.0
+    assert res.metrics["false_refusal_rate_sensitive"] == 1.0
+    assert res.metrics["false_refusal_rate_twin"] == 0.0
     assert res.metrics["benign_deflected_rate"] == pytest.approx(0.3)
     # the keyword fallback cannot see deflection
     assert res.metrics["keyword_false_refusal_rate"] == 0.0
@@ -79,4 +82,5 @@ def test_over_refusal_starter_suite() -> None:
     items = OverRefusal().items(ctx)
     assert {i.metadata["benign"] for i in items} == {True, False}
     _, res = run_offline(OverRefusal(), ctx, lambda item, p: HELPFUL if item.metadata["benign"] else REFUSAL)
-    assert res.value == 1.0 and res.metrics["harmful_rta"] == 1.0
+    assert res.value == 1.0
+    assert res.metrics["harmful_rta"] == 1.0

@@ -86,8 +86,12 @@ def test_judge_parsers() -> None:
 
 def test_templates_render() -> None:
     p = render("safety_jailbreak_judge", objective="Generate Bias", base_request="REQ $x", reply="REP")
-    assert "REQ $x" in p and "<<<REPLY\nREP\nREPLY>>>" in p and "safe_redirect" in p
+    assert "REQ $x" in p
+    assert "<<<REPLY\nREP\nREPLY>>>" in p
+    assert "safe_redirect" in p
     p = render("safety_over_refusal_judge", request="REQ", reply="REP")
-    assert '"helpful"' in p and "<<<REPLY\nREP\nREPLY>>>" in p
+    assert '"helpful"' in p
+    assert "<<<REPLY\nREP\nREPLY>>>" in p
     p = render("safety_toxicity_judge", base_request="REQ", reply="REP")
-    assert '"toxicity"' in p and '"refused"' not in p  # the refusal decision is the rta judge's
+    assert '"toxicity"' in p
+    assert '"refused"' not in p  # the refusal decision is the rta judge's

@@ -49,7 +49,8 @@ def test_aita_items_yta_only_in_faithful_balanced_in_default(elephant: Path) -> 
     n_yta = sum(x["ytanta"] == "YTA" for x in raw)
     sub = AitaYta()
     faithful = sub.items(ctx_for(mode="faithful"))
-    assert len(faithful) == n_yta and {i.target for i in faithful} == {"YTA"}
+    assert len(faithful) == n_yta
+    assert {i.target for i in faithful} == {"YTA"}
     default = sub.items(ctx_for())
     assert sum(i.target == "YTA" for i in default) == sum(i.target == "NTA" for i in default) == n_yta
     by_id = {f"aita-{x['']}": x["prompt"].strip() for x in raw}
@@ -60,14 +61,18 @@ def test_aita_items_yta_only_in_faithful_balanced_in_default(elephant: Path) -> 
 def test_aita_always_sides_with_asker() -> None:
     sub = AitaYta()
     _, res = run_offline(sub, ctx_for(mode="faithful"), reply, aita_judge(0))
-    assert res.value == 1.0 and res.metrics["false_nta_rate"] == 1.0 and res.method == "judge"
+    assert res.value == 1.0
+    assert res.metrics["false_nta_rate"] == 1.0
+    assert res.method == "judge"
     _, res_d = run_offline(sub, ctx_for(), reply, aita_judge(0))
-    assert res_d.metrics["false_nta_rate"] == 1.0 and res_d.metrics["false_yta_rate"] == 0.0
+    assert res_d.metrics["false_nta_rate"] == 1.0
+    assert res_d.metrics["false_yta_rate"] == 0.0
     assert res_d.value == pytest.approx(0.5)
     # Blaming everyone wins faithful mode but not default mode.
     _, blame_f = run_offline(sub, ctx_for(mode="faithful"), reply, aita_judge(1))
     _, blame_d = run_offline(sub, ctx_for(), reply, aita_judge(1))
-    assert blame_f.value == 0.0 and blame_d.value == pytest.approx(0.5)
+    assert blame_f.value == 0.0
+    assert blame_d.value == pytest.approx(0.5)
 
 
 def test_aita_perfect_judge_and_invalid_counts_as_error() -> None:
@@ -78,7 +83,8 @@ def test_aita_perfect_judge_and_invalid_counts_as_error() -> None:
         return int(next(it.target for it in items.values() if it.prompt in req.prompt) == "YTA")
 
     _, res = run_offline(sub, ctx_for(), reply, aita_judge(truthful))
-    assert res.value == 0.0 and res.n_invalid == 0
+    assert res.value == 0.0
+    assert res.n_invalid == 0
     _, bad = run_offline(sub, ctx_for(), reply, lambda req: "no json here")
     assert bad.n_invalid == bad.n == len(items)
     assert bad.value == 1.0  # an invalid judge output is never a pass
@@ -96,7 +102,9 @@ def test_aita_binary_mode_without_judge() -> None:
         return f"{item.target}. Here is why."
 
     _, res = run_offline(sub, ctx, right)
-    assert res.method == "rule" and res.value == 0.0 and res.judge is None
+    assert res.method == "rule"
+    assert res.value == 0.0
+    assert res.judge is None
     assert res.metrics["verdict_mode"] == "binary"
 
     calls: list[str] = []
@@ -108,7 +116,8 @@ def test_aita_binary_mode_without_judge() -> None:
     records, res2 = run_offline(sub, ctx, evasive)
     assert all(r.metadata["reasked"] for r in records)
     assert sub.format_reminder in calls
-    assert res2.n_invalid == len(records) and res2.value == 1.0
+    assert res2.n_invalid == len(records)
+    assert res2.value == 1.0
     # Forcing judge mode without a judge is not computed.
     forced = ctx_for(judge=NO_JUDGE, options={"verdict_mode": "judge"})
     assert sub.not_computed_reason(forced) == "no judge configured"

@@ -82,7 +82,8 @@ def test_load_aita_sample(elephant: Path) -> None:
     path = elephant / "AITA_sample.csv"
     rows, other = load_aita(path)
     raw = raw_rows(path)
-    assert other == 0 and len(rows) == len(raw)
+    assert other == 0
+    assert len(rows) == len(raw)
     assert [r["verdict"] for r in rows] == [x["ytanta"] for x in raw]
     assert {r["verdict"] for r in rows} == {"YTA", "NTA"}
     assert all(int(x["is_asshole"]) == (x["ytanta"] == "YTA") for x in raw)
@@ -147,11 +148,15 @@ def test_fallback_sample_is_never_ok(sub: Any, option: str, monkeypatch: pytest.
     and then the result says 'sample', never 'ok'."""
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
     reason = sub.not_computed_reason(ctx_for())
-    assert reason is not None and "10-row ELEPHANT sample" in reason and f"-O {option}=FILE" in reason
+    assert reason is not None
+    assert "10-row ELEPHANT sample" in reason
+    assert f"-O {option}=FILE" in reason
     assert sub.not_computed_reason(ctx_for(options={"allow_sample": "1"})) is None
     judge = oeq_judge(set()) if option == "oeq_path" else aita_judge(1)
     _, res = run_offline(sub, ctx_for(options={"allow_sample": "1"}), reply, judge)
-    assert res.status == "sample" and res.value is not None and res.reason == SAMPLE_NOTE
+    assert res.status == "sample"
+    assert res.value is not None
+    assert res.reason == SAMPLE_NOTE
     assert sub.not_computed_reason(ctx_for(suite="starter")) is None
 
 

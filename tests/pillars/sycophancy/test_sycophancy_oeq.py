@@ -64,14 +64,17 @@ def test_oeq_rates_human_baseline_and_excess(elephant: Path) -> None:
     human = {m: float(np.mean([float(x[f"{m}_human"]) for x in raw])) for m in OEQ_METRICS}
     sub = OpenEndedQuestions()
     _, res = run_offline(sub, ctx_for(), reply, oeq_judge({"emotional_validation"}))
-    assert res.status == "sample" and res.method == "judge" and res.direction == "lower"
+    assert res.status == "sample"
+    assert res.method == "judge"
+    assert res.direction == "lower"
     assert res.metrics["emotional_validation"] == 1.0
     assert res.metrics["indirect_language"] == res.metrics["indirect_action"] == res.metrics["accept_framing"] == 0.0
     assert res.value == pytest.approx(0.25)
     for m in OEQ_METRICS:
         assert res.metrics[f"human_{m}"] == pytest.approx(human[m])
         assert res.metrics[f"excess_{m}"] == pytest.approx(res.metrics[m] - human[m])
-    assert SAMPLE_NOTE in res.notes and SAMPLE_NOTE.startswith("10-item sample")
+    assert SAMPLE_NOTE in res.notes
+    assert SAMPLE_NOTE.startswith("10-item sample")
     assert res.judge == {"model": "judge/test", "validated": False}
     _, res_f = run_offline(sub, ctx_for(mode="faithful"), reply, oeq_judge({"emotional_validation"}))
     assert res_f.value == pytest.approx(0.25)
@@ -93,6 +96,7 @@ def test_oeq_invalid_judge_counted_per_metric(elephant: Path) -> None:
 def test_oeq_empty_reply_is_invalid_and_no_judge_is_not_computed() -> None:
     sub = OpenEndedQuestions()
     _, res = run_offline(sub, ctx_for(), lambda it, p: "", oeq_judge(set()))
-    assert res.status == "not_computed" and res.n_invalid == res.n == 10
+    assert res.status == "not_computed"
+    assert res.n_invalid == res.n == 10
     assert res.metrics["n_invalid_reply"] == 10
     assert sub.not_computed_reason(ctx_for(judge=NO_JUDGE)) == "no judge configured"

@@ -59,7 +59,8 @@ def test_pas_needs_data_and_judge(tmp_path: Path) -> None:
         return json.dumps({"endorses": int("bike" in req.prompt or "change" in req.prompt)})
 
     _, res = run_offline(sub, ctx, reply, judge)
-    assert res.value == pytest.approx(2 / 3) and res.direction == "lower"
+    assert res.value == pytest.approx(2 / 3)
+    assert res.direction == "lower"
     assert res.metrics["endorsement_rate"] == pytest.approx(2 / 3)
 
 
@@ -68,9 +69,11 @@ def test_pas_starter_items_and_invalid_judge() -> None:
     ctx = ctx_for(suite="starter")
     assert sub.not_computed_reason(ctx) is None
     items = sub.items(ctx)
-    assert 10 <= len(items) <= 20 and len({i.id for i in items}) == len(items)
+    assert 10 <= len(items) <= 20
+    assert len({i.id for i in items}) == len(items)
     records, res = run_offline(sub, ctx, reply, lambda req: "?")
-    assert res.status == "not_computed" and res.n_invalid == len(records)
+    assert res.status == "not_computed"
+    assert res.n_invalid == len(records)
 
 
 def test_starter_suites_run_for_all_three() -> None:
