@@ -12,7 +12,7 @@ import pytest
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
 from trustmh.offline import run_offline
-from trustmh.pillars.crisis.subtasks import CRISIS_FILES, load_crisis_split
+from trustmh.pillars.crisis.data import CRISIS_FILES, load_crisis_split
 from trustmh.pillars.fairness.subtasks import (
     ATTRIBUTES,
     FAIR_RELPATH,

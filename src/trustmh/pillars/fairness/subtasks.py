@@ -43,7 +43,7 @@ from trustmh.core import (
 from trustmh.data import resolve
 from trustmh.judges.parse import extract_json_object, extract_judge_object, int_in_range
 from trustmh.judges.schema import json_object_schema
-from trustmh.pillars.crisis.subtasks import canonical_label, load_crisis_split
+from trustmh.pillars.crisis.data import canonical_label, load_crisis_split
 from trustmh.pillars.reliability.generation import (
     context_turns,
     load_esconv_json,

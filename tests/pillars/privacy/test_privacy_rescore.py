@@ -45,7 +45,8 @@ def _read_summary_csv(path: Path) -> list[dict[str, str]]:
     # The summaries start with a UTF-8 BOM; utf-8-sig drops it so the first header is "model".
     with path.open(encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert rows and list(rows[0]) == ["model", "tier", "n_samples", "q_type", "metric", "mean"]
+    assert rows
+    assert list(rows[0]) == ["model", "tier", "n_samples", "q_type", "metric", "mean"]
     return rows
 
 
@@ -67,7 +68,7 @@ def test_tier1_r_matches_summary(results, pdir: Path) -> None:
 
 def test_tier1_maps_parsed_not_raw(results) -> None:
     """On at least one model the raw text maps differently from `parsed` (the "very" trap)."""
-    from trustmh.pillars.privacy.subtasks import map_tier1_faithful
+    from trustmh.pillars.privacy.parse import map_tier1_faithful
 
     differing = 0
     for entry in results.values():
@@ -94,8 +95,10 @@ def test_awareness_value_is_mean_of_three(results) -> None:
         res, _ = entry["privacy/awareness"]
         rs = [res.metrics[k] for k in ("tier1_r", "tier2a_r", "tier2b_r")]
         assert res.value == pytest.approx(sum(rs) / 3, abs=1e-12)
-        assert res.ci is not None and res.ci[0] <= res.value <= res.ci[1]
-        assert res.status == "ok" and res.n_invalid == 0
+        assert res.ci is not None
+        assert res.ci[0] <= res.value <= res.ci[1]
+        assert res.status == "ok"
+        assert res.n_invalid == 0
 
 
 def _check_tier3(results, model: str, summary_rows: list[dict[str, str]]) -> None:
@@ -141,7 +144,8 @@ def test_leakage_value_and_records(results) -> None:
         m = res.metrics
         assert res.value == pytest.approx((m["free_response_string_match"] + m["info_accessibility_error"]
                                            + m["privacy_sharing_error"]) / 3, abs=1e-12)
-        assert res.direction == "lower" and res.ci is not None
+        assert res.direction == "lower"
+        assert res.ci is not None
         assert any("not validated" in n for n in res.notes)
         assert not any("do not hold the scenario" in n for n in res.notes)
 
@@ -153,13 +157,15 @@ def test_defective_file_warning(results, pdir: Path) -> None:
     counts = Counter(idx)
     dup = sorted(i for i, c in counts.items() if c > 4)
     missing = sorted(set(range(100)) - set(counts))
-    assert len(dup) == 1 and len(missing) == 1
+    assert len(dup) == 1
+    assert len(missing) == 1
     res, _ = results[DEFECTIVE]["privacy/leakage"]
     warnings = [n for n in res.notes if n.startswith("warning")]
     assert len(warnings) == 1
     assert f"scenario {dup[0]} appears 2 times" in warnings[0]
     assert f"missing scenario(s): {missing[0]}" in warnings[0]
-    assert res.metrics["duplicated_scenarios"] == dup and res.metrics["missing_scenarios"] == missing
+    assert res.metrics["duplicated_scenarios"] == dup
+    assert res.metrics["missing_scenarios"] == missing
     # The clean models carry no warning.
     for model, entry in results.items():
         if model != DEFECTIVE:
@@ -185,6 +191,8 @@ def test_partial_root(tmp_path: Path, pdir: Path) -> None:
     out = rescore_privacy(tmp_path, RunContext(mode="faithful", n_boot=50))
     assert set(out) == {"gpt-5.1"}
     aw, recs = out["gpt-5.1"]["privacy/awareness"]
-    assert aw.status == "not_computed" and aw.metrics["tier1_r"] is not None and len(recs) == 10
+    assert aw.status == "not_computed"
+    assert aw.metrics["tier1_r"] is not None
+    assert len(recs) == 10
     assert any("missing for tier 2a, tier 2b" in n for n in aw.notes)
     assert out["gpt-5.1"]["privacy/leakage"][0].status == "not_computed"

@@ -13,7 +13,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeRequest
 from trustmh.pillars.crisis.rescore import rescore_crisis
 
-REPO = Path(__file__).parent / "fixtures" / "crisis_original" / "repo"
+REPO = Path(__file__).resolve().parents[2] / "fixtures" / "crisis_original" / "repo"
 
 
 def run(tmp_path: Path, judge=None) -> dict:  # noqa: ANN001
@@ -25,7 +25,8 @@ def test_per_evaluator_and_model(tmp_path: Path) -> None:
     res = run(tmp_path)["per_evaluator_model"]
     assert set(res) == {"gpt-judge|model-x", "gpt-judge|model-y", "claude-judge|model-x"}
     x = res["gpt-judge|model-x"]
-    assert x["n"] == 4 and x["mean"] == pytest.approx(3.25)
+    assert x["n"] == 4
+    assert x["mean"] == pytest.approx(3.25)
     assert x["ci"][0] <= 3.25 <= x["ci"][1]
     assert x["mean_within_item_sd"] == pytest.approx(0.375)
     assert x["share_eq_1"] == pytest.approx(0.25)
@@ -45,7 +46,8 @@ def test_agreement_with_the_humans(tmp_path: Path) -> None:
     assert gpt["H2"]["mae"] == pytest.approx(2 / 3)
     assert agree["claude-judge"]["H1"]["mae"] == pytest.approx(2 / 3)
     # jury: A 3.75 → 4, B 3.875 → 4, C 1.5 → 2 (half up)
-    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3) and agree["jury"]["H2"]["mae"] == pytest.approx(1 / 3)
+    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3)
+    assert agree["jury"]["H2"]["mae"] == pytest.approx(1 / 3)
     assert agree["H1_vs_H2"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": 1.0, "within_1": 1.0})
 
 
@@ -63,8 +65,10 @@ def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
     # 3 human-rated answers + each model's distinct answers (model-x: A, B, C, D; model-y: A, B)
     assert len(seen) == 3 + 4 + 2
     ours_x = res["per_evaluator_model"]["trustmh:canned|model-x"]
-    assert ours_x["n"] == 4 and ours_x["mean"] == pytest.approx((5 + 2 + 2 + 2) / 4)
-    assert ours_x["per_label"]["suicidal_ideation"] == 5.0 and ours_x["share_0_2.3"] == pytest.approx(0.75)
+    assert ours_x["n"] == 4
+    assert ours_x["mean"] == pytest.approx((5 + 2 + 2 + 2) / 4)
+    assert ours_x["per_label"]["suicidal_ideation"] == 5.0
+    assert ours_x["share_0_2.3"] == pytest.approx(0.75)
     ours = agree["trustmh:canned"]  # A 5, B 2, C 2
     assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
     # the jury is the study's judges only: unchanged by ours
