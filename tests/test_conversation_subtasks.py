@@ -13,9 +13,9 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.pillars.conversation.base import _set_path
 from trustmh.pillars.conversation.contract import run_conversations_offline
 from trustmh.pillars.conversation.scripts import load_scripts, parse_script
-from trustmh.pillars.conversation.subtasks import _set_path
 
 SETS = Path(str(_set_path("gradual_disclosure"))).parent
 RISK_LINES = {s.turns[s.risk_turn] for name in ("gradual_disclosure", "delusion", "multiturn_jailbreak")

@@ -13,24 +13,26 @@ import pytest
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.offline import run_offline
-from trustmh.pillars.ethics.subtasks import (
+from trustmh.pillars.ethics.data import (
     ETHICMH_RELPATH,
+    decode_faithful,
+    decode_repaired,
+    load_ethicmh,
+    parse_ethicmh,
+)
+from trustmh.pillars.ethics.reasoning import (
     SC_KEYS,
     EthicalReasoning,
     ci_margin,
-    decode_faithful,
-    decode_repaired,
     judge_prompt,
     judge_valid,
-    load_ethicmh,
-    macro_f1,
     parse_choice_default,
     parse_choice_faithful,
-    parse_ethicmh,
     parse_judge_default,
     parse_judge_faithful,
 )
 from trustmh.starter import load_starter
+from trustmh.stats.classification import macro_f1
 
 N_BOOT = 200
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")

@@ -13,19 +13,19 @@ import pytest
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
 from trustmh.offline import run_offline
 from trustmh.pillars.crisis.subtasks import CRISIS_FILES, load_crisis_split
-from trustmh.pillars.fairness.subtasks import (
+from trustmh.pillars.fairness.data import (
     ATTRIBUTES,
     FAIR_RELPATH,
     NEUTRAL,
-    Fairness,
     cut_positions,
     fairness_contexts,
     identity_sentence,
     injection_index,
-    parse_escalation,
     variants,
 )
-from trustmh.pillars.reliability.generation import load_esconv_json
+from trustmh.pillars.fairness.escalation import parse_escalation
+from trustmh.pillars.fairness.overall import Fairness
+from trustmh.pillars.reliability.data import load_esconv_json
 from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS
 from trustmh.starter import load_starter
 

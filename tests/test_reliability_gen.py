@@ -16,28 +16,27 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.offline import run_offline
-from trustmh.pillars.reliability.generation import (
+from trustmh.pillars.reliability.common import classification_metrics
+from trustmh.pillars.reliability.data import (
     CPSYCOUNE_RELDIR,
     CPSYCOUNE_TOPICS,
     D4_PRESET,
     ESCONV_TSV_RELPATHS,
     SWMH_PRESET,
     ClassificationSpec,
-    EmotionalSupport,
-    PsychologicalDiagnosis,
-    PsychologicalIntervention,
-    classification_metrics,
-    eligible_cuts,
     esconv_tsv_dialogues,
-    intervention_items,
     load_classification,
     load_cpsycoune,
     load_esconv_tsv,
-    parse_diagnosis,
     parse_esconv_tsv_line,
-    parse_intervention_judge,
-    rouge_l,
 )
+from trustmh.pillars.reliability.diagnosis import PsychologicalDiagnosis, parse_diagnosis
+from trustmh.pillars.reliability.intervention import (
+    PsychologicalIntervention,
+    intervention_items,
+    parse_intervention_judge,
+)
+from trustmh.pillars.reliability.support import EmotionalSupport, eligible_cuts, rouge_l
 from trustmh.sampling import stratified_sample
 from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS, format_transcript, parse_support_judge
 from trustmh.starter import load_starter
@@ -606,7 +605,7 @@ def test_esconv_fallback_never_swallows_a_checksum_error(tmp_path: Path, monkeyp
     """A cached ESConv.json with the wrong bytes is an error, not a reason to use the processed split."""
     from trustmh.core import ChecksumError
     from trustmh.data.download import save_pin
-    from trustmh.pillars.reliability.generation import ESCONV_JSON_RELPATH
+    from trustmh.pillars.reliability.data import ESCONV_JSON_RELPATH
 
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")

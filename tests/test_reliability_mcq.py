@@ -10,16 +10,9 @@ import pytest
 
 from trustmh.core import Item, RunContext, TrustmhError
 from trustmh.offline import run_offline
-from trustmh.pillars.reliability.mcq import (
-    EU_RELPATH,
-    USMLE_RELPATH,
-    EmotionRecognition,
-    Knowledge,
-    load_eu,
-    load_usmle,
-    parse_eu_answer,
-    parse_letter_faithful,
-)
+from trustmh.pillars.reliability.data import EU_RELPATH, USMLE_RELPATH, load_eu, load_usmle
+from trustmh.pillars.reliability.emotion import EmotionRecognition, parse_eu_answer
+from trustmh.pillars.reliability.knowledge import Knowledge, parse_letter_faithful
 from trustmh.sampling import stratified_sample
 from trustmh.starter import load_starter
 

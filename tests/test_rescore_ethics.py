@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.pillars.ethics.rescore import OUTPUTS_REL, display_name, released_files, rescore_ethics
-from trustmh.pillars.ethics.subtasks import (
+from trustmh.pillars.ethics.reasoning import (
     SC_KEYS,
     EthicalReasoning,
     parse_choice_faithful,
     parse_judge_faithful,
 )
+from trustmh.pillars.ethics.rescore import OUTPUTS_REL, display_name, released_files, rescore_ethics
 
 N_BOOT = 200
 

@@ -13,14 +13,10 @@ import pytest
 from trustmh.catalogue import BY_ID, get_subtask, is_implemented
 from trustmh.core import Item, JudgeInfo, Record, RunContext, Subtask, SubtaskResult
 from trustmh.offline import run_offline
+from trustmh.pillars.robustness.base import CLEAN, DEFAULT_PS, condition_key
+from trustmh.pillars.robustness.diagnosis import RobustnessDiagnosis
 from trustmh.pillars.robustness.perturb import perturb
-from trustmh.pillars.robustness.subtasks import (
-    CLEAN,
-    DEFAULT_PS,
-    RobustnessDiagnosis,
-    RobustnessEmotionalSupport,
-    condition_key,
-)
+from trustmh.pillars.robustness.support import RobustnessEmotionalSupport
 from trustmh.stats.bootstrap import bootstrap_mean
 
 JUDGE = JudgeInfo(model="judge/test", validated=False)

@@ -39,12 +39,6 @@ from trustmh.core import (
     Subtask,
     SubtaskResult,
 )
-from trustmh.pillars.reliability.generation import (
-    EmotionalSupport,
-    PsychologicalDiagnosis,
-    classification_counts,
-    f1_from_totals,
-)
 from trustmh.pillars.robustness.perturb import ALL_LEVELS, CASCADE, perturber
 from trustmh.stats.bootstrap import cluster_codes, cluster_draw_counts, percentile_ci
 
@@ -93,52 +87,15 @@ def _ci_list(reps: np.ndarray) -> list[float] | None:
     return None if not (np.isfinite(lo) and np.isfinite(hi)) else [lo, hi]
 
 
-# --------------------------------------------------------------------- replicate statistics (fast paths)
-
-
-def support_replicates(records: Sequence[Record], weights: np.ndarray, ctx: RunContext) -> np.ndarray:
-    """Per-replicate mean support over judge-valid replies (as `aggregate_support` computes it), for
-    per-record replicate weights of shape (B, n)."""
-    v = np.array([float(r.score["support"]) if r.score.get("judged") and r.score.get("judge_valid")
-                  and r.score.get("support") is not None else np.nan for r in records])
-    keep = np.isfinite(v)
-    if not keep.any():
-        return np.full(weights.shape[0], np.nan)
-    w = weights[:, keep]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (w @ v[keep]) / w.sum(axis=1)
-
-
-def diagnosis_replicates_for(primary_key: str) -> Replicates:
-    """Per-replicate mean over datasets of accuracy / weighted F1 (as `PsychologicalDiagnosis.aggregate`)."""
-
-    def stat(records: Sequence[Record], weights: np.ndarray, ctx: RunContext) -> np.ndarray:
-
-        by_ds: dict[str, list[int]] = defaultdict(list)
-        for i, r in enumerate(records):
-            by_ds[str(r.metadata["dataset"])].append(i)
-        out = np.zeros(weights.shape[0])
-        for idx in by_ds.values():
-            labels = list(records[idx[0]].metadata["labels"])
-            gold = [str(records[i].metadata["target"]) for i in idx]
-            pred = [records[i].score.get("pred") for i in idx]
-            g, p, tp = classification_counts(gold, pred, labels)
-            wd = weights[:, idx]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out += f1_from_totals(wd @ tp, wd @ g, wd @ p)[primary_key]
-        return out / len(by_ds) if by_ds else np.full(weights.shape[0], np.nan)
-
-    return stat
-
-
 # ---------------------------------------------------------------------------------------------- base
 
 
 
-# `-O` options of this module's sub-tasks
+# `-O` options of the robustness sub-tasks (both perturb the same base data)
 OPTIONS: dict[str, Option] = {
     'robustness_grid': Option('quick or full perturbation grid'),
 }
+
 
 class _Robustness(Subtask):
     """A base sub-task re-run on perturbed inputs. `base_cls` defaults to the real base (imported lazily);
@@ -172,10 +129,11 @@ class _Robustness(Subtask):
     def direction(self, mode: Mode) -> Direction:
         return "lower" if mode == "faithful" else "higher"
 
-    def anchors(self, ctx: RunContext) -> tuple[float, float]:
-        """(worst, best) of the base's primary metric in this mode (the normalisation anchors)."""
-
-        return self.base.anchors[ctx.mode]
+    def base_anchors(self, ctx: RunContext) -> tuple[float, float]:
+        """(worst, best) of the base's primary metric in this mode (the normalisation anchors), as the real
+        base sub-task declares them (also when a stand-in base is passed). Not named `anchors`: that is the
+        robustness sub-task's own declaration (a dict per mode)."""
+        return self._default_base_cls().anchors[ctx.mode]
 
     def fast_replicates(self, ctx: RunContext) -> Replicates:
         raise NotImplementedError
@@ -271,7 +229,7 @@ class _Robustness(Subtask):
         reps = {k: stat([records[i] for i in groups[k]], draws[:, codes[groups[k]]], ctx)
                 for k in wanted if values.get(k) is not None}
 
-        worst, best = self.anchors(ctx)
+        worst, best = self.base_anchors(ctx)
         s0 = values[CLEAN]
         metrics: dict[str, Any] = {
             "clean": s0,
@@ -353,43 +311,3 @@ class _Robustness(Subtask):
                                          notes=notes)
         res.method, res.judge = clean.method, clean.judge
         return res
-
-
-class RobustnessEmotionalSupport(_Robustness):
-    id = "robustness/emotional_support"
-    task_name = "robustness_emotional_support"
-    anchors = {"faithful": (0.5, 0.0), "default": (0.0, 1.0)}
-    options = OPTIONS
-    per_item = {"faithful": 'primary metric is a relative drop of the clean score, not a mean of per-item values', "default": 'primary metric is a retention ratio of perturbed to clean scores, not a mean of per-item values'}
-    title = "Robustness of emotional support"
-    base_id = SUPPORT_BASE_ID
-    datasets = ("esconv", "esconv_processed")
-    judge_use = "yes"
-
-    def _default_base_cls(self) -> type[Subtask]:
-
-        return EmotionalSupport
-
-    def fast_replicates(self, ctx: RunContext) -> Replicates:
-        return support_replicates
-
-
-class RobustnessDiagnosis(_Robustness):
-    id = "robustness/psychological_diagnosis"
-    task_name = "robustness_psychological_diagnosis"
-    anchors = {"faithful": (0.5, 0.0), "default": (0.0, 1.0)}
-    options = OPTIONS
-    per_item = {"faithful": 'primary metric is a relative drop of the clean score, not a mean of per-item values', "default": 'primary metric is a retention ratio of perturbed to clean scores, not a mean of per-item values'}
-    title = "Robustness of diagnosis"
-    base_id = DIAGNOSIS_BASE_ID
-    datasets = ("d4", "swmh")
-    judge_use = "no"
-
-    def _default_base_cls(self) -> type[Subtask]:
-
-        return PsychologicalDiagnosis
-
-    def fast_replicates(self, ctx: RunContext) -> Replicates:
-        key_fn = getattr(self.base, "primary_key", None)
-        key = key_fn(ctx) if key_fn is not None else ("accuracy" if ctx.mode == "faithful" else "weighted_f1")
-        return diagnosis_replicates_for(key)
