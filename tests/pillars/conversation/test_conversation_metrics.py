@@ -34,7 +34,8 @@ def test_late_escalation_counts_turns_and_early_one_is_false_alarm() -> None:
     o = score_conversation("x", [ESCALATE, CALM, CALM, CALM, ESCALATE], 2)
     assert (o.detection_turn, o.turns_to_detection, o.missed, o.false_alarm) == (4, 2, False, True)
     control = score_conversation("ctl", [CALM, ESCALATE], None)
-    assert control.missed is None and control.false_alarm is True
+    assert control.missed is None
+    assert control.false_alarm is True
 
 
 def test_bad_risk_turn_names_the_conversation() -> None:

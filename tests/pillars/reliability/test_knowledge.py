@@ -1,4 +1,4 @@
-"""reliability/knowledge and reliability/emotion_recognition: loaders, parsers, sampling, offline runs."""
+"""reliability/knowledge (USMLE-Mental): the loader, the parsers, sampling, prompts and offline runs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from trustmh.core import Item, RunContext, TrustmhError
 from trustmh.offline import run_offline
-from trustmh.pillars.reliability.data import EU_RELPATH, USMLE_RELPATH, load_eu, load_usmle
-from trustmh.pillars.reliability.emotion import EmotionRecognition, parse_eu_answer
+from trustmh.pillars.reliability.data import USMLE_RELPATH, load_usmle
+from trustmh.pillars.reliability.emotion import EmotionRecognition
 from trustmh.pillars.reliability.knowledge import Knowledge, parse_letter_faithful
 from trustmh.sampling import stratified_sample
 from trustmh.starter import load_starter
@@ -47,26 +47,6 @@ def test_usmle_loader_rejects_bad_rows(tmp_path: Path) -> None:
     p.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(TrustmhError, match="line 1"):
         load_usmle(p)
-
-
-def test_eu_loader_counts(data_dir: Path) -> None:
-    rows = load_eu(data_dir / EU_RELPATH)
-    assert len(rows) == 400
-    assert Counter(r["language"] for r in rows) == {"en": 200, "zh": 200}
-    assert Counter(r["coarse_category"] for r in rows) == {
-        "perspective_taking": 134, "personal_beliefs_and_experiences": 112, "complex_emotions": 98,
-        "emotional_cues": 56}
-    assert Counter(len(r["cause_choices"]) for r in rows) == {4: 279, 6: 120, 7: 1}
-    assert {len(r["emotion_choices"]) for r in rows} == {6}
-    assert {r["qid"] for r in rows if r["language"] == "en"} == {r["qid"] for r in rows if r["language"] == "zh"}
-
-
-def test_eu_loader_rejects_label_not_in_choices(tmp_path: Path) -> None:
-    row = load_starter("reliability/emotion_recognition")[0]
-    p = tmp_path / "eu.jsonl"
-    p.write_text(json.dumps({**row, "cause_label": "not a choice"}) + "\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match="row 1: field 'cause_label'"):
-        load_eu(p)
 
 
 # ------------------------------------------------------------------------------------------- parsers
@@ -110,22 +90,6 @@ def test_default_parser_is_shared_mcq(text: str, expected: str | None) -> None:
     assert Knowledge().parse(text, KEYS5, ctx) == expected
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Emotion: B\nCause: C", ("B", "C")),
-    ("**Emotion:** (A)\n**Cause:** D", ("A", "D")),
-    ("情绪：F\n原因：A", ("F", "A")),
-    ('{"emotion": "C", "cause": "B"}', ("C", "B")),
-    ("Emotion: B", ("B", None)),
-    ("Emotion: B\nEmotion: C\nCause: A", (None, "A")),  # conflicting emotion lines
-    ("Emotion: G\nCause: A", (None, "A")),  # G is not an emotion key
-    ("Cause: E", (None, None)),  # only 4 cause options
-    ("I feel happy", (None, None)),
-    ("<think>Emotion: A</think>Emotion: B\nCause: C", ("B", "C")),
-])
-def test_parse_eu_answer(text: str, expected: tuple[str | None, str | None]) -> None:
-    assert parse_eu_answer(text, list("ABCDEF"), list("ABCD")) == expected
-
-
 # ------------------------------------------------------------------------------------------ sampling
 
 def test_stratified_sample_is_seeded_and_proportional() -> None:
@@ -133,7 +97,8 @@ def test_stratified_sample_is_seeded_and_proportional() -> None:
     s1 = stratified_sample(rows, lambda r: r[0], 20, seed=3)
     s2 = stratified_sample(rows, lambda r: r[0], 20, seed=3)
     s3 = stratified_sample(rows, lambda r: r[0], 20, seed=4)
-    assert s1 == s2 and s1 != s3
+    assert s1 == s2
+    assert s1 != s3
     assert Counter(r[0] for r in s1) == {"a": 12, "b": 6, "c": 2}
     assert s1 == sorted(s1, key=rows.index)  # input order kept
     assert stratified_sample(rows, lambda r: r[0], 500, seed=0) == rows
@@ -144,7 +109,8 @@ def test_limit_faithful_head_default_stratified(data_dir: Path) -> None:
     head = k.items(RunContext(mode="faithful", limit=30))
     assert [i.id for i in head] == [f"usmle-{i:04d}" for i in range(30)]
     strat = k.items(RunContext(mode="default", limit=30, seed=1))
-    assert len(strat) == 30 and [i.id for i in strat] != [i.id for i in head]
+    assert len(strat) == 30
+    assert [i.id for i in strat] != [i.id for i in head]
     cats = Counter(i.metadata["category"] for i in strat)
     assert cats["depression"] == round(30 * 269 / 727)
     assert [i.id for i in strat] == [i.id for i in k.items(RunContext(mode="default", limit=30, seed=1))]
@@ -157,13 +123,17 @@ def test_prompts_by_mode_and_language() -> None:
     ctx_d = RunContext(mode="default", suite="starter")
     pf = Knowledge().items(ctx_f)[0].prompt
     pd = Knowledge().items(ctx_d)[0].prompt
-    assert "Answer: X" in pd and "Answer: X" not in pf
-    assert "\nA. " in pf and "\nB. " in pd
+    assert "Answer: X" in pd
+    assert "Answer: X" not in pf
+    assert "\nA. " in pf
+    assert "\nB. " in pd
     eu = EmotionRecognition().items(ctx_d)
     zh = [i for i in eu if i.metadata["language"] == "zh"]
     en = [i for i in eu if i.metadata["language"] == "en"]
-    assert zh and en
-    assert "情绪：" in zh[0].prompt and "Emotion:" in en[0].prompt
+    assert zh
+    assert en
+    assert "情绪：" in zh[0].prompt
+    assert "Emotion:" in en[0].prompt
     assert zh[0].cluster == zh[0].id.removeprefix("eu-")
 
 
@@ -177,8 +147,10 @@ def _gold_knowledge(item: Item, prompt: str) -> str:
 def test_knowledge_all_gold(mode: str) -> None:
     ctx = RunContext(mode=mode, suite="starter", n_boot=N_BOOT)
     records, result = run_offline(Knowledge(), ctx, respond=lambda item, p: item.target)
-    assert result.value == 1.0 and result.n == len(records) == 12
-    assert result.n_invalid == 0 and result.metrics["invalid_rate"] == 0.0
+    assert result.value == 1.0
+    assert result.n == len(records) == 12
+    assert result.n_invalid == 0
+    assert result.metrics["invalid_rate"] == 0.0
     assert set(result.metrics["accuracy_by_category"].values()) == {1.0}
     assert result.direction == "higher"
     _, result2 = run_offline(Knowledge(), ctx, respond=_gold_knowledge)
@@ -194,7 +166,8 @@ def test_knowledge_garbage_is_invalid_and_reasked() -> None:
         return "hmm, hard to say"
 
     records, result = run_offline(Knowledge(), ctx, respond=respond)
-    assert result.value == 0.0 and result.n_invalid == result.n == 12
+    assert result.value == 0.0
+    assert result.n_invalid == result.n == 12
     assert result.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
     assert prompts.count(Knowledge.format_reminder) == 24  # two re-asks each
@@ -208,13 +181,15 @@ def test_knowledge_wrong_letter_and_reask_recovery() -> None:
         return "Answer: " + next(k for k in keys if k != item.target)
 
     _, result = run_offline(Knowledge(), ctx, respond=wrong)
-    assert result.value == 0.0 and result.n_invalid == 0
+    assert result.value == 0.0
+    assert result.n_invalid == 0
 
     def late(item: Item, prompt: str) -> str:  # answers properly only after the reminder
         return f"Answer: {item.target}" if prompt == Knowledge.format_reminder else "unsure"
 
     records, result = run_offline(Knowledge(), ctx, respond=late)
-    assert result.value == 1.0 and all(r.metadata["reasked"] for r in records)
+    assert result.value == 1.0
+    assert all(r.metadata["reasked"] for r in records)
 
 
 def test_knowledge_half_right_has_ci(data_dir: Path) -> None:
@@ -226,53 +201,9 @@ def test_knowledge_half_right_has_ci(data_dir: Path) -> None:
                                                                  next(k for k in it.metadata["option_keys"]
                                                                       if k != it.target)))
     assert result.value == pytest.approx(0.5)
-    assert result.ci is not None and result.ci[0] < 0.5 < result.ci[1]
+    assert result.ci is not None
+    assert result.ci[0] < 0.5 < result.ci[1]
     assert set(result.metrics["accuracy_by_step"]) <= {"step1", "step2"}
-
-
-def _eu_reply(item: Item, emotion_ok: bool, cause_ok: bool, zh: bool = False) -> str:
-    def pick(keys: list[str], gold: str, ok: bool) -> str:
-        return gold if ok else next(k for k in keys if k != gold)
-
-    e = pick(item.metadata["emotion_keys"], item.target["emotion"], emotion_ok)
-    c = pick(item.metadata["cause_keys"], item.target["cause"], cause_ok)
-    return f"情绪：{e}\n原因：{c}" if zh else f"Emotion: {e}\nCause: {c}"
-
-
-def test_emotion_all_gold_and_mixed() -> None:
-    ctx = RunContext(mode="default", suite="starter", n_boot=N_BOOT)
-    er = EmotionRecognition()
-    _, result = run_offline(er, ctx, respond=lambda it, p: _eu_reply(it, True, True,
-                                                                       it.metadata["language"] == "zh"))
-    assert result.value == 1.0 and result.metrics["joint_acc"] == 1.0 and result.n_invalid == 0
-    assert set(result.metrics["by_language"]) == {"en", "zh"}
-    # Emotion always right, cause always wrong: value 0.5, joint 0.
-    _, result = run_offline(er, ctx, respond=lambda it, p: _eu_reply(it, True, False))
-    assert result.value == pytest.approx(0.5)
-    assert result.metrics["acc_emotion"] == 1.0 and result.metrics["acc_cause"] == 0.0
-    assert result.metrics["joint_acc"] == 0.0
-    assert result.value == pytest.approx((result.metrics["acc_emotion"] + result.metrics["acc_cause"]) / 2)
-    for group in result.metrics["by_coarse_category"].values():
-        assert group["acc_emotion"] == 1.0 and group["acc_cause"] == 0.0
-
-
-def test_emotion_garbage_invalid() -> None:
-    ctx = RunContext(mode="faithful", suite="starter", n_boot=N_BOOT)
-    records, result = run_offline(EmotionRecognition(), ctx, respond=lambda it, p: "I am not sure.")
-    assert result.value == 0.0 and result.n_invalid == result.n == 12
-    assert result.metrics["invalid_rate"] == 1.0 and all(r.metadata["reasked"] for r in records)
-
-
-def test_emotion_real_items_targets_match_labels(data_dir: Path) -> None:
-    items = EmotionRecognition().items(RunContext(mode="faithful"))
-    rows = load_eu(data_dir / EU_RELPATH)
-    assert len(items) == 400 and len({i.id for i in items}) == 400
-    for item, row in zip(items, rows, strict=True):
-        e = "ABCDEFGHIJ".index(item.target["emotion"])
-        c = "ABCDEFGHIJ".index(item.target["cause"])
-        assert row["emotion_choices"][e] == row["emotion_label"]
-        assert row["cause_choices"][c] == row["cause_label"]
-        assert f"{item.target['cause']}. {row['cause_label']}" in item.prompt
 
 
 def test_empty_records_not_computed() -> None:
@@ -301,4 +232,5 @@ def test_reask_count_follows_the_option(reasks: int) -> None:
     records, result = run_offline(Knowledge(), ctx, respond=late)
     assert prompts.count(Knowledge.format_reminder) == reasks * len(records)
     assert all(bool(r.metadata["reasked"]) is bool(reasks) for r in records)
-    assert result.value == float(reasks) and result.n_invalid == (0 if reasks else len(records))
+    assert result.value == float(reasks)
+    assert result.n_invalid == (0 if reasks else len(records))

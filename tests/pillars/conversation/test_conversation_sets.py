@@ -16,10 +16,12 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     assert all(s.risk_turn is None for s in gd if s.category == "no_risk")
     assert {s.explicit for s in gd} == {True, False}
     de = load_scripts(SETS / "delusion.json")
-    assert len(de) >= 12 and {s.category for s in de} >= {"persecutory", "grandiose", "romantic", "somatic",
-                                                           "ai_sentient"}
+    assert len(de) >= 12
+    assert ({s.category for s in de} >= {"persecutory", "grandiose", "romantic", "somatic",
+                                                           "ai_sentient"})
     jb = load_scripts(SETS / "multiturn_jailbreak.json")
-    assert len(jb) >= 12 and {s.category for s in jb} == {"means_info", "clinician_impersonation"}
+    assert len(jb) >= 12
+    assert {s.category for s in jb} == {"means_info", "clinician_impersonation"}
 
 
 def test_simulated_profiles_cover_severity_and_hidden_risk() -> None:
@@ -27,5 +29,6 @@ def test_simulated_profiles_cover_severity_and_hidden_risk() -> None:
     assert len(rows) >= 20
     assert {r["severity"] for r in rows} == {"mild", "moderate", "severe"}
     hidden = [r for r in rows if r["hidden_risk"]]
-    assert len(hidden) * 3 >= len(rows) and all(r["reveal_turn"] is not None for r in hidden)
+    assert len(hidden) * 3 >= len(rows)
+    assert all(r["reveal_turn"] is not None for r in hidden)
     assert all(r["will_disclose"] and r["will_not_disclose"] and r["direct_question_reaction"] for r in rows)

@@ -22,7 +22,7 @@ from trustmh.pillars.mentalbench.sources import gen_status, model_family, split_
 from trustmh.stats.agreement import krippendorff_alpha
 from trustmh.stats.icc import icc_a1
 
-FIXTURE = Path(__file__).parent / "fixtures" / "mentalbench_small.csv"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "mentalbench_small.csv"
 
 
 def scores_json(vals: dict[str, int] | int, explanation: str = "fine") -> str:
@@ -35,18 +35,25 @@ def scores_json(vals: dict[str, int] | int, explanation: str = "fine") -> str:
 def test_fixture_loader_counts_missing_nan_think_and_duplicates() -> None:
     data = load_mentalbench(FIXTURE, reference_contexts=None)
     c = data.counts
-    assert c["rows"] == 12 and len(data.rows) == 12
-    assert data.sources[0] == "original" and len(data.sources) == 10
+    assert c["rows"] == 12
+    assert len(data.rows) == 12
+    assert data.sources[0] == "original"
+    assert len(data.sources) == 10
     # the empty cell and the literal `nan` are both missing; the literal is counted as such too
-    assert c["missing"]["qwen_2"] == 2 and c["nan_literal"]["qwen_2"] == 1
-    assert data.rows[2].responses["qwen_2"] is None and data.rows[4].responses["qwen_2"] is None
+    assert c["missing"]["qwen_2"] == 2
+    assert c["nan_literal"]["qwen_2"] == 1
+    assert data.rows[2].responses["qwen_2"] is None
+    assert data.rows[4].responses["qwen_2"] is None
     assert sum(c["missing"].values()) == 2
     # closed <think> (qwen_3), a lone </think> (ds_qwen) and an unclosed <think> (qwen_3, reasoning only)
-    assert c["think_closed"]["qwen_3"] == 1 and c["think_closed"]["ds_qwen"] == 1
-    assert c["think_unclosed"]["qwen_3"] == 1 and c["reasoning_only"]["qwen_3"] == 1
+    assert c["think_closed"]["qwen_3"] == 1
+    assert c["think_closed"]["ds_qwen"] == 1
+    assert c["think_unclosed"]["qwen_3"] == 1
+    assert c["reasoning_only"]["qwen_3"] == 1
     # row 9 repeats row 2's context; the trailing newline of row 6 is kept in the text
     assert c["duplicate_contexts"] == 1
-    assert [r.duplicate_of for r in data.rows].count(None) == 11 and data.rows[8].duplicate_of == 1
+    assert [r.duplicate_of for r in data.rows].count(None) == 11
+    assert data.rows[8].duplicate_of == 1
     assert data.rows[5].context.endswith("\n")
     # unknown columns kept as metadata; positional ConvIDs without reference contexts
     assert data.rows[0].extra["context_length"] == "13"
@@ -106,7 +113,9 @@ def test_offline_fallback_uses_mentalalign_contexts(data_dir: Path) -> None:
     assert "MentalAlign" in " ".join(items[0].metadata["data"]["notes"])
     ctx = RunContext(mode="default", seed=1, suite="mentalbench", limit=5)
     sample = [i.metadata["conv_id"] for i in st.items(ctx)]
-    assert len(sample) == 5 and sample == sorted(sample, key=int) and sample != ["1", "2", "3", "4", "5"]
+    assert len(sample) == 5
+    assert sample == sorted(sample, key=int)
+    assert sample != ["1", "2", "3", "4", "5"]
     assert sample == [i.metadata["conv_id"] for i in st.items(ctx)]  # seeded
     # the fixture's contexts are not MentalAlign's: verified ids become row<n>, never a real ConvID
     ctx = RunContext(mode="faithful", suite="mentalbench", limit=2, options={"mentalbench_path": str(FIXTURE)})
@@ -127,7 +136,8 @@ def test_offline_fallback_uses_mentalalign_contexts(data_dir: Path) -> None:
 ])
 def test_split_reasoning_and_gen_status(raw: str, text: str, reasoning: str, status: str) -> None:
     split = split_reasoning(raw)
-    assert split.text == text and split.reasoning == reasoning
+    assert split.text == text
+    assert split.reasoning == reasoning
     assert gen_status(split) == status
 
 
@@ -145,16 +155,20 @@ def test_model_family() -> None:
     assert model_family("hf/deepseek-ai/DeepSeek-R1-Distill-Llama-8B") == "deepseek"
     assert model_family("ollama/qwen3:4b") == "qwen"
     assert model_family("google/gemini-2.0-flash") == "google"
-    assert model_family("gpt4omini") == "openai" and model_family("original") == "human"
+    assert model_family("gpt4omini") == "openai"
+    assert model_family("original") == "human"
     assert model_family("mockllm/model") is None
 
 
 def test_parse_judge_statuses() -> None:
     ok = parse_judge(scores_json(4))
-    assert set(ok["status"].values()) == {"ok"} and ok["robust"]["Safety"] == 4.0
+    assert set(ok["status"].values()) == {"ok"}
+    assert ok["robust"]["Safety"] == 4.0
     prose = parse_judge("Here you go: " + scores_json({**dict.fromkeys(ATTRIBUTES, 3), "Safety": 6}))
-    assert prose["status"]["Guidance"] == "recovered" and prose["status"]["Safety"] == "out_of_range"
-    assert prose["robust"]["Safety"] is None and prose["strict"]["Guidance"] is None  # strict: JSON error
+    assert prose["status"]["Guidance"] == "recovered"
+    assert prose["status"]["Safety"] == "out_of_range"
+    assert prose["robust"]["Safety"] is None
+    assert prose["strict"]["Guidance"] is None  # strict: JSON error
     assert set(parse_judge("")["status"].values()) == {"no_output"}
     assert set(parse_judge("no scores here")["status"].values()) == {"unparseable"}
 
@@ -216,10 +230,14 @@ def test_offline_ensemble_means_agreement_and_self_preference() -> None:
     m = res.metrics
     assert m["sources"]["original"]["mean7"] == pytest.approx(2.5)
     assert m["sources"]["model"]["Guidance"]["mean"] == pytest.approx(g.mean())
-    assert m["css"] == pytest.approx(g.mean()) and m["ars"] == pytest.approx(g.mean())
-    assert m["gen_status"]["ok"] == 10 and m["n_unparsed"] == 0
+    assert m["css"] == pytest.approx(g.mean())
+    assert m["ars"] == pytest.approx(g.mean())
+    assert m["gen_status"]["ok"] == 10
+    assert m["n_unparsed"] == 0
     ens = m["ensemble"]
-    assert ens["members"] == [JA, JB] and ens["aggregator"] == "mean" and ens["n_incomplete"] == 0
+    assert ens["members"] == [JA, JB]
+    assert ens["aggregator"] == "mean"
+    assert ens["n_incomplete"] == 0
     # Agreement among members, recomputed from the constructed scores: 10 model units (both g_i) and
     # 10 original units (2 vs 3).
     a_u, b_u = [], []
@@ -240,12 +258,14 @@ def test_offline_ensemble_means_agreement_and_self_preference() -> None:
     assert 0 < want_icc < 1
     # Self-preference: A on its own family (the openai model) minus A on the others (original).
     sp = m["self_preference"]
-    assert sp[JA]["family"] == "openai" and sp[JA]["same_family"] is True
+    assert sp[JA]["family"] == "openai"
+    assert sp[JA]["same_family"] is True
     assert sp[JA]["diff"] == pytest.approx(g.mean() - 2.0)
     assert sp[JA]["relative"]["diff"] == pytest.approx(0.0 - (2.0 - 3.0))
     lo, hi = sp[JA]["ci"]
     assert lo <= sp[JA]["diff"] <= hi
-    assert sp[JB]["same_family"] is False and sp[JB]["diff"] is None  # no anthropic source
+    assert sp[JB]["same_family"] is False
+    assert sp[JB]["diff"] is None  # no anthropic source
     assert any("same family" in n for n in res.notes)
 
 
@@ -260,12 +280,15 @@ def test_ensemble_min_valid_vote_and_parse_failures() -> None:
     m = res.metrics
     assert m["ensemble"]["n_incomplete"] == 7  # one reply, 7 attributes: B unparseable, min_valid=2
     assert m["parse_status"][JB]["Safety"] == {"ok": 19, "unparseable": 1}
-    assert m["unparsed"][JB] == {"model": 7, "original": 0} and m["n_unparsed"] == 7
-    assert res.n_invalid == 1 and m["Guidance"] == pytest.approx(2.5)
+    assert m["unparsed"][JB] == {"model": 7, "original": 0}
+    assert m["n_unparsed"] == 7
+    assert res.n_invalid == 1
+    assert m["Guidance"] == pytest.approx(2.5)
 
     _, res = run_offline(MentalBenchGeneration(), _starter_ctx(min_valid="1", ensemble="vote"), _respond, judge)
     m = res.metrics
-    assert m["ensemble"]["n_incomplete"] == 0 and res.n_invalid == 0
+    assert m["ensemble"]["n_incomplete"] == 0
+    assert res.n_invalid == 0
     # vote: median of {2, 3} rounded half up = 3 on 9 replies; A alone (2) on the tenth
     assert m["Guidance"] == pytest.approx((9 * 3 + 2) / 10)
 
@@ -282,12 +305,17 @@ def test_no_visible_text_is_never_judged() -> None:
 
     ctx = _starter_ctx(judges=None, skip_original="1")
     records, res = run_offline(MentalBenchGeneration(), ctx, respond, judge)
-    assert len(calls) == 9 and not any("thinking only" in c for c in calls)
+    assert len(calls) == 9
+    assert not any("thinking only" in c for c in calls)
     bad = next(r for r in records if r.item_id.startswith("starter-01"))
-    assert bad.score["valid"] is False and bad.score["gen_status"] == "reasoning_only"
+    assert bad.score["valid"] is False
+    assert bad.score["gen_status"] == "reasoning_only"
     assert set(bad.score["ratings"][JA]["status"].values()) == {"no_response"}
-    assert res.metrics["gen_status"]["reasoning_only"] == 1 and res.metrics["no_response"] == 1
-    assert res.n == 10 and res.n_invalid == 1 and res.value == pytest.approx(4.0)
+    assert res.metrics["gen_status"]["reasoning_only"] == 1
+    assert res.metrics["no_response"] == 1
+    assert res.n == 10
+    assert res.n_invalid == 1
+    assert res.value == pytest.approx(4.0)
 
 
 def test_test_retest_deterministic_judge_gives_icc_one() -> None:
@@ -299,7 +327,8 @@ def test_test_retest_deterministic_judge_gives_icc_one() -> None:
     records, res = run_offline(MentalBenchGeneration(), ctx, _respond, judge)
     assert set(records[0].judge_raw) == {f"{JA}@1", f"{JA}@2", f"{JA}@3"}
     tr = res.metrics["test_retest"][JA]
-    assert tr["repeats"] == 3 and tr["identical_share"] == 1.0
+    assert tr["repeats"] == 3
+    assert tr["identical_share"] == 1.0
     assert all(tr["icc_a1"][a] == pytest.approx(1.0) for a in [*ATTRIBUTES, "all"])
     # a judge that drifts between repeats is below 1
     drift = [np.array([[1, 2], [2, 3], [3, 4], [4, 5]], float), np.array([[2, 2], [2, 4], [4, 4], [4, 5]], float)]
@@ -334,13 +363,15 @@ def test_export_long_table_then_align(tmp_path: Path) -> None:
 
     ctx = _fixture_ctx()
     records, res = run_offline(MentalBenchGeneration(), ctx, lambda i, p: "OK", _fixture_judge)
-    assert len(records) == 120 and res.status == "not_computed"  # no model under test in a rescore
+    assert len(records) == 120
+    assert res.status == "not_computed"  # no model under test in a rescore
     assert res.metrics["sources"]["gpt4o"]["n"] == 12
     paths = export_long_table(records, tmp_path)
     with open(paths["judge_long"], newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert tuple(rows[0]) == COLUMNS
-    assert len(rows) == 120 * 7 and {r["rater"] for r in rows} == {"openai/gpt-judge"}
+    assert len(rows) == 120 * 7
+    assert {r["rater"] for r in rows} == {"openai/gpt-judge"}
     # default mode: the missing replies (qwen_2 rows 3 and 5) and the reasoning-only reply (qwen_3 row 4)
     # are not judged; their rows exist with status no_response and no score
     nr = {(r["item"], r["source"]) for r in rows if r["status"] == "no_response"}
@@ -367,7 +398,9 @@ def test_export_long_table_then_align(tmp_path: Path) -> None:
     resp = [c for c in cells if c.get("level") == "response"]
     # 120 replies − 3 not judged − the judge's own family (an OpenAI judge: the gpt4o and gpt4omini replies)
     own = {(r["item"], r["source"]) for r in rows if r["source"] in ("gpt4o", "gpt4omini") and r["score"]}
-    assert own and resp and all(c["n_pairs"] == 117 - len(own) for c in resp)
+    assert own
+    assert resp
+    assert all(c["n_pairs"] == 117 - len(own) for c in resp)
     assert all(c["icc_a1"] is not None and -1 <= c["icc_a1"] <= 1 for c in resp)
     assert all(c["bias"] > 0 for c in resp)  # humans were nudged down
 
@@ -410,7 +443,8 @@ def _model_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 
 def _judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
-    assert config.temperature == 0.0 and config.seed == 5
+    assert config.temperature == 0.0
+    assert config.seed == 5
     if "MODEL-REPLY" in prompt:
         return "```json\n" + scores_json(4) + "\n```"
     return "I cannot rate this one."  # the reference replies: unparseable, counted
@@ -424,7 +458,9 @@ def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
                                 options={"mentalbench_starter": "1", "model": "canned/model"}))
     assert code == 0
     sub = data["subtasks"]["mentalbench/generation"]
-    assert sub["status"] == "ok" and sub["value"] == pytest.approx(4.0) and sub["n"] == 3
+    assert sub["status"] == "ok"
+    assert sub["value"] == pytest.approx(4.0)
+    assert sub["n"] == 3
     m = sub["metrics"]
     assert all(m[a] == pytest.approx(4.0) for a in ATTRIBUTES)
     judge_name = next(iter(m["parse_status"]))
@@ -456,7 +492,8 @@ def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
                                               "gpt4omini", "llama_3", "qwen_2", "qwen_3"}
     with open(out / "judge_long.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 3 * 10 * 7 and {r["item"] for r in rows} == {"1", "2", "3"}
+    assert len(rows) == 3 * 10 * 7
+    assert {r["item"] for r in rows} == {"1", "2", "3"}
     assert sum(r["status"] == "no_response" for r in rows) == 7  # qwen_2 row 3 is empty
     assert not math.isnan(float(next(r["score"] for r in rows if r["status"] == "ok")))
 
@@ -480,7 +517,8 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
         rows = [r for r in csv.DictReader(fh) if r["rater_kind"] == "ensemble"]
     assert {r["rater"] for r in rows} == {"ensemble[openai/gpt-judge+anthropic/claude-judge]"}
     scored = [r for r in rows if r["score"]]
-    assert len(scored) == 117 * 7 and all(float(r["score"]) % 1 == 0.5 for r in scored)
+    assert len(scored) == 117 * 7
+    assert all(float(r["score"]) % 1 == 0.5 for r in scored)
     human = tmp_path / "human_long.csv"
     with open(human, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -502,7 +540,9 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     excluded = result["metadata"]["self_exclusion"]["ensemble[openai/gpt-judge+anthropic/claude-judge]"]
     assert sorted(excluded) == ["claude", "gpt4o", "gpt4omini"]
     kept = [r for r in scored if r["source"] not in excluded and r["attribute"] == "Empathy"]
-    assert cells and all(c["n_pairs"] == len(kept) for c in cells) and len(kept) < 117
+    assert cells
+    assert all(c["n_pairs"] == len(kept) for c in cells)
+    assert len(kept) < 117
     # the half-up binning makes κ exact here (human = ensemble rounded half up)
     assert all(c["kappa_quadratic"] == pytest.approx(1.0) for c in cells)
 
@@ -515,7 +555,8 @@ def test_no_pairable_reply_writes_no_judge_long(tmp_path: Path) -> None:
     records, _ = run_offline(MentalBenchGeneration(), ctx, _respond, lambda req: scores_json(
         {a: 3 for a in ATTRIBUTES}))
     paths = export_long_table(records, tmp_path)
-    assert "judge_long" not in paths and not (tmp_path / "judge_long.csv").exists()
+    assert "judge_long" not in paths
+    assert not (tmp_path / "judge_long.csv").exists()
     assert len((tmp_path / "judge_long_all.csv").read_text().splitlines()) > 1
 
 
@@ -525,8 +566,10 @@ def test_rescore_from_accepts_a_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 
     code = main(["rescore", "--format", "mentalbench", "--from", str(FIXTURE), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
-    assert "not a directory" not in err and "no such file" not in err
-    assert code == 2 and "judge" in err  # it got as far as asking for a judge
+    assert "not a directory" not in err
+    assert "no such file" not in err
+    assert code == 2
+    assert "judge" in err  # it got as far as asking for a judge
     assert main(["rescore", "--format", "mentalbench", "--from", str(tmp_path / "none.csv"), "--out",
                  str(tmp_path / "o")]) == 2
     assert "no such file or directory" in capsys.readouterr().err

@@ -18,7 +18,9 @@ def _write(tmp_path: Path, rows: object) -> Path:
 
 def test_loads_valid_script(tmp_path: Path) -> None:
     [s] = load_scripts(_write(tmp_path, [GOOD]))
-    assert s.id == "gd-1" and s.risk_turn is None and len(s.turns) == 2
+    assert s.id == "gd-1"
+    assert s.risk_turn is None
+    assert len(s.turns) == 2
 
 
 @pytest.mark.parametrize("change, message", [

@@ -54,11 +54,13 @@ def test_ethicmh_counts(ethicmh_path: Path, mode: str) -> None:
     assert [r["index"] for r in rows] == list(range(125))
     assert Counter(r["subcategory"] for r in rows) == {s: 25 for s in SUBCATEGORIES}
     gold = Counter(r["expected_reasoning"] for r in rows)
-    assert gold == {"A": 53, "B": 46, "C": 26} and gold["D"] == 0
+    assert gold == {"A": 53, "B": 46, "C": 26}
+    assert gold["D"] == 0
     for r in rows:
         lines = r["options"].split("\n")
         assert [ln[:2] for ln in lines] == ["A.", "B.", "C.", "D."]  # LF inside the cell, no CR
-        assert "\r" not in r["options"] and "\r" not in r["viewpoints"]
+        assert "\r" not in r["options"]
+        assert "\r" not in r["viewpoints"]
 
 
 def test_ethicmh_faithful_keeps_mojibake(ethicmh_path: Path) -> None:
@@ -77,13 +79,15 @@ def test_ethicmh_default_repair(ethicmh_path: Path) -> None:
     raw = ethicmh_path.read_bytes()
     assert raw.count(b"\xe9\x88\x3f") > 0
     text = decode_repaired(raw)
-    assert not CJK.search(text) and "\ufffd" not in text
+    assert not CJK.search(text)
+    assert "\ufffd" not in text
     rows = load_ethicmh(ethicmh_path, "default")
     assert "patient’s consent" in rows[0]["options"]
     faithful = load_ethicmh(ethicmh_path, "faithful")
     # Repair changes only the garbled text: the clean rows are identical.
     same = [f == d for f, d in zip(faithful, rows, strict=True)]
-    assert any(same) and not all(same)
+    assert any(same)
+    assert not all(same)
 
 
 def test_decode_repaired_rules() -> None:
@@ -119,7 +123,8 @@ def test_parse_ethicmh_crlf_records_lf_cells() -> None:
     assert len(rows) == 2
     assert rows[0]["scenario"] == "A demo, with comma"
     assert rows[0]["options"] == "A.one\nB.two\nC.three\nD.four"
-    assert rows[1]["expected_reasoning"] == "A" and rows[1]["index"] == 1
+    assert rows[1]["expected_reasoning"] == "A"
+    assert rows[1]["index"] == 1
 
 
 def test_parse_ethicmh_errors() -> None:
@@ -178,7 +183,10 @@ JUDGE_JSON = "```json\n" + json.dumps({**{k: 4 for k in SC_KEYS}, "sc1": 5, "sc1
 
 def test_parse_judge_faithful() -> None:
     parsed = parse_judge_faithful(JUDGE_JSON)
-    assert parsed is not None and parsed["sc1"] == 5 and parsed["sc5"] == 4 and parsed["sc1_reason"] == "good"
+    assert parsed is not None
+    assert parsed["sc1"] == 5
+    assert parsed["sc5"] == 4
+    assert parsed["sc1_reason"] == "good"
     assert parse_judge_faithful("Overall I would give this a 3 out of 5.") == {"overall": 3.0}
     assert parse_judge_faithful("no numbers") is None
     assert parse_judge_faithful('{"sc1": 2}') == {"sc1": 2}  # partial JSON kept (lenient)
@@ -187,12 +195,14 @@ def test_parse_judge_faithful() -> None:
 
 def test_parse_judge_default() -> None:
     parsed = parse_judge_default(JUDGE_JSON)
-    assert parsed is not None and [parsed[k] for k in SC_KEYS] == [5, 4, 4, 4, 4]
+    assert parsed is not None
+    assert [parsed[k] for k in SC_KEYS] == [5, 4, 4, 4, 4]
     assert parse_judge_default('{"sc1": 5, "sc2": 4, "sc3": 4, "sc4": 4}') is None  # missing sc5
     assert parse_judge_default(json.dumps({k: 6 for k in SC_KEYS})) is None  # out of range
     assert parse_judge_default(json.dumps({k: 4.5 for k in SC_KEYS})) is None
     assert parse_judge_default("Overall 3") is None
-    assert judge_valid(JUDGE_JSON) and not judge_valid("Overall 3")
+    assert judge_valid(JUDGE_JSON)
+    assert not judge_valid("Overall 3")
 
 
 def test_judge_prompt_key_only_in_faithful(ethicmh_path: Path) -> None:
@@ -200,9 +210,12 @@ def test_judge_prompt_key_only_in_faithful(ethicmh_path: Path) -> None:
     pf = judge_prompt(row, "REPLY-TEXT", "faithful")
     pd = judge_prompt(row, "REPLY-TEXT", "default")
     for p in (pf, pd):
-        assert "REPLY-TEXT" in p and row["model_behavior"] in p and row["scenario"] in p
+        assert "REPLY-TEXT" in p
+        assert row["model_behavior"] in p
+        assert row["scenario"] in p
         assert all(k in p for k in SC_KEYS)
-    assert "Expert reference" in pf and "Expert reference" not in pd
+    assert "Expert reference" in pf
+    assert "Expert reference" not in pd
     assert re.search(r"Expert reference.*\n" + row["expected_reasoning"] + r"\n", pf)
 
 
@@ -234,8 +247,10 @@ def _gold_reply(item: Item, prompt: str) -> str:
 def test_all_gold_no_judge(mode: str) -> None:
     ctx = RunContext(mode=mode, suite="starter", n_boot=N_BOOT)  # type: ignore[arg-type]
     records, result = run_offline(EthicalReasoning(), ctx, respond=_gold_reply)
-    assert result.value == 1.0 and result.n == len(records) == len(load_starter("ethics/ethical_reasoning"))
-    assert result.n_invalid == 0 and result.direction == "higher"
+    assert result.value == 1.0
+    assert result.n == len(records) == len(load_starter("ethics/ethical_reasoning"))
+    assert result.n_invalid == 0
+    assert result.direction == "higher"
     for k in [*SC_KEYS, "reasoning_score"]:
         assert result.metrics[k] is None
     assert any("no judge configured" in n for n in result.notes)
@@ -253,7 +268,8 @@ def test_garbage_all_invalid(mode: str) -> None:
     ctx = RunContext(mode=mode, suite="starter", n_boot=N_BOOT)  # type: ignore[arg-type]
     # No A-D word anywhere, so even the faithful fallback finds nothing.
     records, result = run_offline(EthicalReasoning(), ctx, respond=lambda it, p: "I prefer not to say.")
-    assert result.value == 0.0 and result.n_invalid == result.n
+    assert result.value == 0.0
+    assert result.n_invalid == result.n
     assert result.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
 
@@ -268,7 +284,8 @@ def test_default_distribution_metrics_on_real_data(ethicmh_path: Path) -> None:
     _, result = run_offline(EthicalReasoning(), ctx, respond=lambda it, p: '{"choice": "A", "reasoning": "x"}')
     share_a = sum(r["expected_reasoning"] == "A" for r in rows) / len(rows)
     assert result.value == pytest.approx(share_a)
-    assert result.metrics["choice_dist_A"] == 1.0 and result.metrics["d_rate"] == 0.0
+    assert result.metrics["choice_dist_A"] == 1.0
+    assert result.metrics["d_rate"] == 0.0
     by_sub = result.metrics["accuracy_by_subcategory"]
     assert set(by_sub) == SUBCATEGORIES
     for sub, acc in by_sub.items():
@@ -303,7 +320,8 @@ def test_judge_canned_scores_faithful() -> None:
     assert result.metrics["reasoning_score"] == pytest.approx(3.0)
     assert result.judge == {"model": "demo-judge", "validated": False}
     assert any("unvalidated judge" in n for n in result.notes)
-    assert len(seen) == len(records) and all("Expert reference" in r.prompt for r in seen)
+    assert len(seen) == len(records)
+    assert all("Expert reference" in r.prompt for r in seen)
 
 
 def test_judge_faithful_overall_fallback_excluded() -> None:
@@ -317,7 +335,8 @@ def test_judge_faithful_overall_fallback_excluded() -> None:
         return _judge_for({k: 4 for k in SC_KEYS})
 
     records, result = run_offline(EthicalReasoning(), ctx, respond=_gold_reply, judge=judge, items=items)
-    assert records[0].score["overall"] == 1.0 and records[0].score["sc1"] is None
+    assert records[0].score["overall"] == 1.0
+    assert records[0].score["sc1"] is None
     assert result.metrics["sc1"] == 4.0  # the 1 is not in the sc means
     assert result.metrics["sc1_n"] == len(records) - 1
     assert result.metrics["judge_overall_only"] == 1

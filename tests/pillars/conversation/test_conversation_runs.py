@@ -31,7 +31,8 @@ def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
     if who == "judge":
         return judge_text(message_text(messages[-1]))
     if who == "patient":
-        assert messages[0]["role"] == "system" and "role-playing a person" in message_text(messages[0])
+        assert messages[0]["role"] == "system"
+        assert "role-playing a person" in message_text(messages[0])
         situation = message_text(messages[0]).split("going through ", 1)[1].split(".", 1)[0]
         return f"patient message {len(messages)}: {situation}"  # differs per profile, so no shared cache entry
     return "Are you safe right now? You can call or text 988."
@@ -73,7 +74,8 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
     results = json.loads((out / "results.json").read_text())
     assert results["patient"] == {"model": "openai-api/loop/patient", "source": "--patient"}
     sub = results["subtasks"]["conversation/simulated_patient"]
-    assert sub["status"] == "ok" and sub["n"] == 2
+    assert sub["status"] == "ok"
+    assert sub["n"] == 2
     assert sub["value"] == pytest.approx(sum(RUBRIC.values()) / 5)
     assert sub["metrics"]["rubric"]["ai_communication"]["value"] == RUBRIC["ai_communication"]
     assert sub["metrics"]["rubric_test_retest"]["agreement"] == 1.0  # the canned judge never wavers
@@ -119,19 +121,23 @@ def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
                                 limit=2, out=tmp_path / "run", display="none", n_boot=100,
                                 options={"system_prompt": str(system)}))
     assert code == 0, data["errors"]
-    assert systems and all(s == "You are Ada, a support assistant." for s in systems)
+    assert systems
+    assert all(s == "You are Ada, a support assistant." for s in systems)
     assert "patient" not in data  # no simulated patient in this run
     gd = data["subtasks"]["conversation/gradual_disclosure"]
-    assert gd["method"] == "judge" and gd["value"] in (0.0, None)
+    assert gd["method"] == "judge"
+    assert gd["value"] in (0.0, None)
     assert data["subtasks"]["conversation/delusion"]["value"] == 0.0
     assert data["subtasks"]["conversation/multiturn_jailbreak"]["value"] == 0.0
     html = (tmp_path / "run" / "report.html").read_text()
     # the transcript browser carries the turns as JSON data, `<` escaped, written into the page as text
-    assert "<script>x" not in html and "\\u003cscript\\u003ex\\u003c/script\\u003e" in html
+    assert "<script>x" not in html
+    assert "\\u003cscript\\u003ex\\u003c/script\\u003e" in html
     assert '"turns":[{"role":"patient"' in html
     rows = [r for r in _items(tmp_path / "run") if r["subtask"] == "conversation/delusion"]
-    assert rows and all(t["marks"].get("delusion_confirmation") == 0 for r in rows for t in r["metadata"]["turns"]
-                        if t["role"] == "model" and t["turn"] >= r["metadata"]["risk_turn"])
+    assert rows
+    assert (all(t["marks"].get("delusion_confirmation") == 0 for r in rows for t in r["metadata"]["turns"]
+                        if t["role"] == "model" and t["turn"] >= r["metadata"]["risk_turn"]))
 
 
 def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: Path) -> None:
@@ -152,15 +158,20 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     gd = results["subtasks"]["conversation/gradual_disclosure"]
     rows = [r for r in _items(tmp_path / "run") if r["subtask"] == "conversation/gradual_disclosure"]
     n_risk = sum(r["score"]["risk_turn"] is not None for r in rows)
-    assert n_risk >= 1 and gd["status"] == "ok" and gd["method"] == "judge"
-    assert gd["value"] == 1.0 and gd["n"] == gd["n_invalid"] == n_risk  # the model escalated; nobody can tell
+    assert n_risk >= 1
+    assert gd["status"] == "ok"
+    assert gd["method"] == "judge"
+    assert gd["value"] == 1.0
+    assert gd["n"] == gd["n_invalid"] == n_risk  # the model escalated; nobody can tell
     assert gd["metrics"]["missed_crisis_valid_only"]["status"] == "not_computed"
     assert any(f"{n_risk} of {n_risk} conversations had an unreadable judge mark" in n for n in gd["notes"])
     jb = results["subtasks"]["conversation/multiturn_jailbreak"]
-    assert jb["value"] == 1.0 and jb["n_invalid"] == jb["n"] >= 1
+    assert jb["value"] == 1.0
+    assert jb["n_invalid"] == jb["n"] >= 1
     assert jb["metrics"]["jailbreak_success_valid_only"]["status"] == "not_computed"
     de = results["subtasks"]["conversation/delusion"]
-    assert de["value"] == 2.0 and de["n_invalid"] == de["n"] >= 1
+    assert de["value"] == 2.0
+    assert de["n_invalid"] == de["n"] >= 1
     assert f"{n_risk} of {n_risk} conversations had an unreadable judge mark" in \
         (tmp_path / "run" / "report.html").read_text()
     gate = run_gate(tmp_path / "run")
@@ -174,7 +185,8 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
     from trustmh.core import SubtaskResult, TrustmhError
     from trustmh.results.leaderboard import normalised_summary
 
-    assert len(FAITHFUL_PILLARS) == 8 and PILLARS[-1] == "conversation"
+    assert len(FAITHFUL_PILLARS) == 8
+    assert PILLARS[-1] == "conversation"
     assert not [s for s in select(None, None, "faithful") if s.pillar == "conversation"]
     assert {s.id for s in select(["conversation"], None, "default")} == {
         "conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
@@ -186,14 +198,17 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
     assert normalised_summary(one, "default")["overall"]["n_pillars_total"] == 9
     assert main(["list"]) == 0
     listing = capsys.readouterr().out
-    assert "Conversation" in listing and "conversation/simulated_patient" in listing
+    assert "Conversation" in listing
+    assert "conversation/simulated_patient" in listing
 
 
 def test_bad_system_prompt_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", "--model", "mockllm/model", "--no-judge", "--subtasks", "gradual_disclosure",
                  "-O", f"system_prompt={tmp_path / 'nope.txt'}", "--out", str(tmp_path / "o"), "--display", "none"])
     err = capsys.readouterr().err
-    assert code == 2 and "-O system_prompt=" in err and "Traceback" not in err
+    assert code == 2
+    assert "-O system_prompt=" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.slow
@@ -221,4 +236,5 @@ def test_patient_without_a_simulated_patient_is_an_error(tmp_path: Path, capsys:
     code = main(["run", "--model", "mockllm/model", "--no-judge", "--subtasks", "gradual_disclosure",
                  "--patient", "mockllm/patient", "--out", str(tmp_path / "o"), "--display", "none"])
     err = capsys.readouterr().err
-    assert code == 2 and "--patient applies only to conversation/simulated_patient" in err
+    assert code == 2
+    assert "--patient applies only to conversation/simulated_patient" in err

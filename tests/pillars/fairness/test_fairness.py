@@ -61,7 +61,8 @@ def test_loader_and_contexts(data_dir: Path, raw_fair: list[dict]) -> None:
             assert sum(t["speaker"] == "supporter" for t in d["turns"][:pos]) == k - 1
     contexts = fairness_contexts([d | {"id": f"d{i}"} for i, d in enumerate(dialogues)])
     assert len(contexts) == 33
-    assert len(variants()) == 17 and sum(len(v) for v in ATTRIBUTES.values()) == 16
+    assert len(variants()) == 17
+    assert sum(len(v) for v in ATTRIBUTES.values()) == 16
 
 
 def test_items_and_injection(raw_fair: list[dict]) -> None:
@@ -71,7 +72,8 @@ def test_items_and_injection(raw_fair: list[dict]) -> None:
     by_context: dict[str, list[Item]] = {}
     for it in items:
         by_context.setdefault(it.metadata["context_id"], []).append(it)
-    assert len(by_context) == 33 and all(len(v) == 17 for v in by_context.values())
+    assert len(by_context) == 33
+    assert all(len(v) == 17 for v in by_context.values())
     assert Counter(it.metadata["group"] for it in items)[NEUTRAL] == 33
     for its in by_context.values():
         neutral = next(it for it in its if it.metadata["group"] == NEUTRAL)
@@ -89,7 +91,8 @@ def test_items_and_injection(raw_fair: list[dict]) -> None:
             if it.metadata["group"] == NEUTRAL:
                 continue
             sentence = identity_sentence(it.metadata["descriptor"])
-            assert it.prompt.count(PREFIX) == 1 and it.prompt.count(sentence) == 1
+            assert it.prompt.count(PREFIX) == 1
+            assert it.prompt.count(sentence) == 1
             for j, (t0, t1) in enumerate(zip(neutral.metadata["context"], it.metadata["context"], strict=True)):
                 if j == want:
                     assert t1["text"] == f"{sentence} {t0['text']}"
@@ -142,14 +145,16 @@ def test_faithful_judge_sees_identity_and_std() -> None:
 
     records, res = run_offline(st, ctx, lambda it, p: "That sounds hard.", judge)
     assert sum(PREFIX in p for p in prompts) == 16 * 33
-    assert res.status == "ok" and res.direction == "lower"
+    assert res.status == "ok"
+    assert res.direction == "lower"
     stds = {a: float(np.std([GROUP_SCORE[f"{a}_{v}"] for v, _ in vals])) for a, vals in ATTRIBUTES.items()}
     for a, s in stds.items():
         assert res.metrics[f"std_{a}"] == pytest.approx(s)
     assert res.value == pytest.approx(np.mean(list(stds.values())))
     assert res.value > 0
     # Constant per-group scores: every bootstrap replicate equals the point value.
-    assert res.ci[0] == pytest.approx(res.value) and res.ci[1] == pytest.approx(res.value)
+    assert res.ci[0] == pytest.approx(res.value)
+    assert res.ci[1] == pytest.approx(res.value)
     assert res.metrics["neutral_mean"] == pytest.approx(4.0)
 
 
@@ -175,13 +180,15 @@ def test_default_judge_is_identity_blind_and_deltas() -> None:
         for v, _ in vals:
             assert res.metrics[f"delta_{a}_{v}"] == pytest.approx(GROUP_SCORE[f"{a}_{v}"] - 4)
             lo, hi = res.metrics["delta_ci"][f"delta_{a}_{v}"]
-            assert lo == pytest.approx(GROUP_SCORE[f"{a}_{v}"] - 4) and hi == pytest.approx(lo)
+            assert lo == pytest.approx(GROUP_SCORE[f"{a}_{v}"] - 4)
+            assert hi == pytest.approx(lo)
         assert res.metrics[f"escalation_parity_gap_{a}"] is None
     gaps = [res.metrics[f"gap_{a}"] for a in ATTRIBUTES]
     assert res.value == pytest.approx(np.mean(gaps))
     assert res.metrics["max_abs_delta"] == pytest.approx(max(abs(s - 4) for s in GROUP_SCORE.values()))
     assert any("LLMs-Mental-Health-Crisis validation split" in n for n in res.notes)
-    assert res.judge is not None and res.judge["identity_blind"] is True
+    assert res.judge is not None
+    assert res.judge["identity_blind"] is True
 
 
 def test_default_deltas_are_paired_with_noisy_contexts() -> None:
@@ -204,7 +211,8 @@ def test_default_deltas_are_paired_with_noisy_contexts() -> None:
     assert res.metrics["gap_race"] == pytest.approx(0.0)
     assert res.value == pytest.approx(0.25)
     assert res.metrics["delta_ci"]["delta_religion_muslim"] == pytest.approx([1.0, 1.0])
-    assert res.metrics["n_contexts"] == 6 and res.metrics["n_dialogues"] == 2
+    assert res.metrics["n_contexts"] == 6
+    assert res.metrics["n_dialogues"] == 2
 
 
 def test_invalid_judge_counted_and_no_judge() -> None:
@@ -220,14 +228,17 @@ def test_invalid_judge_counted_and_no_judge() -> None:
 
     records, res = run_offline(st, ctx, respond, judge)
     # The starter escalation items get a support-style judgement: invalid for them, counted apart.
-    assert res.n_invalid == 5 and res.metrics["n_judge_invalid"] == 5
+    assert res.n_invalid == 5
+    assert res.metrics["n_judge_invalid"] == 5
     n_esc = sum(it.metadata["kind"] == "escalation" for it in st.items(ctx))
-    assert n_esc > 0 and res.metrics["escalation_judge_invalid"] == n_esc
+    assert n_esc > 0
+    assert res.metrics["escalation_judge_invalid"] == n_esc
     assert res.n == len(records) - n_esc
     assert res.value == pytest.approx(0.0)
     assert st.not_computed_reason(RunContext()) == "no judge configured"
     _, res = run_offline(st, RunContext(suite="starter"), respond)
-    assert res.status == "not_computed" and res.reason == "no judge configured"
+    assert res.status == "not_computed"
+    assert res.reason == "no judge configured"
 
 
 def test_limit_counts_contexts_and_starter() -> None:
@@ -236,7 +247,8 @@ def test_limit_counts_contexts_and_starter() -> None:
     assert len(st.items(ctx_(limit=4))) == len(st.items(ctx_(limit=4, mode="faithful")))
     assert [it.id for it in st.items(ctx_(limit=4))] == [it.id for it in st.items(ctx_(limit=4))]
     rows = load_starter("fairness/overall")
-    assert 2 <= len(rows) <= 3 and all("synthetic demo" in r["source"] for r in rows)
+    assert 2 <= len(rows) <= 3
+    assert all("synthetic demo" in r["source"] for r in rows)
     assert {"experience_type", "emotion_type", "problem_type", "situation", "dialog"} <= set(rows[0])
 
 
@@ -248,13 +260,14 @@ def test_group_without_valid_scores_is_not_computed() -> None:
         return "unparseable" if identity_sentence("a woman") in req.prompt else _judge_json(3)
 
     _, res = run_offline(st, ctx, lambda it, p: "ok", judge)
-    assert res.status == "not_computed" and res.value is None
+    assert res.status == "not_computed"
+    assert res.value is None
     assert res.n_invalid == 6
 
 
 # ------------------------------------------------------------------------------------- escalation parity
 
-CRISIS_FIX = Path(__file__).parent / "fixtures" / "crisis"
+CRISIS_FIX = Path(__file__).parents[2] / "fixtures" / "crisis"
 ESC_LABELS = ("suicidal_ideation", "self-harm")
 
 
@@ -301,9 +314,12 @@ def test_escalation_items_from_crisis_fixture() -> None:
         assert [it.metadata["group"] for it in its] == [v.group for v in variants()]
         for it in its:
             md = it.metadata
-            assert md["crisis_id"] == row["id"] and md["label"] == row["label"] and md["inputs"] == row["inputs"]
+            assert md["crisis_id"] == row["id"]
+            assert md["label"] == row["label"]
+            assert md["inputs"] == row["inputs"]
             if md["group"] == NEUTRAL:
-                assert md["attr"] is None and it.prompt == "\n".join(row["inputs"])
+                assert md["attr"] is None
+                assert it.prompt == "\n".join(row["inputs"])
                 continue
             assert md["group"] == f"{md['attr']}_{md['value']}"
             sentence = identity_sentence(md["descriptor"])
@@ -324,7 +340,8 @@ def test_escalation_items_sampled_and_capped(tmp_path: Path) -> None:
         return list(dict.fromkeys(it.cluster_id for it in its))
 
     ids = chosen(seed=0)
-    assert len(ids) == 20 and ids == chosen(seed=0)
+    assert len(ids) == 20
+    assert ids == chosen(seed=0)
     gold = {f"validation-{i:03d}": lab for i, lab in enumerate(labels)}
     assert {gold[i] for i in ids} == set(ESC_LABELS)
     assert len({tuple(chosen(seed=s)) for s in range(4)}) > 1  # the draw depends on the seed
@@ -367,10 +384,12 @@ def test_escalation_parity_gap_and_blind_judge() -> None:
     assert len(prompts) == len(want) * 17
     descriptors = [v.descriptor for v in variants() if v.descriptor]
     for p in prompts:
-        assert PREFIX not in p and not any(identity_sentence(d) in p for d in descriptors)
+        assert PREFIX not in p
+        assert not any(identity_sentence(d) in p for d in descriptors)
         assert any(all(u in p for u in row["inputs"]) for row in want)
     m = res.metrics
-    assert m["n_escalation_items"] == len(want) and m["escalation_judge_invalid"] == 0
+    assert m["n_escalation_items"] == len(want)
+    assert m["escalation_judge_invalid"] == 0
     assert m["escalation_rate_neutral"] == pytest.approx(1.0)
     assert m["escalation_rate_religion_muslim"] == pytest.approx(0.0)
     for a, vals in ATTRIBUTES.items():
@@ -406,7 +425,8 @@ def test_escalation_invalid_judge_and_empty_reply_counted() -> None:
     assert m["escalation_rate_age_70"] == pytest.approx(0.0)
     assert m["escalation_parity_gap_age"] == pytest.approx(1.0)
     # Invalid judgements are left out, not counted as escalating or not.
-    assert m["escalation_rate_gender_man"] == pytest.approx(1.0) and m["escalation_parity_gap_gender"] == 0.0
+    assert m["escalation_rate_gender_man"] == pytest.approx(1.0)
+    assert m["escalation_parity_gap_gender"] == 0.0
 
 
 def test_parse_escalation() -> None:
@@ -422,7 +442,8 @@ def test_support_metrics_unchanged_by_escalation_items() -> None:
     respond = _esc_respond("race_asian")
     _, with_esc = run_offline(st, ctx_(options=ESC_OPTIONS), respond, _esc_judge([]))
     _, without = run_offline(st, ctx_(options={"fairness_contexts": 2}), respond, _esc_judge([]))
-    assert with_esc.metrics["n_escalation_items"] > 0 and without.metrics["n_escalation_items"] == 0
+    assert with_esc.metrics["n_escalation_items"] > 0
+    assert without.metrics["n_escalation_items"] == 0
     assert (with_esc.value, with_esc.ci, with_esc.n, with_esc.n_invalid) == \
         (without.value, without.ci, without.n, without.n_invalid)
     esc_keys = {k for k in with_esc.metrics if "escalation" in k}
@@ -437,7 +458,8 @@ def test_escalation_not_computed_without_crisis_data(tmp_path: Path) -> None:
         _, res = run_offline(st, ctx_(options=options), _esc_respond(""), _esc_judge([]))
         assert res.status == "ok"
         assert all(res.metrics[f"escalation_parity_gap_{a}"] is None for a in ATTRIBUTES)
-        assert res.metrics["max_escalation_parity_gap"] is None and res.metrics["n_escalation_items"] == 0
+        assert res.metrics["max_escalation_parity_gap"] is None
+        assert res.metrics["n_escalation_items"] == 0
         assert any("escalation_parity_gap_<attr>: not computed - crisis data not available" in n
                    for n in res.notes)
     # A crisis split without SI/SH items: not computed, with that reason.
@@ -456,10 +478,14 @@ def test_escalation_extra_skipped_on_request_with_that_reason() -> None:
     assert not _esc(st.items(ctx_(options=options)))
     assert _esc(st.items(ctx_(options=options | {"fairness_escalation_items": 1})))
     _, res = run_offline(st, ctx_(options=options), _esc_respond(""), _esc_judge([]))
-    assert res.status == "ok" and res.value is not None
-    assert res.metrics["max_escalation_parity_gap"] is None and res.metrics["n_escalation_items"] == 0
+    assert res.status == "ok"
+    assert res.value is not None
+    assert res.metrics["max_escalation_parity_gap"] is None
+    assert res.metrics["n_escalation_items"] == 0
     notes = [n for n in res.notes if n.startswith("escalation_parity_gap_<attr>: not computed")]
-    assert len(notes) == 1 and "fairness_escalation_items=0" in notes[0] and "crisis_dir" not in notes[0]
+    assert len(notes) == 1
+    assert "fairness_escalation_items=0" in notes[0]
+    assert "crisis_dir" not in notes[0]
 
 
 def test_fewer_identity_values_per_attribute() -> None:

@@ -28,7 +28,8 @@ def test_never_escalating_model_misses_every_crisis() -> None:
 
 def test_escalating_at_once_has_zero_turns_to_detection() -> None:
     s = _run(_always)
-    assert s["missed_crisis"]["value"] == 0.0 and s["turns_to_detection_median"]["value"] == 0.0
+    assert s["missed_crisis"]["value"] == 0.0
+    assert s["turns_to_detection_median"]["value"] == 0.0
 
 
 def test_transcript_records_roles_models_turns_and_marks() -> None:
@@ -39,7 +40,8 @@ def test_transcript_records_roles_models_turns_and_marks() -> None:
         return "ok"
 
     turns = run_scripted(SCRIPTS[1], model, model_name="m", system_prompt="Deployed prompt", max_turns=5)
-    assert [t["role"] for t in turns[:2]] == ["patient", "model"] and len(turns) == 10
+    assert [t["role"] for t in turns[:2]] == ["patient", "model"]
+    assert len(turns) == 10
     assert {"role", "content", "model", "turn", "marks"} <= set(turns[0])
     assert turns[2 * SCRIPTS[1].risk_turn]["marks"] == {"risk_onset": True}
     assert seen[2][0] == {"role": "system", "content": "Deployed prompt"}

@@ -147,13 +147,15 @@ def test_directions_follow_modes_and_catalogue() -> None:
         assert sub.direction("default") == "higher"
         worst_f, best_f = BY_ID[sub.id].anchors["faithful"]
         worst_d, best_d = BY_ID[sub.id].anchors["default"]
-        assert best_f < worst_f and best_d > worst_d  # drop: lower is better; retention: higher is better
+        assert best_f < worst_f
+        assert best_d > worst_d  # drop: lower is better; retention: higher is better
 
 
 def test_faithful_known_relative_drop() -> None:
     sub = RobustnessEmotionalSupport(FakeBase)
     _, res = run_offline(sub, ctx_for("faithful"), canned(4.0, lambda lv, p, it: 3.0), judge_any)
-    assert res.status == "ok" and res.direction == "lower"
+    assert res.status == "ok"
+    assert res.direction == "lower"
     assert res.value == pytest.approx((4.0 - 3.0) / 4.0)
     assert res.metrics["clean"] == pytest.approx(4.0)
     assert res.metrics["curve_cascade_0.1"] == pytest.approx(3.0)
@@ -168,7 +170,8 @@ def test_default_known_retention_and_curves() -> None:
     sub = RobustnessEmotionalSupport(FakeBase)
     _, res = run_offline(sub, ctx_for("default"), canned(4.0, s), judge_any)
     worst = BY_ID[ES_ID].anchors["default"][0]
-    assert res.status == "ok" and res.direction == "higher"
+    assert res.status == "ok"
+    assert res.direction == "higher"
     expected = float(np.mean([(s("cascade", p, None) - worst) / (4.0 - worst) for p in DEFAULT_PS]))
     assert res.value == pytest.approx(expected)
     for level in ("char", "word", "sentence", "cascade"):
@@ -206,8 +209,10 @@ def test_default_interval_is_paired_and_recomputed() -> None:
 def test_chance_model_is_not_computed_in_default_but_drop_in_faithful() -> None:
     sub = RobustnessEmotionalSupport(FakeBase)
     _, res = run_offline(sub, ctx_for("default"), canned(1.1, lambda lv, p, it: 1.05), judge_any)
-    assert res.status == "not_computed" and res.reason == "model at chance on clean items"
-    assert res.value is None and res.direction == "higher"
+    assert res.status == "not_computed"
+    assert res.reason == "model at chance on clean items"
+    assert res.value is None
+    assert res.direction == "higher"
     assert res.metrics["clean"] == pytest.approx(1.1)  # the reader still sees the numbers
     _, res_f = run_offline(sub, ctx_for("faithful"), canned(1.1, lambda lv, p, it: 1.05), judge_any)
     assert res_f.status == "ok"
@@ -217,10 +222,12 @@ def test_chance_model_is_not_computed_in_default_but_drop_in_faithful() -> None:
 def test_invalid_replies_counted_and_clean_failure_propagates() -> None:
     sub = RobustnessEmotionalSupport(FakeBase)
     _, res = run_offline(sub, ctx_for("faithful"), canned(4.0, lambda lv, p, it: "garbled"), judge_any)
-    assert res.status == "not_computed" and "cascade_0.1" in (res.reason or "")
+    assert res.status == "not_computed"
+    assert "cascade_0.1" in (res.reason or "")
     assert res.n_invalid == N_FAKE
     _, res2 = run_offline(sub, ctx_for("faithful"), canned("garbled", lambda lv, p, it: 3.0), judge_any)
-    assert res2.status == "not_computed" and res2.reason == "no valid reply"
+    assert res2.status == "not_computed"
+    assert res2.reason == "no valid reply"
     assert sub.aggregate([], ctx_for("default")).status == "not_computed"
 
 
@@ -274,7 +281,8 @@ def test_real_diagnosis_base_fast_and_generic_intervals_agree(mode: str) -> None
     assert fast.not_computed_reason(ctx) is None  # no judge needed
     records, res_fast = run_offline(fast, ctx, diagnosis_reply)
     res_slow = RobustnessDiagnosis(type(fast.base)).aggregate(records, ctx)
-    assert res_fast.status == "ok" and res_fast.method == "rule"
+    assert res_fast.status == "ok"
+    assert res_fast.method == "rule"
     assert res_fast.value == pytest.approx(res_slow.value)
     assert res_fast.ci == pytest.approx(res_slow.ci)
     assert res_fast.metrics["clean"] == pytest.approx(1.0)

@@ -48,7 +48,8 @@ def rescored(root: Path) -> dict[str, tuple[SubtaskResult, list[Record]]]:
 def test_twelve_models_with_display_names(rescored: dict, released: dict, root: Path) -> None:
     assert len(rescored) == 12 == len(released)
     assert set(rescored) == set(released)
-    assert "Meditron3-70B" in rescored and "Medtron3-70B" not in rescored
+    assert "Meditron3-70B" in rescored
+    assert "Medtron3-70B" not in rescored
     assert set(released_files(root)) == {v["file_model"] for v in released.values()}
 
 
@@ -61,7 +62,8 @@ def test_accuracy_and_counts_exact(rescored: dict, released: dict) -> None:
         assert result.metrics["total_count"] == cm["total_count"] == len(records), model
         for k in ("precision", "recall", "f1"):
             assert result.metrics[k] == cm[k], (model, k)
-        assert result.n_invalid == 0 and result.status == "ok"
+        assert result.n_invalid == 0
+        assert result.status == "ok"
 
 
 def test_sc_means_and_margins(rescored: dict, released: dict) -> None:
@@ -144,7 +146,8 @@ def test_rescore_default_mode_runs(root: Path, released: dict) -> None:
     out = rescore_ethics(root, RunContext(mode="default", n_boot=50))
     for model, (result, _) in out.items():
         assert result.metrics["correct_count"] == released[model]["json"]["classification_metrics"]["correct_count"]
-        assert result.metrics["macro_f1"] is not None and result.metrics["judge_correctness_gap"] is not None
+        assert result.metrics["macro_f1"] is not None
+        assert result.metrics["judge_correctness_gap"] is not None
         assert result.metrics["sc1_ci"] is not None
 
 
