@@ -163,7 +163,7 @@ def test_fallback_sample_is_never_ok(sub: Any, option: str, monkeypatch: pytest.
 def test_fallback_never_swallows_a_checksum_error(tmp_path: Path, elephant: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from trustmh.core import ChecksumError
-    from trustmh.data.resolve import reset_resolved
+    from trustmh.data.locate import reset_resolved
 
     bad = tmp_path / "external" / "ELEPHANT"
     bad.mkdir(parents=True)
