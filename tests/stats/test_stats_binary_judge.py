@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from trustmh.stats.agreement_binary import binary_judge_agreement
+from trustmh.stats.classification import binary_judge_agreement
 
 Z = 1.959963984540054
 
