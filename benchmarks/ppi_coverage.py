@@ -12,6 +12,8 @@ at once, along the last axis):
   PPI++        judge-corrected, power-tuned λ (the estimator ppi-python computes)
   PPI (λ=1)    judge-corrected without power tuning, for contrast: λ fixed in advance is not fitted to the
                same labels, so it does not share PPI++'s small-n optimism
+  corrected    what trustmh publishes (`trustmh.stats.ppi.corrected_mean`): PPI++ from TUNED_MIN_N = 200
+               human labels on, PPI (λ=1) below
 
 Designs: "random" draws the n labelled items uniformly from the N judged ones (unweighted); "stratified"
 draws n/2 from the items the judge flagged and n/2 from the rest (the review loop's strata by verdict) and
@@ -33,7 +35,7 @@ import time
 
 import numpy as np
 
-from trustmh.stats.ppi import inverse_probability_weights, ppi_mean_batch
+from trustmh.stats.ppi import TUNED_MIN_N, inverse_probability_weights, ppi_mean_batch
 
 TRUE_RATE, SENSITIVITY, FALSE_POSITIVE = 0.2, 0.7, 0.05
 
@@ -89,7 +91,9 @@ def simulate(n: int, N: int, reps: int, seed: int, design: str) -> dict[str, tup
                 float(1 - defined.mean()))
 
     return {"judge-only": row(b.judge_lo, b.judge_hi), "human-only": row(b.human_lo, b.human_hi),
-            "PPI++": row(b.lo, b.hi), "PPI (λ=1)": row(b1.lo, b1.hi), "lambda": (float(b.lam.mean()),)}
+            "PPI++": row(b.lo, b.hi), "PPI (λ=1)": row(b1.lo, b1.hi),
+            "corrected": row(b.lo, b.hi) if n >= TUNED_MIN_N else row(b1.lo, b1.hi),
+            "lambda": (float(b.lam.mean()),)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{'no interval':>11}")
         for n in args.n:
             res = simulate(n, args.N, args.reps, args.seed, design)
-            for name in ("judge-only", "human-only", "PPI++", "PPI (λ=1)"):
+            for name in ("judge-only", "human-only", "PPI++", "PPI (λ=1)", "corrected"):
                 cov, width, below, missing = res[name]
                 print(f"{n:>5}  {name:<11} {cov:>8.3f}  {width:>10.4f}  {below:>13.3f}  {missing:>11.3f}")
             print(f"{'':>5}  mean tuned lambda {res['lambda'][0]:.3f}")

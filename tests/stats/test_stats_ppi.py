@@ -242,3 +242,21 @@ def test_batch_rows_equal_single_calls() -> None:
 def test_to_json_round_trips_the_interval() -> None:
     out = ppi_mean(Y4, YHAT4, YU6).to_json()
     assert (out["ci"], out["n"], out["N"], out["lam_tuned"]) == (list(ppi_mean(Y4, YHAT4, YU6).ci), 4, 6, True)
+
+
+def test_corrected_mean_uses_plain_ppi_below_the_tuning_threshold() -> None:
+    from trustmh.stats.ppi import corrected_mean
+
+    rng = np.random.default_rng(5)
+    y = (rng.random(50) < 0.3).astype(float)
+    yhat = np.where(rng.random(50) < 0.8, y, 1 - y)
+    assert corrected_mean(y, yhat, np.concatenate([yhat, yhat])).lam == 1.0
+
+
+def test_corrected_mean_tunes_lambda_from_200_labels() -> None:
+    from trustmh.stats.ppi import corrected_mean
+
+    rng = np.random.default_rng(6)
+    y = (rng.random(200) < 0.3).astype(float)
+    yhat = np.where(rng.random(200) < 0.8, y, 1 - y)
+    assert corrected_mean(y, yhat, np.concatenate([yhat, yhat])).lam_tuned is True

@@ -154,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "point, not clinical advice")
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
+    sub.add_parser("judge", help="judge certificates: judge certify (see `trustmh judge --help`)", add_help=False)
+    sub.add_parser("review", help="human review of judged items: review export | import", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
     sub.add_parser("list", help="sub-tasks, datasets and suites")
     return parser
@@ -284,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
             from trustmh.cli.align import main as align_main
 
             return align_main(argv[1:])
+        if argv and argv[0] in ("judge", "review"):
+            from trustmh.cli.judges import main as judges_main
+
+            return judges_main(argv)
         if argv and argv[0] == "data":
             from trustmh.cli.data import main as data_main
 

@@ -26,7 +26,7 @@ from trustmh.core import (
 from trustmh.data.locate import reset_resolved
 from trustmh.data.registry import cache_dir
 from trustmh.inspect_compat import model_provider_known
-from trustmh.judges.certificates import judge_fingerprint
+from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
@@ -541,7 +541,9 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
             result.notes.append(f"judge {', '.join(members)} is not validated for this task: "
                                 "judge-based numbers are a demonstration only")
     if subtask is not None and subtask.judge_templates:
-        result.judge["fingerprint"] = judge_fingerprint(subtask, ctx)
+        settings = fingerprint_settings(subtask, ctx)
+        result.judge["fingerprint"] = fingerprint_of(settings)
+        result.judge["fingerprint_settings"] = settings
     model_fam = model_family(str(ctx.options.get("model") or ""))
     same = {m: bool(model_fam is not None and model_family(m) == model_fam) for m in members}
     result.judge["same_family"] = same

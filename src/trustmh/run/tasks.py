@@ -97,8 +97,10 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state.metadata["reasks"] = 0
         if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
-            # items that only carry a reply to be judged (e.g. a human reference response)
-            state.output = ModelOutput.from_content(model="none", content="")
+            # items that only carry a reply to be judged (e.g. a human reference response; a reference set
+            # of `trustmh judge certify` stores it as `stored_response`)
+            stored = state.metadata[ITEM_KEY]["metadata"].get("stored_response")
+            state.output = ModelOutput.from_content(model="none", content=str(stored or ""))
             return state
         state = await generate_once(state, generate, ctx)
         if subtask.format_reminder is None:

@@ -1,0 +1,145 @@
+"""`trustmh judge certify` and `trustmh review export|import` (docs/judges.md).
+
+    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|FILE.csv
+                          [--reference-path DIR] [--subtask ID] [--certificates DIR] [--seed N] ...
+    trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
+    trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.core import TrustmhError
+
+
+def _certs_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--certificates", metavar="DIR",
+                   help="certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
+    top = p.add_subparsers(dest="group", required=True)
+    judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
+    c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set")
+    c.add_argument("--judge", action="append", required=True, metavar="MODEL",
+                   help="judge model (repeat for an ensemble, as in `trustmh run`)")
+    c.add_argument("--reference", required=True, metavar="NAME|PATH",
+                   help="crisis-study (the crisis study's H1/H2 scores) or a tidy CSV (docs/judges.md#reference-csv)")
+    c.add_argument("--reference-path", metavar="DIR",
+                   help="crisis-study: a local copy of the study's repository (else the data registry's copy)")
+    c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
+    c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
+    c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
+                   help="CSV: the labels' type (default: inferred)")
+    c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                   help="override a threshold (docs/judges.md#thresholds); repeatable")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000)
+    c.add_argument("--limit", type=int, help="judge at most N reference items (stratified, seeded)")
+    c.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="sub-task / judge options, as in `trustmh run` (e.g. ensemble=median)")
+    c.add_argument("--work", metavar="DIR", help="where the judge's Inspect logs go (resume: same DIR; "
+                   "default: <certificates>/work/<reference>)")
+    c.add_argument("--timeout", type=int, default=120)
+    c.add_argument("--max-retries", type=int, default=3)
+    _certs_arg(c)
+    review = top.add_parser("review", help="human review of a run's judged items").add_subparsers(
+        dest="action", required=True)
+    e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
+    e.add_argument("run_dir")
+    e.add_argument("--subtasks", help="comma-separated sub-task ids (default: every judged sub-task)")
+    e.add_argument("--n", type=int, required=True, help="items to sample")
+    e.add_argument("--seed", type=int, required=True)
+    e.add_argument("--oversample-disagreements", action="store_true",
+                   help="draw items where ensemble members, or the rule and the judge, disagree at twice the rate")
+    e.add_argument("--out", metavar="FILE", help="the labelling page (default: RUN_DIR/review/review.html)")
+    i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
+    i.add_argument("run_dir")
+    i.add_argument("labels", nargs="+")
+    i.add_argument("--seed", type=int, default=0)
+    i.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000)
+    i.add_argument("--threshold", action="append", metavar="METRIC=VALUE")
+    _certs_arg(i)
+    return p
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for kv in pairs:
+        if "=" not in kv:
+            raise TrustmhError(f"-O {kv!r}: expected KEY=VALUE")
+        k, v = kv.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    from trustmh.judges.certificates import certificates_dir, threshold_gaps
+    from trustmh.run.certify import (
+        CRISIS_REFERENCE,
+        CRISIS_SUBTASK,
+        certify,
+        certify_context,
+        crisis_reference,
+        csv_reference,
+    )
+
+    ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
+                          timeout=args.timeout, max_retries=args.max_retries)
+    ctx.n_boot = args.n_boot
+    if args.reference == CRISIS_REFERENCE:
+        if args.subtask and args.subtask != CRISIS_SUBTASK:
+            raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
+        ref = crisis_reference(ctx, args.reference_path)
+    else:
+        path = Path(args.reference)
+        if not path.is_file():
+            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE} nor a CSV file")
+        ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
+    certs = certificates_dir(args.certificates)
+    work = Path(args.work) if args.work else certs / "work" / ref.name
+    cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+    print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
+          f"(n = {cert['n']}): {cert['verdict'].upper()}")
+    for metric, gap in threshold_gaps(cert).items():
+        fig = cert["agreement"].get(metric, {})
+        side = "min" if "min" in gap else "max"
+        bound = "lower" if side == "min" else "upper"
+        print(f"  {metric}: {fig.get('value')!s:.6} (95% CI {fig.get('ci')}); {bound} bound vs {side} "
+              f"{gap[side]}: margin {gap['margin']}")
+    print(f"certificate: {path}")
+    return 0 if cert["verdict"] == "pass" else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from trustmh.run.review import export_review
+
+    subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
+    out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
+                        oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None)
+    print(f"review page: {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from trustmh.judges.certificates import certificates_dir
+    from trustmh.run.review import import_review
+
+    summary = import_review(Path(args.run_dir), [Path(p) for p in args.labels], seed=args.seed, n_boot=args.n_boot,
+                            certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
+    json.dump(summary, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.group == "judge":
+        return cmd_certify(args)
+    return cmd_export(args) if args.action == "export" else cmd_import(args)
