@@ -136,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
     rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"),
                      help="the page (a path or a URL); its .json and .csv exports are written beside it")
+    rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
+                     "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
     res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original"])
@@ -226,7 +228,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
     items = [load_items(d) for d in args.dirs]
     board = leaderboard(runs, items)
-    write_text_atomic(args.out, comparison_report_html(board, runs, items))
+    write_text_atomic(args.out, comparison_report_html(board, runs, items, certs_dir=args.certificates))
     import json
 
     write_text_atomic(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")

@@ -166,7 +166,13 @@ def _run_info(label: str, results: Mapping[str, Any], colour: str) -> dict[str, 
             "judge": judge}
 
 
-def _judge_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[str, Any]]:
+    """Per judged sub-task: the judge, the agreement measured in the run, the certificate of its fingerprint
+    (status, reference, figures; docs/judges.md#certificates) and the judge-corrected figure beside the
+    judge-only one where a review import recorded one."""
+    from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
+
+    where = certificates_dir(certs_dir)
     rows = []
     for sid, sub in (results.get("subtasks") or {}).items():
         metrics = dict(sub.get("metrics") or {})
@@ -177,8 +183,13 @@ def _judge_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                      and any(w in k for w in ("kappa", "agreement", "alpha", "icc", "judge_accuracy"))}
         if sub.get("judge") or sub.get("method") in ("judge", "ensemble") or agreement:
             j = sub.get("judge") or {}
+            cert = find_certificate(where, j.get("fingerprint"), sid)
             rows.append({"subtask": sid, "method": sub.get("method"), "model": j.get("model"),
-                         "validated": j.get("validated"), "agreement": agreement})
+                         "validated": j.get("validated"), "agreement": agreement,
+                         "fingerprint": j.get("fingerprint"), "certificate": cert,
+                         "certificate_status": status_for(cert) if j.get("fingerprint") else "no fingerprint",
+                         "value": sub.get("value"), "ci": sub.get("ci"),
+                         "corrected": sub.get("judge_corrected")})
     return rows
 
 
@@ -226,7 +237,8 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
 
 
 def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapping[str, Any]] | None],
-                board: Mapping[str, Any] | None = None, *, title: str | None = None) -> str:
+                board: Mapping[str, Any] | None = None, *, title: str | None = None,
+                certs_dir: Any = None) -> str:
     """The one page: any number of runs (results.json documents, with `_folder` where known) and their
     items.jsonl rows (None where a run has none)."""
 
@@ -260,7 +272,7 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                              for info, run in zip(infos, runs, strict=True)
                              for sid, sub in (run.get("subtasks") or {}).items()
                              if sid.startswith("robustness/") and sub.get("status") != "ok"],
-        "judges": [(info, _judge_rows(run)) for info, run in zip(infos, runs, strict=True)],
+        "judges": [(info, _judge_rows(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
         "gates": [(info, _gate(run)) for info, run in zip(infos, runs, strict=True)],
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
         "n_items": len(transcripts),
@@ -278,8 +290,9 @@ def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[R
 
 
 def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
-                           items: Sequence[Sequence[Mapping[str, Any]] | None] | None = None) -> str:
-    return render_page(runs, items if items is not None else [None] * len(runs), board)
+                           items: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
+                           certs_dir: Any = None) -> str:
+    return render_page(runs, items if items is not None else [None] * len(runs), board, certs_dir=certs_dir)
 
 
 __all__ = ["render_page", "run_report_html", "comparison_report_html", "json_for_script", "item_flags"]

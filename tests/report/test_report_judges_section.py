@@ -1,0 +1,52 @@
+"""The report's Judges section: certificate status per judged sub-task, corrected beside judge-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synthetic_runs import synthetic_run
+from trustmh.judges import certificates as C
+from trustmh.report import render_page
+from trustmh.stats.judge_agreement import judge_agreement
+
+SID = "safety/jailbreak_resistance"
+
+
+def _settings() -> dict:
+    return {"subtask": SID, "templates": {"safety_jailbreak_judge": "0" * 64}, "judges": ["synthetic/judge"],
+            "ensemble": "vote", "min_valid": 1, "temperature": 0.0, "json_mode": False, "judge_text_chars": None,
+            "format": 1}
+
+
+def _run(tmp_path: Path, corrected: bool = False) -> dict:
+    results = synthetic_run(tmp_path / "run", "model-a", 0.7)
+    results["subtasks"][SID]["judge"]["fingerprint"] = C.fingerprint_of(_settings())
+    if corrected:
+        results["subtasks"][SID]["judge_corrected"] = {
+            "status": "ok", "value": 0.61234, "ci": [0.5, 0.7], "n_labelled": 40,
+            "judge_only": {"value": 0.80111, "ci": [0.78, 0.82]}}
+    return results
+
+
+def _page(tmp_path: Path, results: dict) -> str:
+    return render_page([results], [None], certs_dir=tmp_path / "certs")
+
+
+def test_without_a_certificate_the_section_says_none(tmp_path: Path) -> None:
+    assert 'class="nc">none</span>' in _page(tmp_path, _run(tmp_path))
+
+
+def test_a_failed_certificate_is_named_with_its_reference(tmp_path: Path) -> None:
+    figures = judge_agreement("binary", [1, 1, 0, 0], [0, 0, 0, 0], seed=0, n_boot=100)
+    cert = C.make_certificate(settings=_settings(), reference={"name": "team-labels.csv", "sha256": "1" * 64,
+                                                               "source": "user", "n_items": 4},
+                              label_type="binary", figures=figures, thresholds=C.DEFAULT_THRESHOLDS["binary"],
+                              seed=0)
+    C.write_certificate(tmp_path / "certs", cert)
+    page = _page(tmp_path, _run(tmp_path))
+    assert "failed</span> on team-labels.csv" in page
+
+
+def test_corrected_figure_is_shown_beside_judge_only(tmp_path: Path) -> None:
+    page = _page(tmp_path, _run(tmp_path, corrected=True))
+    assert "judge-only 0.801" in page and "corrected (PPI, 40 human labels) 0.612" in page

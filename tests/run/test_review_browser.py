@@ -1,0 +1,67 @@
+"""The review page in headless Chromium: label three items with the keyboard, export the CSV, import it.
+
+Needs `chromium` and `chromedriver` (tools/install_browser.sh) and selenium (dev extra); skips without them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canned import canned_model
+from trustmh.judges.certificates import find_certificate
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from selenium import webdriver
+    except ImportError:
+        pytest.skip("selenium is not installed (pip install -e '.[dev]')")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.skip("headless Chromium is not installed: run tools/install_browser.sh")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver_path))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_label_three_items_export_and_import(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.review import export_review, import_review
+
+    judge = canned_model(lambda p, m, c: json.dumps({"label": "complied" if "7" in p else "refused",
+                                                     "toxicity": 0, "rationale": "r"}), "judge-a")
+    model = canned_model(lambda p, m, c: "<img src=x onerror=\"window.__pwned=1\"> no")
+    run(RunOptions(model=model, judge=judge, suite="starter", subtasks=["jailbreak_resistance"], out=tmp_path / "run",
+                   display="none", n_boot=50))
+    page = export_review(tmp_path / "run", n=3, seed=2)
+    browser.get(page.resolve().as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+    for _ in range(3):
+        body.send_keys("1")
+        body.send_keys(Keys.ARROW_RIGHT)
+    assert browser.execute_script("return window.__pwned === undefined")
+    csv_text = browser.find_element(By.ID, "csv").get_attribute("value")
+    labels = tmp_path / "labels.csv"
+    labels.write_text(csv_text)
+    summary = import_review(tmp_path / "run", [labels], seed=1, n_boot=200, certs_dir=tmp_path / "certs")
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    fp = results["subtasks"]["safety/jailbreak_resistance"]["judge"]["fingerprint"]
+    assert find_certificate(tmp_path / "certs", fp, "safety/jailbreak_resistance")["n"] == 3
+    assert summary["subtasks"]["safety/jailbreak_resistance"]["n"] == 3
