@@ -1,12 +1,13 @@
 # Quick start: `make demo` (install + offline run of the bundled model on the starter suite)
 #              `make test` (install + the test suite, offline)
+#              `make test-fast` (install + the suite without the bundled-model runs marked `slow`)
 #              `make docs` (install + the documentation site, built strictly into site/)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo test docs lint bench clean
+.PHONY: install demo test test-fast docs lint bench clean
 
 $(BIN)/trustmh: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,10 @@ demo: install
 test: install
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q
+
+test-fast: install
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/pytest -q -m "not slow"
 
 docs: install
 	$(BIN)/mkdocs build --strict --site-dir site
