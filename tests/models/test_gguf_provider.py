@@ -36,6 +36,7 @@ def test_bundled_model_resolves_to_the_packaged_file() -> None:
     assert path.stat().st_size > 50_000_000
 
 
+@pytest.mark.slow
 def test_greedy_generation_is_deterministic_and_reports_usage(smollm2: Model) -> None:
     first = _generate(smollm2, LONG_ANSWER_PROMPT)
     second = _generate(smollm2, LONG_ANSWER_PROMPT)
@@ -53,6 +54,7 @@ def test_greedy_generation_is_deterministic_and_reports_usage(smollm2: Model) ->
     assert "prompt_truncated" not in first.metadata
 
 
+@pytest.mark.slow
 def test_max_tokens_is_honoured(smollm2: Model) -> None:
     out = _generate(smollm2, LONG_ANSWER_PROMPT, max_tokens=5)
     assert out.usage is not None
@@ -60,6 +62,7 @@ def test_max_tokens_is_honoured(smollm2: Model) -> None:
     assert out.stop_reason == "max_tokens"
 
 
+@pytest.mark.slow
 def test_stop_sequence_is_honoured(smollm2: Model) -> None:
     full = _generate(smollm2, LONG_ANSWER_PROMPT).completion
     words = full.split()
@@ -72,6 +75,7 @@ def test_stop_sequence_is_honoured(smollm2: Model) -> None:
     assert len(cut.completion) < len(full)
 
 
+@pytest.mark.slow
 def test_seed_is_passed_to_the_sampler(smollm2: Model) -> None:
     def sample(seed: int) -> str:
         return _generate(
@@ -82,6 +86,7 @@ def test_seed_is_passed_to_the_sampler(smollm2: Model) -> None:
     assert len({sample(seed) for seed in (1, 2, 3, 4)}) > 1
 
 
+@pytest.mark.slow
 def test_concurrent_calls_are_serialised_and_match_sequential_results(smollm2: Model) -> None:
     prompts = [LONG_ANSWER_PROMPT, "List three colours.", "What is the capital of France?"]
     sequential = [_generate(smollm2, p, max_tokens=8).completion for p in prompts]
@@ -110,6 +115,7 @@ def test_unknown_model_arg_is_rejected() -> None:
         get_model("gguf/smollm2", n_gpu=3, memoize=False)
 
 
+@pytest.mark.slow
 def test_very_long_prompt_is_cut_from_the_left_not_crashed() -> None:
     # a small context keeps the test fast; the same code path serves 8192
     model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
@@ -124,6 +130,7 @@ def test_very_long_prompt_is_cut_from_the_left_not_crashed() -> None:
     assert out.usage.output_tokens <= 16
 
 
+@pytest.mark.slow
 def test_long_conversation_drops_oldest_turns_and_keeps_system() -> None:
     model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
     turns = [ChatMessageSystem(content="You are a careful assistant.")]
@@ -137,6 +144,7 @@ def test_long_conversation_drops_oldest_turns_and_keeps_system() -> None:
     assert out.usage.input_tokens <= 256 - 8
 
 
+@pytest.mark.slow
 def test_max_tokens_beyond_the_context_is_clamped() -> None:
     model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
     out = _generate(model, "Hi", max_tokens=100_000)
@@ -193,6 +201,7 @@ def test_fit_prompt_unit_rules() -> None:
     assert fit.messages[-1]["content"].endswith("w99")
 
 
+@pytest.mark.slow
 def test_provider_runs_inside_an_inspect_eval(tmp_path: Path) -> None:
     task = Task(
         dataset=[Sample(input="Name a fruit.", target="x"), Sample(input="Name a colour.", target="x")],
@@ -218,6 +227,7 @@ def test_provider_runs_inside_an_inspect_eval(tmp_path: Path) -> None:
     assert 0 < usage.output_tokens <= 16
 
 
+@pytest.mark.slow
 def test_entry_point_registers_the_provider_without_an_explicit_import() -> None:
     """`inspect eval --model gguf/smollm2` works because the `inspect_ai` entry point imports us."""
     try:
@@ -264,6 +274,7 @@ def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pyte
         gguf.default_parallel()
 
 
+@pytest.mark.slow
 def test_a_path_to_a_gguf_file_is_accepted_as_the_model_name() -> None:
     path = gguf.resolve_model_path("smollm2")  # any existing .gguf file
     assert path.is_absolute()
@@ -276,6 +287,7 @@ def test_a_path_to_a_gguf_file_is_accepted_as_the_model_name() -> None:
     assert 0 < out.usage.output_tokens <= 4
 
 
+@pytest.mark.slow
 def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
     """With a response schema, llama.cpp's grammar guarantees JSON (used for the demo judge)."""
     import json
@@ -317,6 +329,7 @@ MESSAGES = ["I finished the garden fence today and it looks great.", "Nobody cal
             "The bus was late and I missed my appointment."]
 
 
+@pytest.mark.slow
 def test_prefix_reuse_gives_the_same_outputs_as_evaluating_every_prompt_from_scratch() -> None:
     """Prompts sharing long instructions (and a re-ask that extends an earlier prompt, and a judge under a
     grammar) reuse saved KV prefixes, and every output equals the output of a fresh evaluation, in any

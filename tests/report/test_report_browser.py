@@ -95,6 +95,7 @@ def _shot(driver: Any, path: Path) -> None:
     assert path.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_comparison_renders_offline_and_output_stays_text(browser: Any, comparison: Path, runs: list[Path],
                                                           tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
@@ -147,6 +148,7 @@ def test_comparison_renders_offline_and_output_stays_text(browser: Any, comparis
     _shot(browser, tmp_path / "comparison.png")
 
 
+@pytest.mark.slow
 def test_numbers_on_the_page_equal_results_json(browser: Any, comparison: Path, runs: list[Path]) -> None:
     from selenium.webdriver.common.by import By
 
@@ -174,6 +176,7 @@ def test_numbers_on_the_page_equal_results_json(browser: Any, comparison: Path, 
         assert checked or label.startswith("gguf/"), f"{label}: no number checked"
 
 
+@pytest.mark.slow
 def test_leaderboard_sorts(browser: Any, comparison: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -192,6 +195,7 @@ def test_leaderboard_sorts(browser: Any, comparison: Path) -> None:
     assert nums == sorted(nums, reverse=True)
 
 
+@pytest.mark.slow
 def test_single_run_report_uses_the_same_page(browser: Any, runs: list[Path], tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from trustmh.cli import main
 from trustmh.run.execute import (
     DEMO_FAIRNESS_VALUES,
@@ -40,6 +42,7 @@ def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     assert mine.ctx.options["max_tokens_cap"] == 50  # the user's values win
 
 
+@pytest.mark.slow
 def test_demo_run_writes_report(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     code = main(["run", "--subtasks", "knowledge,emotion_recognition,ethical_reasoning", "--limit", "2",
@@ -68,6 +71,7 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert list((out / "logs").glob("*.eval"))
 
 
+@pytest.mark.slow
 def test_inspect_eval_finds_trustmh_tasks_and_provider(tmp_path: Path) -> None:
     """`inspect eval trustmh/<task>` works through the entry point, with the bundled provider."""
     inspect = Path(sys.executable).with_name("inspect")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -58,10 +56,18 @@ class FakeMCQ(Subtask):
 
 @pytest.fixture
 def fake_subtask(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("trustmh_fake_subtasks")
-    module.FakeMCQ = FakeMCQ  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trustmh_fake_subtasks", module)
-    monkeypatch.setitem(catalogue.IMPLEMENTATIONS, "reliability/knowledge", "trustmh_fake_subtasks:FakeMCQ")
+    """FakeMCQ stands in for reliability/knowledge, with the real class's declarations (title, anchors...)."""
+    real_lookup = catalogue.lookup
+    real = real_lookup(FakeMCQ.id)
+    for name in ("task_name", "title", "description", "anchors", "default_only", "suite", "options", "per_item"):
+        if hasattr(real, name):
+            monkeypatch.setattr(FakeMCQ, name, getattr(real, name), raising=False)
+
+    def lookup(name: str) -> type[Subtask] | None:
+        cls = real_lookup(name)
+        return FakeMCQ if cls is real else cls
+
+    monkeypatch.setattr(catalogue, "lookup", lookup)
 
 
 def model_reply(prompt: str, messages, config) -> str:  # noqa: ANN001

@@ -49,6 +49,7 @@ def run_on_loopback_only(request: pytest.FixtureRequest) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_ray_shards_merge_into_the_single_process_result(tmp_path: Path, request: pytest.FixtureRequest
                                                          ) -> None:
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'trustmh[ray]')")
@@ -133,6 +134,7 @@ def test_shard_commands_drop_the_launch_options() -> None:
                                                        "--out", "/runs/o/workers/2"]
 
 
+@pytest.mark.slow
 def test_a_ray_shard_does_not_outlive_its_worker(tmp_path: Path) -> None:
     """The shard process of a Ray task is stopped when the worker that started it dies (Linux), so that a
     resumed run never has two processes writing one shard directory. No Ray needed: a plain parent plays
