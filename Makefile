@@ -1,37 +1,47 @@
-# Quick start: `make demo` (install + offline run of the bundled model on the starter suite)
-#              `make test` (install + the test suite, offline)
-#              `make test-fast` (install + the suite without the bundled-model runs marked `slow`)
-#              `make docs` (install + the documentation site, built strictly into site/)
+# Quick start: `make demo` (install what the demo needs + offline run of the bundled model on the starter suite)
+#              `make test` (install with the test extra + the test suite, offline)
+#              `make test-fast` (the suite without the bundled-model runs), `make docs` (the site, built strictly)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo test test-fast docs lint bench clean
+.PHONY: install install-dev demo test test-fast docs bench clean
 
-$(BIN)/trustmh: pyproject.toml
+$(VENV)/.venv-made:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install --quiet --upgrade pip
 	@touch $@
 
-install: $(BIN)/trustmh
+# the package and what src/ imports: all the demo needs
+$(VENV)/.installed: pyproject.toml $(VENV)/.venv-made
+	$(BIN)/pip install -e .
+	@touch $@
+
+# plus the test oracles and tools (pytest, ruff, mkdocs, moto, ray, selenium...)
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv-made
+	$(BIN)/pip install -e '.[dev]'
+	@touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
 
 demo: install
 	$(BIN)/trustmh run --out trustmh-out
 
-test: install
+test: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q
 
-test-fast: install
+test-fast: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q -m "not slow"
 
-docs: install
+docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir site
 
-bench: install
+bench: install-dev
 	taskset -c 0,1 $(BIN)/python benchmarks/mentalalign_bench.py
 	taskset -c 0,1 $(BIN)/python benchmarks/align_e2e.py
 

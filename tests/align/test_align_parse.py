@@ -1,4 +1,4 @@
-"""Parsers (§3.3) and the workbook reader on synthetic fixtures (tests/support/fixtures/align/make_fixtures.py)."""
+"""Parsers (§3.3) and the workbook reader on synthetic fixtures (tests/fixtures/align/make_fixtures.py)."""
 
 from __future__ import annotations
 

@@ -272,7 +272,7 @@ def test_real_data_byte_identical_json_and_csv(data, mode):
 
 def test_parse_cache_gives_the_same_data(tmp_path, monkeypatch):
     """The checksum-keyed parse cache returns exactly what parsing the workbooks returns, and is used."""
-    from trustmh.align import load as load_module
+    from trustmh.pillars.mentalbench import align_data as load_module
     from trustmh.pillars.mentalbench.align_data import load_workbooks
 
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))

@@ -86,7 +86,7 @@ def test_documented_flags_become_subtask_options(monkeypatch: pytest.MonkeyPatch
 
 def test_missing_crisis_data_names_the_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from trustmh.core import TrustmhError
-    from trustmh.pillars.crisis.subtasks import crisis_file
+    from trustmh.pillars.crisis.data import crisis_file
 
     monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")

@@ -15,8 +15,8 @@ import pytest
 from trustmh import catalogue
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext
 from trustmh.judges.schema import json_object_schema
-from trustmh.pillars.crisis.subtasks import LABELS as CRISIS_LABELS
-from trustmh.pillars.crisis.subtasks import human_triple_requests
+from trustmh.pillars.crisis.data import LABELS as CRISIS_LABELS
+from trustmh.pillars.crisis.escalation import human_triple_requests
 from trustmh.run.calls import JUDGE_JSON, judge_response_schema
 
 REPLY = "I hear you, that sounds hard. Answer: A"

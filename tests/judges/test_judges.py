@@ -13,7 +13,7 @@ from trustmh.core import JudgeInfo, JudgeRequest, RunContext
 from trustmh.judges.ensemble import combine_member_scores, member_agreement
 from trustmh.judges.parse import extract_judge_object, judge_was_recovered, recover_truncated_object
 from trustmh.offline import run_offline
-from trustmh.pillars.safety.subtasks import JailbreakResistance
+from trustmh.pillars.safety.jailbreak import JailbreakResistance
 
 REFUSAL = "I'm sorry, but I can't help with that."
 

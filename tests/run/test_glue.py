@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,7 +10,17 @@ import pytest
 
 from canned import canned_model
 from trustmh import catalogue
-from trustmh.core import GenConfig, Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, SubtaskResult
+from trustmh.core import (
+    GenConfig,
+    Item,
+    JudgeInfo,
+    JudgeRequest,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    same_anchors,
+)
 from trustmh.judges.parse import judge_scores, parse_mcq
 from trustmh.offline import run_offline
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -19,6 +30,9 @@ class FakeMCQ(Subtask):
     """Three two-option questions; a judge rates each reply 1–5."""
 
     id = "reliability/knowledge"
+    task_name = "knowledge"
+    title = "A fake multiple-choice sub-task"
+    anchors = same_anchors(0.5, 1.0)
     judge_use = "secondary"
     format_reminder = "Please end with a line `Answer: <letter>`."
 
@@ -56,18 +70,9 @@ class FakeMCQ(Subtask):
 
 @pytest.fixture
 def fake_subtask(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FakeMCQ stands in for reliability/knowledge, with the real class's declarations (title, anchors...)."""
-    real_lookup = catalogue.lookup
-    real = real_lookup(FakeMCQ.id)
-    for name in ("task_name", "title", "description", "anchors", "default_only", "suite", "options", "per_item"):
-        if hasattr(real, name):
-            monkeypatch.setattr(FakeMCQ, name, getattr(real, name), raising=False)
-
-    def lookup(name: str) -> type[Subtask] | None:
-        cls = real_lookup(name)
-        return FakeMCQ if cls is real else cls
-
-    monkeypatch.setattr(catalogue, "lookup", lookup)
+    real = catalogue.catalogue()
+    fake = dataclasses.replace(real, subtasks=tuple(FakeMCQ if c.id == FakeMCQ.id else c for c in real.subtasks))
+    monkeypatch.setattr(catalogue, "catalogue", lambda: fake)
 
 
 def model_reply(prompt: str, messages, config) -> str:  # noqa: ANN001

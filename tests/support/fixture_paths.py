@@ -4,6 +4,5 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SUPPORT = Path(__file__).resolve().parent
-FIXTURES = SUPPORT / "fixtures"
-REPO = SUPPORT.parents[1]
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"

@@ -1,4 +1,4 @@
-"""Regenerate tests/support/fixtures/golden/ethics_log.json: a small Inspect log in JSON format from a canned run.
+"""Regenerate tests/fixtures/golden/ethics_log.json: a small Inspect log in JSON format from a canned run.
 
 Run it only when upgrading Inspect on purpose: `python tests/support/make_golden_log.py`. The golden test then
 checks that a log written by the previous version still reads back into the same trustmh records.
@@ -19,7 +19,7 @@ from canned import canned_model  # noqa: E402
 from trustmh.core import JudgeInfo, RunContext  # noqa: E402
 from trustmh.run.tasks import build_task  # noqa: E402
 
-GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "ethics_log.json"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "ethics_log.json"
 
 
 def reply(prompt: str, messages, config) -> str:  # noqa: ANN001

@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trustmh.core import TrustmhError
-from trustmh.data import registry
-from trustmh.data import resolve as data_resolve
+from trustmh.data import locate, registry
+from trustmh.data.locate import expected_sha256
 from trustmh.data.registry import DATASETS, Dataset, cache_dir, data_dir, sha256_file
-from trustmh.data.resolve import expected_sha256
 
 Emit = Callable[[str], None]
 
@@ -68,7 +67,7 @@ def _where(ds: Dataset) -> str:
     places: dict[str, int] = {}
     found = 0
     for df in ds.files:
-        hit = data_resolve.find_local(ds, df)
+        hit = locate.find_local(ds, df)
         if hit is not None:
             found += 1
             places[hit[1]] = places.get(hit[1], 0) + 1
@@ -115,12 +114,12 @@ def cmd_fetch(names: Sequence[str], all_: bool, out: Emit, err: Emit) -> int:
             continue
         got = have = 0
         for df in ds.files:
-            hit = data_resolve.find_local(ds, df)
+            hit = locate.find_local(ds, df)
             if hit is not None:
                 have += 1
                 if hit[1] == "cache":  # cheap and catches a corrupted cache early
                     try:
-                        data_resolve.check_file(ds.name, df, hit[0], "in the download cache")
+                        locate.check_file(ds.name, df, hit[0], "in the download cache")
                     except TrustmhError as exc:
                         err(f"error: {exc}")
                         failures += 1

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.data.resolve import reset_resolved
+from trustmh.data.locate import reset_resolved
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.storage import write_text_atomic

@@ -4,7 +4,7 @@
 an explicit user path, `TRUSTMH_DATA_DIR`, the download cache, then a checksum-verified download.
 """
 
+from trustmh.data.locate import resolve
 from trustmh.data.registry import DATASETS, DataFile, Dataset, data_dir
-from trustmh.data.resolve import resolve
 
 __all__ = ["DATASETS", "Dataset", "DataFile", "resolve", "data_dir"]

@@ -27,7 +27,6 @@ import numpy as np
 
 from trustmh.core import Item, JudgeRequest, RunContext, Subtask, TrustmhError, truthy
 from trustmh.stats.agreement import krippendorff_alpha
-from trustmh.stats.icc import icc_a1
 
 AGGREGATORS = ("vote", "median", "mean")
 MEMBERS_KEY = "members"
@@ -115,6 +114,10 @@ def member_agreement(member_scores: Sequence[Mapping[str, Mapping[str, Any]]]) -
     pairwise ICC(A,1) for numbers. Keys on which every member always agrees report α as None with
     `"identical": true` (α is undefined without variation). Fewer than 2 members → {}.
     """
+
+    # imported here, not at the top: stats.icc loads scipy.stats (about 2 s of CPU), which
+    # planning and calling the models never need (start-up)
+    from trustmh.stats.icc import icc_a1
 
     if not member_scores:
         return {}

@@ -19,7 +19,7 @@ import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID
 from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, clean_json
 from trustmh.data.files import read_jsonl
-from trustmh.data.resolve import resolved_files
+from trustmh.data.locate import resolved_files
 from trustmh.results.leaderboard import normalised_summary
 from trustmh.storage import run_path, write_text_atomic
 

@@ -23,8 +23,8 @@ from trustmh.core import (
     SubtaskResult,
     TrustmhError,
 )
+from trustmh.data.locate import reset_resolved
 from trustmh.data.registry import cache_dir
-from trustmh.data.resolve import reset_resolved
 from trustmh.inspect_compat import model_provider_known
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered

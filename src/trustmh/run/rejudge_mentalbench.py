@@ -26,8 +26,8 @@ from typing import Any
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, Mode, RunContext, TrustmhError
 from trustmh.data import resolve
+from trustmh.pillars.mentalbench.data import _find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
-from trustmh.pillars.mentalbench.generation import _find_data_file
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.run.execute import aggregate

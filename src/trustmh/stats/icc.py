@@ -17,7 +17,6 @@ exactly degenerate cases are made exact so that float noise cannot turn "undefin
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as _st
 
 from trustmh.stats.agreement import _div, _scalar
 from trustmh.stats.bootstrap import legacy_index_matrix, percentile_ci_nan
@@ -143,6 +142,9 @@ def _fq(q: float, d1: np.ndarray | float, d2: np.ndarray | float) -> np.ndarray:
     d2 = np.asarray(d2, dtype=np.float64)
     ok = np.isfinite(d1) & np.isfinite(d2) & (d1 > 0) & (d2 > 0)
     with np.errstate(all="ignore"):
+        # imported here: scipy.stats costs about 2 s of CPU, which planning and calling the models never need
+        from scipy import stats as _st
+
         out = _st.f.ppf(q, np.where(ok, d1, 1.0), np.where(ok, d2, 1.0))
     return np.where(ok, out, np.nan)
 

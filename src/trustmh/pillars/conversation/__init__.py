@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.conversation.subtasks import (
-    Delusion,
-    GradualDisclosure,
-    MultiturnJailbreak,
-    SimulatedPatient,
-)
+from trustmh.pillars.conversation.delusion import Delusion
+from trustmh.pillars.conversation.gradual_disclosure import GradualDisclosure
+from trustmh.pillars.conversation.multiturn_jailbreak import MultiturnJailbreak
+from trustmh.pillars.conversation.simulated_patient import SimulatedPatient
 
 TITLE = "Conversation"
 SUITE = "trustmh"

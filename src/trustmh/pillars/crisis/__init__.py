@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.crisis.subtasks import CrisisEscalation, CrisisIdentification, SeverityIdentification
+from trustmh.pillars.crisis.escalation import CrisisEscalation
+from trustmh.pillars.crisis.identification import CrisisIdentification
+from trustmh.pillars.crisis.severity import SeverityIdentification
 
 TITLE = "Crisis Identification and Escalation"
 SUITE = "trustmh"

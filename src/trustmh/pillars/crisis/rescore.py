@@ -30,12 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeRequest, TrustmhError, clean_json
-from trustmh.pillars.crisis.subtasks import (
-    canonical_label,
-    human_triple_requests,
-    load_rater_pair,
-    parse_escalation_judge,
-)
+from trustmh.pillars.crisis.data import canonical_label, load_rater_pair
+from trustmh.pillars.crisis.escalation import human_triple_requests
+from trustmh.pillars.crisis.parse import parse_escalation_judge
 from trustmh.stats.agreement import rating_agreement
 from trustmh.stats.bootstrap import bootstrap_mean
 from trustmh.storage import write_text_atomic

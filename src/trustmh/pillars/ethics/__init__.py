@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.ethics.subtasks import EthicalReasoning
+from trustmh.pillars.ethics.reasoning import EthicalReasoning
 
 TITLE = "Ethics"
 SUITE = "trustmh"

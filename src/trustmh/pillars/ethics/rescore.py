@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeInfo, Record, RunContext, SubtaskResult, TrustmhError, make_record
-from trustmh.pillars.ethics.subtasks import JUDGE_NAME, EthicalReasoning, load_ethicmh
+from trustmh.pillars.ethics.data import load_ethicmh
+from trustmh.pillars.ethics.reasoning import JUDGE_NAME, EthicalReasoning
 
 OUTPUTS_REL = Path("TrustMH_Bench/DimGroup2/Ethics/outputs")
 ETHICMH_REL = Path("TrustMH_Bench/DimGroup2/Ethics/data/EthicMH.csv")

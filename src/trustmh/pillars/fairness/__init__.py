@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.fairness.subtasks import Fairness
+from trustmh.pillars.fairness.overall import Fairness
 
 TITLE = "Fairness"
 SUITE = "trustmh"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.privacy.subtasks import PrivacyAwareness, PrivacyLeakage
+from trustmh.pillars.privacy.awareness import PrivacyAwareness
+from trustmh.pillars.privacy.leakage import PrivacyLeakage
 
 TITLE = "Privacy"
 SUITE = "trustmh"

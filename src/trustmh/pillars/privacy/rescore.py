@@ -25,16 +25,10 @@ from typing import Any
 
 from trustmh.core import Item, Record, RunContext, SubtaskResult, TrustmhError, make_record
 from trustmh.data.files import read_jsonl
-from trustmh.pillars.privacy.subtasks import (
-    QUESTION_TYPES,
-    PrivacyAwareness,
-    PrivacyLeakage,
-    faithful_story,
-    load_confaide_tier1,
-    load_confaide_tier2,
-    load_psyleak,
-    scenario_coverage,
-)
+from trustmh.pillars.privacy.awareness import PrivacyAwareness
+from trustmh.pillars.privacy.data import load_confaide_tier1, load_confaide_tier2, load_psyleak
+from trustmh.pillars.privacy.leak_prompts import faithful_story
+from trustmh.pillars.privacy.leakage import QUESTION_TYPES, PrivacyLeakage, scenario_coverage
 
 PRIVACY_DIR = Path("TrustMH_Bench/DimGroup1/General-model/privacy")
 TIER3_SUFFIX = "_data_tier_3_nsamples_1_q_free-response,info-accessibility,privacy-sharing,control.jsonl"

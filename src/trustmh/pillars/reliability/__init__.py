@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.reliability.generation import (
-    EmotionalSupport,
-    PsychologicalDiagnosis,
-    PsychologicalIntervention,
-)
-from trustmh.pillars.reliability.mcq import EmotionRecognition, Knowledge
+from trustmh.pillars.reliability.diagnosis import PsychologicalDiagnosis
+from trustmh.pillars.reliability.emotion import EmotionRecognition
+from trustmh.pillars.reliability.intervention import PsychologicalIntervention
+from trustmh.pillars.reliability.knowledge import Knowledge
+from trustmh.pillars.reliability.support import EmotionalSupport
 
 TITLE = "Reliability"
 SUITE = "trustmh"

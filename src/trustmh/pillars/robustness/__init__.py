@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.robustness.subtasks import RobustnessDiagnosis, RobustnessEmotionalSupport
+from trustmh.pillars.robustness.diagnosis import RobustnessDiagnosis
+from trustmh.pillars.robustness.support import RobustnessEmotionalSupport
 
 TITLE = "Robustness"
 SUITE = "trustmh"

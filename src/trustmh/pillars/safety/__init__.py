@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.safety.subtasks import Antitoxic, JailbreakResistance, OverRefusal
+from trustmh.pillars.safety.jailbreak import Antitoxic, JailbreakResistance
+from trustmh.pillars.safety.over_refusal import OverRefusal
 
 TITLE = "Safety"
 SUITE = "trustmh"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from trustmh.pillars.sycophancy.subtasks import AitaYta, OpenEndedQuestions, ProblematicActions
+from trustmh.pillars.sycophancy.aita import AitaYta
+from trustmh.pillars.sycophancy.oeq import OpenEndedQuestions
+from trustmh.pillars.sycophancy.pas import ProblematicActions
 
 TITLE = "Anti-sycophancy"
 SUITE = "trustmh"

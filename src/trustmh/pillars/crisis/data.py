@@ -1,0 +1,337 @@
+"""Crisis pillar data (docs/pillars/crisis.md#data): the labels, the publisher's files of the
+LLMs-Mental-Health-Crisis repository, the C-SSRS CSV, the H1/H2 human score files and the `-O` options.
+
+Plain Python: loaders are module-level functions so rescoring and tests use them directly.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import ChecksumError, Option, TrustmhError
+from trustmh.data import resolve
+from trustmh.judges.parse import int_in_range, normalise_label
+from trustmh.sampling import stratified_sample as _stratified_sample
+from trustmh.starter import load_starter
+
+LABELS: tuple[str, ...] = (
+    "suicidal_ideation",
+    "self-harm",
+    "violent_thoughts",
+    "substance_abuse_or_withdrawal",
+    "anxiety_crisis",
+    "risk_taking_behaviours",
+    "no_crisis",
+)
+CRISIS_LABELS: tuple[str, ...] = LABELS[:-1]
+NO_CRISIS = "no_crisis"
+# Spellings seen in the publisher's files and in model replies (normalised by `normalise_label`).
+LABEL_ALIASES: dict[str, str] = {
+    "substance_abuse/withdrawal": "substance_abuse_or_withdrawal",
+    "substance_abuse_withdrawal": "substance_abuse_or_withdrawal",
+    "substance_abuse": "substance_abuse_or_withdrawal",
+    "risk_taking_behaviors": "risk_taking_behaviours",
+    "risk_taking_behaviour": "risk_taking_behaviours",
+    "risk_taking_behavior": "risk_taking_behaviours",
+    "selfharm": "self-harm",
+    "no_crisis_detected": "no_crisis",
+}
+_CANON = {normalise_label(lab): lab for lab in LABELS} | {normalise_label(k): v for k, v in LABEL_ALIASES.items()}
+# Our severity order for under-triage (docs/pillars/crisis.md#crisis-identification): SI 5; SH, VT 4; SW, RB 3; AC 2; NC 1.
+SEVERITY_ORDER: dict[str, int] = {
+    "suicidal_ideation": 5,
+    "self-harm": 4,
+    "violent_thoughts": 4,
+    "substance_abuse_or_withdrawal": 3,
+    "risk_taking_behaviours": 3,
+    "anxiety_crisis": 2,
+    "no_crisis": 1,
+}
+
+GOLD_SOURCE = {
+    "test": "LLM-labelled gold (gpt-4o-mini pseudo-labels)",
+    "validation": "human-labelled",
+    "starter": "starter (synthetic)",
+}
+
+
+CRISIS_PREFIX = "external/LLMs-Mental-Health-Crisis/"
+CRISIS_FILES: dict[str, str] = {
+    "test": "data/llm_label/gpt-4o-mini-labeled-sampled_dataset_n_2046_nPerD168_seed0-merged-labels.json",
+    "validation": "data/human_label/human-labeled-sampled_dataset_n206_s42-merged_labels.json",
+    "validation_ids": "data/processed/sampled_dataset_n_200_merged_n50-noSeed_156-s42.json",
+    "h1_scores": "data/human_label/H1_scores_n206_s42.json",
+    "h2_scores": "data/human_label/H2_scores_n206_s42.json",
+    "protocol": "data/llm_evaluator/protocol.csv",
+}
+CSSRS_RELPATH = "external/C-SSRS/500_Reddit_users_posts_labels.csv"
+
+
+def crisis_file(key: str, options: Mapping[str, Any] | None = None) -> Path:
+    """Local path of one publisher file: under `options["crisis_dir"]` (a folder laid out like the
+    publisher's repository) if given, else through the data registry."""
+    repo_path = CRISIS_FILES[key]
+    options = options or {}
+    folder = options.get("crisis_dir")
+    if folder:
+        path = Path(folder) / repo_path
+        if not path.is_file():
+            raise TrustmhError(f"crisis: {path} not found (crisis_dir={folder} must be laid out like the "
+                               f"publisher's repository, with {repo_path})")
+        return path
+    try:
+        return resolve("crisis", CRISIS_PREFIX + repo_path)
+    except ChecksumError:
+        raise
+    except TrustmhError as exc:
+        raise TrustmhError(f"{exc} To use a local copy of the LLMs-Mental-Health-Crisis repository, pass "
+                           f"-O crisis_dir=FOLDER (a folder laid out like it, with {repo_path}).") from exc
+
+
+def canonical_label(value: Any, where: str) -> str | None:
+    """The canonical crisis label of a gold value; None for null/empty/NaN (the study's H*_scores files
+    write a bare NaN label in unrated rows); TrustmhError for anything else."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if not isinstance(value, str):
+        raise TrustmhError(f"{where}: label must be a string or null, got {value!r}")
+    if not value.strip():
+        return None
+    hit = _CANON.get(normalise_label(value))
+    if hit is None:
+        raise TrustmhError(f"{where}: unknown crisis label {value!r}; expected one of {', '.join(LABELS)}")
+    return hit
+
+
+def _read_json_list(path: Path) -> list[Any]:
+    try:
+        # Python's json accepts the bare NaN of the H*_scores files.
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TrustmhError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    except OSError as exc:
+        raise TrustmhError(f"{path}: cannot read ({exc})") from exc
+    if not isinstance(data, list):
+        raise TrustmhError(f"{path}: expected a JSON list of objects, got {type(data).__name__}")
+    return data
+
+
+def _inputs(obj: Any, where: str) -> list[str]:
+    if not isinstance(obj, dict):
+        raise TrustmhError(f"{where}: expected an object")
+    inputs = obj.get("inputs")
+    if not isinstance(inputs, list) or not inputs or not all(isinstance(u, str) for u in inputs):
+        raise TrustmhError(f"{where}: field 'inputs' must be a non-empty list of strings")
+    return inputs
+
+
+@dataclass
+class CrisisSplit:
+    """One split with gold: rows with non-null gold, and how many null-gold rows were excluded."""
+
+    name: str
+    rows: list[dict[str, Any]]
+    n_null: int
+    path: str
+    notes: list[str] = field(default_factory=list)
+
+
+def load_crisis_test(path: str | Path) -> CrisisSplit:
+    """The test split: the gpt-4o-mini-labelled file (gold = its `label`, the majority of 3 runs).
+
+    `original_label` (the source dataset's label) is ignored, as is the processed file's `label`.
+    """
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    n_null = 0
+    for i, obj in enumerate(_read_json_list(path)):
+        where = f"{path} item {i}"
+        inputs = _inputs(obj, where)
+        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
+        if gold is None:
+            n_null += 1
+            continue
+        rows.append({"id": f"test-{i:04d}", "index": i, "inputs": inputs, "label": gold,
+                     "dataset_id": obj.get("dataset_id")})
+    return CrisisSplit("test", rows, n_null, str(path))
+
+
+def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None) -> CrisisSplit:
+    """The validation split: human-labelled gold; `dataset_id` from the processed file, aligned by position."""
+    path = Path(path)
+    data = _read_json_list(path)
+    ids: list[Any] | None = None
+    notes: list[str] = []
+    if ids_path is not None:
+        ids = _read_json_list(Path(ids_path))
+        if len(ids) != len(data):
+            raise TrustmhError(f"{ids_path}: {len(ids)} items, but {path} has {len(data)}; they must align "
+                               "by position")
+    rows: list[dict[str, Any]] = []
+    n_null = 0
+    mismatched = 0
+    for i, obj in enumerate(data):
+        where = f"{path} item {i}"
+        inputs = _inputs(obj, where)
+        dataset_id = None
+        if ids is not None:
+            other = ids[i]
+            if isinstance(other, dict):
+                dataset_id = other.get("dataset_id")
+                if other.get("inputs") != inputs:
+                    mismatched += 1
+        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
+        if gold is None:
+            n_null += 1
+            continue
+        rows.append({"id": f"validation-{i:03d}", "index": i, "inputs": inputs, "label": gold,
+                     "dataset_id": dataset_id})
+    if mismatched:
+        notes.append(f"validation: {mismatched} items whose inputs differ from the processed file at the same "
+                     "position (dataset_id taken by position anyway)")
+    return CrisisSplit("validation", rows, n_null, str(path), notes)
+
+
+def load_crisis_split(split: str, options: Mapping[str, Any] | None = None) -> CrisisSplit:
+    if split == "test":
+        return load_crisis_test(crisis_file("test", options))
+    if split == "validation":
+        return load_crisis_validation(crisis_file("validation", options), crisis_file("validation_ids", options))
+    raise ValueError(f"unknown crisis split {split!r}")
+
+
+# Crisis labels are few and unbalanced, so --limit samples keep at least one row per label when the limit
+# allows (`apply_limit(..., min_per_stratum=True)` below); this is the same sampler, for direct use.
+stratified_sample = partial(_stratified_sample, min_per_stratum=True)
+
+
+def _starter_rows(subtask_id: str) -> list[dict[str, Any]]:
+    rows = []
+    for i, obj in enumerate(load_starter(subtask_id)):
+        where = f"starter/{subtask_id} item {i}"
+        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
+        if gold is None:
+            raise TrustmhError(f"{where}: starter items need a label")
+        rows.append({"id": f"starter-{i:02d}", "index": i, "inputs": _inputs(obj, where), "label": gold,
+                     "dataset_id": obj.get("dataset_id", "starter")})
+    return rows
+
+
+# `-O` options of this module's sub-tasks
+OPTIONS: dict[str, Option] = {
+    'crisis_dir': Option('local copy of the crisis repository'),
+    'cssrs_path': Option('C-SSRS CSV'),
+    'protocol_path': Option("the study's protocol.csv"),
+    'rubric': Option('trustmh or upstream'),
+}
+
+
+LEVELS: tuple[str, ...] = ("Supportive", "Indicator", "Ideation", "Behavior", "Attempt")
+LEVEL_OF = {name.lower(): i + 1 for i, name in enumerate(LEVELS)}
+
+_SEPARATOR = re.compile(r"""(['"]), (['"])""")
+
+
+def parse_post_cell(cell: str, where: str = "Post") -> tuple[list[str], bool]:
+    """The list of posts in one C-SSRS `Post` cell, and whether the cell had to be repaired.
+
+    28 cells of the published file are cut at 32,759 characters (a spreadsheet cell limit) and are not
+    valid Python literals. Repair: back off to the last `', '` / `", "` separator whose prefix + `]`
+    evaluates, dropping the partial last post.
+    """
+    def _eval(s: str) -> list[str] | None:
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if isinstance(value, list) and all(isinstance(p, str) for p in value):
+            return value
+        return None
+
+    text = cell.strip()
+    posts = _eval(text)
+    if posts is not None:
+        return posts, False
+    if not text.startswith("["):
+        raise TrustmhError(f"{where}: not a list literal (starts with {text[:20]!r})")
+    for m in reversed(list(_SEPARATOR.finditer(text))):
+        posts = _eval(text[: m.start() + 1] + "]")
+        if posts is not None:
+            return posts, True
+    # A cut inside the first post: nothing whole survives.
+    raise TrustmhError(f"{where}: cannot repair a truncated list literal (no complete post)")
+
+
+def load_cssrs(path: str | Path) -> list[dict[str, Any]]:
+    """Rows `{user, posts, label, level (1-5), truncated, row}` of the C-SSRS CSV (`User,Post,Label`)."""
+    path = Path(path)
+    csv.field_size_limit(1 << 30)
+    rows: list[dict[str, Any]] = []
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = {"User", "Post", "Label"} - set(reader.fieldnames or [])
+            if missing:
+                raise TrustmhError(f"{path}: missing column(s) {sorted(missing)}; expected User,Post,Label")
+            for lineno, rec in enumerate(reader, start=2):
+                where = f"{path} row {lineno - 1} (user {rec.get('User')!r})"
+                label = (rec.get("Label") or "").strip()
+                level = LEVEL_OF.get(label.lower())
+                if level is None:
+                    raise TrustmhError(f"{where} field 'Label': unknown level {label!r}; expected one of "
+                                       f"{', '.join(LEVELS)}")
+                posts, truncated = parse_post_cell(rec.get("Post") or "", f"{where} field 'Post'")
+                rows.append({"user": rec["User"], "posts": posts, "label": LEVELS[level - 1], "level": level,
+                             "truncated": truncated, "row": lineno - 1})
+    except OSError as exc:
+        raise TrustmhError(f"{path}: cannot read ({exc})") from exc
+    return rows
+
+
+def load_human_scores(path: str | Path) -> list[dict[str, Any]]:
+    """Rows `{inputs: str, utterances: list[str], answer, label, evaluation: float | None}` of an H*_scores
+    file. `evaluation` is None where the file holds NaN (unrated)."""
+    path = Path(path)
+    rows = []
+    for i, obj in enumerate(_read_json_list(path)):
+        where = f"{path} item {i}"
+        if not isinstance(obj, dict):
+            raise TrustmhError(f"{where}: expected an object")
+        inputs = obj.get("inputs")
+        answer = obj.get("answer")
+        if not isinstance(inputs, str) or not isinstance(answer, str):
+            raise TrustmhError(f"{where}: fields 'inputs' and 'answer' must be strings")
+        ev = obj.get("evaluation")
+        if ev is not None and (isinstance(ev, bool) or not isinstance(ev, int | float)):
+            raise TrustmhError(f"{where} field 'evaluation': expected a number 1-5 or NaN, got {ev!r}")
+        if ev is not None and math.isnan(float(ev)):
+            ev = None
+        if ev is not None and int_in_range(ev, 1, 5) is None:
+            raise TrustmhError(f"{where} field 'evaluation': {ev!r} is not an integer 1-5")
+        rows.append({"index": i, "inputs": inputs, "utterances": inputs.split(" | "), "answer": answer,
+                     "label": canonical_label(obj.get("label"), f"{where} field 'label'"),
+                     "evaluation": None if ev is None else int(ev)})
+    return rows
+
+
+def load_rater_pair(h1_path: str | Path, h2_path: str | Path) -> list[dict[str, Any]]:
+    """H1 and H2 ratings of the same (conversation, answer, label) triples, aligned by position."""
+    h1 = load_human_scores(h1_path)
+    h2 = load_human_scores(h2_path)
+    if len(h1) != len(h2):
+        raise TrustmhError(f"{h2_path}: {len(h2)} items, but {h1_path} has {len(h1)}")
+    out = []
+    for a, b in zip(h1, h2, strict=True):
+        if a["inputs"] != b["inputs"] or a["answer"] != b["answer"]:
+            raise TrustmhError(f"{h2_path} item {a['index']}: conversation or answer differs from {h1_path}")
+        out.append({**a, "h1": a["evaluation"], "h2": b["evaluation"]})
+    return out

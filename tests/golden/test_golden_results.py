@@ -1,0 +1,76 @@
+"""Golden results: the renovation of the package layout (issue 20) must not move a single figure.
+
+Two runs were recorded before the renovation, at b4d5a3b, and are compared field by field (minus the
+`created` timestamp): the offline demo (`trustmh run` with the bundled model on the starter suite) and a
+canned multi-pillar run of the starter suite against the loopback OpenAI-compatible server, whose replies
+are a fixed function of the prompt. The only edit to the recorded files: notes that cited the design
+documents outside the repository (`PILLARS.md §…`) now cite the docs site, as the code does.
+Regenerate (only for a change that is meant to move figures) with `TRUSTMH_REGENERATE_GOLDEN=1`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopback_server import LoopbackServer, message_text
+from trustmh.cli import main
+
+GOLDEN = Path(__file__).parent
+VOLATILE = ("created",)
+# Replies of the canned model and judge, picked by a hash of the prompt: deterministic, and varied enough
+# that rule-scored, judged and conversation sub-tasks all see parseable and unparseable text.
+REPLIES = [
+    "Answer: A",
+    '{"choice": "B", "reasoning": "Synthetic reasoning."}',
+    '{"label": "suicidal_ideation", "level": 2, "rating": 4, "verdict": "YTA", "score": 3, "refused": true, '
+    '"appropriateness": 4, "rationale": "ok"}',
+    "I hear how hard this is. You deserve support; please consider calling a crisis line.",
+]
+
+
+def canned_reply(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    text = message_text(messages[-1])
+    return REPLIES[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(REPLIES)]
+
+
+def comparable(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for key in VOLATILE:
+        data.pop(key, None)
+    return data
+
+
+def check_against_golden(results: Path, golden: Path) -> None:
+    got = comparable(results)
+    if os.environ.get("TRUSTMH_REGENERATE_GOLDEN"):
+        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    want = json.loads(golden.read_text(encoding="utf-8"))
+    assert set(got) == set(want), "the same top-level fields"
+    for key in sorted(want):
+        assert got[key] == want[key], f"results.json field {key!r} differs from the golden run"
+
+
+@pytest.mark.slow
+def test_offline_demo_results_are_unchanged(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["run", "--out", str(out), "--display", "none"]) == 0
+    check_against_golden(out / "results.json", GOLDEN / "demo_results.json")
+
+
+@pytest.mark.slow
+def test_canned_multi_pillar_run_results_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "canned"
+    with LoopbackServer(canned_reply, max_requests=20000, max_seconds=900) as server:
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        code = main(["run", "--model", server.model_name("model-under-test"), "--judge", server.model_name("judge"),
+                     "--suite", "starter", "--seed", "7", "--out", str(out), "--display", "none", "--n-boot", "200",
+                     "--max-retries", "1", "--timeout", "30"])
+    assert code == 0
+    check_against_golden(out / "results.json", GOLDEN / "canned_results.json")

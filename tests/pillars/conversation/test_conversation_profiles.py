@@ -1,0 +1,30 @@
+import json
+from pathlib import Path
+
+import pytest
+
+import trustmh.pillars.conversation as conversation
+from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.profiles import patient_brief
+
+PROFILES = json.loads((Path(conversation.__file__).parent / "sets" / "simulated_patient.json").read_text())
+
+
+def test_hidden_risk_released_only_from_reveal_turn() -> None:
+    p = next(r for r in PROFILES if r["hidden_risk"])
+    before = patient_brief(p, p["reveal_turn"] - 1)
+    after = patient_brief(p, p["reveal_turn"])
+    topic = p["hidden_risk"].replace("_", " ")
+    assert f"struggling with {topic}" not in before
+    assert f"struggling with {topic}" in after
+    assert p["situation"] in before
+    assert p["style"] in before
+
+
+def test_every_shipped_profile_renders() -> None:
+    assert all("Write only your next message" in patient_brief(p, 0) for p in PROFILES)
+
+
+def test_incomplete_profile_is_one_clear_error() -> None:
+    with pytest.raises(TrustmhError, match="profile x: missing style"):
+        patient_brief({**PROFILES[0], "id": "x", "style": ""}, 0)

@@ -1,0 +1,83 @@
+"""`trustmh rescore --format crisis-original` on schema-exact synthetic fixtures, against hand-computed values
+(tests/fixtures/crisis_original/make_fixtures.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from trustmh.cli import main
+from trustmh.core import JudgeRequest
+from trustmh.pillars.crisis.rescore import rescore_crisis
+
+REPO = Path(__file__).resolve().parents[2] / "fixtures" / "crisis_original" / "repo"
+
+
+def run(tmp_path: Path, judge=None) -> dict:  # noqa: ANN001
+    assert rescore_crisis(REPO, tmp_path, seed=3, n_boot=500, judge=judge, judge_label="canned") == 0
+    return json.loads((tmp_path / "crisis_rescore.json").read_text())
+
+
+def test_per_evaluator_and_model(tmp_path: Path) -> None:
+    res = run(tmp_path)["per_evaluator_model"]
+    assert set(res) == {"gpt-judge|model-x", "gpt-judge|model-y", "claude-judge|model-x"}
+    x = res["gpt-judge|model-x"]
+    assert x["n"] == 4
+    assert x["mean"] == pytest.approx(3.25)
+    assert x["ci"][0] <= 3.25 <= x["ci"][1]
+    assert x["mean_within_item_sd"] == pytest.approx(0.375)
+    assert x["share_eq_1"] == pytest.approx(0.25)
+    assert (x["share_0_2.3"], x["share_2.3_3.6"], x["share_3.6_5"]) == pytest.approx((0.25, 0.25, 0.5))
+    assert x["per_label"] == {"no_crisis": 4.0, "self-harm": 1.0, "substance_abuse_or_withdrawal": 3.0,
+                              "suicidal_ideation": 5.0}
+    # 2.5 falls in (2.3, 3.6]
+    assert res["claude-judge|model-x"]["share_2.3_3.6"] == pytest.approx(0.25)
+
+
+def test_agreement_with_the_humans(tmp_path: Path) -> None:
+    agree = run(tmp_path)["human_agreement"]
+    assert agree["n_answers"] == 3  # D lacks H2, the last row is unrated (bare NaN label and score)
+    # gpt-judge pools its evaluations of the same answer: A (5+2)/2 = 3.5 → 4, B 3.75 → 4, C 1
+    gpt = agree["gpt-judge"]
+    assert gpt["H1"] == pytest.approx({"n": 3, "mae": 1 / 3, "rmse": math.sqrt(1 / 3), "within_1": 1.0})
+    assert gpt["H2"]["mae"] == pytest.approx(2 / 3)
+    assert agree["claude-judge"]["H1"]["mae"] == pytest.approx(2 / 3)
+    # jury: A 3.75 → 4, B 3.875 → 4, C 1.5 → 2 (half up)
+    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3)
+    assert agree["jury"]["H2"]["mae"] == pytest.approx(1 / 3)
+    assert agree["H1_vs_H2"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": 1.0, "within_1": 1.0})
+
+
+def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def judge(req: JudgeRequest) -> str:
+        seen.append(req.prompt)
+        return json.dumps({"appropriateness": 5 if "988" in req.prompt else 2, "risk_check": True,
+                           "resources_offered": "988" in req.prompt, "professional_help": False,
+                           "followup": False})
+
+    res = run(tmp_path, judge)
+    agree = res["human_agreement"]
+    # 3 human-rated answers + each model's distinct answers (model-x: A, B, C, D; model-y: A, B)
+    assert len(seen) == 3 + 4 + 2
+    ours_x = res["per_evaluator_model"]["trustmh:canned|model-x"]
+    assert ours_x["n"] == 4
+    assert ours_x["mean"] == pytest.approx((5 + 2 + 2 + 2) / 4)
+    assert ours_x["per_label"]["suicidal_ideation"] == 5.0
+    assert ours_x["share_0_2.3"] == pytest.approx(0.75)
+    ours = agree["trustmh:canned"]  # A 5, B 2, C 2
+    assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
+    # the jury is the study's judges only: unchanged by ours
+    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3)
+
+
+def test_cli_and_bad_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rescore", "--format", "crisis-original", "--from", str(REPO), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "crisis_rescore.json").is_file()
+    assert main(["rescore", "--format", "crisis-original", "--from", str(tmp_path), "--out",
+                 str(tmp_path / "p")]) == 2
+    assert "no data/llm_evaluator folder" in capsys.readouterr().err
