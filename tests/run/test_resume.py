@@ -81,6 +81,7 @@ KILL_POINTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_sigkill_then_rerun_continues(point: str, tmp_path: Path) -> None:
     with LoopbackServer(respond, latency=0.15, max_requests=400, max_seconds=240) as server:

@@ -80,6 +80,7 @@ def test_merge_refuses_mismatched_missing_or_doubled_shards(tmp_path: Path) -> N
         merge([single, a1], tmp_path / "m4")
 
 
+@pytest.mark.slow
 def test_workers_split_a_run_over_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--workers 2`: two local processes (shards in OUT/workers/), merged into OUT, equal to one process."""
     import os

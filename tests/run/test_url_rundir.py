@@ -120,6 +120,7 @@ def test_resume_overwrite_and_refusal_work_on_a_url(s3_endpoint: str) -> None:
     assert not set(logs_before) & set(logs_after), "--overwrite removed the old logs"
 
 
+@pytest.mark.slow
 def test_shards_on_urls_merge_into_the_single_process_result(s3_endpoint: str, tmp_path: Path) -> None:
     _, code = run(_opts(tmp_path / "single"))
     assert code == 0
@@ -206,6 +207,7 @@ def _command(server: LoopbackServer, out: str) -> list[str]:
             "--max-tasks", "1", "--max-connections", "2", "--timeout", "10"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_from_the_url_on_another_machine(s3_endpoint: str, tmp_path: Path) -> None:
     """SIGKILL once the first sub-task is finished, then continue with an empty response cache (another
     machine): the finished sub-task comes back from its log at the URL, none of its calls is asked again, and
@@ -242,6 +244,7 @@ def test_a_killed_run_resumes_from_the_url_on_another_machine(s3_endpoint: str, 
     assert comparable(run_path(url)) == comparable(tmp_path / "ref")
 
 
+@pytest.mark.slow
 def test_workers_write_their_shards_and_the_merge_to_the_url(s3_endpoint: str, tmp_path: Path) -> None:
     """`--workers 2 --out s3://…`: the shard processes get the URL unchanged (OUT/workers/i at the URL), and
     the merge there equals a single local process."""
