@@ -308,6 +308,3 @@ def main(argv: list[str] | None = None) -> int:
               "--debug for the traceback)", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
