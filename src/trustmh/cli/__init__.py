@@ -298,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return align_main(argv[1:])
         if argv and argv[0] in ("judge", "review"):
+            # imported on use: keeps start-up fast (it loads Inspect)
             from trustmh.cli.judges import main as judges_main
 
             return judges_main(argv)

@@ -15,6 +15,16 @@ from pathlib import Path
 
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
+from trustmh.judges.certificates import certificates_dir, threshold_gaps
+from trustmh.run.certify import (
+    CRISIS_REFERENCE,
+    CRISIS_SUBTASK,
+    certify,
+    certify_context,
+    crisis_reference,
+    csv_reference,
+)
+from trustmh.run.review import export_review, import_review
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -80,16 +90,6 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    from trustmh.judges.certificates import certificates_dir, threshold_gaps
-    from trustmh.run.certify import (
-        CRISIS_REFERENCE,
-        CRISIS_SUBTASK,
-        certify,
-        certify_context,
-        crisis_reference,
-        csv_reference,
-    )
-
     ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
                           timeout=args.timeout, max_retries=args.max_retries)
     ctx.n_boot = args.n_boot
@@ -118,8 +118,6 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from trustmh.run.review import export_review
-
     subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
     out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
                         oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None)
@@ -128,9 +126,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from trustmh.judges.certificates import certificates_dir
-    from trustmh.run.review import import_review
-
     summary = import_review(Path(args.run_dir), [Path(p) for p in args.labels], seed=args.seed, n_boot=args.n_boot,
                             certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
     json.dump(summary, sys.stdout, indent=2)

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
 from trustmh.gate import evaluate, load_policy
+from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
 from trustmh.report import layout
 from trustmh.results.leaderboard import leaderboard
 
@@ -170,8 +171,6 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
     """Per judged sub-task: the judge, the agreement measured in the run, the certificate of its fingerprint
     (status, reference, figures; docs/judges.md#certificates) and the judge-corrected figure beside the
     judge-only one where a review import recorded one."""
-    from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
-
     where = certificates_dir(certs_dir)
     rows = []
     for sid, sub in (results.get("subtasks") or {}).items():

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspect_ai import Task, eval_set
+from inspect_ai.dataset import MemoryDataset
+
 from trustmh.catalogue import get_subtask, lookup
 from trustmh.core import Item, JudgeInfo, Record, RunContext, TrustmhError
 from trustmh.judges.certificates import (
@@ -27,6 +30,12 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.models import BUNDLED_MODEL
+from trustmh.pillars.crisis.data import crisis_file
+from trustmh.pillars.crisis.escalation import CrisisEscalation
+from trustmh.run.calls import judge_role
+from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, response_cache_dir
+from trustmh.run.logs import records_from_log
+from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import LABEL_TYPES, judge_agreement
 
 CRISIS_REFERENCE = "crisis-study"
@@ -64,9 +73,6 @@ def _appropriateness(rec: Record) -> Any:
 def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
     """The crisis study's H1/H2 appropriateness scores (1-5) of stored answers, judged by the escalation judge
     (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges)."""
-    from trustmh.pillars.crisis.data import crisis_file
-    from trustmh.pillars.crisis.escalation import CrisisEscalation
-
     if path:
         ctx.options["crisis_dir"] = path
     sub = CrisisEscalation()
@@ -208,8 +214,6 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
                     limit: int | None = None, timeout: int = 120, max_retries: int = 3, cache: bool = True
                     ) -> RunContext:
     """The RunContext a run would give these judges (the bundled judge gets the run's free-text cap)."""
-    from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS
-
     opts = dict(options or {})
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
@@ -223,14 +227,6 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
 def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
                     display: str = "none") -> list[Record]:
     """Judge the reference items through Inspect (resumable eval set in `work/logs`, response cache)."""
-    from inspect_ai import Task, eval_set
-    from inspect_ai.dataset import MemoryDataset
-
-    from trustmh.run.calls import judge_role
-    from trustmh.run.execute import response_cache_dir
-    from trustmh.run.logs import records_from_log
-    from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
-
     subtask = get_subtask(ref.subtask)
     task = Task(name=f"certify_{ref.subtask.replace('/', '_')}",
                 dataset=MemoryDataset([item_to_sample(i) for i in ref.items], name=ref.name),

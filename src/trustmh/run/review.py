@@ -32,8 +32,9 @@ from trustmh.core import TrustmhError, clean_json
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.prompts import load_template
+from trustmh.report import environment
 from trustmh.results import load_items, load_results
-from trustmh.run.certify import agreement_figures
+from trustmh.run.certify import agreement_figures, consensus
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
 
@@ -143,8 +144,6 @@ def _scale(values: Sequence[float]) -> list[float]:
 
 def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
                   oversample: bool = False, out: Path | None = None) -> Path:
-    from trustmh.report import environment
-
     results, items = judged_items(run_dir, subtasks)
     sample = draw_sample(items, n, seed, oversample)
     by_key = {_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
@@ -254,8 +253,6 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
 def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, Any]],
                sample: Mapping[str, Any], items: Sequence[Mapping[str, Any]], label_type: str) -> dict[str, Any]:
     """The judge-corrected mean of the per-item score (PPI, 1/π weights) beside the judge-only mean."""
-    from trustmh.run.certify import consensus
-
     use = [k for k in keys if consensus(list(humans[k].values()), label_type) is not None]
     all_values = [it["judge_value"] for it in items if it["subtask"] == sid]
     if len(use) < 2:

@@ -72,7 +72,8 @@ def _quadratic_kappa(h: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def _icc(h: np.ndarray, j: np.ndarray) -> np.ndarray:
-    from trustmh.stats.icc import icc_a1  # scipy.stats: loaded only when an ICC is asked for
+    # imported here: stats.icc loads scipy.stats, which start-up never needs
+    from trustmh.stats.icc import icc_a1
 
     return np.asarray(icc_a1(np.stack([h, j], axis=-1)), dtype=float)
 
