@@ -30,6 +30,7 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.models import BUNDLED_MODEL
+from trustmh.models.gguf import default_parallel
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.run.calls import judge_role
@@ -235,11 +236,15 @@ def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: S
     members = list(judge_models) if judge_models else ctx.judges
     roles = {judge_role(i): m for i, m in enumerate(members)}
     work.mkdir(parents=True, exist_ok=True)
+    extra: dict[str, Any] = {}
+    if str(ctx.judge.model or "").startswith("gguf/"):
+        # in-process judge: one call per llama.cpp context, as a run does (queued calls would time out)
+        extra["max_connections"] = default_parallel()
     with response_cache_dir(work):
         _, logs = eval_set([task], log_dir=str(work / "logs"), model="mockllm/model", model_roles=roles,
                            retry_attempts=0, display=display, fail_on_error=False, log_realtime=False,
                            max_retries=ctx.max_retries, attempt_timeout=ctx.timeout,
-                           timeout=ctx.timeout * (ctx.max_retries + 2))
+                           timeout=ctx.timeout * (ctx.max_retries + 2), **extra)
     records: list[Record] = []
     for log in logs:
         recs, n_errors, _ = records_from_log(log)
