@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "`patient` role); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
+    run.add_argument("--certificates", metavar="DIR", help="judge certificates directory for the report's Judges "
+                     "section (docs/judges.md#certificates)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
     run.add_argument("--mode", choices=["default", "faithful"], default="default")
     run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
@@ -188,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_workers(args)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
-                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
+                      judge_validated=args.judge_validated, certificates=args.certificates, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,

@@ -283,9 +283,10 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
     return environment().get_template("report.html.j2").render(**ctx)
 
 
-def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[Record]] | None = None) -> str:
+def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[Record]] | None = None, *,
+                    certs_dir: Any = None) -> str:
     """The single-run page `trustmh run` writes (report.html), from the records in memory."""
-    return render_page([results], [records_as_dicts(records)])
+    return render_page([results], [records_as_dicts(records)], certs_dir=certs_dir)
 
 
 def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],

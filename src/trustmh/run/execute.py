@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -69,6 +70,7 @@ class RunOptions:
     judge: Any = None
     no_judge: bool = False
     judge_validated: bool = False
+    certificates: str | None = None  # judge certificates directory (the report's Judges section)
     mode: Mode = "default"
     seed: int = 0
     out: Path | Url = Path("trustmh-out")  # a local path or an fsspec URL (`trustmh.storage`)
@@ -434,7 +436,7 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
                              model_reported=model_reported, errors=errors,
                              extra={"generation": plan.generation,
                                     **({"patient": plan.patient} if plan.patient else {}), **(extra or {})})
-    data = write_run(run_results, out, report=run_report_html)
+    data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=plan.opts.certificates))
     if "mentalbench/generation" in records:
 
         written = export_long_table(records["mentalbench/generation"], out, model_label=plan.model)
