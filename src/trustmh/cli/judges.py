@@ -107,12 +107,16 @@ def cmd_certify(args: argparse.Namespace) -> int:
     cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
+    def num(x: object) -> str:
+        return "—" if x is None else f"{float(x):.3f}"  # type: ignore[arg-type]
+
     for metric, gap in threshold_gaps(cert).items():
         fig = cert["agreement"].get(metric, {})
         side = "min" if "min" in gap else "max"
-        bound = "lower" if side == "min" else "upper"
-        print(f"  {metric}: {fig.get('value')!s:.6} (95% CI {fig.get('ci')}); {bound} bound vs {side} "
-              f"{gap[side]}: margin {gap['margin']}")
+        ci = fig.get("ci") or [None, None]
+        print(f"  {metric}: {num(fig.get('value'))} (95% CI {num(ci[0])} to {num(ci[1])}); "
+              f"{'lower' if side == 'min' else 'upper'} bound {num(gap['bound'])} vs {side} {gap[side]:g}: "
+              f"{'met' if gap['margin'] is not None and gap['margin'] >= 0 else 'short'} by {num(abs(gap['margin']) if gap['margin'] is not None else None)}")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 
