@@ -80,3 +80,20 @@ def test_csv_without_human_columns_is_one_clear_error(tmp_path: Path, capsys: py
     code = main(["judge", "certify", "--judge", "mockllm/model", "--reference", str(bad), "--subtask",
                  "safety/over_refusal", "--judge-key", "helpful", "--certificates", str(tmp_path / "c")])
     assert code == 2 and "human_<rater>" in capsys.readouterr().err
+
+
+def test_crisis_study_reference_mae_against_the_raters_mean(tmp_path: Path) -> None:
+    from trustmh.pillars.crisis.data import CRISIS_FILES, load_rater_pair
+    from trustmh.run.certify import certify, certify_context, crisis_reference
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "crisis"
+    pairs = [p for p in load_rater_pair(fix / CRISIS_FILES["h1_scores"], fix / CRISIS_FILES["h2_scores"])
+             if p["label"] is not None]
+    rated = [[v for v in (p["h1"], p["h2"]) if v is not None] for p in pairs]
+    expected = sum(abs(sum(r) / len(r) - 3) for r in rated if r) / sum(1 for r in rated if r)
+    ctx = certify_context(["mockllm/judge-a"], seed=0)
+    ctx.n_boot = 200
+    ref = crisis_reference(ctx, str(fix))
+    judge = canned_model(lambda p, m, c: '{"appropriateness": 3, "explanation": "x"}', "judge-a")
+    cert, _ = certify(ref, ctx, certs_dir=tmp_path / "certs", work=tmp_path / "work", judge_models=[judge])
+    assert cert["agreement"]["mae"]["value"] == pytest.approx(expected)
