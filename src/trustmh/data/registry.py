@@ -32,12 +32,12 @@ DEFAULT_CACHE = Path("~/.cache/trustmh")
 class DataFile:
     relpath: str  # path under TRUSTMH_DATA_DIR (e.g. "external/USMLE-Mental/USMLE-mental.jsonl")
     sha256: str | None = None  # None: not known in advance (trust on first use when downloadable)
-    git_blob: str | None = None  # git's object id of the file (sha1 of "blob <size>\0" + bytes), checked on download
     url: str | None = None  # direct publisher URL (pinned commit)
     archive_url: str | None = None  # publisher zip that holds this file ...
     member: str | None = None  # ... under this member name
     optional: bool = False  # not needed by any sub-task (licence texts, unused splits, figures)
     note: str | None = None
+    git_blob: str | None = None  # git's object id of the file (sha1 of "blob <size>\0" + bytes), checked on download
 
     @property
     def downloadable(self) -> bool:

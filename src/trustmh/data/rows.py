@@ -102,7 +102,8 @@ class RowProblem:
     action: str  # "skipped" | "matched by position" | ...
 
     def __str__(self) -> str:
-        return f"{self.file} row {self.row}: {self.field} {self.kind}; {self.action}"
+        where = f"{self.file} row {self.row}" if self.row >= 0 else self.file  # row -1: the file as a whole
+        return f"{where}: {self.field} {self.kind}; {self.action}"
 
     @property
     def skipped(self) -> bool:

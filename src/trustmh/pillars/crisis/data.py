@@ -362,8 +362,9 @@ def load_rater_pair(h1_path: str | Path, h2_path: str | Path, reference_path: st
     a triple is the reference copy's (H2's when H1's own cell is unusable); a triple with no usable text, or
     a row that matches nothing, is named in `report` and left out. Refused only when no triple is left."""
     report = report if report is not None else RowReport()
-    h1 = load_human_scores(h1_path, report)
-    h2 = load_human_scores(h2_path, report)
+    own = {"h1": RowReport(), "h2": RowReport()}
+    h1 = load_human_scores(h1_path, own["h1"])
+    h2 = load_human_scores(h2_path, own["h2"])
     h1_name, h2_name = Path(h1_path).name, Path(h2_path).name
     if reference_path is not None:
         ref_raw = _read_json_list(Path(reference_path))
@@ -375,10 +376,12 @@ def load_rater_pair(h1_path: str | Path, h2_path: str | Path, reference_path: st
     cols: dict[str, dict[int, dict[str, Any]]] = {}
     for name, rows, fname in (("h1", h1, h1_name), ("h2", h2, h2_name)):
         if reference_path is None and name == "h1":
+            report.extend(own[name].problems)
             cols[name] = dict(enumerate(rows))
             continue
         m = match_rows(reference, [r["raw"] for r in rows], file=fname)
-        report.extend([p for p in m.problems if p.skipped])
+        # text cells are named by the matching (with what was done with the row), the rest by the reader
+        report.extend([p for p in own[name].problems if p.field not in ("inputs", "answer")] + m.problems)
         cols[name] = {j: rows[i] for j, i in m.row_for().items()}
     out = []
     for j, ref in enumerate(reference):
