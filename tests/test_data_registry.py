@@ -277,8 +277,6 @@ def test_missing_file_download_failure_is_a_clear_error(tmp_path: Path, monkeypa
     # A file with no registered download says where to put it and which option to pass.
     with pytest.raises(TrustmhError, match="-O cssrs_path=PATH"):
         resolve("cssrs", "external/C-SSRS/500_Reddit_users_posts_labels.csv")
-    with pytest.raises(TrustmhError, match="-O mentalbench_path="):
-        resolve("mentalbench", "external/MentalBench-Align/MentalBench-Align.csv")
     assert len(isolated.calls) == 1
 
 
@@ -477,3 +475,89 @@ def test_cli_fetch_offline_is_refused(monkeypatch: pytest.MonkeyPatch, isolated:
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
     assert data_main(["fetch", "esconv"]) == 2
     assert "TRUSTMH_OFFLINE" in capsys.readouterr().err and isolated.calls == []
+
+
+# --- MentalBench-100k: a zip at a pinned commit, known by its git blob id ----------------------------------
+
+MB_COLUMNS = ["context", "response", "Claude-3.5-Haiku", "deepseek-llama", "deepseek-qwen", "Gemini", "gpt-4o",
+              "gpt-4omini", "Llama-3.1", "Qwen-2.5", "Qwen-3"]  # the repository's docs/dataset_description.md
+
+
+def mentalbench_zip() -> bytes:
+    """A small zip of MentalBench-100k's layout: one CSV with the documented columns, two synthetic rows."""
+    lines = [",".join(MB_COLUMNS)] + [",".join(f'"synthetic {c} {i}"' for c in MB_COLUMNS) for i in (1, 2)]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("MentalBench-100k.csv", "\n".join(lines) + "\n")
+    return buf.getvalue()
+
+
+def git_hash_object(data: bytes) -> str:
+    # written out here, independently of registry.git_blob_id
+    return hashlib.sha1(b"blob " + str(len(data)).encode() + b"\x00" + data).hexdigest()
+
+
+def test_git_blob_id_known_values(tmp_path: Path) -> None:
+    assert registry.git_blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"  # git's empty blob
+    assert registry.git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    f = tmp_path / "x.bin"
+    f.write_bytes(bytes(range(256)) * 5000)  # several read chunks
+    assert registry.git_blob_id_file(f) == git_hash_object(f.read_bytes())
+
+
+def test_mentalbench_zip_verified_by_blob_id_and_sha256_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, load_mentalbench
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None and real.url is not None
+    body = mentalbench_zip()
+    blob = git_hash_object(body)
+    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=blob)], name="mentalbench")
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = body
+    got = resolve("mentalbench", MENTALBENCH_REL)
+    assert got.read_bytes() == body
+    assert download.load_pins()[MENTALBENCH_REL] == sha(body)  # trust on first use, after the blob check
+    data = load_mentalbench(got)  # the CSV read out of the zip
+    assert [r.context for r in data.rows] == ["synthetic context 1", "synthetic context 2"]
+    assert len(data.sources) == 10
+
+
+def test_mentalbench_zip_one_changed_byte_fails_the_blob_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None and real.url is not None
+    body = mentalbench_zip()
+    flipped = bytearray(body)
+    flipped[len(flipped) // 2] ^= 0x01
+    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=git_hash_object(body))],
+                name="mentalbench")
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = bytes(flipped)
+    with pytest.raises(TrustmhError, match="expected git blob id") as ei:
+        resolve("mentalbench", MENTALBENCH_REL)
+    assert git_hash_object(bytes(flipped)) in str(ei.value)
+    assert not (tmp_path / "cache" / MENTALBENCH_REL).exists() and no_part_files(tmp_path / "cache")
+    assert MENTALBENCH_REL not in download.load_pins()  # nothing pinned from a failed check
+
+
+def test_registered_mentalbench_entry_checks_the_publishers_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None and real.url is not None
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = mentalbench_zip()  # not the publisher's bytes
+    with pytest.raises(TrustmhError, match="e1d5cdb70ecdec9856efac384bc5746eccb8db81"):
+        resolve("mentalbench", MENTALBENCH_REL)
+    # a user's copy in the data folder is checked against the blob id too
+    ddir = tmp_path / "dd"
+    (ddir / MENTALBENCH_REL).parent.mkdir(parents=True)
+    (ddir / MENTALBENCH_REL).write_bytes(mentalbench_zip())
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(ddir))
+    with pytest.raises(TrustmhError, match="expected git blob id e1d5cdb7"):
+        resolve("mentalbench", MENTALBENCH_REL)
