@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
-from trustmh.offline import run_offline
 from trustmh.data.rows import RowReport
+from trustmh.offline import run_offline
 from trustmh.pillars.crisis.data import (
     CRISIS_FILES,
     LABELS,
