@@ -149,7 +149,8 @@ def test_every_spec_dataset_is_registered_with_metadata() -> None:
     (mb,) = DATASETS["mentalbench"].files
     assert mb.git_blob == "e1d5cdb70ecdec9856efac384bc5746eccb8db81"
     assert mb.tofu
-    assert mb.url and "/03cfc4be2b7c181232652af304dc96d9bbcc5f8a/MentalBench-100k/MentalBench-100k.zip" in mb.url
+    assert mb.url == ("https://raw.githubusercontent.com/abeerbadawi/MentalBench-Align/"
+                      "03cfc4be2b7c181232652af304dc96d9bbcc5f8a/MentalBench-100k/MentalBench-100k.zip")
     # All registered URLs are the publishers' (no third-party mirrors).
     for ds in DATASETS.values():
         for u in ds.urls:
@@ -543,7 +544,8 @@ def test_mentalbench_zip_verified_by_blob_id_and_sha256_pinned(tmp_path: Path, m
     from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, load_mentalbench
 
     real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
-    assert real is not None and real.url is not None
+    assert real is not None
+    assert real.url is not None
     body = mentalbench_zip()
     blob = git_hash_object(body)
     add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=blob)], name="mentalbench")
@@ -562,7 +564,8 @@ def test_mentalbench_zip_one_changed_byte_fails_the_blob_check(tmp_path: Path, m
     from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 
     real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
-    assert real is not None and real.url is not None
+    assert real is not None
+    assert real.url is not None
     body = mentalbench_zip()
     flipped = bytearray(body)
     flipped[len(flipped) // 2] ^= 0x01
@@ -573,7 +576,8 @@ def test_mentalbench_zip_one_changed_byte_fails_the_blob_check(tmp_path: Path, m
     with pytest.raises(TrustmhError, match="expected git blob id") as ei:
         resolve("mentalbench", MENTALBENCH_REL)
     assert git_hash_object(bytes(flipped)) in str(ei.value)
-    assert not (tmp_path / "cache" / MENTALBENCH_REL).exists() and no_part_files(tmp_path / "cache")
+    assert not (tmp_path / "cache" / MENTALBENCH_REL).exists()
+    assert no_part_files(tmp_path / "cache")
     assert MENTALBENCH_REL not in download.load_pins()  # nothing pinned from a failed check
 
 
@@ -582,7 +586,8 @@ def test_registered_mentalbench_entry_checks_the_publishers_blob(tmp_path: Path,
     from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 
     real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
-    assert real is not None and real.url is not None
+    assert real is not None
+    assert real.url is not None
     monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
     isolated.bodies[real.url] = mentalbench_zip()  # not the publisher's bytes
     with pytest.raises(TrustmhError, match="e1d5cdb70ecdec9856efac384bc5746eccb8db81"):

@@ -254,7 +254,8 @@ def test_rater_pair_copy_that_differs_is_matched_by_position_and_named(tmp_path)
     p.write_text(json.dumps(data))
     report = RowReport()
     pair = load_rater_pair(FIX / CRISIS_FILES["h1_scores"], p, report=report)
-    assert pair[0]["index"] == 0 and pair[0]["h2"] == data[0]["evaluation"]
+    assert pair[0]["index"] == 0
+    assert pair[0]["h2"] == data[0]["evaluation"]
     assert report.lines() == ["h2.json row 0: answer differs from the reference copy; matched by position"]
 
 

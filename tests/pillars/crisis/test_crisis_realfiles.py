@@ -271,13 +271,15 @@ def test_first_evaluation_wins_and_every_flagged_row_is_named(repo: Path, tmp_pa
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     res = rescore(repo, tmp_path)
     judges = res["appropriateness"]["judges"]
-    assert judges["judge-a"]["n_repeated_answers"] == 1 and judges["judge-a"]["n_conflicting_repeats"] == 1
+    assert judges["judge-a"]["n_repeated_answers"] == 1
+    assert judges["judge-a"]["n_conflicting_repeats"] == 1
     assert judges["judge-a"]["evaluator"] == "judge-a"
     err = capsys.readouterr().err
     error_row = ("judge-a-evaluation_m2-answers-syn-20250101-000002_merged.json row 1: row answer: non-string "
                  "(dict {'message': '<syn: invalid prompt>', 'code': 'x'}); skipped")
     assert res["unusable_rows"] == [error_row, *EXPECTED_PROBLEMS]
-    assert res["n_unusable"] == 1 and res["n_flagged"] == 6
+    assert res["n_unusable"] == 1
+    assert res["n_flagged"] == 6
     for line in res["unusable_rows"]:
         assert f"trustmh: {line}" in err
     assert res["appropriateness"]["published"] is None  # no outputs/ folder in the fixture
@@ -316,22 +318,26 @@ def test_labelling_hand_computed(repo: Path, tmp_path: Path) -> None:
     assert h12["agreement"] == pytest.approx(4 / 6)
     assert h12["cohen_kappa"] == pytest.approx(14 / 26)
     idx = {x: i for i, x in enumerate(lab["labels"])}
-    assert h12["confusion"][idx[NC]][idx[AC]] == 1 and h12["confusion"][idx[SI]][idx[SI]] == 1
+    assert h12["confusion"][idx[NC]][idx[AC]] == 1
+    assert h12["confusion"][idx[SI]][idx[SI]] == 1
     # humans: per-item P = 1, 1/2, 1/2, 1, 1/3, 1/3 -> Pbar = 11/18; SI 5, SH 3, AC 7, NC 9 of 24 -> Pe = 164/576
     assert lab["fleiss"]["humans"]["kappa"] == pytest.approx((11 / 18 - 164 / 576) / (1 - 164 / 576))
     assert lab["fleiss"]["humans"]["kappa"] == pytest.approx(47 / 103)
     # llm-a's two runs differ only on item 5 ("" vs AC): Pbar = 5/6; SI 2, SH 2, AC 3, NC 4, "" 1 -> Pe = 34/144
     assert lab["fleiss"]["llm-a"]["kappa"] == pytest.approx(43 / 55)
-    assert lab["fleiss"]["llms"]["n_raters"] == 4 and lab["fleiss"]["llms"]["n_items"] == 6
+    assert lab["fleiss"]["llms"]["n_raters"] == 4
+    assert lab["fleiss"]["llms"]["n_items"] == 6
     assert lab["gold_ties"] == {"majority_H1_H4": 2, "merged_file_label": 1}
     a1 = lab["identification_vs_humans"]["llm-a#1"]
-    assert a1["majority_H1_H4"]["n"] == 4 and a1["majority_H1_H4"]["accuracy"] == 1.0
+    assert a1["majority_H1_H4"]["n"] == 4
+    assert a1["majority_H1_H4"]["accuracy"] == 1.0
     assert a1["majority_H1_H4"]["n_gold_missing_or_tied"] == 2
     assert a1["merged_file_label"]["n"] == 5
     assert a1["merged_file_label"]["accuracy"] == pytest.approx(4 / 5)  # "" on item 5 is invalid, counted wrong
     assert a1["merged_file_label"]["n_invalid"] == 1
     b2 = lab["identification_vs_humans"]["llm-b#2"]["majority_H1_H4"]
-    assert b2["accuracy"] == pytest.approx(2 / 4) and b2["n_invalid"] == 1
+    assert b2["accuracy"] == pytest.approx(2 / 4)
+    assert b2["n_invalid"] == 1
 
 
 def test_fleiss_and_majority_helpers_by_hand() -> None:
@@ -420,6 +426,7 @@ def test_real_crisis_files(tmp_path: Path) -> None:
     assert fleiss == {"humans": 0.549, "llms": 0.805, "gpt-4o-mini": 0.944, "gpt-5-nano": 0.866,
                       "meta-llama-Llama-4-Scout-17B-16E-Instruct": 0.902}
     h12 = next(p for p in lab["pairs"] if (p["a"], p["b"]) == ("H1", "H2"))
-    assert round(100 * h12["agreement"], 3) == 67.476 and round(h12["cohen_kappa"], 3) == 0.576
+    assert round(100 * h12["agreement"], 3) == 67.476
+    assert round(h12["cohen_kappa"], 3) == 0.576
     assert len(lab["pairs"]) == 78
     assert lab["gold_ties"] == {"majority_H1_H4": 28, "merged_file_label": 16}

@@ -236,7 +236,8 @@ def test_retention_not_computed_when_the_clean_interval_reaches_chance() -> None
     lo, hi = res.metrics["intervals"]["clean"]
     assert lo == pytest.approx(1.0)
     assert res.status == "not_computed"
-    assert res.reason.startswith("clean score's 95% interval") and "reaches the chance anchor 1" in res.reason
+    assert res.reason.startswith("clean score's 95% interval")
+    assert "reaches the chance anchor 1" in res.reason
     assert res.value is None
     assert res.metrics["clean_ci_margin_to_chance"] == pytest.approx(lo - 1.0)
     assert any("clean score 1.500 is 0.500 from the chance anchor 1" in n for n in res.notes)
