@@ -163,16 +163,39 @@ def load_crisis_test(path: str | Path) -> CrisisSplit:
     path = Path(path)
     rows: list[dict[str, Any]] = []
     n_null = 0
+    report = RowReport()
     for i, obj in enumerate(_read_json_list(path)):
-        where = f"{path} item {i}"
-        inputs = _inputs(obj, where)
-        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
+        got = _usable_row(obj, path, i, report)
+        if got is None:
+            continue
+        inputs, gold = got
         if gold is None:
             n_null += 1
             continue
         rows.append({"id": f"test-{i:04d}", "index": i, "inputs": inputs, "label": gold,
                      "dataset_id": obj.get("dataset_id")})
-    return CrisisSplit("test", rows, n_null, str(path))
+    return CrisisSplit("test", rows, n_null, str(path), _finish(report, path, rows, n_null))
+
+
+def _usable_row(obj: Any, path: Path, i: int, report: RowReport) -> tuple[list[str], str | None] | None:
+    """(inputs, gold label or None) of one row, or None (named in `report`) when it cannot be used."""
+    where = f"{path} item {i}"
+    try:
+        return _inputs(obj, where), canonical_label(obj.get("label"), f"{where} field 'label'")
+    except TrustmhError as exc:
+        report.add(RowProblem(path.name, i, "row", str(exc).removeprefix(f"{where}").lstrip(": "), "skipped"))
+        return None
+
+
+def _finish(report: RowReport, path: Path, rows: list[dict[str, Any]], n_null: int) -> list[str]:
+    """Name the unusable rows on stderr and in the split's notes; refuse the file only when no row is usable."""
+    report.log()
+    if not rows and not n_null:
+        RowReport.require_usable(0, str(path), report.problems)
+    if not report.problems:
+        return []
+    return [f"{path.name}: {len(report.problems)} unusable rows skipped: " + "; ".join(report.lines()[:20])
+            + (" ..." if len(report.problems) > 20 else "")]
 
 
 def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None) -> CrisisSplit:
@@ -189,9 +212,12 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
     rows: list[dict[str, Any]] = []
     n_null = 0
     mismatched = 0
+    report = RowReport()
     for i, obj in enumerate(data):
-        where = f"{path} item {i}"
-        inputs = _inputs(obj, where)
+        got = _usable_row(obj, path, i, report)
+        if got is None:
+            continue
+        inputs, gold = got
         dataset_id = None
         if ids is not None:
             other = ids[i]
@@ -199,7 +225,6 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
                 dataset_id = other.get("dataset_id")
                 if other.get("inputs") != inputs:
                     mismatched += 1
-        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
         if gold is None:
             n_null += 1
             continue
@@ -208,7 +233,7 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
     if mismatched:
         notes.append(f"validation: {mismatched} items whose inputs differ from the processed file at the same "
                      "position (dataset_id taken by position anyway)")
-    return CrisisSplit("validation", rows, n_null, str(path), notes)
+    return CrisisSplit("validation", rows, n_null, str(path), notes + _finish(report, path, rows, n_null))
 
 
 def load_crisis_split(split: str, options: Mapping[str, Any] | None = None) -> CrisisSplit:
