@@ -343,7 +343,7 @@ def _evaluation(value: Any) -> tuple[int | None, str | None]:
 
 def load_human_scores(path: str | Path, report: RowReport | None = None) -> list[dict[str, Any]]:
     """Rows `{index, inputs, utterances, answer, label, evaluation, raw}` of an H*_scores file, one per row of
-    the file, as published (docs/pillars/crisis.md#human-ratings). A cell that cannot be used is None
+    the file, as published (docs/data.md#unusable-rows). A cell that cannot be used is None
     (`utterances`/`answer`: missing, non-string or spreadsheet-formula residue; `evaluation`: NaN or not an
     integer 1-5; `label`: NaN or unknown) and each such cell is named in `report`; the file is refused only
     when no row has a rating."""

@@ -11,11 +11,15 @@ Layout under `--from DIR` (the study's repository):
 
 Per evaluator and model: mean appropriateness with a seeded 95% bootstrap interval (items resampled), the mean
 within-item standard deviation of the evaluator's three scores, the share of evaluations equal to 1 and in
-[0, 2.3], (2.3, 3.6], (3.6, 5], and the mean per label. On the answers both humans rated: each evaluator's
-and the jury's (the evaluators' mean) MAE, RMSE and within-1 agreement with each human and between the
-humans (scores rounded half up and clipped to 1–5). With `--judge`, trustmh's own crisis-escalation judge
-re-judges every published answer: it gets the same per-model figures and the same agreement figures (it is
-reported beside the study's judges, never inside their jury).
+[0, 2.3], (2.3, 3.6], (3.6, 5], and the mean per label.
+
+The appropriateness table and the labelling analysis follow the study's own pairing rule
+(docs/reproducing.md#crisis-original): the sampled file is the reference, each judge's first evaluation of an
+answer in sorted file order is its score, the human files are matched on the normalised conversation and
+answer with position as the fallback, and MAE, RMSE and within-1 are unrounded. Every row that cannot be used
+as it stands is named on stderr and in the output (docs/data.md#unusable-rows). With `--judge`, trustmh's own
+crisis-escalation judge re-judges every published answer (reported beside the study's judges, never inside
+their jury).
 """
 
 from __future__ import annotations
@@ -337,7 +341,7 @@ def _fleiss(ratings: Sequence[Sequence[str]], categories: Sequence[str]) -> dict
 
 
 def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
-    """The study's crisis-label agreement (docs/pillars/crisis.md#labelling-agreement): the four human
+    """The study's crisis-label agreement (docs/reproducing.md#crisis-original): the four human
     annotators' and the nine LLM labelling runs' labels of the 206 validation conversations, matched to the
     merged human file on the conversation (position as the fallback). None when the files are absent."""
     ref_path = root / LABEL_REFERENCE
