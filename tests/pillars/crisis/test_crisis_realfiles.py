@@ -430,3 +430,15 @@ def test_real_crisis_files(tmp_path: Path) -> None:
     assert round(h12["cohen_kappa"], 3) == 0.576
     assert len(lab["pairs"]) == 78
     assert lab["gold_ties"] == {"majority_H1_H4": 28, "merged_file_label": 16}
+
+
+def test_evaluation_rows_missing_fields_are_skipped_and_named(repo: Path, tmp_path: Path) -> None:
+    path = repo / "data/llm_evaluator/judge-b/n_200/merged/judge-b-evaluation_m1-answers-syn-20250101-000003_merged.json"
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    dump(path, [*rows, {"inputs": ["<syn: t9>"], "answer": "<syn: x>"}])  # no evaluation
+    res = rescore(repo, tmp_path)
+    assert f"{path.name} row 4: row missing evaluation; skipped" in res["unusable_rows"]
+    assert res["per_evaluator_model"]["judge-b|m1"]["n"] == 4
+    dump(path, [{"inputs": ["<syn: t9>"]}])
+    with pytest.raises(TrustmhError, match=r"no usable row: .* row 0: row missing answer, evaluation"):
+        rescore(repo, tmp_path)

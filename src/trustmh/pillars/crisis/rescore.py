@@ -65,7 +65,6 @@ from trustmh.storage import write_text_atomic
 
 MERGED = re.compile(r"^(?P<evaluator>.+?)-evaluation_(?P<model>.+?)-answers-(?P<dataset>.+)_merged\.json$")
 BINS = (("share_0_2.3", 0.0, 2.3, True), ("share_2.3_3.6", 2.3, 3.6, False), ("share_3.6_5", 3.6, 5.0, False))
-HUMANS = ("H1", "H2")
 
 
 def _log(msg: str) -> None:
@@ -78,32 +77,32 @@ def _number(v: Any) -> float | None:
     return float(v)
 
 
-def _read_list(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))  # Python's json reads the bare NaN of these files
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
-    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise TrustmhError(f"{path}: expected a JSON list of objects")
-    return data
-
-
-def load_evaluations(root: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(evaluator, model) → rows of every merged evaluation file (the three runs pooled)."""
+def load_evaluations(root: Path, report: RowReport | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(evaluator, model) → rows of every merged evaluation file (the three runs pooled). A row that is not an
+    object or lacks `inputs`, `answer` or `evaluation` is skipped and named in `report`; a file is refused only
+    when none of its rows is usable."""
     base = root / "data" / "llm_evaluator"
     if not base.is_dir():
         raise TrustmhError(f"--from {root}: no data/llm_evaluator folder (expected the crisis study's layout)")
+    report = report if report is not None else RowReport()
     out: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for path in sorted(base.glob("*/n_200/merged/*_merged.json")):
         m = MERGED.match(path.name)
         if m is None:
             raise TrustmhError(f"{path}: file name not of the form "
                                "{evaluator}-evaluation_{model}-answers-{dataset}-{ts}_merged.json")
-        for i, row in enumerate(_read_list(path)):
-            for key in ("inputs", "answer", "evaluation"):
-                if key not in row:
-                    raise TrustmhError(f"{path} item {i}: missing field {key!r}")
+        problems: list[RowProblem] = []
+        kept = 0
+        for i, row in enumerate(_read_list_lenient(path)):
+            missing = ["object"] if not isinstance(row, dict) else [k for k in ("inputs", "answer", "evaluation")
+                                                                    if k not in row]
+            if missing:
+                problems.append(RowProblem(path.name, i, "row", f"missing {', '.join(missing)}", "skipped"))
+                continue
+            kept += 1
             out[(m["evaluator"], m["model"])].append({**row, "_file": path.name})
+        RowReport.require_usable(kept, str(path), problems)
+        report.extend(problems)
     if not out:
         raise TrustmhError(f"{base}: no */n_200/merged/*_merged.json evaluation files")
     return dict(out)
@@ -469,7 +468,7 @@ def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
     """Write `out/crisis_rescore.json`; returns 0. `judge(request) -> text` is trustmh's judge, if any."""
 
     report = RowReport()
-    evaluations = load_evaluations(source)
+    evaluations = load_evaluations(source, report)
     per = {f"{ev}|{model}": summarise(rows, seed=seed, n_boot=n_boot)
            for (ev, model), rows in sorted(evaluations.items())}
     reference, ref_name = reference_answers(source, report)
