@@ -273,6 +273,9 @@ class Subtask:
     per_item: Mapping[Mode, ItemScorer | str] = {}
     datasets: Sequence[str] = ()  # registry names
     judge_use: Literal["no", "yes", "rule_fallback", "secondary"] = "no"
+    # The prompt templates its judge requests render (`trustmh.prompts`): part of the judge's fingerprint
+    # (`trustmh.judges.certificates`), so a changed judge prompt invalidates the judge's certificate.
+    judge_templates: tuple[str, ...] = ()
     modes: Sequence[Mode] = MODES
     # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
     # unparseable; None = never re-ask.
