@@ -30,15 +30,18 @@ def gate_json(gate: dict[str, Any]) -> str:
 
 
 def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
-             certificates_dir: Path | str | None = None) -> dict[str, Any]:
+             certs_dir: Path | str | None = None) -> dict[str, Any]:
     """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
-    from trustmh.gate.certificates import certificates_for
+    from trustmh.judges.certificates import certificates_dir, load_certificates
     from trustmh.results import load_results
 
     policy = load_policy(policy_path)
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
-    gate = evaluate(results, policy, certificates_for(results, certificates_dir))
+    wanted = {((sub or {}).get("judge") or {}).get("fingerprint") for sub in results["subtasks"].values()
+              if isinstance(sub, dict)}
+    certs = [c for c in load_certificates(certificates_dir(certs_dir)) if c.get("fingerprint") in wanted]
+    gate = evaluate(results, policy, certs)
     out = run_dir if run_dir.is_dir() else run_dir.parent
     texts = {out / "gate.json": gate_json(gate), out / "summary.md": summary_markdown(gate)}
     if isinstance(out, Url):

@@ -50,7 +50,7 @@ def n_errors(results: Mapping[str, Any], sid: str, sub: Mapping[str, Any]) -> tu
     return (int(count) if _finite(count) and count > 0 else 0), lines
 
 
-def find_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint: str,
+def matching_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint: str,
                      subtask: str) -> Mapping[str, Any] | None:
     for cert in certificates:
         if (cert.get("kind") == "trustmh-judge-certificate" and cert.get("fingerprint") == fingerprint
@@ -69,7 +69,7 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
         info["vouched"] = VOUCHED
     if not fingerprint:
         return info, ["no judge fingerprint recorded in the run (re-run it with this trustmh to record one)"]
-    cert = find_certificate(certificates, fingerprint, sid)
+    cert = matching_certificate(certificates, fingerprint, sid)
     if cert is None:
         return info, [f"no judge certificate for fingerprint {fingerprint[:12]} on {sid} (run `trustmh judge "
                       "certify` or `trustmh review import`; a changed judge prompt, model or setting needs a "
