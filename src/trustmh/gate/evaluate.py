@@ -155,6 +155,7 @@ def decide(check: Check, worst: tuple[float, float], best: tuple[float, float], 
            min_n: int) -> tuple[str, str]:
     """The verdict rule (module docstring) on an interval for the pass test and one for the fail test."""
     limit = check.limit
+    few = f"; {n} item(s), fewer than {min_n}" if n < min_n else ""
     if check.kind == "max":
         if best[0] > limit:
             return "fail", f"lower bound {best[0]:.3f} > {limit:g}: past the limit whatever n"
@@ -162,14 +163,14 @@ def decide(check: Check, worst: tuple[float, float], best: tuple[float, float], 
             return "pass", f"upper bound {worst[1]:.3f} ≤ {limit:g} (n = {n})"
         if worst[1] <= limit:
             return "insufficient", f"upper bound {worst[1]:.3f} ≤ {limit:g}, but {n} item(s), fewer than {min_n}"
-        return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}"
+        return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}{few}"
     if best[1] < limit:
         return "fail", f"upper bound {best[1]:.3f} < {limit:g}: short of the limit whatever n"
     if worst[0] >= limit and n >= min_n:
         return "pass", f"lower bound {worst[0]:.3f} ≥ {limit:g} (n = {n})"
     if worst[0] >= limit:
         return "insufficient", f"lower bound {worst[0]:.3f} ≥ {limit:g}, but {n} item(s), fewer than {min_n}"
-    return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}"
+    return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}{few}"
 
 
 def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,

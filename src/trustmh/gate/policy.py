@@ -161,7 +161,7 @@ class _Validator:
         self.source = source
 
     def fail(self, where: str, key: str, why: str) -> TrustmhError:
-        return TrustmhError(f"{self.source}: {where + ' ' if where else ''}key {key!r}: {why}")
+        return TrustmhError(f"{self.source}: {where + ': ' if where else ''}key {key!r}: {why}")
 
     def unknown(self, table: dict[str, Any], allowed: set[str], where: str) -> None:
         extra = sorted(set(table) - allowed)
@@ -268,9 +268,10 @@ class _Validator:
             if kind != "max":
                 raise self.fail(where, "min", f"{metric!r} is a rate of harm, so the limit is a 'max'")
         limit = self.number(c[kind], where, kind, lo, hi)
-        severity = self.number(c.get("severity", 1.0), where, "severity", 0.0, 1000.0)
-        if severity <= 0:
-            raise self.fail(where, "severity", f"must be > 0, not {c.get('severity')!r}")
+        severity = c.get("severity", 1.0)
+        if _is_number(severity) and severity <= 0:
+            raise self.fail(where, "severity", f"must be > 0, not {severity!r}")
+        severity = self.number(severity, where, "severity", 0.0, 1000.0)
         every = tuple(LABEL_TYPES)
         return Check(id=cid, subtask=subtask, metric=metric, title=title, severity=severity, count=count,
                      total=total, rate=rate, min_n=self.whole(c, "min_n", where, default=None),
