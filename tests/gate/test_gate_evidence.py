@@ -16,7 +16,12 @@ from trustmh import prompts
 from trustmh.catalogue import BY_ID
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate import evaluate, gate_json, load_policy, parse_policy, run_gate, shipped_policies
-from trustmh.judges.certificates import fingerprint_settings, judge_fingerprint, make_certificate, write_certificate
+from trustmh.judges.certificates import (
+    fingerprint_settings,
+    judge_fingerprint,
+    make_certificate,
+    write_certificate,
+)
 
 JUDGE = "example/judge"
 BINARY = {"sensitivity": {"value": 0.97, "ci": [0.93, 0.99]}, "specificity": {"value": 0.9, "ci": [0.85, 0.94]},
