@@ -20,7 +20,7 @@ from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shippe
 from trustmh.gate.summary import summary_markdown
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
-__all__ = ["VERDICT_EXIT", "VOUCHED", "Check", "Policy", "decide", "evaluate", "evaluate_check", "gate_json",
+__all__ = ["VERDICT_EXIT", "VOUCHED", "Check", "Policy", "certificates_for", "decide", "evaluate", "evaluate_check", "gate_json",
            "load_policy", "parse_policy", "run_gate", "shipped_policies", "summary_markdown"]
 
 
@@ -29,19 +29,27 @@ def gate_json(gate: dict[str, Any]) -> str:
     return json.dumps(clean_json(gate), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = None) -> list[dict[str, Any]]:
+    """The judge certificates in `certs_dir` (default: $TRUSTMH_CERTIFICATES_DIR, else
+    ~/.cache/trustmh/certificates) whose fingerprint is one the run's judged sub-tasks recorded."""
+    from trustmh.judges.certificates import certificates_dir, load_certificates
+
+    wanted = {((sub or {}).get("judge") or {}).get("fingerprint") for sub in (results.get("subtasks") or {}).values()
+              if isinstance(sub, dict)} - {None}
+    if not wanted:
+        return []
+    return [c for c in load_certificates(certificates_dir(certs_dir)) if c.get("fingerprint") in wanted]
+
+
 def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
              certs_dir: Path | str | None = None) -> dict[str, Any]:
     """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
-    from trustmh.judges.certificates import certificates_dir, load_certificates
     from trustmh.results import load_results
 
     policy = load_policy(policy_path)
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
-    wanted = {((sub or {}).get("judge") or {}).get("fingerprint") for sub in results["subtasks"].values()
-              if isinstance(sub, dict)}
-    certs = [c for c in load_certificates(certificates_dir(certs_dir)) if c.get("fingerprint") in wanted]
-    gate = evaluate(results, policy, certs)
+    gate = evaluate(results, policy, certificates_for(results, certs_dir))
     out = run_dir if run_dir.is_dir() else run_dir.parent
     texts = {out / "gate.json": gate_json(gate), out / "summary.md": summary_markdown(gate)}
     if isinstance(out, Url):
