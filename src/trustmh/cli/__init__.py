@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import RunOptions, run
 
     if args.no_judge and args.judge:
@@ -201,6 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_workers(args: argparse.Namespace) -> int:
     """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
     `--engine ray`), then `merge` into OUT."""
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import merge
     from trustmh.run.launch import launch, shard_dir
 
@@ -212,6 +214,7 @@ def run_workers(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import merge
 
     _, code = merge(list(args.dirs), args.out)
@@ -219,6 +222,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.report import comparison_report_html
     from trustmh.results import load_items, load_results
     from trustmh.results.leaderboard import leaderboard, leaderboard_csv
@@ -238,6 +242,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.cli.rescore import rescore
 
     return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
@@ -245,6 +250,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.gate import run_gate
 
     gate = run_gate(args.run_dir, args.policy, args.certificates)
@@ -256,6 +262,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(_: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
 
     print("Sub-tasks (inspect eval trustmh/<task>):")
@@ -269,6 +276,7 @@ def cmd_list(_: argparse.Namespace) -> int:
     for name, text in SUITES.items():
         print(f"  {name:<12} {text}")
     print("\nDatasets (trustmh data list for details):")
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.data import DATASETS
 
     for name, ds in DATASETS.items():
@@ -284,10 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         if argv and argv[0] == "align":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
             from trustmh.cli.align import main as align_main
 
             return align_main(argv[1:])
         if argv and argv[0] == "data":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
             from trustmh.cli.data import main as data_main
 
             return data_main(argv[1:])

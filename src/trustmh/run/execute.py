@@ -153,7 +153,8 @@ def check_model_name(name: Any, what: str) -> None:
     exception group deep inside the eval)."""
     if not isinstance(name, str):
         return  # an Inspect Model object (tests, library use)
-    import trustmh.models.gguf  # noqa: F401  (registers the bundled provider)
+    # registers the bundled provider; imported here, not at start-up (the provider module loads llama.cpp)
+    import trustmh.models.gguf  # noqa: F401
 
     provider = name.split("/", 1)[0] if "/" in name else None
     if provider is None:
