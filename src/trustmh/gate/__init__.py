@@ -18,6 +18,8 @@ from trustmh.core import clean_json
 from trustmh.gate.evaluate import VERDICT_EXIT, VOUCHED, decide, evaluate, evaluate_check
 from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shipped_policies
 from trustmh.gate.summary import summary_markdown
+from trustmh.judges.certificates import certificates_dir, load_certificates
+from trustmh.results import load_results
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
 __all__ = ["VERDICT_EXIT", "VOUCHED", "Check", "Policy", "certificates_for", "decide", "evaluate", "evaluate_check", "gate_json",
@@ -32,8 +34,6 @@ def gate_json(gate: dict[str, Any]) -> str:
 def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = None) -> list[dict[str, Any]]:
     """The judge certificates in `certs_dir` (default: $TRUSTMH_CERTIFICATES_DIR, else
     ~/.cache/trustmh/certificates) whose fingerprint is one the run's judged sub-tasks recorded."""
-    from trustmh.judges.certificates import certificates_dir, load_certificates
-
     wanted = {((sub or {}).get("judge") or {}).get("fingerprint") for sub in (results.get("subtasks") or {}).values()
               if isinstance(sub, dict)} - {None}
     if not wanted:
@@ -44,8 +44,6 @@ def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = Non
 def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
              certs_dir: Path | str | None = None) -> dict[str, Any]:
     """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
-    from trustmh.results import load_results
-
     policy = load_policy(policy_path)
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)

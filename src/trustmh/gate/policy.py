@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trustmh.catalogue import catalogue
 from trustmh.core import TrustmhError
 
 # Judge agreement metrics a certificate can carry (CERTIFICATE.md, docs/judges.md), by label type, with the
@@ -136,12 +137,11 @@ def parse_policy(text: str, source: str) -> Policy:
 
 
 def _known_subtasks(suite: str) -> dict[str, Any] | None:
-    from trustmh.catalogue import SUBTASKS, SUITE_TASKS
-
+    cat = catalogue()
     if suite == "trustmh":
-        return {cls.id: cls for cls in SUBTASKS}
-    if suite in SUITE_TASKS:
-        return {cls.id: cls for cls in SUITE_TASKS[suite]}
+        return {cls.id: cls for cls in cat.subtasks}
+    if suite in cat.suite_tasks:
+        return {cls.id: cls for cls in cat.suite_tasks[suite]}
     return None
 
 
