@@ -285,6 +285,9 @@ class Subtask:
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None
+    # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
+    # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
+    counted_rates: Mapping[str, tuple[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

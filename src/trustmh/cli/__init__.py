@@ -154,8 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")
     gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
-    gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
-                      "point, not clinical advice")
+    gate.add_argument("--policy", type=Path, help="policy file (TOML) or a shipped policy's name (default, "
+                      "faithful); default: trustmh's documented starting point, not clinical advice")
+    gate.add_argument("--certificates", type=Path, metavar="DIR",
+                      help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
+                      "~/.cache/trustmh/certificates)")
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("judge", help="judge certificates: judge certify (see `trustmh judge --help`)", add_help=False)
@@ -256,7 +259,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.gate import run_gate
 
-    gate = run_gate(args.run_dir, args.policy)
+    gate = run_gate(args.run_dir, args.policy, args.certificates)
     for row in gate["checks"]:
         print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
     print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "

@@ -20,8 +20,12 @@ from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
+<<<<<<< HEAD
 from trustmh.gate import evaluate, load_policy
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
+=======
+from trustmh.gate import certificates_for, evaluate, load_policy
+>>>>>>> 4a123b074f15fdbdf831fbffdfd6c8596dcc2fde
 from trustmh.report import layout
 from trustmh.results.leaderboard import leaderboard
 
@@ -194,7 +198,7 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
 
 def _gate(results: Mapping[str, Any]) -> dict[str, Any]:
 
-    return evaluate(dict(results), load_policy())
+    return evaluate(dict(results), load_policy(), certificates_for(dict(results)))
 
 
 def _leaderboard_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
