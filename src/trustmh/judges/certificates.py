@@ -100,10 +100,6 @@ def file_sha256(path: Path) -> str:
 
 def verdict(agreement: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, float]]) -> str:
     """"pass" when every threshold is met at the protective bound of its figure's interval, else "fail"."""
-<<<<<<< HEAD
-=======
-
->>>>>>> 4a123b074f15fdbdf831fbffdfd6c8596dcc2fde
     for metric, bound in thresholds.items():
         if metric not in agreement or not meets(dict(agreement[metric]), dict(bound)):
             return "fail"
@@ -177,10 +173,6 @@ def certificate_path(certs_dir: Path, fingerprint: str) -> Path:
 
 def write_certificate(certs_dir: str | Path, cert: Mapping[str, Any]) -> Path:
     """Write `<certs_dir>/<fingerprint>.json` atomically (replacing an older one for the same fingerprint)."""
-<<<<<<< HEAD
-=======
-
->>>>>>> 4a123b074f15fdbdf831fbffdfd6c8596dcc2fde
     if cert.get("kind") != KIND or not cert.get("fingerprint"):
         raise ValueError("not a judge certificate")
     path = certificate_path(Path(certs_dir), str(cert["fingerprint"]))

@@ -20,12 +20,8 @@ from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
-<<<<<<< HEAD
-from trustmh.gate import evaluate, load_policy
-from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
-=======
 from trustmh.gate import certificates_for, evaluate, load_policy
->>>>>>> 4a123b074f15fdbdf831fbffdfd6c8596dcc2fde
+from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
 from trustmh.report import layout
 from trustmh.results.leaderboard import leaderboard
 
@@ -196,9 +192,9 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
     return rows
 
 
-def _gate(results: Mapping[str, Any]) -> dict[str, Any]:
+def _gate(results: Mapping[str, Any], certs_dir: Any = None) -> dict[str, Any]:
 
-    return evaluate(dict(results), load_policy(), certificates_for(dict(results)))
+    return evaluate(dict(results), load_policy(), certificates_for(dict(results), certs_dir))
 
 
 def _leaderboard_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -276,7 +272,7 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                              for sid, sub in (run.get("subtasks") or {}).items()
                              if sid.startswith("robustness/") and sub.get("status") != "ok"],
         "judges": [(info, _judge_rows(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
-        "gates": [(info, _gate(run)) for info, run in zip(infos, runs, strict=True)],
+        "gates": [(info, _gate(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
         "n_items": len(transcripts),
         "items_json": json_for_script(transcripts),
