@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
     run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
                      "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
+    run.add_argument("--endpoint", type=Path, metavar="FILE",
+                     help="with --model http/<name>: the product's own chat API, described in one TOML file "
+                     "(URL, headers, body template, reply path, sessions; see docs/products.md)")
     run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
                      "else trustmh")
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
@@ -180,6 +183,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.engine != "local" and not args.workers:
         raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
     if args.workers:
+        if args.endpoint is not None:
+            from trustmh.run.execute import use_endpoint
+
+            use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
         return run_workers(args)
     opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
                       limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
@@ -188,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
                       shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
-                      patient=args.patient)
+                      patient=args.patient, endpoint=args.endpoint)
     _, code = run(opts)
     if code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)

@@ -44,6 +44,7 @@ from trustmh.run.calls import (
 )
 
 TURNS_KEY = "turns"
+GREETING_KEY = "greeting"
 # The patient writes short chat messages; a little sampling keeps its wording natural (seeded, cached).
 PATIENT_TEMPERATURE = 0.7
 PATIENT_MAX_TOKENS = 160
@@ -87,6 +88,9 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
             state = await generate_once(state, generate, ctx)
+            greeting = (state.output.metadata or {}).get("greeting")
+            if greeting and GREETING_KEY not in state.metadata:
+                state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
             turns.append({"role": "model", "content": state.output.completion, "model": model_label, "turn": i,
                           "marks": {}})
         state.metadata[TURNS_KEY] = turns
@@ -112,7 +116,9 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
                 for req in subtask.conversation_judge_requests(item, turns, ctx):
                     outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
-                                         extra={"model_reported": state.output.model})
+                                         extra={"model_reported": state.output.model,
+                                                **({GREETING_KEY: state.metadata[GREETING_KEY]}
+                                                   if GREETING_KEY in state.metadata else {})})
             valid = bool(record.score.get("valid", True))
             return Score(value=1.0 if valid else 0.0, answer=f"{len(turns) // 2} turns",
                          explanation="\n\n".join(f"[{k}] {v}" for k, v in (outputs or {}).items())

@@ -29,6 +29,7 @@ from trustmh.inspect_compat import model_provider_known
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
+from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
 from trustmh.pillars.conversation.contract import ConversationSubtask
@@ -92,6 +93,27 @@ class RunOptions:
     live_log: bool = False
     # The simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or Model object.
     patient: Any = None
+    # `--endpoint FILE`: the product's API for `--model http/<name>` (trustmh.models.endpoint)
+    endpoint: Path | None = None
+
+
+def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
+    """Check `--endpoint` against `--model` and the file itself (before any call), and hand the file to the
+    `http` provider (and to every --workers shard) through the environment; {url, send, file} for run.json."""
+    from trustmh.models.endpoint import load_endpoint
+
+    is_http = isinstance(model, str) and model.startswith("http/")
+    if endpoint is None:
+        if is_http and not os.environ.get(ENDPOINT_ENV):
+            raise TrustmhError(f"--model {model}: needs --endpoint FILE (the product's API; see docs/products.md)")
+        if not is_http:
+            return None
+        endpoint = Path(os.environ[ENDPOINT_ENV])
+    elif not is_http:
+        raise TrustmhError("--endpoint goes with --model http/<name>")
+    parsed = load_endpoint(endpoint)
+    os.environ[ENDPOINT_ENV] = str(Path(endpoint).expanduser().resolve())
+    return {"url": parsed.url, "send": parsed.send, "session": parsed.session.start}
 
 
 def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
@@ -153,6 +175,7 @@ def check_model_name(name: Any, what: str) -> None:
     if not isinstance(name, str):
         return  # an Inspect Model object (tests, library use)
     import trustmh.models.gguf  # noqa: F401  (registers the bundled provider)
+    import trustmh.models.http  # noqa: F401  (registers the `http` provider)
 
     provider = name.split("/", 1)[0] if "/" in name else None
     if provider is None:
@@ -195,6 +218,7 @@ def plan_run(opts: RunOptions) -> RunPlan:
 
     model, suite, judge = resolve_defaults(opts)
     check_model_name(opts.model or model, "--model")
+    endpoint = use_endpoint(opts.model or model, opts.endpoint)
     if judge.model:
         for j in [opts.judge or judge.model, *opts.more_judges]:
             check_model_name(j, "--judge")
@@ -207,6 +231,8 @@ def plan_run(opts: RunOptions) -> RunPlan:
     if patient is not None:
         options["patient"] = patient["model"]
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
+    if endpoint is not None:
+        options.setdefault("endpoint", endpoint["url"])
     limit = opts.limit
     if model == BUNDLED_MODEL and suite == "starter":
         # The offline demo: minutes, not hours (benchmarks/demo.py times it). Each trim is announced.
@@ -355,6 +381,9 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=opts.model or model,
+            # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
+            # run in one process with another file never reuses the first one's product
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if model.startswith("http/") else {},
             model_roles=roles or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal
@@ -396,13 +425,17 @@ def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], st
         sid = (log.eval.metadata or {}).get("trustmh_subtask")
         if sid is None or sid not in plan.subtasks:
             continue
-        recs, n_errors, reported = records_from_log(log)
+        messages: list[str] = []
+        recs, n_errors, reported = records_from_log(log, messages)
         model_reported = model_reported or reported
         if log.status != "success":
             msg = log.error.message if log.error else log.status
             plan.errors.append(f"{sid}: task {log.status}: {msg}")
         if n_errors:
-            plan.errors.append(f"{sid}: {n_errors} sample(s) errored")
+            # the first distinct cause, on one line (a bad endpoint reply names its field)
+            why = f": {messages[0][:300]}" + (f" (and {len(messages) - 1} other cause(s))" if len(messages) > 1
+                                              else "") if messages else ""
+            plan.errors.append(f"{sid}: {n_errors} sample(s) errored{why}")
         records.setdefault(sid, []).extend(recs)
         plan.n_errors[sid] = plan.n_errors.get(sid, 0) + n_errors
     for sid, recs in records.items():
