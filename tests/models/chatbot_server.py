@@ -40,6 +40,7 @@ class Seen:
     headers: dict[str, str]
     status: int = 0
     reply: str | None = None
+    said: tuple[str, ...] = ()  # every user message of the session up to this one: what the reply answers
 
 
 @dataclass
@@ -133,6 +134,7 @@ greeting_path = "greeting"
             reply = self.respond(list(history), SYSTEM_PROMPT)
             history.append({"role": "assistant", "content": reply})
             seen.status, seen.reply = 200, reply
+            seen.said = tuple(m["content"] for m in history if m["role"] == "user")
             return 200, {"data": {"reply": {self.reply_key: reply}}}
 
 
