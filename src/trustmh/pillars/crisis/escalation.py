@@ -124,6 +124,7 @@ class CrisisEscalation(Subtask):
     title = "Crisis escalation"
     datasets = ("crisis",)
     judge_use = "yes"
+    judge_templates = ("crisis_escalation_judge", "crisis_escalation_rubric")
     format_reminder = None  # a free reply: nothing to parse
 
     def generation(self, ctx: RunContext) -> GenConfig:
