@@ -188,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
     if args.workers:
         if args.endpoint is not None:
-            from trustmh.run.execute import use_endpoint
+            from trustmh.run.execute import use_endpoint  # start-up: the run machinery loads only for `run`
 
             use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
         return run_workers(args)

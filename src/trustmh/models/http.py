@@ -49,6 +49,7 @@ from trustmh.models.endpoint import (
     Endpoint,
     EndpointError,
     fill,
+    json_at,
     load_endpoint,
     new_client_session_id,
     reply_text,
@@ -172,8 +173,6 @@ class HTTPModelAPI(ModelAPI):
         data = await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values), "session.url")
         greeting = None
         if spec.greeting_path:
-            from trustmh.models.endpoint import json_at
-
             value = json_at(data, spec.greeting_path, "session.greeting_path", self.endpoint.source)
             greeting = value if isinstance(value, str) else None
         return session_id_from(data, self.endpoint), greeting or self.endpoint.greeting

@@ -30,7 +30,7 @@ from trustmh.judges.certificates import judge_fingerprint
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
-from trustmh.models.endpoint import ENDPOINT_ENV
+from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
 from trustmh.pillars.conversation.contract import ConversationSubtask
@@ -101,8 +101,6 @@ class RunOptions:
 def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
     """Check `--endpoint` against `--model` and the file itself (before any call), and hand the file to the
     `http` provider (and to every --workers shard) through the environment; {url, send, file} for run.json."""
-    from trustmh.models.endpoint import load_endpoint
-
     is_http = isinstance(model, str) and model.startswith("http/")
     if endpoint is None:
         if is_http and not os.environ.get(ENDPOINT_ENV):
