@@ -259,10 +259,14 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def cmd_gate(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.gate import run_gate
+    from trustmh.gate.clauses import run_pack_gate
 
-    gate = run_gate(args.run_dir, args.policy, args.certificates)
+    gate = run_pack_gate(args.run_dir, args.policy, args.certificates) or run_gate(args.run_dir, args.policy,
+                                                                                   args.certificates)
     for row in gate["checks"]:
         print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
+    for clause in gate.get("clauses", []):
+        print(f"{clause['verdict']:>12}  clause {clause['id']:<25} {clause['section']}: {clause['reason']}")
     print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
           "summary.md", file=sys.stderr)
     return int(gate["exit_code"])
