@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
     run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
-                     "`patient` role); default: the run's judge, else the bundled gguf/smollm2")
+                     "`patient` role); a comma-separated list is an ensemble, each model playing every n-th "
+                     "profile (use several families); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")

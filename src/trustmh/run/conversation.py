@@ -51,10 +51,12 @@ PATIENT_MAX_TOKENS = 160
 STARTER_PATIENT_MAX_TOKENS = 48  # the offline demo's patient: a sentence or two
 
 
-def patient_model(ctx: RunContext) -> Model:
-    """The simulated patient: the `patient` role (bound by `trustmh run` from --patient), bounded and seeded."""
-
-    return get_model(role="patient", default=str(ctx.options.get("patient") or BUNDLED_MODEL),
+def patient_model(ctx: RunContext, index: int = 0) -> Model:
+    """The simulated patient: the `patient` role (bound by `trustmh run` from --patient; the index-th member of
+    an ensemble is `patient_<index + 1>`), bounded and seeded."""
+    names = [p.strip() for p in str(ctx.options.get("patient") or BUNDLED_MODEL).split(",") if p.strip()]
+    index = index % len(names)
+    return get_model(role="patient" if index == 0 else f"patient_{index + 1}", default=names[index],
                      config=bounded_config(ctx, temperature=PATIENT_TEMPERATURE, seed=ctx.seed,
                                            max_tokens=STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter"
                                            else PATIENT_MAX_TOKENS))
@@ -81,10 +83,12 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             if move.text is not None:
                 said, who = move.text, SCRIPT_MODEL
             else:
-                patient = patient or patient_model(ctx)
+                index = int(item.metadata.get("patient_index", 0))
+                patient = patient or patient_model(ctx, index)
                 out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
                 said = out.completion
-                who = str(ctx.options.get("patient") or out.model or "patient")
+                names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
+                who = names[index % len(names)] if names else str(out.model or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
             state = await generate_once(state, generate, ctx)

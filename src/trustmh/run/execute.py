@@ -161,11 +161,29 @@ def resolve_patient(opts: RunOptions, judge: JudgeInfo, subtask_ids: list[str]) 
     if not needs:
         return None
     if opts.patient is not None:
-        check_model_name(opts.patient, "--patient")
-        return {"model": str(opts.patient), "source": "--patient"}
+        names = patient_names(opts.patient)
+        for name in names:
+            check_model_name(name, "--patient")
+        if len(set(map(str, names))) != len(names):
+            raise TrustmhError(f"--patient lists a model twice: {opts.patient}")
+        return {"model": ",".join(map(str, names)), "source": "--patient",
+                **({"ensemble": [str(n) for n in names]} if len(names) > 1 else {})}
     if judge.model:
         return {"model": judge.model, "source": "the run's judge"}
     return {"model": BUNDLED_MODEL, "source": "the bundled model (no --patient, no judge)"}
+
+
+def patient_names(patient: Any) -> list[Any]:
+    """`--patient a,b,c`: an ensemble of patient models (each plays every n-th profile); a Model object or a
+    list of them (tests, library use) as given."""
+    if isinstance(patient, str):
+        return [p.strip() for p in patient.split(",") if p.strip()]
+    return list(patient) if isinstance(patient, list | tuple) else [patient]
+
+
+def patient_role(index: int) -> str:
+    """The Inspect model role of the index-th patient of an ensemble (the first is `patient`)."""
+    return "patient" if index == 0 else f"patient_{index + 1}"
 
 
 def check_model_name(name: Any, what: str) -> None:
@@ -273,6 +291,10 @@ def plan_run(opts: RunOptions) -> RunPlan:
                    chosen_ids=[info.id for info in chosen], patient=patient)
     if patient is not None:
         _log(f"simulated patient: {patient['model']} ({patient['source']})")
+        from trustmh.pillars.conversation.patient_checks import family_warnings  # start-up: only with a patient
+
+        for warning in family_warnings(patient_names(patient["model"]), ctx.judges, model):
+            _log(f"warning: {warning}")
     reset_resolved()
     queue = list(plan.chosen_ids)
     while queue:
@@ -359,7 +381,8 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     if plan.patient is not None:
         # the patient's own model object where one was given (tests), else the judge's, else its name
         if opts.patient is not None:
-            roles["patient"] = opts.patient
+            for index, member in enumerate(patient_names(opts.patient)):
+                roles[patient_role(index)] = member
         elif plan.judge.model and plan.patient["model"] == plan.judge.model:
             roles["patient"] = grader
         else:
