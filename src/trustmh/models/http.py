@@ -126,10 +126,11 @@ def _book(name: str, endpoint: Endpoint) -> SessionBook:
 
 class HTTPModelAPI(ModelAPI):
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
+                 config: GenerateConfig | None = None, **model_args: Any) -> None:
         self.endpoint = load_endpoint(endpoint_path(model_args))
         # the URL is the base_url, so Inspect's response cache never mixes two products of one name
-        super().__init__(model_name=model_name, base_url=self.endpoint.url, api_key=None, config=config)
+        super().__init__(model_name=model_name, base_url=self.endpoint.url, api_key=None,
+                         config=config or GenerateConfig())
         self.book = _book(model_name, self.endpoint)
         self.lock = asyncio.Lock()
 

@@ -34,6 +34,7 @@ from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
 from trustmh.pillars.conversation.contract import ConversationSubtask
+from trustmh.pillars.conversation.patient_checks import family_warnings
 from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.sources import model_family
 from trustmh.report import run_report_html
@@ -291,8 +292,6 @@ def plan_run(opts: RunOptions) -> RunPlan:
                    chosen_ids=[info.id for info in chosen], patient=patient)
     if patient is not None:
         _log(f"simulated patient: {patient['model']} ({patient['source']})")
-        from trustmh.pillars.conversation.patient_checks import family_warnings  # start-up: only with a patient
-
         for warning in family_warnings(patient_names(patient["model"]), ctx.judges, model):
             _log(f"warning: {warning}")
     reset_resolved()

@@ -59,7 +59,7 @@ def persona_words(profile: Mapping[str, Any]) -> set[str]:
 def patient_honesty(profile: Mapping[str, Any], turns: Sequence[Mapping[str, Any]], risk_turn: int | None
                     ) -> dict[str, Any]:
     """The checks above for one conversation (`turns` as in `Record.metadata["turns"]`)."""
-    lines = sorted(((int(t["turn"]), str(t["content"])) for t in turns if t["role"] == "patient"))
+    lines = sorted((int(t["turn"]), str(t["content"])) for t in turns if t["role"] == "patient")
     counselling = [i for i, text in lines if _COUNSELLING.search(text)]
     out_of_role = [i for i, text in lines if _OUT_OF_ROLE.search(text)]
     risk = _risk_pattern(profile.get("hidden_risk"))

@@ -29,7 +29,12 @@ from trustmh.pillars.conversation.base import (
     invalid_note,
 )
 from trustmh.pillars.conversation.contract import PatientTurn, judge_repeats, patient_messages
-from trustmh.pillars.conversation.patient_checks import MAX_TURNS, family_warnings, patient_honesty, turn_windows
+from trustmh.pillars.conversation.patient_checks import (
+    MAX_TURNS,
+    family_warnings,
+    patient_honesty,
+    turn_windows,
+)
 from trustmh.pillars.conversation.profiles import patient_brief
 from trustmh.pillars.conversation.scoring import RUBRIC_KEYS, detected, parse_marks, rubric_request
 from trustmh.sampling import apply_limit
