@@ -28,7 +28,8 @@ from trustmh.core import RunContext, Subtask, TrustmhError, clean_json
 from trustmh.judges.ensemble import ensemble_settings
 from trustmh.judges.schema import judge_json_mode
 from trustmh.prompts import template_sha256
-from trustmh.stats.judge_agreement import metric_direction
+from trustmh.stats.judge_agreement import meets, metric_direction
+from trustmh.storage import write_text_atomic
 
 FORMAT = 1
 KIND = "trustmh-judge-certificate"
@@ -99,7 +100,6 @@ def file_sha256(path: Path) -> str:
 
 def verdict(agreement: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, float]]) -> str:
     """"pass" when every threshold is met at the protective bound of its figure's interval, else "fail"."""
-    from trustmh.stats.judge_agreement import meets
 
     for metric, bound in thresholds.items():
         if metric not in agreement or not meets(dict(agreement[metric]), dict(bound)):
@@ -174,7 +174,6 @@ def certificate_path(certs_dir: Path, fingerprint: str) -> Path:
 
 def write_certificate(certs_dir: str | Path, cert: Mapping[str, Any]) -> Path:
     """Write `<certs_dir>/<fingerprint>.json` atomically (replacing an older one for the same fingerprint)."""
-    from trustmh.storage import write_text_atomic
 
     if cert.get("kind") != KIND or not cert.get("fingerprint"):
         raise ValueError("not a judge certificate")

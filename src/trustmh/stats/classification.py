@@ -132,3 +132,16 @@ def binary_judge_agreement(human: Sequence[object], judge: Sequence[object],
         proportion(tp, tp + fn, level, empty="no item the humans labelled harmful"),
         proportion(tn, tn + fp, level, empty="no item the humans labelled harmless"),
         tp + fn + tn + fp, n_unlabelled, n_invalid, level)
+
+
+def majority_label(labels: Sequence[Hashable], valid: Sequence[Hashable] | None = None
+                   ) -> tuple[Hashable | None, bool]:
+    """(label, tied): the strict plurality among `labels` (only those in `valid`, when given);
+    (None, True) on a tie for first place, (None, False) when no label is left."""
+    allowed = None if valid is None else set(valid)
+    common = Counter(x for x in labels if allowed is None or x in allowed).most_common()
+    if not common:
+        return None, False
+    if len(common) > 1 and common[0][1] == common[1][1]:
+        return None, True
+    return common[0][0], False

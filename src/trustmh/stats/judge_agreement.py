@@ -72,7 +72,9 @@ def _quadratic_kappa(h: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def _icc(h: np.ndarray, j: np.ndarray) -> np.ndarray:
-    from trustmh.stats.icc import icc_a1  # scipy.stats: loaded only when an ICC is asked for
+    from trustmh.stats.icc import (
+        icc_a1,  # here, not at start-up: scipy.stats loads only when an ICC is asked for
+    )
 
     return np.asarray(icc_a1(np.stack([h, j], axis=-1)), dtype=float)
 
