@@ -149,3 +149,16 @@ def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path:
     assert max(len(c) for c in conversation) >= 2  # the conversation went on after the kill
     ref, run = _items(tmp_path / "ref"), _items(tmp_path / "run")
     assert sorted((r["subtask"], r["item_id"]) for r in run) == sorted((r["subtask"], r["item_id"]) for r in ref)
+
+
+def test_workers_split_a_product_run(tmp_path: Path) -> None:
+    env = {**os.environ, "ACME_AUTH": TOKEN}
+    with ChatbotServer() as server:
+        endpoint = server.endpoint_file(tmp_path / "acme.toml")
+        proc = subprocess.run([sys.executable, "-m", "trustmh.cli", "run", "--model", "http/acme", "--endpoint",
+                               str(endpoint), "--subtasks", "ai_disclosure", "--no-judge", "--out", str(tmp_path / "out"),
+                               "--display", "none", "--workers", "2", "--n-boot", "200"], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["subtasks"]["conversation/ai_disclosure"]["n"] == 8
