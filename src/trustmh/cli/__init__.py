@@ -51,11 +51,8 @@ def _key_value(value: str) -> tuple[str, str]:
     return key.strip(), val
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """The arguments of `trustmh run`, shared by `trustmh plan`."""
     run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
                      "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
     run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
@@ -128,7 +125,57 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
 
+
+def add_price_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prices", type=Path, metavar="FILE",
+                   help="price file (TOML: per model, input, output and cached_input per million tokens; see "
+                   "examples/prices.toml, whose figures are dated examples, not current prices)")
+    p.add_argument("--latency", type=_positive_float, metavar="SECONDS",
+                   help="assumed seconds per call for the wall-time estimate (default 3)")
+    p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
+                   help="expected length of the model's replies for the estimates (default 150; caps bound the "
+                   "upper estimate)")
+
+
+def _rate(value: str) -> float:
+    number = _positive_float(value)
+    if not number < 1:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {value}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    add_run_arguments(run)
+    add_price_arguments(run)
+    run.add_argument("--budget", type=_positive_float, metavar="AMOUNT",
+                     help="spend at most AMOUNT (in the price file's currency; needs --prices): refuse to start "
+                     "when the plan's upper estimate is over it (unless --force), and stop taking new samples "
+                     f"when the counted cost reaches it (exit {BUDGET_EXIT}; the same command with a higher "
+                     "budget continues)")
+    run.add_argument("--force", action="store_true", help="start even when the plan's upper estimate is over "
+                     "--budget (the budget still stops the run)")
+
+    pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
+                         "(takes the arguments of `run`)")
+    add_run_arguments(pln)
+    add_price_arguments(pln)
+    pln.add_argument("--target-width", type=_positive_float, metavar="W",
+                     help="items needed per sub-task for a 95%% interval of total width W")
+    pln.add_argument("--detect-difference", type=_positive_float, metavar="D",
+                     help="items needed per sub-task to detect a difference D between two models (80%% power, "
+                     "two-sided alpha 0.05)")
+    pln.add_argument("--pilot", type=cli_path, metavar="RUN_DIR",
+                     help="a finished run whose per-item variance the power figures use (else --rate)")
+    pln.add_argument("--rate", type=_rate, metavar="P", help="the rate assumed for interval widths and power "
+                     "when there is no pilot (default: a check's own limit, else 0.5)")
+    pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
+
     mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
     mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
 

@@ -86,6 +86,11 @@ def metric_rows(results: dict[str, Any]) -> Iterator[dict[str, Any]]:
             if isinstance(value, dict | list):
                 continue  # confusion matrices and other structures live in results.json
             yield {**base, "metric": name, "value": value, "ci_lo": None, "ci_hi": None}
+    from trustmh.results.usage import usage_metric_rows
+
+    for sid, name, value in usage_metric_rows(results):
+        yield {"model": results["model"], "mode": results["mode"], "suite": results["suite"],
+               "pillar": sid.split("/")[0], "subtask": sid, "metric": name, "value": value, "status": "usage"}
 
 
 CSV_COLUMNS = ["model", "mode", "suite", "pillar", "subtask", "metric", "value", "ci_lo", "ci_hi", "n",

@@ -42,6 +42,7 @@ from trustmh.run.calls import (
     item_from_metadata,
     judge_model,
 )
+from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
 
 TURNS_KEY = "turns"
 # The patient writes short chat messages; a little sampling keeps its wording natural (seeded, cached).
@@ -70,6 +71,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     model_label = str(ctx.options.get("model") or "model")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        check_budget()
         item = item_from_metadata(state.metadata)
         turns: list[dict[str, Any]] = []
         # the sample's input only names the conversation: the turns are built here, one by one
@@ -83,6 +85,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 patient = patient or patient_model(ctx)
                 out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
                 said = out.completion
+                note_call("patient", str(patient), out)
                 who = str(ctx.options.get("patient") or out.model or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
@@ -112,7 +115,7 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
                 for req in subtask.conversation_judge_requests(item, turns, ctx):
                     outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
-                                         extra={"model_reported": state.output.model})
+                                         extra={"model_reported": state.output.model, USAGE_KEY: sample_usage()})
             valid = bool(record.score.get("valid", True))
             return Score(value=1.0 if valid else 0.0, answer=f"{len(turns) // 2} turns",
                          explanation="\n\n".join(f"[{k}] {v}" for k, v in (outputs or {}).items())
