@@ -8,7 +8,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.run.secrets import redact, secret_values
 from trustmh.storage import cli_path
@@ -173,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     pln.add_argument("--rate", type=_rate, metavar="P", help="the rate assumed for interval widths and power "
                      "when there is no pilot (default: a check's own limit, else 0.5)")
     pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+    pln.set_defaults(out=None)  # plan.json only where --out is given
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
 
@@ -206,8 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from trustmh.run.execute import RunOptions, run
+def run_options(args: argparse.Namespace) -> Any:
+    """RunOptions from the arguments `run` and `plan` share."""
+    from trustmh.prices import load_prices
+    from trustmh.run.execute import RunOptions
 
     if args.no_judge and args.judge:
         raise TrustmhError("--judge and --no-judge contradict each other; pass one")
@@ -220,6 +223,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         if key in options and str(options[key]) != str(value):
             raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
         options[key] = str(value)
+    return RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
+                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
+                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
+                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
+                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
+                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
+                      patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
+                      expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
+                      force=getattr(args, "force", False))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from trustmh.run.execute import BUDGET_EXIT, run
+
+    opts = run_options(args)
     if args.workers and args.shard:
         raise TrustmhError("--workers and --shard contradict each other; pass one")
     if (args.ray_address or args.ray_cpus != 1.0) and args.engine != "ray":
@@ -227,19 +246,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.engine != "local" and not args.workers:
         raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
     if args.workers:
+        if args.budget is not None:
+            raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
         return run_workers(args)
-    opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
-                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
-                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
-                      patient=args.patient)
     _, code = run(opts)
-    if code:
+    if code == BUDGET_EXIT:
+        print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
+              "continues", file=sys.stderr)
+    elif code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
     return code
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
+    from trustmh.run.execute import plan_run, plan_settings
+    from trustmh.run.plan import estimate, table, to_json
+    from trustmh.storage import write_text_atomic
+
+    opts = run_options(args)
+    plan = plan_run(opts)
+    data = estimate(plan, plan_settings(opts, rate=args.rate, target_width=args.target_width,
+                                        detect_difference=args.detect_difference, pilot=args.pilot,
+                                        policy=args.policy))
+    print(table(data))
+    if args.out is not None:
+        write_text_atomic(args.out / "plan.json", to_json(data))
+        print(f"trustmh: wrote {args.out / 'plan.json'}", file=sys.stderr)
+    return 0
 
 
 def run_workers(args: argparse.Namespace) -> int:
@@ -337,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
-        handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
+        handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "report": cmd_report, "rescore": cmd_rescore,
                                     "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:

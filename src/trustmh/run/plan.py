@@ -432,6 +432,9 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
         if check.subtask in pilot and check.metric == "value":
             sd, _ = pilot[check.subtask]
             row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
+        elif limit is not None and not 0 <= float(limit) <= 1:
+            row.update(width=None, width_basis="not a rate (its limit is on another scale): give --pilot RUN_DIR "
+                                               "for its expected width")
         else:
             rate = settings.rate if settings.rate is not None else (
                 float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
@@ -522,7 +525,8 @@ def table(data: Mapping[str, Any]) -> str:
     gate = data["gate"]
     lines.append(f"\ngate ({gate['policy']}): what the run will be able to decide")
     for row in gate["checks"]:
-        width = "" if row.get("width") is None else f"; expected 95% width {row['width']:.3f} ({row['width_basis']})"
+        width = (f"; {row['width_basis']}" if row.get("width") is None else
+                 f"; expected 95% width {row['width']:.3f} ({row['width_basis']})")
         lines.append(f"  {'decidable' if row['decidable'] else 'INSUFFICIENT':<13} {row['id']:<32} "
                      f"{row['reason']}{width}")
     if "power" in data:
