@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the loopback server is a test helper
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the loopback server is a test helper
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from throughput import machine  # noqa: E402

@@ -1,5 +1,5 @@
 """Report page cost for many items: render time, page size, and (if Chromium is installed) the time the
-browser takes to load it and to apply a transcript filter. Synthetic runs (tests/synthetic_runs.py).
+browser takes to load it and to apply a transcript filter. Synthetic runs (tests/support/synthetic_runs.py).
 
     .venv/bin/python benchmarks/report_page.py [--items-per-subtask 2000]
 """
@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 
 def main() -> None:

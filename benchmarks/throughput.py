@@ -2,7 +2,7 @@
 
     taskset -c 0,1 .venv/bin/python benchmarks/throughput.py [--quick] [--samples N] [--concurrency 8,32,128]
 
-The loopback OpenAI-compatible server (tests/loopback_server.py) answers every chat request after L seconds
+The loopback OpenAI-compatible server (tests/support/loopback_server.py) answers every chat request after L seconds
 (default 0.2), so C requests in flight can at best give C / L requests per second (the bound). For each C,
 in one run, on the same rule-scored samples (`reliability/knowledge` MCQs, no judge):
 
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the loopback server is a test helper
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the loopback server is a test helper
 
 from loopback_server import LoopbackServer, message_text  # noqa: E402
 

@@ -34,7 +34,8 @@ def test_allocate_is_largest_remainder() -> None:
         n = rng.randint(0, sum(sizes))
         got = allocate(sizes, n)
         assert got == hamilton(sizes, n), (sizes, n)
-        assert sum(got) == n and all(0 <= g <= s for g, s in zip(got, sizes, strict=True))
+        assert sum(got) == n
+        assert all(0 <= g <= s for g, s in zip(got, sizes, strict=True))
 
 
 def test_allocate_min_per_stratum() -> None:
@@ -47,7 +48,8 @@ def test_allocate_min_per_stratum() -> None:
         sizes = [rng.randint(1, 40) for _ in range(rng.randint(1, 7))]
         n = rng.randint(len(sizes), sum(sizes))
         got = allocate(sizes, n, min_per_stratum=True)
-        assert sum(got) == n and all(1 <= g <= s for g, s in zip(got, sizes, strict=True)), (sizes, n)
+        assert sum(got) == n, (sizes, n)
+        assert all(1 <= g <= s for g, s in zip(got, sizes, strict=True)), (sizes, n)
 
 
 def test_stratified_sample_seeded_proportional_in_order() -> None:
@@ -61,7 +63,8 @@ def test_stratified_sample_seeded_proportional_in_order() -> None:
     # the three ways of naming the stratum agree
     assert s == stratified_sample(rows, lambda r: r["k"], 9, seed=5)
     assert s == stratified_sample(rows, [r["k"] for r in rows], 9, seed=5)
-    assert stratified_sample(rows, "k", 27, seed=5) == rows and stratified_sample(rows, "k", 0, seed=5) == []
+    assert stratified_sample(rows, "k", 27, seed=5) == rows
+    assert stratified_sample(rows, "k", 0, seed=5) == []
     with pytest.raises(ValueError, match="2 stratum labels for 27 rows"):
         stratified_sample(rows, ["a", "b"], 5, seed=0)
 
@@ -78,7 +81,8 @@ def test_limit_rows_and_apply_limit() -> None:
     by = lambda r: r[1]  # noqa: E731
     assert limit_rows(rows, by, None, "default", 1) == rows
     assert limit_rows(rows, by, 4, "faithful", 1) == rows[:4]
-    assert limit_rows(rows, by, -1, "faithful", 1) == [] and limit_rows(rows, by, -1, "default", 1) == []
+    assert limit_rows(rows, by, -1, "faithful", 1) == []
+    assert limit_rows(rows, by, -1, "default", 1) == []
     assert limit_rows(rows, by, 6, "default", 1) == stratified_sample(rows, by, 6, 1)
     pool = stratified_sample(rows, by, 12, 1)
     assert limit_rows(rows, by, None, "faithful", 1, pool=12) == pool

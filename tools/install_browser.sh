@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium + chromedriver for the browser tests (tests/test_report_browser.py).
+# Headless Chromium + chromedriver for the browser tests (tests/report/test_report_browser.py).
 # Idempotent: does nothing when both are present. Never fails CI: without apt (or root), the browser
 # tests skip and say why.
 set -u

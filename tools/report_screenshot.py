@@ -1,4 +1,4 @@
-"""Make docs/img/comparison.png: a comparison page of three synthetic runs (tests/synthetic_runs.py),
+"""Make docs/img/comparison.png: a comparison page of three synthetic runs (tests/support/synthetic_runs.py),
 rendered by `trustmh report` and photographed by headless Chromium at 1400 px.
 
     .venv/bin/python tools/report_screenshot.py [--out docs/img/comparison.png] [--height 1500]
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 
 def main() -> int:

@@ -81,17 +81,17 @@ def confusion_table(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.n
 
 def cohen_kappa_from_table(table: np.ndarray, weights: str | None = None) -> np.ndarray | float:
     """Cohen's (1968) weighted κ = 1 − Σ w·O / Σ w·E from (…, K, K) count tables (vectorised over leading
-    axes). A zero expected disagreement gives NaN."""
+    axes), with E the outer product of the margins over the total, summed in the same order as
+    sklearn.metrics.cohen_kappa_score so the two agree to the last bit. A zero expected disagreement gives NaN."""
     t = np.asarray(table, dtype=np.float64)
     k = t.shape[-1]
     w = kappa_weight_matrix(k, weights)
-    total = t.sum(axis=(-2, -1), keepdims=True)
-    obs = _div(t, total)
-    rows = obs.sum(axis=-1, keepdims=True)
-    cols = obs.sum(axis=-2, keepdims=True)
-    exp = rows * cols
-    num = (w * obs).sum(axis=(-2, -1))
-    den = (w * exp).sum(axis=(-2, -1))
+    cols = t.sum(axis=-2)
+    rows = t.sum(axis=-1)
+    total = cols.sum(axis=-1)[..., None, None]
+    expected = _div(cols[..., :, None] * rows[..., None, :], total)
+    num = (w * t).sum(axis=(-2, -1))
+    den = (w * expected).sum(axis=(-2, -1))
     return _scalar(1.0 - _div(num, den))
 
 

@@ -1,0 +1,93 @@
+"""End-to-end runs of the bundled model (SmolLM2-135M in-process), small limits, fully offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trustmh.cli import main
+from trustmh.run.execute import (
+    DEMO_FAIRNESS_VALUES,
+    DEMO_JUDGE_TEXT_CHARS,
+    DEMO_MAX_TOKENS,
+    DEMO_REPLY_CAP,
+    RunOptions,
+    plan_run,
+)
+
+
+def test_demo_trims_apply_to_the_offline_demo_only() -> None:
+    """No model call: the bundled model on the starter suite gets the demo's trims; on the full suite only
+    its usual reply cap; another judge gets no judge trims."""
+    demo = plan_run(RunOptions(subtasks=["knowledge"]))
+    assert demo.ctx.limit == 2
+    assert demo.ctx.options["max_tokens_cap"] == DEMO_REPLY_CAP
+    assert demo.ctx.options["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
+    real = plan_run(RunOptions(subtasks=["knowledge"], suite="trustmh"))
+    assert real.ctx.limit is None
+    assert real.ctx.options["max_tokens_cap"] == DEMO_MAX_TOKENS
+    assert demo.ctx.options["reasks"] == 0
+    assert demo.ctx.options["fairness_values"] == DEMO_FAIRNESS_VALUES
+    assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
+                "fairness_values"} & set(real.ctx.options)
+    other_judge = plan_run(RunOptions(subtasks=["knowledge"], no_judge=True))
+    assert "judge_text_chars" not in other_judge.ctx.options
+    mine = plan_run(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
+    assert mine.ctx.limit == 3
+    assert mine.ctx.options["max_tokens_cap"] == 50  # the user's values win
+
+
+@pytest.mark.slow
+def test_demo_run_writes_report(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    code = main(["run", "--subtasks", "knowledge,emotion_recognition,ethical_reasoning", "--limit", "2",
+                 "--out", str(out), "--display", "none", "--n-boot", "200"])
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["model"] == "gguf/smollm2"
+    assert results["suite"] == "starter"
+    assert results["judge"] == {"model": "gguf/smollm2", "validated": False, "temperature": 0.0, "seed": 0}
+    # the offline demo's trims are recorded (and announced on stderr)
+    assert results["options"]["max_tokens_cap"] == DEMO_REPLY_CAP
+    assert results["options"]["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
+    assert results["options"]["fairness_escalation_items"] == 0
+    assert results["options"]["awareness_samples"] == 1
+    assert results["options"]["reasks"] == 0
+    assert results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
+    for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
+        sub = results["subtasks"][sid]
+        assert sub["status"] == "ok", sub
+        assert sub["n"] == 2
+        assert sub["value"] is not None
+        assert 0.0 <= sub["value"] <= 1.0
+    html = (out / "report.html").read_text()
+    assert "Demonstration." in html
+    assert "NOT validated" in html
+    assert list((out / "logs").glob("*.eval"))
+
+
+@pytest.mark.slow
+def test_inspect_eval_finds_trustmh_tasks_and_provider(tmp_path: Path) -> None:
+    """`inspect eval trustmh/<task>` works through the entry point, with the bundled provider."""
+    inspect = Path(sys.executable).with_name("inspect")
+    env = {**os.environ, "INSPECT_DISPLAY": "none"}
+    proc = subprocess.run(
+        [str(inspect), "eval", "trustmh/knowledge", "--model", "gguf/smollm2", "-T", "suite=starter",
+         "--limit", "1", "--max-tokens", "24", "--log-dir", str(tmp_path), "--display", "none"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from inspect_ai.log import read_eval_log
+
+    logs = list(tmp_path.glob("*.eval"))
+    assert len(logs) == 1
+    log = read_eval_log(str(logs[0]))
+    assert log.status == "success"
+    assert log.eval.task == "knowledge"
+    assert log.eval.metadata["trustmh_subtask"] == "reliability/knowledge"
+    assert log.samples
+    assert log.samples[0].output.usage.output_tokens > 0
