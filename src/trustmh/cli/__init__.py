@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_options(args: argparse.Namespace) -> Any:
     """RunOptions from the arguments `run` and `plan` share."""
+    # start-up: `trustmh --help` and the other commands never load the run machinery
     from trustmh.prices import load_prices
     from trustmh.run.execute import RunOptions
 
@@ -260,9 +261,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
-    from trustmh.run.execute import plan_run, plan_settings
-    from trustmh.run.plan import estimate, table, to_json
-    from trustmh.storage import write_text_atomic
+    from trustmh.run.execute import plan_run, plan_settings  # start-up: loaded only by this command
+    from trustmh.run.plan import estimate, table, to_json  # start-up: loaded only by this command
+    from trustmh.storage import write_text_atomic  # start-up: loaded only by this command
 
     opts = run_options(args)
     plan = plan_run(opts)

@@ -36,12 +36,14 @@ from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.sources import model_family
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
-from trustmh.run import rundir
+from trustmh.results.usage import usage_rows
+from trustmh.run import rundir, usage
 from trustmh.run.calls import capped, judge_role
 from trustmh.run.logs import records_from_log
+from trustmh.run.plan import EXPECTED_TOKENS, PlanSettings, estimate, to_json
 from trustmh.run.secrets import redact, scrub_run_dir, secret_values
 from trustmh.run.tasks import build_task
-from trustmh.storage import Url, run_path
+from trustmh.storage import Url, run_path, write_text_atomic
 
 DEMO_LIMIT = 2
 DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
@@ -436,8 +438,6 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
                                                       subtask.direction(ctx.mode))
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
-    from trustmh.results.usage import usage_rows
-
     planned = plan.planned or {}
     extra = {**(extra or {}), "usage": usage_rows(records, plan.opts.prices, planned.get("subtasks"))}
     if planned:
@@ -472,8 +472,6 @@ SPEND_FILE = "spend.json"
 
 
 def plan_settings(opts: RunOptions, **more: Any) -> Any:
-    from trustmh.run.plan import EXPECTED_TOKENS, PlanSettings
-
     expected = dict(EXPECTED_TOKENS)
     if opts.expect_reply_tokens:
         expected["model"] = int(opts.expect_reply_tokens)
@@ -505,9 +503,6 @@ def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
 
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
-    from trustmh.run import usage
-    from trustmh.run.plan import estimate, to_json
-
     plan = plan_run(opts)
     out = run_path(opts.out)
     plan.planned = estimate(plan, plan_settings(opts))
@@ -527,8 +522,6 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         extra = {"shard": list(opts.shard),
                  "notice": f"shard {opts.shard[0]}/{opts.shard[1]}: a slice of the items, not a result; combine "
                            "all shards with `trustmh merge`"}
-    from trustmh.storage import write_text_atomic
-
     write_text_atomic(out / "plan.json", to_json(plan.planned))
     spent_before = _spent(out)
     if opts.budget is not None:
@@ -707,6 +700,7 @@ def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]
             raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
+    plan.planned = estimate(plan, plan_settings(plan.opts))
     rundir.prepare(out, base, overwrite=False)
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
     logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((d / "logs").glob("*.eval"))]

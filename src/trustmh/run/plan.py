@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, TrustmhError, max_reasks
+from trustmh.gate import load_policy
+from trustmh.judges.ensemble import fans_out
+from trustmh.pillars.conversation.contract import (
+    PATIENT_ROLE,
+    ConversationSubtask,
+    model_messages,
+    read_system_prompt,
+)
 from trustmh.prices import Price, cost, load_prices  # noqa: F401  (load_prices: the CLI's entry)
+from trustmh.results import load_items, load_results
+from trustmh.results.item_scores import item_scores
 
 # What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
 # chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
@@ -50,8 +61,8 @@ Z_80 = 0.8416212335729143
 # The rate assumed for interval widths and power when neither a pilot nor --rate says otherwise (the widest).
 DEFAULT_RATE = 0.5
 PLACEHOLDER_WORD = "word"
-APPROXIMATE = ("approximate: tiktoken's o200k_base word pattern counted without its merges (its encoding file "
-               "is not on this machine, or the model is not an OpenAI one)")
+APPROXIMATE = ("approximate: words, numbers and punctuation runs counted as a BPE pre-tokenizer splits them "
+               "(no OpenAI encoding file on this machine, or not an OpenAI model)")
 
 
 # --------------------------------------------------------------------------------------------- tokenizer
@@ -103,19 +114,12 @@ def _cached_encoding(model_name: str) -> Callable[[str], Sequence[Any]] | None:
         return None
 
 
-_PATTERN: Any = None
+# GPT-2's pre-tokenizer pattern in the standard library's `re` (letters as [^\W\d_]): contractions, words,
+# runs of up to three digits, punctuation runs, whitespace.
+_PATTERN = re.compile(r"""'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+[\r\n]*|\s+(?!\S)|\s+""")
 
 
 def _pretokens(text: str) -> list[str]:
-    global _PATTERN
-    if _PATTERN is None:
-        import regex
-
-        # tiktoken's o200k_base pre-tokenizer pattern
-        _PATTERN = regex.compile("|".join([
-            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-            r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+"""]))
     return _PATTERN.findall(text)
 
 
@@ -217,8 +221,6 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
         reply = str(item.metadata.get("response") or item.metadata.get("answer") or reply)
     if not ctx.has_judge:
         return
-    from trustmh.judges.ensemble import fans_out
-
     requests = subtask.judge_requests(item, reply, ctx)
     members: list[str | None] = list(ctx.judges) if fans_out(requests, ctx) else [None]
     for member in members:
@@ -230,7 +232,7 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
 
 def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model: str, cap: int) -> None:
     """The steps of `trustmh.run.conversation` for one sample: patient turns, model turns, then judges."""
-    from trustmh.pillars.conversation.contract import PATIENT_ROLE, model_messages, read_system_prompt
+    # start-up: the Inspect glue's constants, imported only when a conversation is planned
     from trustmh.run.conversation import PATIENT_MAX_TOKENS, STARTER_PATIENT_MAX_TOKENS
 
     ctx = r.ctx
@@ -285,9 +287,6 @@ def items_for_difference(sd: float, difference: float) -> int:
 
 def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
     """Per sub-task (per-item SD, items) from a finished run's items.jsonl (its per-item primary scores)."""
-    from trustmh.results import load_items, load_results
-    from trustmh.results.item_scores import item_scores
-
     results = load_results(run_dir)
     records = load_items(run_dir)
     if records is None:
@@ -318,7 +317,7 @@ class PlanSettings:
 
 def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     """The plan's figures (plan.json) for a `trustmh.run.execute.RunPlan`."""
-    from trustmh.pillars.conversation.contract import ConversationSubtask
+    # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
     from trustmh.run.calls import ITEM_KEY
 
     ctx: RunContext = plan.ctx
@@ -412,8 +411,6 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
                  ctx: RunContext) -> dict[str, Any]:
     """For each check of the gate policy: the items the run will score against min_n, and the interval width
     expected at the stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
-    from trustmh.gate import load_policy
-
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rows = []

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trustmh.prices import Price, cost
+from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
 
-USAGE_KEY = "usage"
 _STORE_KEY = "trustmh_usage"
 
 
