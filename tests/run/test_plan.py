@@ -140,3 +140,9 @@ def test_power_formulas() -> None:
     assert items_for_width(0.5, 0.1) == 385
     assert items_for_difference(0.5, 0.1) == 393
     assert wilson_width(0.5, 385) == pytest.approx(0.0997, abs=1e-3)
+
+
+def test_report_shows_usage(planned_and_actual: Any) -> None:
+    _, _, run_dir = planned_and_actual
+    html = (run_dir / "report.html").read_text()
+    assert 'id="usage"' in html and "openai-api/loop/judge" in html
