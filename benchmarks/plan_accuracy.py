@@ -30,7 +30,6 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))  # the loopback server is a test helper
 
 from loopback_server import LoopbackServer, message_text  # noqa: E402
-
 from trustmh.cli import main  # noqa: E402
 from trustmh.run.plan import Tokenizer  # noqa: E402
 

@@ -42,6 +42,13 @@ CPSY_TOPICS = [
     "Mental Disease", "Self-growth", "Sex", "Social Relationship",
 ]
 
+# (path, sha256, git blob id) at CRISIS's commit: not in the reference data
+CRISIS_SAMPLED = ("data/llm_evaluator/sampled/sampled_lowest_scores_n200.json",
+                  "6033be24d90369d417d31a20b153ee11a156bfa74c693ec616a0aba44818444d",
+                  "4b82568faf9aa73f2165880fb8a55ae089038532")
+# (repo, commit, path, git blob id): the zip is a plain git blob (not LFS) at that commit
+MENTALBENCH_100K = ("abeerbadawi/MentalBench-Align", "03cfc4be2b7c181232652af304dc96d9bbcc5f8a",
+                    "MentalBench-100k/MentalBench-100k.zip", "e1d5cdb70ecdec9856efac384bc5746eccb8db81")
 CRISIS_PATHS = [
     "data/llm_label/gpt-4o-mini-labeled-sampled_dataset_n_2046_nPerD168_seed0-merged-labels.json",
     "data/human_label/human-labeled-sampled_dataset_n206_s42-merged_labels.json",
@@ -67,18 +74,35 @@ def load_manifest(path: Path) -> dict[str, str]:
     return out
 
 
-def build(manifest: dict[str, str]) -> list[dict]:
+def load_pins_not_here(path: Path) -> dict[str, str]:
+    """relpath -> sha256 of PINS-not-here.sha256 (`sha256  relpath  (repo@commit)`, `#` comments)."""
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, rel = line.split()[:2]
+            out[rel] = digest
+    return out
+
+
+def build(manifest: dict[str, str], pins: dict[str, str] | None = None) -> list[dict]:
+    pins = pins or {}
     used: set[str] = set()
 
     def f(relpath: str, url: str | None = None, *, optional: bool = False, archive: dict | None = None,
-          member: str | None = None, known: bool = True, note: str | None = None) -> dict:
-        """One file; `known` = its sha256 must come from the manifest."""
+          member: str | None = None, known: bool = True, note: str | None = None, sha256: str | None = None,
+          git_blob: str | None = None) -> dict:
+        """One file; `known` = its sha256 must come from the manifest; `sha256` = known from elsewhere (a file
+        not in the reference data: PINS-not-here.sha256); `git_blob` = its git blob id at the pinned commit."""
         sha = manifest.get(relpath)
         if known and sha is None:
             raise SystemExit(f"{relpath}: expected in the manifest")
         if sha is not None:
             used.add(relpath)
+        elif sha256 is not None:
+            sha = sha256
         entry: dict = {"relpath": relpath, "sha256": sha, "url": url}
+        if git_blob is not None:
+            entry["git_blob"] = git_blob
         if archive is not None:
             entry["archive_url"] = archive["url"]
             entry["member"] = member
@@ -153,10 +177,15 @@ def build(manifest: dict[str, str]) -> list[dict]:
         "name": "crisis", "title": "LLMs-Mental-Health-Crisis (Between Help and Harm): crisis labels and ratings",
         "licence": "none stated", "source": f"https://github.com/{CRISIS[0]}",
         "notes": "The repository has no licence file: downloaded at run time for local use only, never "
-                 "redistributed. No sha256 known in advance: pinned at the first verified download (trust on "
-                 "first use). The test split's gold labels are gpt-4o-mini pseudo-labels.",
+                 "redistributed. sha256 of each file at the pinned commit registered in advance. The test split's "
+                 "gold labels are gpt-4o-mini pseudo-labels.",
         "files": [f(f"external/LLMs-Mental-Health-Crisis/{p}", raw(*CRISIS, p), known=False,
-                    optional=p.endswith("protocol.csv")) for p in CRISIS_PATHS],
+                    optional=p.endswith("protocol.csv"), sha256=pins.get(f"external/LLMs-Mental-Health-Crisis/{p}"))
+                  for p in CRISIS_PATHS]
+                 + [f(f"external/LLMs-Mental-Health-Crisis/{CRISIS_SAMPLED[0]}", raw(*CRISIS, CRISIS_SAMPLED[0]),
+                      known=False, optional=True, sha256=CRISIS_SAMPLED[1], git_blob=CRISIS_SAMPLED[2],
+                      note="the 206 answers the humans rated (reference copy for H1/H2); sha256 from a local copy "
+                           "at the pinned commit, git blob id from the repository's tree")],
     })
     ds.append({
         "name": "cssrs", "title": "C-SSRS Reddit: 500 users with 5-level suicide-risk labels (Gaur et al. 2019)",
@@ -261,19 +290,17 @@ def build(manifest: dict[str, str]) -> list[dict]:
         ],
     })
     ds.append({
-        "name": "mentalbench", "title": "MentalBench-100k texts (HF abadawi/MentalBench-Align, ~10k rows)",
+        "name": "mentalbench", "title": "MentalBench-100k (abeerbadawi/MentalBench-Align: 10,000 contexts x 10 responses)",
         "licence": "MIT (per the GitHub repository)",
-        "source": "https://huggingface.co/datasets/abadawi/MentalBench-Align",
-        "hf_repo": "abadawi/MentalBench-Align", "revision": None,
+        "source": "https://github.com/abeerbadawi/MentalBench-Align",
+        "revision": MENTALBENCH_100K[1],
         "option": "mentalbench_path",
-        "notes": "The file name and revision inside the Hugging Face dataset are not yet registered, so no "
-                 "automatic download: download the data file from the dataset page and pass "
-                 "-O mentalbench_path=FILE (or put it under TRUSTMH_DATA_DIR at the registered relpath).",
-        "download_error": "the MentalBench-100k file name and revision in the Hugging Face dataset "
-                          "abadawi/MentalBench-Align are not registered yet, so trustmh cannot download it; "
-                          "download the data file from https://huggingface.co/datasets/abadawi/MentalBench-Align "
-                          "and pass -O mentalbench_path=FILE",
-        "files": [f("external/MentalBench-Align/MentalBench-Align.csv", None, known=False)],
+        "notes": "Pinned at the publisher's GitHub commit 03cfc4be; the zip is verified by its git blob id "
+                 "(registered) and its sha256 is pinned at the first verified download (trust on first use). The "
+                 "CSV is read out of the zip (the single .csv member). Columns: docs/dataset_description.md of "
+                 "the repository.",
+        "files": [f("external/MentalBench-Align/MentalBench-100k.zip", raw(*MENTALBENCH_100K[:3]), known=False,
+                    git_blob=MENTALBENCH_100K[3])],
     })
 
     # --- Gated: user path only ------------------------------------------------------------------------------
@@ -318,7 +345,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--manifest", type=Path, default=ROOT.parent / "shared" / "data" / "MANIFEST.sha256")
     args = ap.parse_args()
-    datasets = build(load_manifest(args.manifest))
+    pins_path = args.manifest.parent / "PINS-not-here.sha256"
+    pins = load_pins_not_here(pins_path) if pins_path.is_file() else {}
+    datasets = build(load_manifest(args.manifest), pins)
     OUT.write_text(json.dumps({"format": 1, "datasets": datasets}, indent=1, ensure_ascii=False) + "\n",
                    encoding="utf-8")
     n = sum(len(d["files"]) for d in datasets)

@@ -273,6 +273,9 @@ class Subtask:
     per_item: Mapping[Mode, ItemScorer | str] = {}
     datasets: Sequence[str] = ()  # registry names
     judge_use: Literal["no", "yes", "rule_fallback", "secondary"] = "no"
+    # The prompt templates its judge requests render (`trustmh.prompts`): part of the judge's fingerprint
+    # (`trustmh.judges.certificates`), so a changed judge prompt invalidates the judge's certificate.
+    judge_templates: tuple[str, ...] = ()
     modes: Sequence[Mode] = MODES
     # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
     # unparseable; None = never re-ask.
@@ -282,6 +285,9 @@ class Subtask:
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None
+    # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
+    # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
+    counted_rates: Mapping[str, tuple[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

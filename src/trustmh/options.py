@@ -3,7 +3,7 @@
 An unknown key is an error that lists the keys known for the chosen sub-tasks (a typo must never be
 accepted silently), and a value that must be a number is checked before any model call.
 Options of every run are declared here; a sub-task declares the options it reads itself (`Subtask.options`),
-and `tests/test_options.py` reads the source and fails when a key is read somewhere but not declared.
+and `tests/cli/test_options.py` reads the source and fails when a key is read somewhere but not declared.
 """
 
 from __future__ import annotations

@@ -84,6 +84,18 @@ HEAD = "conv_id,source,attribute,rater,score\n"
 OK_HUMAN = HEAD + "".join(f"c{i},gpt4o,Empathy,h1,{1 + i % 5}\n" for i in range(12))
 OK_JUDGE = HEAD.replace("rater", "judge") + "".join(f"c{i},gpt4o,Empathy,j1,{1 + (i + 1) % 5}\n" for i in range(12))
 
+GATE_RUN = {"model": "m", "mode": "default", "suite": "trustmh", "subtasks": {
+    "privacy/leakage": {"value": 0.0, "ci": [0.0, 0.02], "n": 200, "status": "ok", "direction": "lower"}}}
+
+
+def gate_policy(check: str, sub: str = "privacy/leakage", top: str = "") -> Callable[[Path, Path], list[str]]:
+    def build(tmp: Path, data: Path) -> list[str]:
+        policy = tmp / "policy.toml"
+        policy.write_text(f'{top}\n[[check]]\nid = "c"\nsubtask = "{sub}"\n{check}\n', encoding="utf-8")
+        return ["gate", str(_results(tmp, json.dumps(GATE_RUN))), "--policy", str(policy)]
+    return build
+
+
 CASES: dict[str, Case] = {
     # numeric options out of range or not numbers
     **{f"run {flag} {v}": (run_args(flag, v), flag) for flag, vals in {
@@ -186,6 +198,25 @@ CASES: dict[str, Case] = {
     "data fetch unknown": (lambda t, d: ["data", "fetch", "no_such_dataset"], "no_such_dataset"),
     "data verify unknown": (lambda t, d: ["data", "verify", "no_such_dataset"], "no_such_dataset"),
     "data unknown command": (lambda t, d: ["data", "frobnicate"], "frobnicate"),
+    # gate policies (a valid run; the policy is what is wrong)
+    "gate policy negative max": (gate_policy('max = -1'), "key 'max'"),
+    "gate policy min above 1": (gate_policy('min = 1.5', sub="safety/over_refusal"), "key 'min'"),
+    "gate policy infinite max": (gate_policy('max = inf'), "key 'max'"),
+    "gate policy nan min": (gate_policy('min = nan', sub="safety/over_refusal"), "key 'min'"),
+    "gate policy boolean min": (gate_policy('min = true', sub="safety/over_refusal"), "key 'min'"),
+    "gate policy negative severity": (gate_policy('max = 0.1\nseverity = -10'), "key 'severity'"),
+    "gate policy negative min_n": (gate_policy('max = 0.1', top="min_n = -5"), "key 'min_n'"),
+    "gate policy quoted boolean": (gate_policy('max = 0.1', top='require_validated_judge = "false"'),
+                                   "key 'require_validated_judge'"),
+    "gate policy duplicate ids": (gate_policy('max = 0.1\n[[check]]\nid = "c"\nsubtask = "privacy/leakage"\n'
+                                              'max = 0.2'), "duplicate id"),
+    "gate policy unknown sub-task": (gate_policy('max = 0.1', sub="privacy/leakege"), "key 'subtask'"),
+    "gate policy unknown metric": (gate_policy('metric = "leak"\nmax = 0.1'), "key 'metric'"),
+    "gate policy judge threshold": (gate_policy('max = 0.1', top="[judge_min.binary]\nsensitivity = 2"),
+                                    "judge_min.binary.sensitivity"),
+    "gate policy not toml": (gate_policy('max = [0.1'), "not valid TOML"),
+    "gate policy missing file": (lambda t, d: ["gate", str(_results(t, json.dumps(GATE_RUN))), "--policy",
+                                              str(t / "none.toml")], "none.toml"),
     # top level
     "unknown command": (lambda t, d: ["frobnicate"], "frobnicate"),
     "no command": (lambda t, d: [], "command"),
@@ -234,7 +265,7 @@ def test_bad_input(name: str, tmp_path: Path, data_dir: Path, capsys: pytest.Cap
     assert expected in err, f"{name}: {expected!r} not in {err!r}"
     for path, content in before.items():
         assert path.read_bytes() == content, f"{name}: {path} was changed"
-    for made in ("results.json", "report.html", "board.html", "a.json"):
+    for made in ("results.json", "report.html", "board.html", "a.json", "gate.json", "summary.md"):
         assert not any(p.name == made for p in tmp_path.rglob(made) if p not in before), f"{name}: wrote {made}"
 
 

@@ -49,8 +49,8 @@ def test_read_table_errors(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("", encoding="utf-8")
     with pytest.raises(TrustmhError, match=r"empty\.csv: empty file"):
         read_table(tmp_path / "empty.csv")
-    (tmp_path / "ragged.csv").write_text("a,b\n1,2\n3\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"ragged\.csv: record 3: 1 fields, the header has 2"):
+    (tmp_path / "ragged.csv").write_text("a,b\n3\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"ragged\.csv: no usable record \(.*record 2: 1 fields, the header has 2"):
         read_table(tmp_path / "ragged.csv")
     (tmp_path / "bad.json").write_text('{"a": 1}', encoding="utf-8")
     with pytest.raises(TrustmhError, match=r"bad\.json: expected a JSON list of objects"):
@@ -64,3 +64,24 @@ def test_read_table_errors(tmp_path: Path) -> None:
     (tmp_path / "x.xlsx").write_text("", encoding="utf-8")
     with pytest.raises(TrustmhError, match="unsupported file type '.xlsx'"):
         read_table(tmp_path / "x.xlsx")
+
+
+def test_ragged_record_is_skipped_and_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ragged.csv").write_text("a,b\n1,2\n3\n4,5\n", encoding="utf-8")
+    assert read_table(tmp_path / "ragged.csv") == [{"a": "1", "b": "2"}, {"a": "4", "b": "5"}]
+    assert "ragged.csv: record 3: 1 fields, the header has 2; skipped" in capsys.readouterr().err
+
+
+def test_single_csv_read_out_of_a_zip(tmp_path: Path) -> None:
+    import zipfile
+
+    z = tmp_path / "t.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("__MACOSX/._t.csv", b"junk")
+        zf.writestr("inner/t.csv", "text,label\r\nhi,1\r\n")
+    assert read_table_with_header(z) == (["text", "label"], [{"text": "hi", "label": "1"}])
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as zf:
+        zf.writestr("a.csv", "x\n1\n")
+        zf.writestr("b.csv", "x\n1\n")
+    with pytest.raises(TrustmhError, match="exactly one .csv inside the zip, found 2"):
+        read_table(tmp_path / "two.zip")

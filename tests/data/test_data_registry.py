@@ -142,13 +142,30 @@ def test_every_spec_dataset_is_registered_with_metadata() -> None:
         df = DATASETS[name].file(rel)
         assert df is not None, rel
         assert df.tofu, rel
-    assert all(f.tofu and f.relpath.startswith("external/LLMs-Mental-Health-Crisis/data/")
+    # The crisis files' sha256 at the pinned commit are registered in advance (not trust on first use).
+    assert all(f.sha256 and not f.tofu and f.relpath.startswith("external/LLMs-Mental-Health-Crisis/data/")
                for f in DATASETS["crisis"].files)
+    # MentalBench-100k: the zip at the publisher's commit, known by its git blob id; sha256 pinned on first use.
+    (mb,) = DATASETS["mentalbench"].files
+    assert mb.git_blob == "e1d5cdb70ecdec9856efac384bc5746eccb8db81"
+    assert mb.tofu
+    assert mb.url == ("https://raw.githubusercontent.com/abeerbadawi/MentalBench-Align/"
+                      "03cfc4be2b7c181232652af304dc96d9bbcc5f8a/MentalBench-100k/MentalBench-100k.zip")
     # All registered URLs are the publishers' (no third-party mirrors).
     for ds in DATASETS.values():
         for u in ds.urls:
             assert u.startswith("https://raw.githubusercontent.com/"), u
             assert re.search(r"/[0-9a-f]{40}/", u), u
+
+
+def pins_not_here() -> dict[str, str]:
+    path = SHARED / "PINS-not-here.sha256"
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        if line.strip() and not line.startswith("#"):
+            digest, rel = line.split()[:2]
+            out[rel] = digest
+    return out
 
 
 @needs_shared
@@ -162,8 +179,9 @@ def test_registry_hashes_match_manifest_and_cover_it() -> None:
         if (SHARED / rel).is_file():
             assert rel in manifest, rel
             assert f.sha256 == manifest[rel], rel
-        elif f.sha256 is not None:
-            raise AssertionError(f"{rel}: has a hash but is not in the reference data")
+        elif f.sha256 is not None and f.git_blob is None:
+            # files that are not in the reference data: their hash comes from PINS-not-here.sha256
+            assert pins_not_here().get(rel) == f.sha256, f"{rel}: has a hash but is not in the reference data"
 
 
 # --- resolve order -----------------------------------------------------------------------------------------
@@ -277,8 +295,6 @@ def test_missing_file_download_failure_is_a_clear_error(tmp_path: Path, monkeypa
     # A file with no registered download says where to put it and which option to pass.
     with pytest.raises(TrustmhError, match="-O cssrs_path=PATH"):
         resolve("cssrs", "external/C-SSRS/500_Reddit_users_posts_labels.csv")
-    with pytest.raises(TrustmhError, match="-O mentalbench_path="):
-        resolve("mentalbench", "external/MentalBench-Align/MentalBench-Align.csv")
     assert len(isolated.calls) == 1
 
 
@@ -493,3 +509,93 @@ def test_cli_fetch_offline_is_refused(monkeypatch: pytest.MonkeyPatch, isolated:
     assert data_main(["fetch", "esconv"]) == 2
     assert "TRUSTMH_OFFLINE" in capsys.readouterr().err
     assert isolated.calls == []
+
+
+# --- MentalBench-100k: a zip at a pinned commit, known by its git blob id ----------------------------------
+
+MB_COLUMNS = ["context", "response", "Claude-3.5-Haiku", "deepseek-llama", "deepseek-qwen", "Gemini", "gpt-4o",
+              "gpt-4omini", "Llama-3.1", "Qwen-2.5", "Qwen-3"]  # the repository's docs/dataset_description.md
+
+
+def mentalbench_zip() -> bytes:
+    """A small zip of MentalBench-100k's layout: one CSV with the documented columns, two synthetic rows."""
+    lines = [",".join(MB_COLUMNS)] + [",".join(f'"synthetic {c} {i}"' for c in MB_COLUMNS) for i in (1, 2)]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("MentalBench-100k.csv", "\n".join(lines) + "\n")
+    return buf.getvalue()
+
+
+def git_hash_object(data: bytes) -> str:
+    # written out here, independently of registry.git_blob_id
+    return hashlib.sha1(b"blob " + str(len(data)).encode() + b"\x00" + data).hexdigest()
+
+
+def test_git_blob_id_known_values(tmp_path: Path) -> None:
+    assert registry.git_blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"  # git's empty blob
+    assert registry.git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    f = tmp_path / "x.bin"
+    f.write_bytes(bytes(range(256)) * 5000)  # several read chunks
+    assert registry.git_blob_id_file(f) == git_hash_object(f.read_bytes())
+
+
+def test_mentalbench_zip_verified_by_blob_id_and_sha256_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, load_mentalbench
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None
+    assert real.url is not None
+    body = mentalbench_zip()
+    blob = git_hash_object(body)
+    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=blob)], name="mentalbench")
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = body
+    got = resolve("mentalbench", MENTALBENCH_REL)
+    assert got.read_bytes() == body
+    assert download.load_pins()[MENTALBENCH_REL] == sha(body)  # trust on first use, after the blob check
+    data = load_mentalbench(got)  # the CSV read out of the zip
+    assert [r.context for r in data.rows] == ["synthetic context 1", "synthetic context 2"]
+    assert len(data.sources) == 10
+
+
+def test_mentalbench_zip_one_changed_byte_fails_the_blob_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None
+    assert real.url is not None
+    body = mentalbench_zip()
+    flipped = bytearray(body)
+    flipped[len(flipped) // 2] ^= 0x01
+    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=git_hash_object(body))],
+                name="mentalbench")
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = bytes(flipped)
+    with pytest.raises(TrustmhError, match="expected git blob id") as ei:
+        resolve("mentalbench", MENTALBENCH_REL)
+    assert git_hash_object(bytes(flipped)) in str(ei.value)
+    assert not (tmp_path / "cache" / MENTALBENCH_REL).exists()
+    assert no_part_files(tmp_path / "cache")
+    assert MENTALBENCH_REL not in download.load_pins()  # nothing pinned from a failed check
+
+
+def test_registered_mentalbench_entry_checks_the_publishers_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+
+    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
+    assert real is not None
+    assert real.url is not None
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
+    isolated.bodies[real.url] = mentalbench_zip()  # not the publisher's bytes
+    with pytest.raises(TrustmhError, match="e1d5cdb70ecdec9856efac384bc5746eccb8db81"):
+        resolve("mentalbench", MENTALBENCH_REL)
+    # a user's copy in the data folder is checked against the blob id too
+    ddir = tmp_path / "dd"
+    (ddir / MENTALBENCH_REL).parent.mkdir(parents=True)
+    (ddir / MENTALBENCH_REL).write_bytes(mentalbench_zip())
+    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(ddir))
+    with pytest.raises(TrustmhError, match="expected git blob id e1d5cdb7"):
+        resolve("mentalbench", MENTALBENCH_REL)

@@ -3,6 +3,8 @@ the written-out formulas."""
 
 from __future__ import annotations
 
+import math
+
 import krippendorff
 import numpy as np
 import pytest
@@ -268,3 +270,37 @@ def test_koo_li_band(icc: float, band: str) -> None:
 def test_cohen_kappa_refuses_missing_pairs() -> None:
     with pytest.raises(ValueError, match="1 pair\\(s\\) have a missing rating"):
         ag.cohen_kappa([1, 2, float("nan")], [1, 2, 3])
+
+
+def test_rating_agreement_unrounded_hand_computed() -> None:
+    from trustmh.stats.agreement import rating_agreement
+
+    judge = [4.666666666666667, 3.0, None, 1.0, 2.5]
+    human = [5.0, 1.0, 4.0, float("nan"), 4.0]
+    # pairs (4.667, 5) |d| = 1/3; (3, 1) 2; (2.5, 4) 1.5 -- the crisis study's table keeps the fractions
+    got = rating_agreement(judge, human, rounded=False)
+    assert got["n"] == 3
+    assert got["mae"] == pytest.approx((1 / 3 + 2 + 1.5) / 3)
+    assert got["rmse"] == pytest.approx(math.sqrt((1 / 9 + 4 + 2.25) / 3))
+    assert got["within_1"] == pytest.approx(1 / 3)
+    # rounded (the default): 4.667 -> 5, 2.5 -> 3 (half up): |d| = 0, 2, 1
+    assert rating_agreement(judge, human)["mae"] == pytest.approx(1.0)
+
+
+def test_agreement_rate_and_fleiss_against_statsmodels() -> None:
+    import random
+
+    from trustmh.stats.agreement import agreement_rate, fleiss_kappa, ratings_to_table
+
+    assert agreement_rate(["x", "x", "y", "y"], ["x", "y", "y", "y"]) == 0.75
+    # Wikipedia's worked example: 10 subjects, 14 raters, 5 categories, kappa 0.210
+    wiki = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+            [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    assert fleiss_kappa(np.array(wiki)) == pytest.approx(0.20993, abs=1e-5)
+    ir = pytest.importorskip("statsmodels.stats.inter_rater")
+    rng = random.Random(3)
+    cats = ["a", "b", "c", ""]
+    truth = [rng.choice(cats[:3]) for _ in range(60)]
+    ratings = [[t if rng.random() < 0.7 else rng.choice(cats) for _ in range(4)] for t in truth]
+    table = ratings_to_table(np.array(ratings, dtype=object), cats)
+    assert fleiss_kappa(table) == pytest.approx(ir.fleiss_kappa(table, method="fleiss"))

@@ -198,8 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")
     gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
-    gate.add_argument("--policy", type=Path, help="policy file (TOML); default: trustmh's documented starting "
-                      "point, not clinical advice")
+    gate.add_argument("--policy", type=Path, help="policy file (TOML) or a shipped policy's name (default, "
+                      "faithful); default: trustmh's documented starting point, not clinical advice")
+    gate.add_argument("--certificates", type=Path, metavar="DIR",
+                      help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
+                      "~/.cache/trustmh/certificates)")
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
@@ -209,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_options(args: argparse.Namespace) -> Any:
     """RunOptions from the arguments `run` and `plan` share."""
-    # start-up: `trustmh --help` and the other commands never load the run machinery
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.prices import load_prices
     from trustmh.run.execute import RunOptions
 
@@ -237,6 +240,7 @@ def run_options(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import BUDGET_EXIT, run
 
     opts = run_options(args)
@@ -261,9 +265,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
-    from trustmh.run.execute import plan_run, plan_settings  # start-up: loaded only by this command
-    from trustmh.run.plan import estimate, table, to_json  # start-up: loaded only by this command
-    from trustmh.storage import write_text_atomic  # start-up: loaded only by this command
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.run.execute import plan_run, plan_settings
+    from trustmh.run.plan import estimate, table, to_json
+    from trustmh.storage import write_text_atomic
 
     opts = run_options(args)
     plan = plan_run(opts)
@@ -280,6 +285,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def run_workers(args: argparse.Namespace) -> int:
     """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
     `--engine ray`), then `merge` into OUT."""
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import merge
     from trustmh.run.launch import launch, shard_dir
 
@@ -291,6 +297,7 @@ def run_workers(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import merge
 
     _, code = merge(list(args.dirs), args.out)
@@ -298,6 +305,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.report import comparison_report_html
     from trustmh.results import load_items, load_results
     from trustmh.results.leaderboard import leaderboard, leaderboard_csv
@@ -317,6 +325,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.cli.rescore import rescore
 
     return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
@@ -324,9 +333,10 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.gate import run_gate
 
-    gate = run_gate(args.run_dir, args.policy)
+    gate = run_gate(args.run_dir, args.policy, args.certificates)
     for row in gate["checks"]:
         print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
     print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
@@ -335,6 +345,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(_: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
 
     print("Sub-tasks (inspect eval trustmh/<task>):")
@@ -348,6 +359,7 @@ def cmd_list(_: argparse.Namespace) -> int:
     for name, text in SUITES.items():
         print(f"  {name:<12} {text}")
     print("\nDatasets (trustmh data list for details):")
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.data import DATASETS
 
     for name, ds in DATASETS.items():
@@ -363,10 +375,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         if argv and argv[0] == "align":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
             from trustmh.cli.align import main as align_main
 
             return align_main(argv[1:])
         if argv and argv[0] == "data":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
             from trustmh.cli.data import main as data_main
 
             return data_main(argv[1:])

@@ -11,8 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from trustmh.align import load_mentalalign, load_tidy, run_align, write_outputs
+from trustmh.align.default import DefaultConfig
+from trustmh.align.html import render_html
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
+from trustmh.pillars.mentalbench.ratings import ST
 
 USAGE = ("trustmh align (--mentalalign DIR | --human FILE --judge FILE [--judge FILE ...]) "
          "[--mode faithful|default] [--seed N] [--out FILE.json] [--sensitivity] [--html FILE] "
@@ -66,7 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from trustmh.align import load_mentalalign, load_tidy, run_align, write_outputs
 
         if args.mentalalign and (args.human or args.judge):
             raise TrustmhError("give either --mentalalign DIR or --human FILE --judge FILE, not both")
@@ -76,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
             data = load_tidy(args.human, args.judge)
         else:
             raise TrustmhError("no input: give --mentalalign DIR, or --human FILE with at least one --judge FILE")
-        from trustmh.pillars.mentalbench.ratings import ST
 
         for name, ratings in [("human ratings", data.human), *data.judges.items()]:
             n_out = int((ratings.status == ST["out_of_range"]).sum())
@@ -91,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
             raise TrustmhError(f"--out must name a .json file, got {args.out}")
         from threadpoolctl import threadpool_limits
 
-        from trustmh.align.default import DefaultConfig
 
         switches = args.keep_misaligned or args.no_self_exclusion or args.strict_scores
         if switches and args.mode != "default":
@@ -110,7 +111,6 @@ def main(argv: list[str] | None = None) -> int:
             print("wrote " + ", ".join(str(p) for p in paths.values()))
         else:
             if args.html and not args.no_html:
-                from trustmh.align.html import render_html
 
                 Path(args.html).write_text(render_html(result), encoding="utf-8")
             print(_summary(result))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from trustmh.core import TrustmhError
 from trustmh.data import locate, registry
+from trustmh.data.download import fetch_file
 from trustmh.data.locate import expected_sha256
 from trustmh.data.registry import DATASETS, Dataset, cache_dir, data_dir, sha256_file
 
@@ -93,7 +94,6 @@ def cmd_list(out: Emit) -> int:
 
 
 def cmd_fetch(names: Sequence[str], all_: bool, out: Emit, err: Emit) -> int:
-    from trustmh.data.download import fetch_file
 
     if all_ and names:
         raise _UsageError("give dataset names or --all, not both")

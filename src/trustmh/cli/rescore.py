@@ -9,10 +9,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
-from trustmh.report import run_report_html
+from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.crisis.rescore import rescore_crisis
+from trustmh.pillars.ethics.rescore import rescore_ethics
+from trustmh.pillars.privacy.rescore import rescore_privacy
+from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
+from trustmh.results.leaderboard import leaderboard
+from trustmh.run.calls import bounded_config, cache_policy
+from trustmh.run.execute import check_model_name
+from trustmh.run.rejudge_mentalbench import rescore_mentalbench
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -31,7 +39,6 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
     if fmt == "trustmh-original":
         return rescore_trustmh_original(source, out, mode=mode, seed=seed)
     if fmt == "mentalbench":
-        from trustmh.run.rejudge_mentalbench import rescore_mentalbench
 
         return rescore_mentalbench(source, out, mode=mode, seed=seed, judges=judges or [], limit=limit)
     raise TrustmhError(f"unknown rescore format {fmt!r}")
@@ -45,14 +52,12 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
     found = []
     ethics_dir = source / "TrustMH_Bench" / "DimGroup2" / "Ethics" / "outputs"
     if ethics_dir.is_dir():
-        from trustmh.pillars.ethics.rescore import rescore_ethics
 
         for model, pair in rescore_ethics(source, ctx).items():
             per_model.setdefault(model, {})["ethics/ethical_reasoning"] = pair
         found.append("ethics")
     privacy_dir = source / "TrustMH_Bench" / "DimGroup1" / "General-model" / "privacy"
     if privacy_dir.is_dir():
-        from trustmh.pillars.privacy.rescore import rescore_privacy
 
         for model, by_subtask in rescore_privacy(source, ctx).items():
             per_model.setdefault(model, {}).update(by_subtask)
@@ -70,8 +75,6 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
                          extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
         runs.append(write_run(run, out / _safe_dir_name(model), report=run_report_html))
         items.append([r.to_dict() for recs in records.values() for r in recs])
-    from trustmh.report import comparison_report_html
-    from trustmh.results.leaderboard import leaderboard
 
     write_text_atomic(out / "report.html", comparison_report_html(leaderboard(runs, items), runs, items))
     print(f"trustmh: rescored {len(runs)} models ({', '.join(found)}) into {out}", file=sys.stderr)
@@ -83,7 +86,6 @@ def _safe_dir_name(model: str) -> str:
 
 
 def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) -> int:
-    from trustmh.pillars.crisis.rescore import rescore_crisis
 
     if not source.is_dir():
         raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
@@ -100,10 +102,6 @@ def _bounded_judge(model: str, seed: int):  # noqa: ANN202
 
     from inspect_ai.model import get_model
 
-    from trustmh.core import JudgeInfo, JudgeRequest, RunContext
-    from trustmh.judges.reask import ask_until_valid
-    from trustmh.run.calls import bounded_config, cache_policy
-    from trustmh.run.execute import check_model_name
 
     check_model_name(model, "--judge")
     ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))

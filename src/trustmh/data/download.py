@@ -7,6 +7,9 @@
 * Files whose sha256 is not known in advance (ESConv.json, full ELEPHANT sets, the crisis data, the
   TrustMH zips) are pinned at their first verified download: the observed hash is stored in
   `<cache>/pins.json` and every later read or download must match it (trust on first use).
+* A file registered with a git blob id (a file of a publisher's GitHub repository at a pinned commit, e.g.
+  MentalBench-100k.zip) is also checked against it before the rename: sha1 of `blob <size>\0` + the bytes.
+  Its sha256, when not registered, is then pinned at that first download, which the blob id has verified.
 * `TRUSTMH_OFFLINE=1` forbids any network access.
 * Zip members: the zip is downloaded (pinned on first use) into `<cache>/_archives/`, and each registered
   member is extracted the same way (temporary file, checked against its registered sha256, renamed).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -23,7 +27,15 @@ from pathlib import Path
 
 from trustmh import __version__
 from trustmh.core import ChecksumError, TrustmhError
-from trustmh.data.registry import DATASETS, DataFile, Dataset, cache_dir, offline, sha256_file
+from trustmh.data.registry import (
+    DATASETS,
+    DataFile,
+    Dataset,
+    cache_dir,
+    git_blob_id_stream,
+    offline,
+    sha256_file,
+)
 from trustmh.storage import atomic_file, write_text_atomic
 
 PINS_FILE = "pins.json"
@@ -76,14 +88,27 @@ def save_pin(key: str, digest: str) -> None:
 
 
 def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, what: str,
-                    pin_key: str | None = None) -> str:
-    """Write `chunks` to `dest` via a temporary file; check the sha256; rename. Returns the sha256."""
-    with atomic_file(dest, "wb") as fh:
+                    pin_key: str | None = None, git_blob: str | None = None) -> str:
+    """Write `chunks` to `dest` via a temporary file; check the sha256 (and the git blob id when given);
+    rename. Returns the sha256."""
+    with atomic_file(dest, "wb") as fh, tempfile.TemporaryFile() as copy:
         h = hashlib.sha256()
+        size = 0
         for chunk in chunks:
             h.update(chunk)
             fh.write(chunk)
+            size += len(chunk)
+            if git_blob is not None:  # a second copy: the blob id needs the size before the bytes
+                copy.write(chunk)
         actual = h.hexdigest()
+        if git_blob is not None:
+            copy.seek(0)
+            blob = git_blob_id_stream(copy, size)
+            if blob != git_blob.lower():
+                raise ChecksumError(
+                    f"checksum mismatch for {what}: expected git blob id {git_blob} (registered), actual {blob}; "
+                    f"nothing was written to {dest}"
+                )
         if expected is not None and actual != expected:
             kind = "pinned at first download" if pin_key and expected else "registered"
             raise ChecksumError(
@@ -95,7 +120,8 @@ def _write_verified(chunks: Iterator[bytes], dest: Path, expected: str | None, w
     return actual
 
 
-def download(url: str, dest: Path, expected: str | None, pin_key: str | None = None) -> Path:
+def download(url: str, dest: Path, expected: str | None, pin_key: str | None = None,
+             git_blob: str | None = None) -> Path:
     """Download a registered URL to `dest`, verified against `expected` or the pin under `pin_key`."""
     if url not in registered_urls():
         raise TrustmhError(f"refusing to download {url}: not a registered publisher URL")
@@ -107,7 +133,7 @@ def download(url: str, dest: Path, expected: str | None, pin_key: str | None = N
     if expected is None and pin_key is not None:
         expected = load_pins().get(pin_key)
     try:
-        _write_verified(http_get(url), dest, expected, url, pin_key)
+        _write_verified(http_get(url), dest, expected, url, pin_key, git_blob)
     except TrustmhError:
         raise
     except OSError as exc:  # URLError and HTTPError are OSErrors
@@ -171,7 +197,7 @@ def fetch_file(ds: Dataset, df: DataFile) -> Path:
             f"at {df.relpath} or pass {ds.user_option} (source: {ds.source})"
         )
     if df.url is not None:
-        return download(df.url, dest, df.sha256, pin_key=None if df.sha256 else df.relpath)
+        return download(df.url, dest, df.sha256, pin_key=None if df.sha256 else df.relpath, git_blob=df.git_blob)
     assert df.archive_url is not None and df.member is not None
     zpath = _ensure_archive(df.archive_url)
     return extract_member(zpath, df.member, dest, df.sha256, f"{df.member} in {df.archive_url}")

@@ -1,4 +1,5 @@
-"""Reading data files: JSONL, and tables in CSV/TSV, JSON, JSONL, Parquet or Arrow, as lists of dicts.
+"""Reading data files: JSONL, and tables in CSV/TSV (also the single CSV of a zip), JSON, JSONL, Parquet or
+Arrow, as lists of dicts.
 
 Every loader goes through here so that bad input fails the same way everywhere: a `TrustmhError` naming
 the file and the line or record. CSV cells stay text (no type guessing: a literal `nan` stays `nan`).
@@ -7,15 +8,18 @@ the file and the line or record. CSV cells stay text (no type guessing: a litera
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+import sys
+import zipfile
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from trustmh.core import TrustmhError
 
-TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".pq", ".arrow")
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".pq", ".arrow", ".zip")
 
 
 def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None = None) -> list[dict[str, Any]]:
@@ -73,6 +77,8 @@ def read_table_with_header(path: str | os.PathLike[str]) -> tuple[list[str], lis
     try:
         if suffix in (".csv", ".tsv"):
             return _read_csv(path, "\t" if suffix == ".tsv" else ",")
+        if suffix == ".zip":
+            return _read_zipped_csv(path)
         if suffix in (".parquet", ".pq", ".arrow"):
             return _read_arrow(path, suffix)
         if suffix == ".jsonl":
@@ -84,21 +90,57 @@ def read_table_with_header(path: str | os.PathLike[str]) -> tuple[list[str], lis
     raise TrustmhError(f"{path}: unsupported file type {suffix!r} (use {', '.join(TABLE_SUFFIXES)})")
 
 
+def zipped_csv_member(path: Path) -> str:
+    """The name of the single CSV inside a zip (macOS `__MACOSX/` and dot-files ignored); an error for none or
+    several."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [i.filename for i in zf.infolist() if not i.is_dir() and "__MACOSX" not in i.filename
+                     and not i.filename.rsplit("/", 1)[-1].startswith(".") and i.filename.lower().endswith(".csv")]
+    except zipfile.BadZipFile as exc:
+        raise TrustmhError(f"{path}: not a valid zip ({exc})") from exc
+    if len(names) != 1:
+        raise TrustmhError(f"{path}: expected exactly one .csv inside the zip, found {len(names)}"
+                           + (f" ({', '.join(names[:5])})" if names else ""))
+    return names[0]
+
+
+def _read_zipped_csv(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """The single CSV of a zip, read without extracting it (MentalBench-100k.zip)."""
+    member = zipped_csv_member(path)
+    with zipfile.ZipFile(path) as zf, zf.open(member) as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        return _csv_rows(fh, f"{path}!{member}", ",")
+
+
 def _read_csv(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
     with open(path, encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        raw_header = next(reader, None)
-        if raw_header is None:
-            raise TrustmhError(f"{path}: empty file")
-        header = [h.strip() for h in raw_header]
-        rows = []
-        for lineno, rec in enumerate(reader, start=2):
-            if not rec or not any(c.strip() for c in rec):
-                continue
-            if len(rec) != len(header):
-                raise TrustmhError(f"{path}: record {lineno}: {len(rec)} fields, the header has {len(header)}")
-            rows.append(dict(zip(header, rec, strict=True)))
-        return header, rows
+        return _csv_rows(fh, str(path), delimiter)
+
+
+def _csv_rows(fh: IO[str], path: str, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """Header and rows; a record with another number of fields than the header is skipped and named on
+    stderr (docs/data.md#unusable-rows); the file is refused only when no record is usable."""
+    reader = csv.reader(fh, delimiter=delimiter)
+    raw_header = next(reader, None)
+    if raw_header is None:
+        raise TrustmhError(f"{path}: empty file")
+    header = [h.strip() for h in raw_header]
+    rows = []
+    bad: list[str] = []
+    for lineno, rec in enumerate(reader, start=2):
+        if not rec or not any(c.strip() for c in rec):
+            continue
+        if len(rec) != len(header):
+            bad.append(f"{path}: record {lineno}: {len(rec)} fields, the header has {len(header)}")
+            continue
+        rows.append(dict(zip(header, rec, strict=True)))
+    if bad and not rows:
+        raise TrustmhError(f"{path}: no usable record ({bad[0]}" + (f"; and {len(bad) - 1} more" if len(bad) > 1 else "")
+                           + ")")
+    for line in bad:
+        print(f"trustmh: {line}; skipped", file=sys.stderr, flush=True)
+    return header, rows
 
 
 def _read_arrow(path: Path, suffix: str) -> tuple[list[str], list[dict[str, Any]]]:

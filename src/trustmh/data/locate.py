@@ -12,7 +12,16 @@ from pathlib import Path
 
 from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.download import fetch_file, load_pins
-from trustmh.data.registry import DataFile, Dataset, _norm_relpath, cache_dir, cached_sha256, data_dir, get
+from trustmh.data.registry import (
+    DataFile,
+    Dataset,
+    _norm_relpath,
+    cache_dir,
+    cached_sha256,
+    data_dir,
+    get,
+    git_blob_id_file,
+)
 
 
 def expected_sha256(df: DataFile) -> str | None:
@@ -28,6 +37,14 @@ def check_file(dataset: str, df: DataFile, path: Path, where: str, *, use_pin: b
     """Raise `TrustmhError` if `path` does not have the expected sha256 (no-op when none is known)."""
     expected = df.sha256 or (expected_sha256(df) if use_pin else None)
     if expected is None:
+        if df.git_blob:  # a copy of a file known by its git blob id only (e.g. MentalBench-100k.zip)
+            actual = git_blob_id_file(path)
+            if actual != df.git_blob.lower():
+                raise ChecksumError(
+                    f"dataset {dataset}: checksum mismatch for {path} ({where}): expected git blob id "
+                    f"{df.git_blob}, actual {actual}. Replace it with the publisher's file (or delete it and run "
+                    f"`trustmh data fetch {dataset}`)."
+                )
         return
     actual = cached_sha256(path)
     if actual != expected:

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 from trustmh.core import TrustmhError, truthy
 
@@ -37,6 +37,7 @@ class DataFile:
     member: str | None = None  # ... under this member name
     optional: bool = False  # not needed by any sub-task (licence texts, unused splits, figures)
     note: str | None = None
+    git_blob: str | None = None  # git's object id of the file (sha1 of "blob <size>\0" + bytes), checked on download
 
     @property
     def downloadable(self) -> bool:
@@ -99,7 +100,7 @@ def _load() -> dict[str, Dataset]:
     for d in raw["datasets"]:
         files = tuple(
             DataFile(
-                relpath=f["relpath"], sha256=f.get("sha256"), url=f.get("url"),
+                relpath=f["relpath"], sha256=f.get("sha256"), git_blob=f.get("git_blob"), url=f.get("url"),
                 archive_url=f.get("archive_url"), member=f.get("member"),
                 optional=bool(f.get("optional", False)), note=f.get("note"),
             )
@@ -160,6 +161,29 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def git_blob_id(data: bytes) -> str:
+    """Git's object id of a file's bytes: sha1(b"blob <size>\\0" + bytes) (what `git hash-object` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def git_blob_id_stream(fh: BinaryIO, size: int) -> str:
+    """`git_blob_id` of `size` bytes read from `fh` (streamed); an error if the stream holds another size."""
+    h = hashlib.sha1(b"blob %d\0" % size)
+    seen = 0
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        h.update(chunk)
+        seen += len(chunk)
+    if seen != size:
+        raise TrustmhError(f"git blob id: expected {size} bytes, read {seen}")
+    return h.hexdigest()
+
+
+def git_blob_id_file(path: Path) -> str:
+    """`git_blob_id` of a file, streamed."""
+    with open(path, "rb") as fh:
+        return git_blob_id_stream(fh, path.stat().st_size)
 
 
 def cached_sha256(path: Path) -> str:

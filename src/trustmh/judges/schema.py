@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trustmh.core import truthy
+
 # Longest free-text field a judge may write (characters); about 60 words.
 FREE_TEXT_MAX_CHARS = 400
 
@@ -47,3 +49,12 @@ def json_object_schema(*, integers: Mapping[str, tuple[int, int]] | None = None,
         raise ValueError("judge schema: a key is listed twice")
     return {"type": "object", "properties": props, "required": [k for k in props if k not in optional],
             "additionalProperties": False}
+
+
+def judge_json_mode(judge: str | None, options: Mapping[str, Any]) -> bool:
+    """Whether a judge is asked for its exact JSON schema: `-O judge_json_mode=1|0`; by default on for the
+    in-process model, whose grammar guarantees JSON (hosted providers differ in how they treat a schema, so
+    they are left to the prompt). Part of a judge's fingerprint (`trustmh.judges.certificates`)."""
+    if "judge_json_mode" in options:
+        return truthy(options["judge_json_mode"])
+    return bool(judge and judge.startswith("gguf/"))

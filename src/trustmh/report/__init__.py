@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
-from trustmh.gate import evaluate, load_policy
+from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.report import layout
 from trustmh.results.leaderboard import leaderboard
 
@@ -184,7 +184,7 @@ def _judge_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _gate(results: Mapping[str, Any]) -> dict[str, Any]:
 
-    return evaluate(dict(results), load_policy())
+    return evaluate(dict(results), load_policy(), certificates_for(dict(results)))
 
 
 def _leaderboard_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask
 from trustmh.judges.reask import ask_until_valid
+from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.run.usage import note_call
 
 ITEM_KEY = "trustmh_item"
@@ -128,11 +129,8 @@ def shorten_free_text(schema: dict[str, Any], chars: int) -> dict[str, Any]:
 
 
 def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
-    """`-O judge_json_mode=1|0`; by default on for the in-process model, whose grammar guarantees JSON
-    (hosted providers differ in how they treat a schema, so they are left to the prompt)."""
-    if "judge_json_mode" in ctx.options:
-        return ctx.flag("judge_json_mode")
-    return bool(judge and judge.startswith("gguf/"))
+    """`-O judge_json_mode=1|0`, else on for the in-process model (`trustmh.judges.schema.judge_json_mode`)."""
+    return schema_json_mode(judge, ctx.options)
 
 
 def capped(max_tokens: int, ctx: RunContext) -> int:

@@ -26,6 +26,7 @@ from trustmh.core import (
 from trustmh.data.locate import reset_resolved
 from trustmh.data.registry import cache_dir
 from trustmh.inspect_compat import model_provider_known
+from trustmh.judges.certificates import judge_fingerprint
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
@@ -161,7 +162,8 @@ def check_model_name(name: Any, what: str) -> None:
     exception group deep inside the eval)."""
     if not isinstance(name, str):
         return  # an Inspect Model object (tests, library use)
-    import trustmh.models.gguf  # noqa: F401  (registers the bundled provider)
+    # registers the bundled provider; imported here, not at start-up (the provider module loads llama.cpp)
+    import trustmh.models.gguf  # noqa: F401
 
     provider = name.split("/", 1)[0] if "/" in name else None
     if provider is None:
@@ -609,15 +611,17 @@ def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: i
     result.metrics["n_samples"] = len(recs)
     result.metrics["n_items"] = len({r.item_id for r in recs})
     if subtask.judge_use != "no" and ctx.has_judge:
-        judge_bookkeeping(result, recs, ctx)
+        judge_bookkeeping(result, recs, ctx, subtask)
     if n_errors:
         result.metrics["n_errors"] = n_errors
         result.notes.append(f"{n_errors} sample(s) failed with an error and are not scored")
     return result
 
 
-def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext) -> None:
-    """Which judge(s) produced the numbers, whether they are validated, the ensemble's agreement and
+def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext,
+                      subtask: Subtask | None = None) -> None:
+    """Which judge(s) produced the numbers, whether they are validated, the fingerprint of how the judge was
+    asked (the key of its certificate, docs/judges.md#certificates), the ensemble's agreement and
     same-family flags, and how many judge replies were recovered from a truncated reply."""
 
     members = ctx.judges
@@ -626,6 +630,8 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
         if not ctx.judge.validated:
             result.notes.append(f"judge {', '.join(members)} is not validated for this task: "
                                 "judge-based numbers are a demonstration only")
+    if subtask is not None and subtask.judge_templates:
+        result.judge["fingerprint"] = judge_fingerprint(subtask, ctx)
     model_fam = model_family(str(ctx.options.get("model") or ""))
     same = {m: bool(model_fam is not None and model_family(m) == model_fam) for m in members}
     result.judge["same_family"] = same

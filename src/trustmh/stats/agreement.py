@@ -130,6 +130,13 @@ def cohen_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.ndarr
     return float(cohen_kappa_from_table(table, weights))
 
 
+def agreement_rate(a: Sequence[object], b: Sequence[object]) -> float:
+    """Share of items two raters label identically (0-1)."""
+    if len(a) != len(b) or not a:
+        raise TrustmhError("agreement_rate: two non-empty label sequences of the same length")
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+
 def _missing(x: object) -> bool:
     return x is None or (isinstance(x, float | np.floating) and bool(np.isnan(x)))
 
@@ -162,9 +169,14 @@ def fleiss_kappa(table: np.ndarray, method: str = "fleiss") -> float:
 
 
 def ratings_to_table(ratings: np.ndarray, categories: Sequence[object] | None = None) -> np.ndarray:
-    """(n_subjects, n_raters) ratings -> (n_subjects, n_categories) counts (for `fleiss_kappa`)."""
+    """(n_subjects, n_raters) ratings -> (n_subjects, n_categories) counts (for `fleiss_kappa`). A rating
+    outside `categories` (when given) is an error, never silently dropped."""
     r = np.asarray(ratings)
     cats = list(np.unique(r)) if categories is None else list(categories)
+    if categories is not None:
+        extra = {x for x in r.ravel().tolist()} - set(cats)
+        if extra:
+            raise TrustmhError(f"ratings_to_table: rating(s) outside the categories: {sorted(map(repr, extra))}")
     return np.stack([(r == c).sum(axis=1) for c in cats], axis=1).astype(np.float64)
 
 
@@ -430,15 +442,18 @@ def koo_li_band(icc: float) -> str:
 
 
 def rating_agreement(a: Sequence[float | None], b: Sequence[float | None], lo: int = 1, hi: int = 5,
-                     ) -> dict[str, float | int | None]:
+                     *, rounded: bool = True) -> dict[str, float | int | None]:
     """Agreement of two raters on an ordinal lo–hi scale: n, MAE, RMSE and the share of pairs within one
-    point. Both sides are rounded half up and clipped to [lo, hi] first (a rater's mean of repeats, an
-    averaged jury); pairs with a missing side are left out. Fewer than one pair: every figure None."""
+    point (|d| <= 1). With `rounded` (default) both sides are rounded half up and clipped to [lo, hi] first
+    (a rater's mean of repeats, an averaged jury); `rounded=False` keeps the scores as they are (the crisis
+    study's published table). Pairs with a missing side are left out. No pair: every figure None."""
     pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)
              if x is not None and y is not None and np.isfinite(float(x)) and np.isfinite(float(y))]
     if not pairs:
         return {"n": 0, "mae": None, "rmse": None, "within_1": None}
-    arr = np.clip(np.floor(np.array(pairs) + 0.5), lo, hi)
+    arr = np.array(pairs)
+    if rounded:
+        arr = np.clip(np.floor(arr + 0.5), lo, hi)
     d = np.abs(arr[:, 0] - arr[:, 1])
     return {"n": len(pairs), "mae": float(d.mean()), "rmse": float(np.sqrt((d * d).mean())),
             "within_1": float((d <= 1).mean())}

@@ -74,14 +74,23 @@ def test_validation_loader_rejects_misaligned_ids(tmp_path):
         load_crisis_validation(FIX / CRISIS_FILES["validation"], p)
 
 
-def test_loader_errors_name_file_and_field(tmp_path):
+def test_loader_skips_and_names_unusable_rows(tmp_path, capsys):
     p = tmp_path / "t.json"
-    p.write_text(json.dumps([{"inputs": ["a"], "label": "no_crisis"}, {"inputs": "oops", "label": "no_crisis"}]))
-    with pytest.raises(TrustmhError, match=r"t\.json item 1: field 'inputs'"):
-        load_crisis_test(p)
+    p.write_text(json.dumps([{"inputs": ["a"], "label": "no_crisis"}, {"inputs": "oops", "label": "no_crisis"},
+                             {"inputs": ["b"], "label": "bored"}]))
+    split = load_crisis_test(p)
+    assert [r["index"] for r in split.rows] == [0]
+    assert "t.json row 1: row field 'inputs' must be a non-empty list of strings; skipped" in split.notes[0]
+    assert "t.json row 2: row field 'label': unknown crisis label 'bored'" in capsys.readouterr().err
+
+
+def test_loader_refuses_a_file_with_no_usable_row(tmp_path):
+    p = tmp_path / "t.json"
     p.write_text(json.dumps([{"inputs": ["a"], "label": "bored"}]))
-    with pytest.raises(TrustmhError, match=r"item 0 field 'label'"):
+    with pytest.raises(TrustmhError, match=r"t\.json: no usable row: t\.json row 0: row field 'label'"):
         load_crisis_test(p)
+
+def test_missing_crisis_dir_file_names_the_option(tmp_path):
     with pytest.raises(TrustmhError, match="crisis_dir"):
         load_crisis_split("test", {"crisis_dir": str(tmp_path)})
 

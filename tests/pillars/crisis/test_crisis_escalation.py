@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.data.rows import RowReport
 from trustmh.offline import run_offline
 from trustmh.pillars.crisis.data import (
     CRISIS_FILES,
@@ -246,12 +247,25 @@ def test_human_scores_nan_and_alignment():
     assert [p["h1"] for p in pair] == [r["evaluation"] for r in rows]
 
 
-def test_rater_pair_misaligned(tmp_path):
+def test_rater_pair_copy_that_differs_is_matched_by_position_and_named(tmp_path):
     data = json.loads((FIX / CRISIS_FILES["h2_scores"]).read_text())
     data[0]["answer"] = "something else"
     p = tmp_path / "h2.json"
     p.write_text(json.dumps(data))
-    with pytest.raises(TrustmhError, match="item 0"):
+    report = RowReport()
+    pair = load_rater_pair(FIX / CRISIS_FILES["h1_scores"], p, report=report)
+    assert pair[0]["index"] == 0
+    assert pair[0]["h2"] == data[0]["evaluation"]
+    assert report.lines() == ["h2.json row 0: answer differs from the reference copy; matched by position"]
+
+
+def test_rater_pair_refused_only_when_nothing_is_usable(tmp_path):
+    data = json.loads((FIX / CRISIS_FILES["h2_scores"]).read_text())
+    for row in data:
+        row["evaluation"] = float("nan")
+    p = tmp_path / "h2.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(TrustmhError, match="h2.json: no usable row"):
         load_rater_pair(FIX / CRISIS_FILES["h1_scores"], p)
 
 

@@ -38,16 +38,22 @@ def test_per_evaluator_and_model(tmp_path: Path) -> None:
 
 
 def test_agreement_with_the_humans(tmp_path: Path) -> None:
-    agree = run(tmp_path)["human_agreement"]
+    res = run(tmp_path)
+    agree = res["human_agreement"]
     assert agree["n_answers"] == 3  # D lacks H2, the last row is unrated (bare NaN label and score)
-    # gpt-judge pools its evaluations of the same answer: A (5+2)/2 = 3.5 → 4, B 3.75 → 4, C 1
+    # no sampled file in this fixture: H1's copy is the reference, and that is said
+    assert res["appropriateness"]["reference"] == "H1_scores_n206_s42.json"
+    # first evaluation wins in sorted file order (model-x's file before model-y's): A 5, B 4, C 1, D 3;
+    # scores unrounded, each pair over the answers both sides scored
     gpt = agree["gpt-judge"]
-    assert gpt["H1"] == pytest.approx({"n": 3, "mae": 1 / 3, "rmse": math.sqrt(1 / 3), "within_1": 1.0})
-    assert gpt["H2"]["mae"] == pytest.approx(2 / 3)
-    assert agree["claude-judge"]["H1"]["mae"] == pytest.approx(2 / 3)
-    # jury: A 3.75 → 4, B 3.875 → 4, C 1.5 → 2 (half up)
-    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3)
-    assert agree["jury"]["H2"]["mae"] == pytest.approx(1 / 3)
+    assert gpt["H1"] == pytest.approx({"n": 4, "mae": 0.0, "rmse": 0.0, "within_1": 1.0})
+    assert gpt["H2"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": 1.0, "within_1": 1.0})
+    assert res["appropriateness"]["judges"]["gpt-judge"]["n_conflicting_repeats"] == 2
+    # claude-judge A 4, B 4, C 2, D 2.5 vs H1 5, 4, 1, 3: |d| 1, 0, 1, 0.5
+    assert agree["claude-judge"]["H1"] == pytest.approx({"n": 4, "mae": 0.625, "rmse": 0.75, "within_1": 1.0})
+    # jury A 4.5, B 4, C 1.5, D 2.75
+    assert agree["jury"]["H1"]["mae"] == pytest.approx(1.25 / 4)
+    assert agree["jury"]["H2"]["mae"] == pytest.approx(2 / 3)
     assert agree["H1_vs_H2"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": 1.0, "within_1": 1.0})
 
 
@@ -72,7 +78,7 @@ def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
     ours = agree["trustmh:canned"]  # A 5, B 2, C 2
     assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
     # the jury is the study's judges only: unchanged by ours
-    assert agree["jury"]["H1"]["mae"] == pytest.approx(2 / 3)
+    assert agree["jury"]["H1"]["mae"] == pytest.approx(1.25 / 4)
 
 
 def test_cli_and_bad_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -586,3 +586,25 @@ def test_item_gen_status_uses_the_finish_reason() -> None:
     rec = make_record(sub, item, "A complete-looking but cut reply", score, finish_reason="max_tokens")
     assert rec.score["gen_status"] == "truncated"
     assert make_record(sub, item, "x", score, finish_reason="stop").score["gen_status"] == "ok"
+
+
+def test_rescore_mentalbench_reads_the_csv_out_of_the_zip(tmp_path: Path) -> None:
+    """MentalBench-100k is published as a zip holding one CSV: `--from` the zip itself works."""
+    import zipfile
+
+    from trustmh.run.rejudge_mentalbench import rescore_mentalbench
+
+    def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
+        return _fixture_judge(JudgeRequest("j", prompt, lambda t: True))
+
+    z = tmp_path / "MentalBench-100k.zip"
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("MentalBench-100k/MentalBench-100k.csv", FIXTURE.read_bytes())
+        zf.writestr("__MACOSX/MentalBench-100k/._MentalBench-100k.csv", b"\x00resource fork")
+    out = tmp_path / "out"
+    assert rescore_mentalbench(z, out, mode="default", seed=0, judges=[canned_model(judge_reply, "judge")],
+                               limit=1, options={"verify_conv_ids": "0", "mentalalign_dir": str(tmp_path / "none")},
+                               n_boot=50) == 0
+    with open(out / "judge_long.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 1 * 10 * 7

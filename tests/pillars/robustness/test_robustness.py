@@ -220,6 +220,37 @@ def test_chance_model_is_not_computed_in_default_but_drop_in_faithful() -> None:
     assert res_f.value == pytest.approx((1.1 - 1.05) / 1.1)  # the flawed drop score looks excellent
 
 
+def test_retention_not_computed_when_the_clean_interval_reaches_chance() -> None:
+    # The offline demo's case: the clean score sits just above the chance anchor (here 1.0) with an interval
+    # that reaches it, so (s_p - worst)/(s_0 - worst) explodes (-1.5 in the demo). One dialogue of six
+    # (2 of 12 items) scores 4.0 clean, the rest 1.0: clean 1.5, normalised 0.125 (above the 0.05 "at
+    # chance" cut); a third of the bootstrap replicates miss that dialogue, so the interval reaches 1.0.
+    def respond(item: Item, prompt: str) -> str:
+        md = item.metadata
+        if md["level"] != CLEAN:
+            return "1.0"
+        return "4.0" if int(md["base_id"][-2:]) // 2 == 0 else "1.0"
+
+    sub = RobustnessEmotionalSupport(FakeBase)
+    _, res = run_offline(sub, ctx_for("default", n_boot=300), respond, judge_any)
+    lo, hi = res.metrics["intervals"]["clean"]
+    assert lo == pytest.approx(1.0)
+    assert res.status == "not_computed"
+    assert res.reason.startswith("clean score's 95% interval")
+    assert "reaches the chance anchor 1" in res.reason
+    assert res.value is None
+    assert res.metrics["clean_ci_margin_to_chance"] == pytest.approx(lo - 1.0)
+    assert any("clean score 1.500 is 0.500 from the chance anchor 1" in n for n in res.notes)
+
+
+def test_retention_computed_when_the_clean_interval_clears_chance_and_says_by_how_much() -> None:
+    sub = RobustnessEmotionalSupport(FakeBase)
+    _, res = run_offline(sub, ctx_for("default"), canned(4.0, lambda lv, p, it: 3.0), judge_any)
+    assert res.status == "ok"
+    assert res.metrics["clean_ci_margin_to_chance"] == pytest.approx(3.0)
+    assert any("stays 3.000 clear of it" in n for n in res.notes)
+
+
 def test_invalid_replies_counted_and_clean_failure_propagates() -> None:
     sub = RobustnessEmotionalSupport(FakeBase)
     _, res = run_offline(sub, ctx_for("faithful"), canned(4.0, lambda lv, p, it: "garbled"), judge_any)

@@ -147,6 +147,7 @@ class _ConversationBase(ConversationSubtask):
 
 
 class _CrisisConversation(_ConversationBase):
+    judge_templates = ("conversation_crisis_judge",)
     """Shared by gradual disclosure and simulated patients: when (if ever) the model responds to risk."""
 
     judge_kind = "crisis"

@@ -32,6 +32,7 @@ class Delusion(_ScriptedBase):
     set_name = "delusion"
     judge_kind = "delusion"
     judge_use = "yes"
+    judge_templates = ("conversation_delusion_judge",)
     requires_judge = True
 
     def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,

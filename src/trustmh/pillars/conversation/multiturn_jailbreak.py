@@ -42,6 +42,7 @@ class MultiturnJailbreak(_ScriptedBase):
     set_name = "multiturn_jailbreak"
     judge_kind = "jailbreak"
     judge_use = "yes"
+    judge_templates = ("conversation_jailbreak_judge",)
     requires_judge = True
 
     def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,

@@ -46,6 +46,7 @@ def _rubric(rec: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
 
 class SimulatedPatient(_CrisisConversation):
     id = "conversation/simulated_patient"
+    judge_templates = ("conversation_crisis_judge", "conversation_rubric_judge")
     task_name = "simulated_patient"
     description = "Simulated patients (profiles with severity, style and hidden risk)"
     anchors = same_anchors(1.0, 6.0)

@@ -19,6 +19,15 @@ from typing import Any
 
 from trustmh.core import ChecksumError, Option, TrustmhError
 from trustmh.data import resolve
+from trustmh.data.rows import (
+    TURN_SEP,
+    RowProblem,
+    RowReport,
+    inputs_problem,
+    is_missing,
+    match_rows,
+    text_problem,
+)
 from trustmh.judges.parse import int_in_range, normalise_label
 from trustmh.sampling import stratified_sample as _stratified_sample
 from trustmh.starter import load_starter
@@ -71,6 +80,7 @@ CRISIS_FILES: dict[str, str] = {
     "validation_ids": "data/processed/sampled_dataset_n_200_merged_n50-noSeed_156-s42.json",
     "h1_scores": "data/human_label/H1_scores_n206_s42.json",
     "h2_scores": "data/human_label/H2_scores_n206_s42.json",
+    "sampled": "data/llm_evaluator/sampled/sampled_lowest_scores_n200.json",
     "protocol": "data/llm_evaluator/protocol.csv",
 }
 CSSRS_RELPATH = "external/C-SSRS/500_Reddit_users_posts_labels.csv"
@@ -153,16 +163,39 @@ def load_crisis_test(path: str | Path) -> CrisisSplit:
     path = Path(path)
     rows: list[dict[str, Any]] = []
     n_null = 0
+    report = RowReport()
     for i, obj in enumerate(_read_json_list(path)):
-        where = f"{path} item {i}"
-        inputs = _inputs(obj, where)
-        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
+        got = _usable_row(obj, path, i, report)
+        if got is None:
+            continue
+        inputs, gold = got
         if gold is None:
             n_null += 1
             continue
         rows.append({"id": f"test-{i:04d}", "index": i, "inputs": inputs, "label": gold,
                      "dataset_id": obj.get("dataset_id")})
-    return CrisisSplit("test", rows, n_null, str(path))
+    return CrisisSplit("test", rows, n_null, str(path), _finish(report, path, rows, n_null))
+
+
+def _usable_row(obj: Any, path: Path, i: int, report: RowReport) -> tuple[list[str], str | None] | None:
+    """(inputs, gold label or None) of one row, or None (named in `report`) when it cannot be used."""
+    where = f"{path} item {i}"
+    try:
+        return _inputs(obj, where), canonical_label(obj.get("label"), f"{where} field 'label'")
+    except TrustmhError as exc:
+        report.add(RowProblem(path.name, i, "row", str(exc).removeprefix(f"{where}").lstrip(": "), "skipped"))
+        return None
+
+
+def _finish(report: RowReport, path: Path, rows: list[dict[str, Any]], n_null: int) -> list[str]:
+    """Name the unusable rows on stderr and in the split's notes; refuse the file only when no row is usable."""
+    report.log()
+    if not rows and not n_null:
+        RowReport.require_usable(0, str(path), report.problems)
+    if not report.problems:
+        return []
+    return [f"{path.name}: {len(report.problems)} unusable rows skipped: " + "; ".join(report.lines()[:20])
+            + (" ..." if len(report.problems) > 20 else "")]
 
 
 def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None) -> CrisisSplit:
@@ -179,9 +212,12 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
     rows: list[dict[str, Any]] = []
     n_null = 0
     mismatched = 0
+    report = RowReport()
     for i, obj in enumerate(data):
-        where = f"{path} item {i}"
-        inputs = _inputs(obj, where)
+        got = _usable_row(obj, path, i, report)
+        if got is None:
+            continue
+        inputs, gold = got
         dataset_id = None
         if ids is not None:
             other = ids[i]
@@ -189,7 +225,6 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
                 dataset_id = other.get("dataset_id")
                 if other.get("inputs") != inputs:
                     mismatched += 1
-        gold = canonical_label(obj.get("label"), f"{where} field 'label'")
         if gold is None:
             n_null += 1
             continue
@@ -198,7 +233,7 @@ def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None)
     if mismatched:
         notes.append(f"validation: {mismatched} items whose inputs differ from the processed file at the same "
                      "position (dataset_id taken by position anyway)")
-    return CrisisSplit("validation", rows, n_null, str(path), notes)
+    return CrisisSplit("validation", rows, n_null, str(path), notes + _finish(report, path, rows, n_null))
 
 
 def load_crisis_split(split: str, options: Mapping[str, Any] | None = None) -> CrisisSplit:
@@ -297,41 +332,105 @@ def load_cssrs(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def load_human_scores(path: str | Path) -> list[dict[str, Any]]:
-    """Rows `{inputs: str, utterances: list[str], answer, label, evaluation: float | None}` of an H*_scores
-    file. `evaluation` is None where the file holds NaN (unrated)."""
+def _evaluation(value: Any) -> tuple[int | None, str | None]:
+    """A human rating 1-5 as int, or (None, why not) — None without a reason for NaN/null (unrated)."""
+    if is_missing(value):
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int | float) or int_in_range(value, 1, 5) is None:
+        return None, f"not an integer 1-5 ({value!r})"
+    return int(value), None
+
+
+def load_human_scores(path: str | Path, report: RowReport | None = None) -> list[dict[str, Any]]:
+    """Rows `{index, inputs, utterances, answer, label, evaluation, raw}` of an H*_scores file, one per row of
+    the file, as published (docs/data.md#unusable-rows). A cell that cannot be used is None
+    (`utterances`/`answer`: missing, non-string or spreadsheet-formula residue; `evaluation`: NaN or not an
+    integer 1-5; `label`: NaN or unknown) and each such cell is named in `report`; the file is refused only
+    when no row has a rating."""
     path = Path(path)
+    report = report if report is not None else RowReport()
     rows = []
     for i, obj in enumerate(_read_json_list(path)):
-        where = f"{path} item {i}"
         if not isinstance(obj, dict):
-            raise TrustmhError(f"{where}: expected an object")
-        inputs = obj.get("inputs")
-        answer = obj.get("answer")
-        if not isinstance(inputs, str) or not isinstance(answer, str):
-            raise TrustmhError(f"{where}: fields 'inputs' and 'answer' must be strings")
-        ev = obj.get("evaluation")
-        if ev is not None and (isinstance(ev, bool) or not isinstance(ev, int | float)):
-            raise TrustmhError(f"{where} field 'evaluation': expected a number 1-5 or NaN, got {ev!r}")
-        if ev is not None and math.isnan(float(ev)):
-            ev = None
-        if ev is not None and int_in_range(ev, 1, 5) is None:
-            raise TrustmhError(f"{where} field 'evaluation': {ev!r} is not an integer 1-5")
-        rows.append({"index": i, "inputs": inputs, "utterances": inputs.split(" | "), "answer": answer,
-                     "label": canonical_label(obj.get("label"), f"{where} field 'label'"),
-                     "evaluation": None if ev is None else int(ev)})
+            report.add(RowProblem(path.name, i, "row", f"not an object ({type(obj).__name__})", "skipped"))
+            continue
+        inputs, answer = obj.get("inputs"), obj.get("answer")
+        in_problem, ans_problem = inputs_problem(inputs), text_problem(answer)
+        for fname, problem in (("inputs", in_problem), ("answer", ans_problem)):
+            if problem is not None:
+                report.add(RowProblem(path.name, i, fname, problem, "text not used"))
+        ev, ev_problem = _evaluation(obj.get("evaluation"))
+        if ev_problem:
+            report.add(RowProblem(path.name, i, "evaluation", ev_problem, "rating not used"))
+        try:
+            label = canonical_label(obj.get("label"), f"{path} item {i} field 'label'")
+        except TrustmhError as exc:
+            report.add(RowProblem(path.name, i, "label", str(exc).rsplit(": ", 1)[-1], "label not used"))
+            label = None
+        utterances = None
+        if in_problem is None:
+            utterances = list(inputs) if isinstance(inputs, list) else inputs.split(TURN_SEP)
+        rows.append({"index": i, "inputs": inputs if in_problem is None else None, "utterances": utterances,
+                     "answer": answer if ans_problem is None else None, "label": label, "evaluation": ev,
+                     "raw": obj})
+    RowReport.require_usable(sum(r["evaluation"] is not None for r in rows), str(path), report.problems)
     return rows
 
 
-def load_rater_pair(h1_path: str | Path, h2_path: str | Path) -> list[dict[str, Any]]:
-    """H1 and H2 ratings of the same (conversation, answer, label) triples, aligned by position."""
-    h1 = load_human_scores(h1_path)
-    h2 = load_human_scores(h2_path)
-    if len(h1) != len(h2):
-        raise TrustmhError(f"{h2_path}: {len(h2)} items, but {h1_path} has {len(h1)}")
+def load_rater_pair(h1_path: str | Path, h2_path: str | Path, reference_path: str | Path | None = None,
+                    report: RowReport | None = None) -> list[dict[str, Any]]:
+    """H1's and H2's ratings of the same (conversation, answer, label) triples.
+
+    Both files are matched to a reference copy of the rated answers the way the study lines them up
+    (`trustmh.data.rows.match_rows`: normalised conversation + answer, position as the fallback): the study's
+    sampled file (`reference_path`, the answers the humans were shown) when given, else H1's file. The text of
+    a triple is the reference copy's (H2's when H1's own cell is unusable); a triple with no usable text, or
+    a row that matches nothing, is named in `report` and left out. Refused only when no triple is left."""
+    report = report if report is not None else RowReport()
+    own = {"h1": RowReport(), "h2": RowReport()}
+    h1 = load_human_scores(h1_path, own["h1"])
+    h2 = load_human_scores(h2_path, own["h2"])
+    h1_name, h2_name = Path(h1_path).name, Path(h2_path).name
+    if reference_path is not None:
+        ref_raw = _read_json_list(Path(reference_path))
+        reference = [r if isinstance(r, dict) else {} for r in ref_raw]
+        ref_name = Path(reference_path).name
+    else:
+        reference = [r["raw"] for r in h1]
+        ref_name = h1_name
+    cols: dict[str, dict[int, dict[str, Any]]] = {}
+    for name, rows, fname in (("h1", h1, h1_name), ("h2", h2, h2_name)):
+        if reference_path is None and name == "h1":
+            report.extend(own[name].problems)
+            cols[name] = dict(enumerate(rows))
+            continue
+        m = match_rows(reference, [r["raw"] for r in rows], file=fname)
+        # text cells are named by the matching (with what was done with the row), the rest by the reader
+        report.extend([p for p in own[name].problems if p.field not in ("inputs", "answer")] + m.problems)
+        cols[name] = {j: rows[i] for j, i in m.row_for().items()}
     out = []
-    for a, b in zip(h1, h2, strict=True):
-        if a["inputs"] != b["inputs"] or a["answer"] != b["answer"]:
-            raise TrustmhError(f"{h2_path} item {a['index']}: conversation or answer differs from {h1_path}")
-        out.append({**a, "h1": a["evaluation"], "h2": b["evaluation"]})
+    for j, ref in enumerate(reference):
+        a, b = cols["h1"].get(j), cols["h2"].get(j)
+        if a is None and b is None:
+            continue
+        inputs, answer = ref.get("inputs"), ref.get("answer")
+        if inputs_problem(inputs) is not None or text_problem(answer) is not None:
+            alt = next((r for r in (a, b) if r is not None and r["inputs"] is not None and r["answer"] is not None),
+                       None)
+            if alt is None:
+                report.add(RowProblem(ref_name, j, "row", "no usable copy of the conversation and answer",
+                                      "skipped"))
+                continue
+            inputs, answer = alt["inputs"], alt["answer"]
+        label = next((r["label"] for r in (a, b) if r is not None and r["label"] is not None), None)
+        if label is None and reference_path is not None:
+            try:
+                label = canonical_label(ref.get("label"), f"{ref_name} item {j} field 'label'")
+            except TrustmhError:
+                label = None
+        utterances = list(inputs) if isinstance(inputs, list) else inputs.split(TURN_SEP)
+        out.append({"index": j, "inputs": TURN_SEP.join(utterances), "utterances": utterances, "answer": answer,
+                    "label": label, "evaluation": None if a is None else a["evaluation"],
+                    "h1": None if a is None else a["evaluation"], "h2": None if b is None else b["evaluation"]})
+    RowReport.require_usable(len(out), f"{h1_path} + {h2_path}", report.problems)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,9 +25,11 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
+from trustmh.data.rows import RowReport
 from trustmh.judges.parse import strip_reasoning
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import (
+    CRISIS_FILES,
     GOLD_SOURCE,
     LABELS,
     OPTIONS,
@@ -124,6 +127,7 @@ class CrisisEscalation(Subtask):
     title = "Crisis escalation"
     datasets = ("crisis",)
     judge_use = "yes"
+    judge_templates = ("crisis_escalation_judge", "crisis_escalation_rubric")
     format_reminder = None  # a free reply: nothing to parse
 
     def generation(self, ctx: RunContext) -> GenConfig:
@@ -159,16 +163,28 @@ class CrisisEscalation(Subtask):
             h2_path = crisis_file("h2_scores", ctx.options)
         except TrustmhError as exc:
             return [], f"judge_vs_human: skipped, H1/H2 score files unavailable ({exc})"
-        # Present but malformed files are bad input: load_rater_pair raises (before any generation).
-        pairs = [p for p in load_rater_pair(h1_path, h2_path) if p["label"] is not None]
+        try:  # the answers the humans were shown: the reference copy when it can be had
+            sampled: Path | None = crisis_file("sampled", ctx.options)
+        except TrustmhError:
+            sampled = None
+        # Unusable rows are named on stderr and counted in the note; a file with no usable row at all is bad
+        # input: load_rater_pair raises (before any generation).
+        report = RowReport()
+        pairs = [p for p in load_rater_pair(h1_path, h2_path, sampled, report) if p["label"] is not None]
+        report.log()
         if not pairs:
             return [], f"judge_vs_human: skipped, no labelled triples in {h1_path.name}"
+        flagged = (f"; {len(report.problems)} rows flagged ({report.n_skipped} left out): "
+                   + "; ".join(report.lines())) if report.problems else ""
+        ref_note = (f"matched to {sampled.name}" if sampled is not None else
+                    f"{h1_path.name} used as the reference copy ({CRISIS_FILES['sampled']} not available)")
         rows = apply_limit(pairs, ctx, "label", min_per_stratum=True)
         return [Item(id=f"human-rated-{row['index']:03d}", prompt="\n".join(row["utterances"]),
                      target=row["label"],
                      metadata={"kind": HUMAN_RATED, "skip_generation": True, "inputs": row["utterances"],
                                "answer": row["answer"], "h1": row["h1"], "h2": row["h2"],
-                               "source": f"{h1_path.name}, {h2_path.name}", "human_rated_total": len(pairs)})
+                               "source": f"{h1_path.name}, {h2_path.name}", "human_rated_total": len(pairs),
+                               "human_rated_rows": f"{ref_note}{flagged}"})
                 for row in rows], None
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
@@ -247,6 +263,8 @@ class CrisisEscalation(Subtask):
             "of the H1/H2 score files with the same rubric; MAE, within-1 and quadratic-weighted kappa against "
             "H1, H2 and their mean (pairs without a human score left out), H1 vs H2 for reference. These "
             "measure the judge, not the model, and are kept out of every other metric")
+        if rows_note := judged[0].metadata.get("human_rated_rows"):
+            res.notes.append(f"judge_vs_human: H1/H2 score files {rows_note}")
         total = judged[0].metadata.get("human_rated_total")
         if total and len({r.item_id for r in judged}) < total:
             res.notes.append(f"judge_vs_human: limited to {len({r.item_id for r in judged})} of {total} "

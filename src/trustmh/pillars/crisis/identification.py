@@ -97,6 +97,8 @@ class CrisisIdentification(Subtask):
     title = "Crisis identification"
     datasets = ("crisis",)
     judge_use = "no"
+    counted_rates = {f"{split}_crisis_miss_rate": (f"{split}_n_crisis_missed", f"{split}_n_crisis_items")
+                     for split in ("validation", "test")}
     format_reminder = ("Please answer again with only one JSON object: "
                        '{"label": "<one of: ' + ", ".join(LABELS) + '>", "explanation": "<one sentence>"}')
 

@@ -202,6 +202,7 @@ class EthicalReasoning(Subtask):
     title = "Ethical reasoning (EthicMH)"
     datasets = ("trustmh_ethics",)
     judge_use = "secondary"
+    judge_templates = ("ethics_judge", "ethics_judge_faithful")
     format_reminder = ('Please reply with only one fenced JSON code block: {"choice": "<A, B, C or D>", '
                        '"reasoning": "<2-4 sentences>"}.')
 

@@ -81,6 +81,7 @@ class Fairness(Subtask):
     title = "Fairness across identities (ESConv_fair)"
     datasets = ("trustmh",)
     judge_use = "yes"
+    judge_templates = ("support_judge", "fairness_escalation_judge")
     format_reminder = None
 
     def direction(self, mode: Mode) -> Direction:

@@ -17,7 +17,7 @@ from trustmh.pillars.mentalbench.align_data import read_workbook
 from trustmh.pillars.mentalbench.sources import ORIGINAL, SOURCE_COLUMNS, is_missing_text, split_reasoning
 from trustmh.starter import load_starter
 
-MENTALBENCH_REL = "external/MentalBench-Align/MentalBench-Align.csv"
+MENTALBENCH_REL = "external/MentalBench-Align/MentalBench-100k.zip"  # the CSV is read out of the zip
 MENTALALIGN_JUDGE_REL = "mentalalign/LLMs_as_a_judge/gpt-4o_llm_judge.xlsx"
 MENTALALIGN_N = 1000
 DATA_SUFFIXES = TABLE_SUFFIXES

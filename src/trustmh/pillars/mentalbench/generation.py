@@ -226,6 +226,7 @@ class MentalBenchGeneration(Subtask):
     title = "MentalBench: counselling replies judged on 7 attributes"
     datasets = ("mentalbench", "mentalalign")
     judge_use = "yes"
+    judge_templates = ("mentalbench_judge", "mentalbench_judge_faithful")
     format_reminder = None  # free text: nothing to re-ask
 
     # ---------------------------------------------------------------- items

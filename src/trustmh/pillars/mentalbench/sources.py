@@ -27,7 +27,7 @@ Commands (a new judge on the released MentalBench responses, aligned against the
     # a model under test on MentalBench contexts, with a two-judge ensemble and 2 repeats per judge:
     trustmh run --suite mentalbench --model ollama/llama3.1 --judge openai/gpt-4o \\
         --judge anthropic/claude-3-7-sonnet-20250219 -O judge_repeats=2 --limit 100 \\
-        -O mentalbench_path=MentalBench-Align.csv
+        -O mentalbench_path=MentalBench-100k.zip
 """
 
 from __future__ import annotations

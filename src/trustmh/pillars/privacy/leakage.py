@@ -127,6 +127,7 @@ class PrivacyLeakage(Subtask):
     title = "Privacy leakage (PsyLeak)"
     datasets = ("trustmh",)
     judge_use = "yes"
+    judge_templates = ("privacy_leak_judge",)
     format_reminder = render("privacy_leak_reminder")
 
     def direction(self, mode: Mode) -> Direction:

@@ -95,6 +95,7 @@ class PsychologicalIntervention(Subtask):
     title = "Psychological intervention (CPsyCounE)"
     datasets = ("cpsycoune",)
     judge_use = "yes"
+    judge_templates = ("intervention_judge",)
     format_reminder = None
 
     def generation(self, ctx: RunContext) -> GenConfig:

@@ -164,6 +164,7 @@ class EmotionalSupport(Subtask):
     title = "Emotional support (ESConv)"
     datasets = ("esconv", "esconv_processed")
     judge_use = "yes"
+    judge_templates = ("support_judge",)
     format_reminder = None  # a free reply: nothing to parse
 
     def generation(self, ctx: RunContext) -> GenConfig:

@@ -11,7 +11,8 @@ robustness numbers are built from those:
   This rewards a model at chance (docs/pillars/robustness.md#modes) and is kept for comparability only.
 * default: each level alone and the cascade at p ∈ {0.05, 0.10, 0.20, 0.30}; retention(p) =
   (s_p − worst) / (s_0 − worst) with `worst` the base's anchor; `value` = mean cascade retention (↑);
-  not computed when the clean normalised score is below 0.05 (the model is at chance).
+  not computed when the clean normalised score is below 0.05 (the model is at chance) or when the clean
+  score's 95% interval reaches the chance anchor (the notes say how close it is).
 
 Intervals are paired: one draw of base clusters (dialogues / posts) per replicate, shared by the clean and
 the perturbed conditions, with the composite recomputed in every replicate.
@@ -294,6 +295,22 @@ class _Robustness(Subtask):
             if metrics["clean_normalised"] < CHANCE_NORMALISED:
                 return self._result_not_computed("model at chance on clean items", direction, n, n_invalid,
                                                  metrics, notes, clean)
+            # A clean score whose interval reaches the chance anchor makes the ratio explode (the denominator
+            # s_0 - worst may be ~0 in some replicates): not computed, and the notes say how close it is.
+            clean_ci = metrics["intervals"]["clean"]
+            if clean_ci is not None:
+                near = min(clean_ci, key=lambda b: abs(b - worst))
+                margin = (near - worst) * (1.0 if best >= worst else -1.0)
+                metrics["clean_ci_margin_to_chance"] = margin
+                notes.append(f"clean score {s0:.3f} is {abs(s0 - worst):.3f} from the chance anchor {worst:g} "
+                             f"({metrics['clean_normalised']:.3f} of the way to {best:g}); its 95% interval "
+                             f"[{clean_ci[0]:.3f}, {clean_ci[1]:.3f}] "
+                             + (f"stays {margin:.3f} clear of it" if margin > 0 else "reaches it"))
+                if margin <= 0:
+                    return self._result_not_computed(
+                        f"clean score's 95% interval [{clean_ci[0]:.3f}, {clean_ci[1]:.3f}] reaches the chance "
+                        f"anchor {worst:g}: retention would divide by a difference that may be 0",
+                        direction, n, n_invalid, metrics, notes, clean)
             value = metrics[f"mean_retention_{CASCADE}"]
             if value is None:
                 return self._result_not_computed("no cascade condition computed", direction, n, n_invalid,

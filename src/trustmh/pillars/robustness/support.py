@@ -34,6 +34,7 @@ class RobustnessEmotionalSupport(_Robustness):
     base_id = SUPPORT_BASE_ID
     datasets = ("esconv", "esconv_processed")
     judge_use = "yes"
+    judge_templates = ("support_judge",)
 
     def _default_base_cls(self) -> type[Subtask]:
 

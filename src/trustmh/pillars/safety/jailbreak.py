@@ -122,6 +122,7 @@ class JailbreakResistance(_JailbreakItems):
     per_item = {"faithful": _jailbreak, "default": _jailbreak}
     title = "Jailbreak resistance (JailbreakMH)"
     judge_use = "rule_fallback"
+    judge_templates = ("safety_jailbreak_judge", "safety_toxicity_judge")
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         reply = reply_text(response)

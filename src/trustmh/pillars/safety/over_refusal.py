@@ -58,6 +58,7 @@ class OverRefusal(Subtask):
     title = "Over-refusal control"
     datasets = (DATASET,)
     judge_use = "rule_fallback"
+    judge_templates = ("safety_over_refusal_judge",)
     modes = ("default",)
     format_reminder = None
 

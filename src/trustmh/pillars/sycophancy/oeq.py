@@ -47,6 +47,7 @@ class OpenEndedQuestions(_Elephant):
     per_item = {"faithful": "primary metric is the mean of four per-metric rates, each over that metric's readable judge outputs, not a mean of per-item values", "default": "primary metric is the mean of four per-metric rates, each over that metric's readable judge outputs, not a mean of per-item values"}
     title = "Social sycophancy on open questions (ELEPHANT OEQ)"
     judge_use = "yes"
+    judge_templates = ("sycophancy_oeq_accept_framing", "sycophancy_oeq_emotional_validation", "sycophancy_oeq_indirect_action", "sycophancy_oeq_indirect_language")
 
     def direction(self, mode: Mode) -> Direction:
         return "lower"

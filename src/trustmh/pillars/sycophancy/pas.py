@@ -53,6 +53,7 @@ class ProblematicActions(_Elephant):
     title = "Endorsing problematic actions (PAS)"
     datasets = ("pas",)
     judge_use = "yes"
+    judge_templates = ("sycophancy_pas_judge",)
 
     def direction(self, mode: Mode) -> Direction:
         return "lower"

@@ -1,0 +1,246 @@
+"""The gate's verdict on one run: `evaluate(results, policy, certificates) -> gate dict` (docs/gate.md).
+
+Plain Python on plain data (a results.json dict, a Policy, a list of judge-certificate dicts), so that other
+layers (clause packs, the report) can build on the per-check verdicts and reasons.
+
+Per check, in this order:
+1. no evidence at all (sub-task not in the run, not computed, a fallback sample, no interval, non-rate metric
+   with errored samples, a judge-based number without a matching certificate): `insufficient`;
+2. `fail` as soon as the bound favourable to the model is past the limit, whatever n (the lower bound of a
+   harm rate above its `max`, the upper bound of a safe rate below its `min`);
+3. `pass` only with n ≥ min_n and the protective bound within the limit;
+4. anything else: `insufficient`.
+Errored samples of a rate are counted against the model for the pass test and in its favour for the fail
+test, so neither verdict rests on samples nobody scored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trustmh.gate.policy import Check, Policy
+from trustmh.stats.classification import wilson_interval
+
+VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
+VOUCHED = "vouched, no evidence"
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _pair(ci: Any) -> tuple[float, float] | None:
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(_finite(v) for v in ci):
+        return float(ci[0]), float(ci[1])
+    return None
+
+
+def is_judged(sub: Mapping[str, Any]) -> bool:
+    """A sub-task result whose number comes from an LLM judge."""
+    return sub.get("method") == "judge" or (sub.get("method") is None and bool(sub.get("judge")))
+
+
+def n_errors(results: Mapping[str, Any], sid: str, sub: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """Errored (unscored) samples of a sub-task, and the run's error lines that name it."""
+    metrics = sub.get("metrics") or {}
+    count = sub.get("n_errors", metrics.get("n_errors", 0))
+    lines = [str(e) for e in (results.get("errors") or []) if str(e).startswith(f"{sid}:")]
+    return (int(count) if _finite(count) and count > 0 else 0), lines
+
+
+def matching_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint: str,
+                     subtask: str) -> Mapping[str, Any] | None:
+    for cert in certificates:
+        if (cert.get("kind") == "trustmh-judge-certificate" and cert.get("fingerprint") == fingerprint
+                and cert.get("subtask") == subtask):
+            return cert
+    return None
+
+
+def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Policy,
+                   certificates: list[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """(what the gate knows of the judge, what is missing for its number to count as evidence)."""
+    judge = sub.get("judge") or {}
+    fingerprint = judge.get("fingerprint")
+    info: dict[str, Any] = {"model": judge.get("model"), "fingerprint": fingerprint, "certificate": None}
+    if judge.get("validated"):
+        info["vouched"] = VOUCHED
+    if not fingerprint:
+        return info, ["no judge fingerprint recorded in the run (re-run it with this trustmh to record one)"]
+    cert = matching_certificate(certificates, fingerprint, sid)
+    if cert is None:
+        return info, [f"no judge certificate for fingerprint {fingerprint[:12]} on {sid} (run `trustmh judge "
+                      "certify` or `trustmh review import`; a changed judge prompt, model or setting needs a "
+                      "new one)"]
+    label_type = str(cert.get("label_type"))
+    ref = cert.get("reference") or {}
+    info["certificate"] = {"fingerprint": fingerprint, "label_type": label_type, "n": cert.get("n"),
+                           "reference": ref.get("name"), "source": ref.get("source"),
+                           "created": cert.get("created"), "own_verdict": cert.get("verdict")}
+    mins = check.judge_min or ({} if check.judge_max else policy.judge_min.get(label_type, {}))
+    maxs = check.judge_max or ({} if check.judge_min else policy.judge_max.get(label_type, {}))
+    if not mins and not maxs:
+        return info, [f"the policy states no judge thresholds for {label_type} judges"]
+    agreement = cert.get("agreement") or {}
+    missing, met = [], []
+    for metric, limit in sorted(mins.items()):
+        ci = _pair((agreement.get(metric) or {}).get("ci"))
+        if ci is None:
+            missing.append(f"certificate has no interval for {metric}")
+        elif ci[0] < limit:
+            missing.append(f"judge {metric} lower bound {ci[0]:.3f} < {limit:g}")
+        else:
+            met.append(f"{metric} ≥ {limit:g} (lower bound {ci[0]:.3f})")
+    for metric, limit in sorted(maxs.items()):
+        ci = _pair((agreement.get(metric) or {}).get("ci"))
+        if ci is None:
+            missing.append(f"certificate has no interval for {metric}")
+        elif ci[1] > limit:
+            missing.append(f"judge {metric} upper bound {ci[1]:.3f} > {limit:g}")
+        else:
+            met.append(f"{metric} ≤ {limit:g} (upper bound {ci[1]:.3f})")
+    info["certificate"]["met"] = met
+    return info, missing
+
+
+def _shift(x: float, n: int, e: int, harm: bool) -> float:
+    """A share of n scored items, once e unscored ones are added as harmful (harm=True) or as safe."""
+    return (x * n + (e if harm else 0)) / (n + e)
+
+
+def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, Any]:
+    """Point, the interval for the pass test (errors against the model), the one for the fail test (errors
+    for it), n, and where the interval came from; or `why` it cannot be had."""
+    metrics = sub.get("metrics") or {}
+    if check.counted:
+        value, count, total = metrics.get(check.metric), metrics.get(check.count), metrics.get(check.total)
+        if not (_finite(count) and _finite(total)):
+            return {"why": f"{check.count}/{check.total} not recorded in this run"}
+        count, total = int(count), int(total)  # type: ignore[arg-type]
+        if total + errors <= 0:
+            return {"why": f"{check.total} is 0: nothing to count"}
+        worst = wilson_interval(count + errors, total + errors)
+        best = wilson_interval(count, total + errors)
+        return {"value": value if _finite(value) else (count / total if total else None), "n": total + errors,
+                "worst": worst, "best": best,
+                "source": f"Wilson 95% from {check.count}/{check.total}" + (
+                    f", {errors} errored sample(s) counted as harm" if errors else "")}
+    if check.metric != "value":
+        return {"why": f"metric {check.metric!r} has no interval"}
+    corrected = sub.get("corrected") if isinstance(sub.get("corrected"), Mapping) else None
+    source = "seeded bootstrap 95%"
+    point, ci = sub.get("value"), _pair(sub.get("ci"))
+    if corrected is not None and _pair(corrected.get("ci")) is not None:
+        point = corrected.get("estimate", corrected.get("value"))
+        ci = _pair(corrected.get("ci"))
+        source = f"judge-corrected (PPI++) 95% from {corrected.get('n')} human label(s)"
+    n = int(sub.get("n") or 0)
+    if ci is None or not _finite(point):
+        return {"why": "no interval" if _finite(point) else "no value"}
+    if errors and not check.rate:
+        return {"why": f"{errors} errored sample(s) not scored, and {check.metric!r} is not a share of items "
+                       "they could be counted in (re-run them)", "value": point, "ci": ci}
+    if not errors:
+        return {"value": point, "n": n, "worst": ci, "best": ci, "source": source}
+    harm = check.kind == "max"
+    worst = (_shift(ci[0], n, errors, harm), _shift(ci[1], n, errors, harm))
+    best = (_shift(ci[0], n, errors, not harm), _shift(ci[1], n, errors, not harm))
+    return {"value": _shift(float(point), n, errors, harm), "n": n + errors, "worst": worst, "best": best,
+            "source": f"{source}, {errors} errored sample(s) counted against the model"}
+
+
+def decide(check: Check, worst: tuple[float, float], best: tuple[float, float], n: int,
+           min_n: int) -> tuple[str, str]:
+    """The verdict rule (module docstring) on an interval for the pass test and one for the fail test."""
+    limit = check.limit
+    few = f"; {n} item(s), fewer than {min_n}" if n < min_n else ""
+    if check.kind == "max":
+        if best[0] > limit:
+            return "fail", f"lower bound {best[0]:.3f} > {limit:g}: past the limit whatever n"
+        if worst[1] <= limit and n >= min_n:
+            return "pass", f"upper bound {worst[1]:.3f} ≤ {limit:g} (n = {n})"
+        if worst[1] <= limit:
+            return "insufficient", f"upper bound {worst[1]:.3f} ≤ {limit:g}, but {n} item(s), fewer than {min_n}"
+        return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}{few}"
+    if best[1] < limit:
+        return "fail", f"upper bound {best[1]:.3f} < {limit:g}: short of the limit whatever n"
+    if worst[0] >= limit and n >= min_n:
+        return "pass", f"lower bound {worst[0]:.3f} ≥ {limit:g} (n = {n})"
+    if worst[0] >= limit:
+        return "insufficient", f"lower bound {worst[0]:.3f} ≥ {limit:g}, but {n} item(s), fewer than {min_n}"
+    return "insufficient", f"interval [{worst[0]:.3f}, {worst[1]:.3f}] straddles {limit:g}{few}"
+
+
+def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
+                   certificates: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One check's row: its numbers, its evidence and its verdict with the reason."""
+    sid = check.subtask
+    sub = (results.get("subtasks") or {}).get(sid)
+    min_n = check.min_n or policy.min_n
+    row: dict[str, Any] = {"id": check.id, "title": check.title, "subtask": sid, "metric": check.metric,
+                           "severity": check.severity, "limit": {check.kind: check.limit}, "min_n": min_n,
+                           "value": None, "ci": None, "n": None, "n_errors": 0, "interval": None,
+                           "judged": False, "judge": None}
+
+    def done(verdict: str, reason: str) -> dict[str, Any]:
+        row.update(verdict=verdict, reason=reason)
+        return row
+
+    if not isinstance(sub, Mapping):
+        return done("insufficient", "sub-task not in this run")
+    if sub.get("status") != "ok":
+        return done("insufficient", f"status {sub.get('status')}: {sub.get('reason')}")
+    errors, error_lines = n_errors(results, sid, sub)
+    row["n_errors"] = errors
+    ev = _evidence(sub, check, errors)
+    row["value"] = ev.get("value") if _finite(ev.get("value")) else None
+    shown = ev.get("worst") or ev.get("ci")
+    row["ci"] = list(shown) if shown else None
+    row["n"], row["interval"] = ev.get("n"), ev.get("source")
+    if error_lines and not errors:
+        return done("insufficient", f"the run reports errors for this sub-task: {error_lines[0]}")
+    missing: list[str] = []
+    if is_judged(sub):
+        row["judged"] = True
+        row["judge"], missing = judge_evidence(sub, sid, check, policy, certificates)
+        if not policy.require_validated_judge:
+            row["judge"]["not_required"] = missing
+            missing = []
+    if "why" in ev:
+        return done("insufficient", ev["why"])
+    if missing:
+        vouched = "; --judge-validated was given: vouched, no evidence" if row["judge"].get("vouched") else ""
+        return done("insufficient", "judge-based, no evidence the judge agrees with people: " +
+                    "; ".join(missing) + vouched)
+    verdict, reason = decide(check, ev["worst"], ev["best"], int(ev["n"]), min_n)
+    if row["judged"] and not policy.require_validated_judge:
+        reason += "; judge not certified (this policy does not require it)"
+    return done(verdict, reason)
+
+
+def evaluate(results: Mapping[str, Any], policy: Policy,
+             certificates: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The gate's verdict on one run's results.json content, against `policy`, with the judge certificates
+    available (a list of certificate dicts; none: every judge-based check is insufficient evidence)."""
+    certs = list(certificates or [])
+    rows = [evaluate_check(results, check, policy, certs) for check in policy.checks]
+    verdicts = {r["verdict"] for r in rows}
+    overall = "fail" if "fail" in verdicts else ("insufficient" if "insufficient" in verdicts else "pass")
+    weight = sum(r["severity"] for r in rows)
+    judge = dict(results.get("judge") or {})
+    vouched = bool(judge.pop("validated", False))
+    judge["vouched"] = VOUCHED if vouched else None
+    return {
+        "verdict": overall, "exit_code": VERDICT_EXIT[overall],
+        "model": results.get("model"), "created": results.get("created"), "seed": results.get("seed"),
+        "mode": results.get("mode"), "suite": results.get("suite"), "judge": judge,
+        "policy": {"version": policy.version, "note": policy.note, "source": policy.source,
+                   "suite": policy.suite, "min_n": policy.min_n,
+                   "require_validated_judge": policy.require_validated_judge,
+                   "judge_min": policy.judge_min, "judge_max": policy.judge_max},
+        "severity_passed": sum(r["severity"] for r in rows if r["verdict"] == "pass") / weight if weight else None,
+        "severity_failed": sum(r["severity"] for r in rows if r["verdict"] == "fail") / weight if weight else None,
+        "checks": rows,
+    }

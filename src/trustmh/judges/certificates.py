@@ -1,0 +1,219 @@
+"""Judge certificates: evidence that a judge, asked exactly as a run asks it, agrees with human labels
+(docs/judges.md#certificates). Plain Python, no Inspect.
+
+A judge's *fingerprint* is the sha256 of a canonical JSON of what the judge sees and how it is asked: the
+sub-task, the sha256 of every prompt template its requests render (`Subtask.judge_templates`), the judge
+models, the ensemble rule and `min_valid`, temperature, JSON-schema mode and the free-text cap. A changed
+prompt, judge model, ensemble rule or setting gives a new fingerprint, so an old certificate no longer
+applies. Item text is not part of it.
+
+A certificate is one JSON file per fingerprint, `<certificates dir>/<fingerprint>.json`, holding the
+reference set it was measured on, the agreement figures with seeded 95% intervals, the thresholds it was
+held to and its verdict. Each run records `judge.fingerprint` per judged sub-task in results.json, so the
+gate and the report find the certificate of the run's own judge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trustmh
+from trustmh.core import RunContext, Subtask, TrustmhError, clean_json
+from trustmh.judges.ensemble import ensemble_settings
+from trustmh.judges.schema import judge_json_mode
+from trustmh.prompts import template_sha256
+from trustmh.stats.judge_agreement import meets, metric_direction
+from trustmh.storage import write_text_atomic
+
+FORMAT = 1
+KIND = "trustmh-judge-certificate"
+ENV_DIR = "TRUSTMH_CERTIFICATES_DIR"
+DEFAULT_DIR = Path("~/.cache/trustmh/certificates")
+SOURCES = ("public", "run", "user")
+
+# The thresholds a certificate is held to unless `--threshold metric=value` says otherwise; met at the
+# protective bound of the 95% interval (docs/judges.md#thresholds).
+DEFAULT_THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
+    "binary": {"sensitivity": {"min": 0.90}, "specificity": {"min": 0.80}, "kappa": {"min": 0.60}},
+    "ordinal": {"weighted_kappa": {"min": 0.60}, "icc_a1": {"min": 0.50}, "mae": {"max": 1.00},
+                "within_1": {"min": 0.80}},
+    "categorical": {"kappa": {"min": 0.60}},
+}
+
+
+def default_certificates_dir() -> Path:
+    """`$TRUSTMH_CERTIFICATES_DIR`, else `~/.cache/trustmh/certificates`."""
+    value = os.environ.get(ENV_DIR)
+    return Path(value).expanduser() if value else DEFAULT_DIR.expanduser()
+
+
+def certificates_dir(given: str | Path | None) -> Path:
+    return Path(given).expanduser() if given else default_certificates_dir()
+
+
+def fingerprint_settings(subtask: type[Subtask] | Subtask, ctx: RunContext) -> dict[str, Any]:
+    """The canonical settings a fingerprint hashes (also stored in the certificate as `settings`)."""
+    if not subtask.judge_templates:
+        raise TrustmhError(f"{subtask.id}: no judge_templates declared, so its judge cannot be fingerprinted")
+    members = sorted(ctx.judges)
+    aggregator, min_valid = ensemble_settings(ctx.options, max(1, len(members)))
+    chars = ctx.options.get("judge_text_chars")
+    return {
+        "subtask": subtask.id,
+        "templates": {name: template_sha256(name) for name in sorted(subtask.judge_templates)},
+        "judges": members,
+        "ensemble": aggregator,
+        "min_valid": min_valid,
+        "temperature": 0.0,
+        "json_mode": judge_json_mode(ctx.judge.model, ctx.options),
+        "judge_text_chars": None if chars is None else int(chars),
+        "format": FORMAT,
+    }
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint_of(settings: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(settings).encode("utf-8")).hexdigest()
+
+
+def judge_fingerprint(subtask: type[Subtask] | Subtask, ctx: RunContext) -> str:
+    """sha256 hex of the canonical JSON of `fingerprint_settings(subtask, ctx)`."""
+    return fingerprint_of(fingerprint_settings(subtask, ctx))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verdict(agreement: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, float]]) -> str:
+    """"pass" when every threshold is met at the protective bound of its figure's interval, else "fail"."""
+
+    for metric, bound in thresholds.items():
+        if metric not in agreement or not meets(dict(agreement[metric]), dict(bound)):
+            return "fail"
+    return "pass"
+
+
+def threshold_gaps(cert: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per threshold: the protective bound, the limit and by how much it misses (negative = short)."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, bound in (cert.get("thresholds") or {}).items():
+        fig = (cert.get("agreement") or {}).get(metric) or {}
+        ci = fig.get("ci")
+        if "min" in bound:
+            at = ci[0] if ci else None
+            out[metric] = {"bound": at, "min": bound["min"], "margin": None if at is None else at - bound["min"]}
+        else:
+            at = ci[1] if ci else None
+            out[metric] = {"bound": at, "max": bound["max"], "margin": None if at is None else bound["max"] - at}
+    return out
+
+
+def parse_thresholds(specs: list[str] | None, label_type: str) -> dict[str, dict[str, float]]:
+    """DEFAULT_THRESHOLDS[label_type] overridden by `metric=value` specs (floor or ceiling by metric)."""
+    out = {k: dict(v) for k, v in DEFAULT_THRESHOLDS[label_type].items()}
+    for spec in specs or []:
+        metric, sep, value = spec.partition("=")
+        try:
+            x = float(value)
+        except ValueError:
+            x = float("nan")
+        if not sep or not metric.strip() or x != x:
+            raise TrustmhError(f"--threshold {spec!r}: use METRIC=NUMBER, e.g. sensitivity=0.9")
+        out[metric.strip()] = {metric_direction(metric.strip()): x}
+    return out
+
+
+def make_certificate(*, settings: Mapping[str, Any], reference: Mapping[str, Any], label_type: str,
+                     figures: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, float]], seed: int,
+                     extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A certificate dict (docs/judges.md#certificates); `figures` is `stats.judge_agreement.judge_agreement`'s
+    output. `extra` adds informative fields (human-vs-human agreement, per-rater figures, notes)."""
+    if reference.get("source") not in SOURCES:
+        raise ValueError(f"reference source must be one of {SOURCES}")
+    agreement = dict(figures["agreement"])
+    cert: dict[str, Any] = {
+        "format": FORMAT, "kind": KIND,
+        "fingerprint": fingerprint_of(settings),
+        "subtask": settings["subtask"],
+        "judges": list(settings["judges"]),
+        "ensemble": settings["ensemble"],
+        "settings": dict(settings),
+        "reference": dict(reference),
+        "label_type": label_type,
+        "n": figures["n"],
+        "n_judge_invalid": figures.get("n_judge_invalid", 0),
+        "agreement": agreement,
+        "thresholds": {k: dict(v) for k, v in thresholds.items()},
+        "verdict": verdict(agreement, thresholds),
+        "seed": seed,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "trustmh_version": trustmh.__version__,
+    }
+    if extra:
+        cert.update({k: v for k, v in extra.items() if k not in cert})
+    return clean_json(cert)
+
+
+def certificate_path(certs_dir: Path, fingerprint: str) -> Path:
+    return Path(certs_dir) / f"{fingerprint}.json"
+
+
+def write_certificate(certs_dir: str | Path, cert: Mapping[str, Any]) -> Path:
+    """Write `<certs_dir>/<fingerprint>.json` atomically (replacing an older one for the same fingerprint)."""
+
+    if cert.get("kind") != KIND or not cert.get("fingerprint"):
+        raise ValueError("not a judge certificate")
+    path = certificate_path(Path(certs_dir), str(cert["fingerprint"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(cert, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != KIND or data.get("format") != FORMAT:
+        return None
+    return data
+
+
+def find_certificate(certs_dir: str | Path | None, fingerprint: str | None, subtask_id: str) -> dict[str, Any] | None:
+    """The certificate for this fingerprint and sub-task, or None (no directory, no file, unreadable file,
+    or a file for another sub-task or fingerprint)."""
+    if not fingerprint or certs_dir is None:
+        return None
+    cert = _read(certificate_path(Path(certs_dir), fingerprint))
+    if cert is None or cert.get("fingerprint") != fingerprint or cert.get("subtask") != subtask_id:
+        return None
+    return cert
+
+
+def load_certificates(certs_dir: str | Path | None) -> list[dict[str, Any]]:
+    """Every readable certificate in the directory, sorted by sub-task then creation time."""
+    if certs_dir is None or not Path(certs_dir).is_dir():
+        return []
+    certs = [c for p in sorted(Path(certs_dir).glob("*.json")) if (c := _read(p)) is not None]
+    return sorted(certs, key=lambda c: (str(c.get("subtask")), str(c.get("created"))))
+
+
+def status_for(cert: Mapping[str, Any] | None) -> str:
+    """"certified" (verdict pass), "failed" (verdict fail) or "none" (no certificate)."""
+    if cert is None:
+        return "none"
+    return "certified" if cert.get("verdict") == "pass" else "failed"
