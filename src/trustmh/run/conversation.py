@@ -42,6 +42,7 @@ from trustmh.run.calls import (
     item_from_metadata,
     judge_model,
 )
+from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -73,6 +74,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     model_label = str(ctx.options.get("model") or "model")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        check_budget()
         item = item_from_metadata(state.metadata)
         turns: list[dict[str, Any]] = []
         # the sample's input only names the conversation: the turns are built here, one by one
@@ -87,6 +89,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 patient = patient or patient_model(ctx, index)
                 out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
                 said = out.completion
+                note_call("patient", str(patient), out)
                 names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
                 who = names[index % len(names)] if names else str(out.model or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
@@ -120,7 +123,7 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
                 for req in subtask.conversation_judge_requests(item, turns, ctx):
                     outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
-                                         extra={"model_reported": state.output.model,
+                                         extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),
                                                 **({GREETING_KEY: state.metadata[GREETING_KEY]}
                                                    if GREETING_KEY in state.metadata else {})})
             valid = bool(record.score.get("valid", True))

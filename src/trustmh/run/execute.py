@@ -39,12 +39,14 @@ from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.sources import model_family
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
-from trustmh.run import rundir
+from trustmh.results.usage import usage_rows
+from trustmh.run import rundir, usage
 from trustmh.run.calls import capped, judge_role
 from trustmh.run.logs import records_from_log
+from trustmh.run.plan import EXPECTED_TOKENS, PlanSettings, estimate, to_json
 from trustmh.run.secrets import redact, scrub_run_dir, secret_values
 from trustmh.run.tasks import build_task
-from trustmh.storage import Url, run_path
+from trustmh.storage import Url, run_path, write_text_atomic
 
 DEMO_LIMIT = 2
 DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
@@ -97,6 +99,13 @@ class RunOptions:
     patient: Any = None
     # `--endpoint FILE`: the product's API for `--model http/<name>` (trustmh.models.endpoint)
     endpoint: Path | None = None
+    # Prices (`--prices FILE`, loaded), the spending limit (`--budget`), and starting above the plan's upper
+    # estimate anyway (`--force`); the plan's assumptions (`--latency`, `--expect-reply-tokens`).
+    prices: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
+    force: bool = False
+    latency: float | None = None
+    expect_reply_tokens: int | None = None
 
 
 def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
@@ -230,6 +239,7 @@ class RunPlan:
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
     patient: dict[str, Any] | None = None  # {"model", "source"} when a sub-task plays a simulated patient
+    planned: dict[str, Any] | None = None  # `trustmh.run.plan.estimate` of this plan (plan.json)
 
 
 def plan_run(opts: RunOptions) -> RunPlan:
@@ -483,6 +493,11 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
                                                       subtask.direction(ctx.mode))
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
+    planned = plan.planned or {}
+    extra = {**(extra or {}), "usage": usage_rows(records, plan.opts.prices, planned.get("subtasks"))}
+    if planned:
+        extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
+                         "assumptions": planned["assumptions"]}
     run_results = RunResults(model=plan.model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors,
                              extra={"generation": plan.generation,
@@ -506,10 +521,47 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     return data, (1 if errors else 0)
 
 
+# `trustmh run --budget`: the exit code of a run stopped because its counted cost reached the budget.
+BUDGET_EXIT = 3  # = trustmh.cli.args.BUDGET_EXIT (the CLI's help names it without importing the run)
+SPEND_FILE = "spend.json"
+
+
+def plan_settings(opts: RunOptions, **more: Any) -> Any:
+    expected = dict(EXPECTED_TOKENS)
+    if opts.expect_reply_tokens:
+        expected["model"] = int(opts.expect_reply_tokens)
+    settings = PlanSettings(prices=dict(opts.prices), expected=expected, **more)
+    if opts.latency:
+        settings.latency = float(opts.latency)
+    return settings
+
+
+def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
+    """Refuse to start a run whose planned upper cost is over --budget (or cannot be bounded), unless --force."""
+    if opts.budget is None:
+        return
+    if not opts.prices:
+        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
+    assert plan.planned is not None
+    cost = plan.planned["totals"]["cost"]
+    if cost["price_unknown"]:
+        why = f"price unknown for {', '.join(cost['price_unknown'])}: the run's cost cannot be bounded"
+    elif cost["max"] > opts.budget:
+        why = f"the plan's upper estimate {cost['max']:.4f} is over the budget {opts.budget:g}"
+    else:
+        return
+    if opts.force:
+        _log(f"{why}; starting anyway (--force); the budget still stops the run")
+        return
+    raise TrustmhError(f"{why} (see `trustmh plan`; --force starts anyway and stops at the budget)")
+
+
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
     plan = plan_run(opts)
     out = run_path(opts.out)
+    plan.planned = estimate(plan, plan_settings(opts))
+    check_budget_before(plan, opts)
     started = time.time()
     manifest = run_manifest(plan.model, plan.suite, plan.ctx, plan.chosen_ids, opts)
     if opts.shard is not None:
@@ -525,9 +577,46 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         extra = {"shard": list(opts.shard),
                  "notice": f"shard {opts.shard[0]}/{opts.shard[1]}: a slice of the items, not a result; combine "
                            "all shards with `trustmh merge`"}
-    logs = execute(plan, out)
+    write_text_atomic(out / "plan.json", to_json(plan.planned))
+    spent_before = _spent(out)
+    if opts.budget is not None:
+        usage.METER = usage.Meter(budget=opts.budget, prices=dict(opts.prices), spent=spent_before)
+        if usage.METER.reached:
+            _log(f"{spent_before:.4f} already spent of the budget {opts.budget:g}: no sample will start")
+    try:
+        logs = execute(plan, out)
+    finally:
+        meter, usage.METER = usage.METER, None
     records, model_reported = collect(plan, logs)
-    return finalize(plan, records, model_reported, out, started, extra)
+    stopped = False
+    if meter is not None:
+        write_text_atomic(out / SPEND_FILE, json.dumps({"spent": meter.spent, "unpriced": sorted(meter.unpriced)},
+                                                       indent=2) + "\n")
+        unfinished = sum(plan.n_errors.values())
+        if meter.reached and unfinished:
+            stopped = True
+            plan.errors[:] = [e for e in plan.errors if "sample(s) errored" not in e]
+            extra["budget"] = {"amount": opts.budget, "spent": meter.spent, "stopped": True,
+                               "unfinished_samples": unfinished,
+                               "notice": f"stopped at the budget: {unfinished} sample(s) not run; the same "
+                                         "command with a higher --budget continues without paying again for "
+                                         "anything finished"}
+        else:
+            extra["budget"] = {"amount": opts.budget, "spent": meter.spent, "stopped": False}
+    data, code = finalize(plan, records, model_reported, out, started, extra)
+    if stopped:
+        _log(f"budget reached ({meter.spent:.4f} of {opts.budget:g}): stopped with {extra['budget']['unfinished_samples']} "
+             f"sample(s) not run (exit {BUDGET_EXIT}); run again with a higher --budget to continue")
+        return data, BUDGET_EXIT
+    return data, code
+
+
+def _spent(out: Path | Url) -> float:
+    """What earlier invocations of this run spent (`spend.json`), so a budget bounds the whole run."""
+    try:
+        return float(json.loads((out / SPEND_FILE).read_text(encoding="utf-8"))["spent"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
 
 
 @contextmanager
@@ -670,6 +759,7 @@ def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]
             raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
+    plan.planned = estimate(plan, plan_settings(plan.opts))
     rundir.prepare(out, base, overwrite=False)
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
     logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((d / "logs").glob("*.eval"))]
