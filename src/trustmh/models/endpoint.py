@@ -46,7 +46,7 @@ METHODS = ("POST", "PUT", "GET")
 PLACEHOLDERS = ("message", "messages", "session_id", "system", "max_tokens", "temperature")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_TOP_KEYS = {"url", "method", "send", "headers", "body", "reply", "session", "greeting", "timeout"}
+_TOP_KEYS = {"url", "method", "send", "headers", "body", "reply", "session", "greeting"}
 
 
 # Where `trustmh run --endpoint FILE` puts the file's path for the provider (and for every --workers shard).
