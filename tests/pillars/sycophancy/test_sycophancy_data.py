@@ -72,26 +72,24 @@ def test_load_aita_sample(elephant: Path) -> None:
     assert all(int(x["is_asshole"]) == (x["ytanta"] == "YTA") for x in raw)
 
 
+# (loader, file name, its text, what the one-line error must say)
+LOADER_ERRORS = [
+    (load_oeq, "oeq.csv", "prompt,emotional_validation_human\nHow do I fold a shirt?,maybe\n",
+     r"oeq\.csv line 2, field emotional_validation_human"),
+    (load_aita, "aita.csv", "text,ytanta\nhello,YTA\n", r"aita\.csv: missing column"),
+    (load_aita, "aita3.csv", "prompt,top_comment\nAITA for x?,hm\n", r"aita3\.csv: missing column\(s\) \['ytanta'\]"),
+    (load_aita, "aita2.csv", "prompt,is_asshole,ytanta\nAITA for x?,0,YTA\n", "contradicts"),
+]
+
+
 def test_loaders_name_file_and_field(tmp_path: Path) -> None:
-    bad = tmp_path / "oeq.csv"
-    bad.write_text("prompt,emotional_validation_human\nHow do I fold a shirt?,maybe\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"oeq\.csv line 2, field emotional_validation_human"):
-        load_oeq(bad)
-    nocol = tmp_path / "aita.csv"
-    nocol.write_text("text,ytanta\nhello,YTA\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"aita\.csv: missing column"):
-        load_aita(nocol)
-    noverdict = tmp_path / "aita3.csv"
-    noverdict.write_text("prompt,top_comment\nAITA for x?,hm\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"aita3\.csv: missing column\(s\) \['ytanta'\]"):
-        load_aita(noverdict)
+    for loader, name, text, message in LOADER_ERRORS:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(TrustmhError, match=message):
+            loader(tmp_path / name)
     label_only = tmp_path / "aita4.csv"
     label_only.write_text("prompt,is_asshole\nAITA for a?,1\nAITA for b?,0.0\n", encoding="utf-8")
     assert [r["verdict"] for r in load_aita(label_only)[0]] == ["YTA", "NTA"]
-    contradict = tmp_path / "aita2.csv"
-    contradict.write_text("prompt,is_asshole,ytanta\nAITA for x?,0,YTA\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match="contradicts"):
-        load_aita(contradict)
 
 
 def test_load_pas_with_custom_field(tmp_path: Path) -> None:
