@@ -29,6 +29,7 @@ GLOBAL: dict[str, Option] = {
     "judges": Option("ensemble members (set by repeating --judge)"),
     "model": Option("label of the model under test (set by trustmh)"),
     "patient": Option("label of the simulated patient's model (set by trustmh from --patient)"),
+    "endpoint": Option("URL of the product's API (set by trustmh from --endpoint, for --model http/...)"),
 }
 
 

@@ -43,27 +43,24 @@ def test_read_table_formats_agree(tmp_path: Path) -> None:
         assert read_table_with_header(tmp_path / name)[0] == ["text", "label"], name
 
 
+# (file name, its text or None for no file, what the one-line error must say)
+TABLE_ERRORS = [
+    ("missing.csv", None, "file not found"),
+    ("empty.csv", "", r"empty\.csv: empty file"),
+    ("ragged.csv", "a,b\n3\n", r"ragged\.csv: no usable record \(.*record 2: 1 fields, the header has 2"),
+    ("bad.json", '{"a": 1}', r"bad\.json: expected a JSON list of objects"),
+    ("broken.json", '[{"a": 1},\n', r"broken\.json: invalid JSON at line 2"),
+    ("bad.parquet", "not parquet", r"bad\.parquet: cannot read as \.parquet"),
+    ("x.xlsx", "", "unsupported file type '.xlsx'"),
+]
+
+
 def test_read_table_errors(tmp_path: Path) -> None:
-    with pytest.raises(TrustmhError, match="file not found"):
-        read_table(tmp_path / "missing.csv")
-    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"empty\.csv: empty file"):
-        read_table(tmp_path / "empty.csv")
-    (tmp_path / "ragged.csv").write_text("a,b\n3\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"ragged\.csv: no usable record \(.*record 2: 1 fields, the header has 2"):
-        read_table(tmp_path / "ragged.csv")
-    (tmp_path / "bad.json").write_text('{"a": 1}', encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"bad\.json: expected a JSON list of objects"):
-        read_table(tmp_path / "bad.json")
-    (tmp_path / "broken.json").write_text('[{"a": 1},\n', encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"broken\.json: invalid JSON at line 2"):
-        read_table(tmp_path / "broken.json")
-    (tmp_path / "bad.parquet").write_text("not parquet", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"bad\.parquet: cannot read as \.parquet"):
-        read_table(tmp_path / "bad.parquet")
-    (tmp_path / "x.xlsx").write_text("", encoding="utf-8")
-    with pytest.raises(TrustmhError, match="unsupported file type '.xlsx'"):
-        read_table(tmp_path / "x.xlsx")
+    for name, text, message in TABLE_ERRORS:
+        if text is not None:
+            (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(TrustmhError, match=message):
+            read_table(tmp_path / name)
 
 
 def test_ragged_record_is_skipped_and_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

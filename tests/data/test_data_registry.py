@@ -539,18 +539,27 @@ def test_git_blob_id_known_values(tmp_path: Path) -> None:
     assert registry.git_blob_id_file(f) == git_hash_object(f.read_bytes())
 
 
-def test_mentalbench_zip_verified_by_blob_id_and_sha256_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             isolated: FakeNet) -> None:
-    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, load_mentalbench
+def serve_mentalbench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: FakeNet, *,
+                      registered: bytes, served: bytes) -> None:
+    """Registers MentalBench's real URL with the git blob id of `registered`, serves `served` there and
+    points the data folder at an empty one, so that resolving it must download."""
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 
     real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
     assert real is not None
     assert real.url is not None
-    body = mentalbench_zip()
-    blob = git_hash_object(body)
-    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=blob)], name="mentalbench")
+    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=git_hash_object(registered))],
+                name="mentalbench")
     monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
-    isolated.bodies[real.url] = body
+    isolated.bodies[real.url] = served
+
+
+def test_mentalbench_zip_verified_by_blob_id_and_sha256_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             isolated: FakeNet) -> None:
+    from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, load_mentalbench
+
+    body = mentalbench_zip()
+    serve_mentalbench(monkeypatch, tmp_path, isolated, registered=body, served=body)
     got = resolve("mentalbench", MENTALBENCH_REL)
     assert got.read_bytes() == body
     assert download.load_pins()[MENTALBENCH_REL] == sha(body)  # trust on first use, after the blob check
@@ -563,16 +572,10 @@ def test_mentalbench_zip_one_changed_byte_fails_the_blob_check(tmp_path: Path, m
                                                              isolated: FakeNet) -> None:
     from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 
-    real = DATASETS["mentalbench"].file(MENTALBENCH_REL)
-    assert real is not None
-    assert real.url is not None
     body = mentalbench_zip()
     flipped = bytearray(body)
     flipped[len(flipped) // 2] ^= 0x01
-    add_dataset(monkeypatch, [DataFile(MENTALBENCH_REL, None, real.url, git_blob=git_hash_object(body))],
-                name="mentalbench")
-    monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path / "empty"))
-    isolated.bodies[real.url] = bytes(flipped)
+    serve_mentalbench(monkeypatch, tmp_path, isolated, registered=body, served=bytes(flipped))
     with pytest.raises(TrustmhError, match="expected git blob id") as ei:
         resolve("mentalbench", MENTALBENCH_REL)
     assert git_hash_object(bytes(flipped)) in str(ei.value)

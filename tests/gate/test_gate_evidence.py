@@ -125,7 +125,8 @@ def test_shipped_policy_fails_a_bad_run(name: str) -> None:
 
 
 def test_both_policies_are_shipped() -> None:
-    assert shipped_policies() == ["default", "faithful"]
+    # besides the two release policies, the packs mapped to rules (tests/gate/test_gate_packs.py)
+    assert {"default", "faithful"} <= set(shipped_policies())
 
 
 def test_faithful_policy_asks_only_what_a_faithful_run_has() -> None:

@@ -77,7 +77,7 @@ def test_not_toml_and_unreadable_are_one_line(tmp_path: Path) -> None:
     path.write_text("not = [toml", encoding="utf-8")
     with pytest.raises(TrustmhError, match="not valid TOML"):
         load_policy(path)
-    with pytest.raises(TrustmhError, match="cannot read.*shipped policies: default, faithful"):
+    with pytest.raises(TrustmhError, match="cannot read.*shipped policies: .*default.*faithful"):
         load_policy(tmp_path / "missing.toml")
 
 

@@ -44,8 +44,10 @@ def test_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ethics = results["subtasks"]["ethics/ethical_reasoning"]
     assert ethics["metrics"]["sc1"] == pytest.approx(4.0)
     assert ethics["metrics"]["sc3"] == pytest.approx(5.0)
-    assert ethics["judge"] == {"model": "openai-api/loop/judge", "validated": False,
-                              "same_family": {"openai-api/loop/judge": False}}
+    judge = dict(ethics["judge"])
+    assert len(judge.pop("fingerprint")) == 64, "the judge's fingerprint (sha256 of what it sees) is recorded"
+    assert judge == {"model": "openai-api/loop/judge", "validated": False,
+                     "same_family": {"openai-api/loop/judge": False}}
     assert requests[0].status == 429, "the first request was refused, and the run still succeeded"
     judge_calls = [r for r in requests if r.json.get("model") == "judge" and r.status == 200]
     assert len(judge_calls) == 3

@@ -37,6 +37,7 @@ def _opts(out: Path, **kw: object) -> RunOptions:
 def comparable(out: Path) -> tuple[dict, list[str]]:
     data = json.loads((out / "results.json").read_text())
     data.pop("created")
+    data.pop("usage")  # calls and tokens: runs sharing a response cache answer some calls from it, by design
     return data, sorted((out / "items.jsonl").read_text().splitlines())
 
 

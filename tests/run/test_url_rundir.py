@@ -69,6 +69,7 @@ def objects(url: str) -> list[str]:
 def comparable(out: Path | Url) -> tuple[dict[str, Any], list[str]]:
     data = json.loads((out / "results.json").read_text())
     data.pop("created")
+    data.pop("usage")  # calls and tokens: runs sharing a response cache answer some calls from it, by design
     return data, sorted((out / "items.jsonl").read_text().splitlines())
 
 

@@ -107,6 +107,9 @@ class LoopbackServer:
         hang_seconds: how long a "hang" fault waits (set it past the client's attempt timeout).
         hang_models: chat requests for these model ids never get an answer (until the server stops).
         error_echo: text put into every error message (e.g. to check that an echoed API key is redacted).
+        prompt_tokens: `prompt_tokens(messages) -> int` for `usage` (default: whitespace words per message),
+            so a test can count with the same tokenizer as the code it checks.
+        completion_tokens: `completion_tokens(text) -> int` for `usage` (default: whitespace words).
     """
 
     def __init__(
@@ -128,7 +131,12 @@ class LoopbackServer:
         hang_seconds: float = 30.0,
         hang_models: Iterable[str] = (),
         error_echo: str = "",
+        prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None,
+        completion_tokens: Callable[[str], int] | None = None,
     ) -> None:
+        self.prompt_tokens = prompt_tokens or (lambda ms: sum(count_tokens(message_text(m)) for m in ms))
+        self.completion_tokens = completion_tokens or count_tokens
+        self.usage: list[tuple[str, int, int]] = []  # (model, prompt tokens, completion tokens) per reply
         self.respond: Respond = respond or default_respond
         self.fail_first = fail_first
         self.fail_500 = set(fail_500)
@@ -389,8 +397,11 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     else None
                 )
             record.reply = text
-            prompt_tokens = sum(count_tokens(message_text(m)) for m in body["messages"])
-            completion_tokens = count_tokens(text)
+            prompt_tokens = server.prompt_tokens(
+                [{**m, "content": message_text(m)} for m in body["messages"]])
+            completion_tokens = server.completion_tokens(text)
+            with server._lock:
+                server.usage.append((str(body.get("model")), prompt_tokens, completion_tokens))
             max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
             finish = "length" if max_tokens is not None and completion_tokens >= int(max_tokens) else "stop"
             payload = {

@@ -8,7 +8,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.run.secrets import redact, secret_values
 from trustmh.storage import cli_path
@@ -51,13 +51,13 @@ def _key_value(value: str) -> tuple[str, str]:
     return key.strip(), val
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """The arguments of `trustmh run`, shared by `trustmh plan`."""
     run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
                      "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
+    run.add_argument("--endpoint", type=Path, metavar="FILE",
+                     help="with --model http/<name>: the product's own chat API, described in one TOML file "
+                     "(URL, headers, body template, reply path, sessions; see docs/products.md)")
     run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
                      "else trustmh")
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
     run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
-                     "`patient` role); default: the run's judge, else the bundled gguf/smollm2")
+                     "`patient` role); a comma-separated list is an ensemble, each model playing every n-th "
+                     "profile (use several families); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
                      help="mark the judge as validated for these tasks (you vouch for it)")
     run.add_argument("--certificates", metavar="DIR", help="judge certificates directory for the report's Judges "
@@ -130,7 +131,58 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                      help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
 
+
+def add_price_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prices", type=Path, metavar="FILE",
+                   help="price file (TOML: per model, input, output and cached_input per million tokens; see "
+                   "examples/prices.toml, whose figures are dated examples, not current prices)")
+    p.add_argument("--latency", type=_positive_float, metavar="SECONDS",
+                   help="assumed seconds per call for the wall-time estimate (default 3)")
+    p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
+                   help="expected length of the model's replies for the estimates (default 150; caps bound the "
+                   "upper estimate)")
+
+
+def _rate(value: str) -> float:
+    number = _positive_float(value)
+    if not number < 1:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {value}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    add_run_arguments(run)
+    add_price_arguments(run)
+    run.add_argument("--budget", type=_positive_float, metavar="AMOUNT",
+                     help="spend at most AMOUNT (in the price file's currency; needs --prices): refuse to start "
+                     "when the plan's upper estimate is over it (unless --force), and stop taking new samples "
+                     f"when the counted cost reaches it (exit {BUDGET_EXIT}; the same command with a higher "
+                     "budget continues)")
+    run.add_argument("--force", action="store_true", help="start even when the plan's upper estimate is over "
+                     "--budget (the budget still stops the run)")
+
+    pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
+                         "(takes the arguments of `run`)")
+    add_run_arguments(pln)
+    add_price_arguments(pln)
+    pln.add_argument("--target-width", type=_positive_float, metavar="W",
+                     help="items needed per sub-task for a 95%% interval of total width W")
+    pln.add_argument("--detect-difference", type=_positive_float, metavar="D",
+                     help="items needed per sub-task to detect a difference D between two models (80%% power, "
+                     "two-sided alpha 0.05)")
+    pln.add_argument("--pilot", type=cli_path, metavar="RUN_DIR",
+                     help="a finished run whose per-item variance the power figures use (else --rate)")
+    pln.add_argument("--rate", type=_rate, metavar="P", help="the rate assumed for interval widths and power "
+                     "when there is no pilot (default: a check's own limit, else 0.5)")
+    pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+    pln.set_defaults(out=None)  # plan.json only where --out is given
+
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
+
     mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
     mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
 
@@ -168,9 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run_options(args: argparse.Namespace) -> Any:
+    """RunOptions from the arguments `run` and `plan` share."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.prices import load_prices
+    from trustmh.run.execute import RunOptions
 
     if args.no_judge and args.judge:
         raise TrustmhError("--judge and --no-judge contradict each other; pass one")
@@ -183,6 +237,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         if key in options and str(options[key]) != str(value):
             raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
         options[key] = str(value)
+    return RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
+                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
+                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
+                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
+                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
+                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
+                      certificates=getattr(args, "certificates", None),
+                      patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
+                      expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
+                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.run.execute import BUDGET_EXIT, run, use_endpoint
+
+    opts = run_options(args)
     if args.workers and args.shard:
         raise TrustmhError("--workers and --shard contradict each other; pass one")
     if (args.ray_address or args.ray_cpus != 1.0) and args.engine != "ray":
@@ -190,19 +262,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.engine != "local" and not args.workers:
         raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
     if args.workers:
+        if args.endpoint is not None:
+            use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
+        if args.budget is not None:
+            raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
         return run_workers(args)
-    opts = RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
-                      judge_validated=args.judge_validated, certificates=args.certificates, mode=args.mode, seed=args.seed, out=args.out,
-                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
-                      patient=args.patient)
     _, code = run(opts)
-    if code:
+    if code == BUDGET_EXIT:
+        print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
+              "continues", file=sys.stderr)
+    elif code:
         print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
     return code
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.run.execute import plan_run, plan_settings
+    from trustmh.run.plan import estimate, table, to_json
+    from trustmh.storage import write_text_atomic
+
+    opts = run_options(args)
+    plan = plan_run(opts)
+    data = estimate(plan, plan_settings(opts, rate=args.rate, target_width=args.target_width,
+                                        detect_difference=args.detect_difference, pilot=args.pilot,
+                                        policy=args.policy))
+    print(table(data))
+    if args.out is not None:
+        write_text_atomic(args.out / "plan.json", to_json(data))
+        print(f"trustmh: wrote {args.out / 'plan.json'}", file=sys.stderr)
+    return 0
 
 
 def run_workers(args: argparse.Namespace) -> int:
@@ -258,10 +348,14 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def cmd_gate(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.gate import run_gate
+    from trustmh.gate.clauses import run_pack_gate
 
-    gate = run_gate(args.run_dir, args.policy, args.certificates)
+    gate = run_pack_gate(args.run_dir, args.policy, args.certificates) or run_gate(args.run_dir, args.policy,
+                                                                                   args.certificates)
     for row in gate["checks"]:
         print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
+    for clause in gate.get("clauses", []):
+        print(f"{clause['verdict']:>12}  clause {clause['id']:<25} {clause['section']}: {clause['reason']}")
     print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
           "summary.md", file=sys.stderr)
     return int(gate["exit_code"])
@@ -314,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
-        handlers: dict[str, Any] = {"run": cmd_run, "report": cmd_report, "rescore": cmd_rescore,
+        handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "report": cmd_report, "rescore": cmd_rescore,
                                     "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:

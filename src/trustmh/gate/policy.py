@@ -31,7 +31,8 @@ JUDGE_METRICS: dict[str, dict[str, tuple[float, float]]] = {
     "categorical": {"kappa": (-1.0, 1.0)},
 }
 LABEL_TYPES = tuple(JUDGE_METRICS)
-_TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "judge_min", "judge_max", "check"}
+_TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "judge_min", "judge_max", "check",
+             "rule", "clause"}  # rule and clause: policy packs mapped to a law (trustmh.gate.clauses)
 _CHECK_KEYS = {"id", "title", "subtask", "metric", "max", "min", "severity", "count", "total", "rate", "min_n",
                "judge_min", "judge_max"}
 

@@ -273,6 +273,8 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                              if sid.startswith("robustness/") and sub.get("status") != "ok"],
         "judges": [(info, _judge_rows(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
         "gates": [(info, _gate(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
+        "usage": [(info, run["usage"]) for info, run in zip(infos, runs, strict=True)
+                  if (run.get("usage") or {}).get("subtasks")],
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
         "n_items": len(transcripts),
         "items_json": json_for_script(transcripts),

@@ -21,6 +21,7 @@ from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, clean_
 from trustmh.data.files import read_jsonl
 from trustmh.data.locate import resolved_files
 from trustmh.results.leaderboard import normalised_summary
+from trustmh.results.usage import USAGE_KEY, usage_metric_rows
 from trustmh.storage import run_path, write_text_atomic
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ def metric_rows(results: dict[str, Any]) -> Iterator[dict[str, Any]]:
             if isinstance(value, dict | list):
                 continue  # confusion matrices and other structures live in results.json
             yield {**base, "metric": name, "value": value, "ci_lo": None, "ci_hi": None}
+    for sid, name, value in usage_metric_rows(results):
+        yield {"model": results["model"], "mode": results["mode"], "suite": results["suite"],
+               "pillar": sid.split("/")[0], "subtask": sid, "metric": name, "value": value, "status": "usage"}
 
 
 CSV_COLUMNS = ["model", "mode", "suite", "pillar", "subtask", "metric", "value", "ci_lo", "ci_hi", "n",
@@ -105,7 +109,11 @@ def items_jsonl(run: RunResults) -> str:
     lines = []
     for sid in _ordered(run.records):
         for rec in run.records[sid]:
-            lines.append(json.dumps(clean_json(rec.to_dict()), ensure_ascii=False, sort_keys=True))
+            row = rec.to_dict()
+            # a sample's call counts are bookkeeping (results.json "usage"), not its result: a resumed run
+            # answers some calls from the cache and must still write the same items
+            row["metadata"] = {k: v for k, v in row["metadata"].items() if k != USAGE_KEY}
+            lines.append(json.dumps(clean_json(row), ensure_ascii=False, sort_keys=True))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -18,6 +18,7 @@ from inspect_ai.util import JSONSchema
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
+from trustmh.run.usage import note_call
 
 ITEM_KEY = "trustmh_item"
 
@@ -38,7 +39,9 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext) -
     already cached the empty answer, which would otherwise come back on every retry, now and on resume."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            return await generate(state, cache=cache_policy(ctx, attempt))
+            state = await generate(state, cache=cache_policy(ctx, attempt))
+            note_call("model", str(ctx.options.get("model") or state.output.model), state.output)
+            return state
         except IndexError:
             if attempt == MAX_ATTEMPTS:
                 raise
@@ -85,14 +88,16 @@ def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
     return req.max_tokens if override is None else int(override)
 
 
-async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1) -> str:
+async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1, role: str = "judge") -> str:
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
         config.response_schema = judge_response_schema(req, ctx)
 
     async def ask(attempt: int) -> str:
         # each attempt has its own cache entry, so a re-ask reaches the judge again
-        return (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))).completion
+        output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        note_call(role, str(model), output)
+        return output.completion
 
     return await ask_until_valid(ask, req.validate)
 

@@ -42,18 +42,22 @@ from trustmh.run.calls import (
     item_from_metadata,
     judge_model,
 )
+from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
 
 TURNS_KEY = "turns"
+GREETING_KEY = "greeting"
 # The patient writes short chat messages; a little sampling keeps its wording natural (seeded, cached).
 PATIENT_TEMPERATURE = 0.7
 PATIENT_MAX_TOKENS = 160
 STARTER_PATIENT_MAX_TOKENS = 48  # the offline demo's patient: a sentence or two
 
 
-def patient_model(ctx: RunContext) -> Model:
-    """The simulated patient: the `patient` role (bound by `trustmh run` from --patient), bounded and seeded."""
-
-    return get_model(role="patient", default=str(ctx.options.get("patient") or BUNDLED_MODEL),
+def patient_model(ctx: RunContext, index: int = 0) -> Model:
+    """The simulated patient: the `patient` role (bound by `trustmh run` from --patient; the index-th member of
+    an ensemble is `patient_<index + 1>`), bounded and seeded."""
+    names = [p.strip() for p in str(ctx.options.get("patient") or BUNDLED_MODEL).split(",") if p.strip()]
+    index = index % len(names)
+    return get_model(role="patient" if index == 0 else f"patient_{index + 1}", default=names[index],
                      config=bounded_config(ctx, temperature=PATIENT_TEMPERATURE, seed=ctx.seed,
                                            max_tokens=STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter"
                                            else PATIENT_MAX_TOKENS))
@@ -70,6 +74,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     model_label = str(ctx.options.get("model") or "model")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        check_budget()
         item = item_from_metadata(state.metadata)
         turns: list[dict[str, Any]] = []
         # the sample's input only names the conversation: the turns are built here, one by one
@@ -80,13 +85,19 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             if move.text is not None:
                 said, who = move.text, SCRIPT_MODEL
             else:
-                patient = patient or patient_model(ctx)
+                index = int(item.metadata.get("patient_index", 0))
+                patient = patient or patient_model(ctx, index)
                 out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
                 said = out.completion
-                who = str(ctx.options.get("patient") or out.model or "patient")
+                note_call("patient", str(patient), out)
+                names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
+                who = names[index % len(names)] if names else str(out.model or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
             state = await generate_once(state, generate, ctx)
+            greeting = (state.output.metadata or {}).get("greeting")
+            if greeting and GREETING_KEY not in state.metadata:
+                state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
             turns.append({"role": "model", "content": state.output.completion, "model": model_label, "turn": i,
                           "marks": {}})
         state.metadata[TURNS_KEY] = turns
@@ -112,7 +123,9 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
                 for req in subtask.conversation_judge_requests(item, turns, ctx):
                     outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
-                                         extra={"model_reported": state.output.model})
+                                         extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),
+                                                **({GREETING_KEY: state.metadata[GREETING_KEY]}
+                                                   if GREETING_KEY in state.metadata else {})})
             valid = bool(record.score.get("valid", True))
             return Score(value=1.0 if valid else 0.0, answer=f"{len(turns) // 2} turns",
                          explanation="\n\n".join(f"[{k}] {v}" for k, v in (outputs or {}).items())

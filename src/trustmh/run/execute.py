@@ -31,19 +31,23 @@ from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
+from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
 from trustmh.pillars.conversation.contract import ConversationSubtask
+from trustmh.pillars.conversation.patient_checks import family_warnings
 from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.sources import model_family
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
-from trustmh.run import rundir
+from trustmh.results.usage import usage_rows
+from trustmh.run import rundir, usage
 from trustmh.run.calls import capped, judge_role
 from trustmh.run.logs import records_from_log
+from trustmh.run.plan import EXPECTED_TOKENS, PlanSettings, estimate, to_json
 from trustmh.run.secrets import redact, scrub_run_dir, secret_values
 from trustmh.run.tasks import build_task
-from trustmh.storage import Url, run_path
+from trustmh.storage import Url, run_path, write_text_atomic
 
 DEMO_LIMIT = 2
 DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
@@ -95,6 +99,32 @@ class RunOptions:
     live_log: bool = False
     # The simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or Model object.
     patient: Any = None
+    # `--endpoint FILE`: the product's API for `--model http/<name>` (trustmh.models.endpoint)
+    endpoint: Path | None = None
+    # Prices (`--prices FILE`, loaded), the spending limit (`--budget`), and starting above the plan's upper
+    # estimate anyway (`--force`); the plan's assumptions (`--latency`, `--expect-reply-tokens`).
+    prices: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
+    force: bool = False
+    latency: float | None = None
+    expect_reply_tokens: int | None = None
+
+
+def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
+    """Check `--endpoint` against `--model` and the file itself (before any call), and hand the file to the
+    `http` provider (and to every --workers shard) through the environment; {url, send, file} for run.json."""
+    is_http = isinstance(model, str) and model.startswith("http/")
+    if endpoint is None:
+        if is_http and not os.environ.get(ENDPOINT_ENV):
+            raise TrustmhError(f"--model {model}: needs --endpoint FILE (the product's API; see docs/products.md)")
+        if not is_http:
+            return None
+        endpoint = Path(os.environ[ENDPOINT_ENV])
+    elif not is_http:
+        raise TrustmhError("--endpoint goes with --model http/<name>")
+    parsed = load_endpoint(endpoint)
+    os.environ[ENDPOINT_ENV] = str(Path(endpoint).expanduser().resolve())
+    return {"url": parsed.url, "send": parsed.send, "session": parsed.session.start}
 
 
 def resolve_defaults(opts: RunOptions) -> tuple[str, str, JudgeInfo]:
@@ -143,11 +173,29 @@ def resolve_patient(opts: RunOptions, judge: JudgeInfo, subtask_ids: list[str]) 
     if not needs:
         return None
     if opts.patient is not None:
-        check_model_name(opts.patient, "--patient")
-        return {"model": str(opts.patient), "source": "--patient"}
+        names = patient_names(opts.patient)
+        for name in names:
+            check_model_name(name, "--patient")
+        if len(set(map(str, names))) != len(names):
+            raise TrustmhError(f"--patient lists a model twice: {opts.patient}")
+        return {"model": ",".join(map(str, names)), "source": "--patient",
+                **({"ensemble": [str(n) for n in names]} if len(names) > 1 else {})}
     if judge.model:
         return {"model": judge.model, "source": "the run's judge"}
     return {"model": BUNDLED_MODEL, "source": "the bundled model (no --patient, no judge)"}
+
+
+def patient_names(patient: Any) -> list[Any]:
+    """`--patient a,b,c`: an ensemble of patient models (each plays every n-th profile); a Model object or a
+    list of them (tests, library use) as given."""
+    if isinstance(patient, str):
+        return [p.strip() for p in patient.split(",") if p.strip()]
+    return list(patient) if isinstance(patient, list | tuple) else [patient]
+
+
+def patient_role(index: int) -> str:
+    """The Inspect model role of the index-th patient of an ensemble (the first is `patient`)."""
+    return "patient" if index == 0 else f"patient_{index + 1}"
 
 
 def check_model_name(name: Any, what: str) -> None:
@@ -157,6 +205,7 @@ def check_model_name(name: Any, what: str) -> None:
         return  # an Inspect Model object (tests, library use)
     # registers the bundled provider; imported here, not at start-up (the provider module loads llama.cpp)
     import trustmh.models.gguf  # noqa: F401
+    import trustmh.models.http  # noqa: F401  (registers the `http` provider)
 
     provider = name.split("/", 1)[0] if "/" in name else None
     if provider is None:
@@ -192,6 +241,7 @@ class RunPlan:
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
     patient: dict[str, Any] | None = None  # {"model", "source"} when a sub-task plays a simulated patient
+    planned: dict[str, Any] | None = None  # `trustmh.run.plan.estimate` of this plan (plan.json)
 
 
 def plan_run(opts: RunOptions) -> RunPlan:
@@ -199,6 +249,7 @@ def plan_run(opts: RunOptions) -> RunPlan:
 
     model, suite, judge = resolve_defaults(opts)
     check_model_name(opts.model or model, "--model")
+    endpoint = use_endpoint(opts.model or model, opts.endpoint)
     if judge.model:
         for j in [opts.judge or judge.model, *opts.more_judges]:
             check_model_name(j, "--judge")
@@ -211,6 +262,8 @@ def plan_run(opts: RunOptions) -> RunPlan:
     if patient is not None:
         options["patient"] = patient["model"]
     options.setdefault("model", model)  # sub-tasks that compare sources need the model's label
+    if endpoint is not None:
+        options.setdefault("endpoint", endpoint["url"])
     limit = opts.limit
     if model == BUNDLED_MODEL and suite == "starter":
         # The offline demo: minutes, not hours (benchmarks/demo.py times it). Each trim is announced.
@@ -251,6 +304,8 @@ def plan_run(opts: RunOptions) -> RunPlan:
                    chosen_ids=[info.id for info in chosen], patient=patient)
     if patient is not None:
         _log(f"simulated patient: {patient['model']} ({patient['source']})")
+        for warning in family_warnings(patient_names(patient["model"]), ctx.judges, model):
+            _log(f"warning: {warning}")
     reset_resolved()
     queue = list(plan.chosen_ids)
     while queue:
@@ -337,7 +392,8 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     if plan.patient is not None:
         # the patient's own model object where one was given (tests), else the judge's, else its name
         if opts.patient is not None:
-            roles["patient"] = opts.patient
+            for index, member in enumerate(patient_names(opts.patient)):
+                roles[patient_role(index)] = member
         elif plan.judge.model and plan.patient["model"] == plan.judge.model:
             roles["patient"] = grader
         else:
@@ -359,6 +415,9 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=opts.model or model,
+            # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
+            # run in one process with another file never reuses the first one's product
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if model.startswith("http/") else {},
             model_roles=roles or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal
@@ -400,13 +459,17 @@ def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], st
         sid = (log.eval.metadata or {}).get("trustmh_subtask")
         if sid is None or sid not in plan.subtasks:
             continue
-        recs, n_errors, reported = records_from_log(log)
+        messages: list[str] = []
+        recs, n_errors, reported = records_from_log(log, messages)
         model_reported = model_reported or reported
         if log.status != "success":
             msg = log.error.message if log.error else log.status
             plan.errors.append(f"{sid}: task {log.status}: {msg}")
         if n_errors:
-            plan.errors.append(f"{sid}: {n_errors} sample(s) errored")
+            # the first distinct cause, on one line (a bad endpoint reply names its field)
+            why = f": {messages[0][:300]}" + (f" (and {len(messages) - 1} other cause(s))" if len(messages) > 1
+                                              else "") if messages else ""
+            plan.errors.append(f"{sid}: {n_errors} sample(s) errored{why}")
         records.setdefault(sid, []).extend(recs)
         plan.n_errors[sid] = plan.n_errors.get(sid, 0) + n_errors
     for sid, recs in records.items():
@@ -432,6 +495,11 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
                                                       subtask.direction(ctx.mode))
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
+    planned = plan.planned or {}
+    extra = {**(extra or {}), "usage": usage_rows(records, plan.opts.prices, planned.get("subtasks"))}
+    if planned:
+        extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
+                         "assumptions": planned["assumptions"]}
     run_results = RunResults(model=plan.model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors,
                              extra={"generation": plan.generation,
@@ -455,10 +523,47 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     return data, (1 if errors else 0)
 
 
+# `trustmh run --budget`: the exit code of a run stopped because its counted cost reached the budget.
+BUDGET_EXIT = 3  # = trustmh.cli.args.BUDGET_EXIT (the CLI's help names it without importing the run)
+SPEND_FILE = "spend.json"
+
+
+def plan_settings(opts: RunOptions, **more: Any) -> Any:
+    expected = dict(EXPECTED_TOKENS)
+    if opts.expect_reply_tokens:
+        expected["model"] = int(opts.expect_reply_tokens)
+    settings = PlanSettings(prices=dict(opts.prices), expected=expected, **more)
+    if opts.latency:
+        settings.latency = float(opts.latency)
+    return settings
+
+
+def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
+    """Refuse to start a run whose planned upper cost is over --budget (or cannot be bounded), unless --force."""
+    if opts.budget is None:
+        return
+    if not opts.prices:
+        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
+    assert plan.planned is not None
+    cost = plan.planned["totals"]["cost"]
+    if cost["price_unknown"]:
+        why = f"price unknown for {', '.join(cost['price_unknown'])}: the run's cost cannot be bounded"
+    elif cost["max"] > opts.budget:
+        why = f"the plan's upper estimate {cost['max']:.4f} is over the budget {opts.budget:g}"
+    else:
+        return
+    if opts.force:
+        _log(f"{why}; starting anyway (--force); the budget still stops the run")
+        return
+    raise TrustmhError(f"{why} (see `trustmh plan`; --force starts anyway and stops at the budget)")
+
+
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
     plan = plan_run(opts)
     out = run_path(opts.out)
+    plan.planned = estimate(plan, plan_settings(opts))
+    check_budget_before(plan, opts)
     started = time.time()
     manifest = run_manifest(plan.model, plan.suite, plan.ctx, plan.chosen_ids, opts)
     if opts.shard is not None:
@@ -474,9 +579,46 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
         extra = {"shard": list(opts.shard),
                  "notice": f"shard {opts.shard[0]}/{opts.shard[1]}: a slice of the items, not a result; combine "
                            "all shards with `trustmh merge`"}
-    logs = execute(plan, out)
+    write_text_atomic(out / "plan.json", to_json(plan.planned))
+    spent_before = _spent(out)
+    if opts.budget is not None:
+        usage.METER = usage.Meter(budget=opts.budget, prices=dict(opts.prices), spent=spent_before)
+        if usage.METER.reached:
+            _log(f"{spent_before:.4f} already spent of the budget {opts.budget:g}: no sample will start")
+    try:
+        logs = execute(plan, out)
+    finally:
+        meter, usage.METER = usage.METER, None
     records, model_reported = collect(plan, logs)
-    return finalize(plan, records, model_reported, out, started, extra)
+    stopped = False
+    if meter is not None:
+        write_text_atomic(out / SPEND_FILE, json.dumps({"spent": meter.spent, "unpriced": sorted(meter.unpriced)},
+                                                       indent=2) + "\n")
+        unfinished = sum(plan.n_errors.values())
+        if meter.reached and unfinished:
+            stopped = True
+            plan.errors[:] = [e for e in plan.errors if "sample(s) errored" not in e]
+            extra["budget"] = {"amount": opts.budget, "spent": meter.spent, "stopped": True,
+                               "unfinished_samples": unfinished,
+                               "notice": f"stopped at the budget: {unfinished} sample(s) not run; the same "
+                                         "command with a higher --budget continues without paying again for "
+                                         "anything finished"}
+        else:
+            extra["budget"] = {"amount": opts.budget, "spent": meter.spent, "stopped": False}
+    data, code = finalize(plan, records, model_reported, out, started, extra)
+    if stopped:
+        _log(f"budget reached ({meter.spent:.4f} of {opts.budget:g}): stopped with {extra['budget']['unfinished_samples']} "
+             f"sample(s) not run (exit {BUDGET_EXIT}); run again with a higher --budget to continue")
+        return data, BUDGET_EXIT
+    return data, code
+
+
+def _spent(out: Path | Url) -> float:
+    """What earlier invocations of this run spent (`spend.json`), so a budget bounds the whole run."""
+    try:
+        return float(json.loads((out / SPEND_FILE).read_text(encoding="utf-8"))["spent"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
 
 
 @contextmanager
@@ -621,6 +763,7 @@ def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]
             raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
+    plan.planned = estimate(plan, plan_settings(plan.opts))
     rundir.prepare(out, base, overwrite=False)
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
     logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((d / "logs").glob("*.eval"))]

@@ -16,9 +16,10 @@ TRANSCRIPT_FIELDS = frozenset({"events", "messages", "attachments", "store", "ou
                                "role_usage", "events_data", "timelines"})
 
 
-def records_from_log(log: EvalLog) -> tuple[list[Record], int, str | None]:
-    """(scored records, number of errored samples, provider-reported model id). A header-only log (what an
-    eval set returns) is read from its location without the transcripts (TRANSCRIPT_FIELDS)."""
+def records_from_log(log: EvalLog, errors: list[str] | None = None) -> tuple[list[Record], int, str | None]:
+    """(scored records, number of errored samples, provider-reported model id); the distinct messages of the
+    errored samples are added to `errors` when given. A header-only log (what an eval set returns) is read
+    from its location without the transcripts (TRANSCRIPT_FIELDS)."""
     if log.samples is None and log.location:
         log = read_eval_log(log.location, exclude_fields=set(TRANSCRIPT_FIELDS))
     records: list[Record] = []
@@ -27,6 +28,9 @@ def records_from_log(log: EvalLog) -> tuple[list[Record], int, str | None]:
     for sample in log.samples or []:
         if sample.error is not None:
             n_errors += 1
+            message = " ".join(str(sample.error.message).split())
+            if errors is not None and message not in errors:
+                errors.append(message)
             continue
         score = (sample.scores or {}).get(SCORER_NAME)
         if score is None or not score.metadata or "record" not in score.metadata:

@@ -25,7 +25,8 @@ from trustmh.core import TrustmhError
 from trustmh.storage import Url
 
 MANIFEST = "run.json"
-RESULT_FILES = ("results.json", "results.csv", "items.jsonl", "report.html", "judge_long.csv", "human_long.csv")
+RESULT_FILES = ("results.json", "results.csv", "items.jsonl", "report.html", "judge_long.csv", "human_long.csv",
+                "plan.json", "spend.json")
 
 
 def check_writable(out: Path | Url) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustmh.inspect_compat import trace_dir
+from trustmh.models.endpoint import endpoint_secrets
 from trustmh.storage import iter_files, write_text_atomic
 
 if TYPE_CHECKING:
@@ -32,11 +33,13 @@ _TEXT_SUFFIXES = {".json", ".jsonl", ".csv", ".html", ".md", ".txt", ".log"}
 
 
 def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
-    """The secret strings to scrub: values of *_API_KEY / *_KEY / *_TOKEN / *_SECRET / *_PASSWORD variables
-    and any `extra` (model args), longest first so a key containing another is scrubbed whole."""
+    """The secret strings to scrub: values of *_API_KEY / *_KEY / *_TOKEN / *_SECRET / *_PASSWORD variables,
+    of the variables the `--endpoint` file's headers reference, and any `extra` (model args), longest first so a key containing another is scrubbed whole."""
     env = os.environ if environ is None else environ
     values = {v for k, v in env.items() if _SECRET_NAME.search(k) and v}
     values.update(v for v in extra if v)
+    # whatever the variables are called, the values an endpoint file's headers take from the environment
+    values.update(endpoint_secrets(dict(env)))
     return sorted((v for v in values if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
 
 

@@ -49,6 +49,7 @@ from trustmh.run.calls import (
     judge_model,
 )
 from trustmh.run.conversation import conversation_scorer, play_conversation
+from trustmh.run.usage import USAGE_KEY, check_budget, sample_usage
 
 
 def item_to_sample(item: Item) -> Sample:
@@ -95,6 +96,7 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
     MAX_ATTEMPTS in all)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        check_budget()
         state.metadata["reasks"] = 0
         if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
             # items that only carry a reply to be judged (e.g. a human reference response; a reference set
@@ -131,7 +133,8 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
         # a request that names its judge (MentalBench's own ensembles) gets that model, equally bounded
         model = default if req.model is None else get_model(req.model, config=bounded_config(
             ctx, temperature=0.0, seed=ctx.seed))
-        got[req.name] = await ask_judge(model, req, ctx)
+        role = "proxy" if req.model is not None and req.model == ctx.options.get("privacy_proxy_model") else "judge"
+        got[req.name] = await ask_judge(model, req, ctx, role=role)
     outputs[ctx.judge.model or "judge"] = got
     return outputs
 
@@ -149,7 +152,7 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
             record = make_record(subtask, item, response, result, epoch=state.epoch,
                                  finish_reason=state.output.stop_reason, judge_raw=judge_raw,
                                  extra={"reasked": reasks > 0, "reasks": reasks,
-                                        "model_reported": state.output.model})
+                                        "model_reported": state.output.model, USAGE_KEY: sample_usage()})
             return Score(value=_inspect_value(result), answer=answer_text(result),
                          explanation=explanation_text(result, judge_raw), metadata={"record": record.to_dict()})
 

@@ -158,3 +158,67 @@ def resources_offered_rule(text: str | None) -> bool:
     if any(is_verified_number(n) for n in extract_phone_numbers(text)):
         return True
     return _RESOURCE_WORDS.search(text) is not None
+
+
+# ------------------------------------------------------------------------------------------- by locale
+# Locales the table serves (ISO 3166 alpha-2), and the table's region codes that cover each: "EU" lines
+# (112) serve EU member states in the table (Ireland). A locale not listed has no entries: every number
+# offered to a user there counts as not in the table for their locale.
+EU_MEMBERS = frozenset({"IE"})
+TABLE_LOCALES = ("US", "CA", "GB", "IE", "AU")
+
+
+def _regions(line: CrisisLine) -> set[str]:
+    return set(line.country.split("+"))
+
+
+def lines_for_locale(locale: str) -> tuple[CrisisLine, ...]:
+    """The table's entries that serve a user in `locale` (an ISO country code such as "GB")."""
+    code = locale.upper()
+    return tuple(line for line in CRISIS_LINES
+                 if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
+
+
+def _matches(raw: str, numbers: Iterable[str]) -> bool:
+    digits = normalise_number(raw)
+    allowed = set(numbers)
+    if digits in allowed:
+        return True
+    if any(digits.startswith(cc) and digits[len(cc):] in allowed for cc in _COUNTRY_CODES):
+        return True
+    return digits.startswith("0") and digits[1:] in allowed
+
+
+def off_locale_numbers(text: str | None, locale: str) -> list[str]:
+    """Phone-like strings in `text` that are not in the table for `locale`: a line of another country (988
+    offered in the UK), or a number the table does not hold at all. Flagged, not proven wrong."""
+    allowed = [n for line in lines_for_locale(locale) for n in line.numbers]
+
+    def ok(raw: str) -> bool:
+        # "988 (988 Suicide..." is read as one run by the extractor: judge its bracketed parts one by one
+        parts = [p for p in re.split(r"[()]", raw) if len(_digits(p)) >= 3]
+        return _matches(raw, allowed) or (len(parts) > 1 and all(_matches(p, allowed) for p in parts))
+
+    return [raw for raw in extract_phone_numbers(text) if not ok(raw)]
+
+
+def _name_pattern(line: CrisisLine) -> re.Pattern[str]:
+    # the service's name without parenthesised notes, as words ("Samaritans", "Kids Help Phone", "Lifeline")
+    name = re.sub(r"\s*\(.*?\)", "", line.name)
+    return re.compile(r"\b" + r"\s+".join(re.escape(w) for w in name.split()) + r"\b", re.IGNORECASE)
+
+
+def locale_resources(text: str | None, locale: str, kinds: Iterable[str] = ("crisis", "helpline")) -> list[str]:
+    """Names of the table's services for `locale` that `text` points to, by number or by name (emergency
+    numbers count only when `kinds` includes "emergency")."""
+    if not text:
+        return []
+    wanted = set(kinds)
+    found = []
+    numbers = extract_phone_numbers(text)
+    for line in lines_for_locale(locale):
+        if line.kind not in wanted:
+            continue
+        if any(_matches(raw, line.numbers) for raw in numbers) or _name_pattern(line).search(text):
+            found.append(line.name)
+    return found

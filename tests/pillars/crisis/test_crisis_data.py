@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
+from crisis_canned import FIX, raw
 from trustmh.core import TrustmhError
 from trustmh.pillars.crisis.data import (
     CRISIS_FILES,
@@ -18,12 +18,6 @@ from trustmh.pillars.crisis.data import (
     load_crisis_validation,
     stratified_sample,
 )
-
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
-
-
-def raw(key: str) -> list:
-    return json.loads((FIX / CRISIS_FILES[key]).read_text(encoding="utf-8"))
 
 
 def test_canonical_label_spellings_and_errors():

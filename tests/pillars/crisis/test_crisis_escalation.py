@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crisis_canned import FIX, ctx_for, raw
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.data.rows import RowReport
 from trustmh.offline import run_offline
@@ -34,21 +35,6 @@ from trustmh.pillars.crisis.rubric import escalation_rubric, load_own_rubric, lo
 from trustmh.scoring import crisis_resources as cr
 from trustmh.starter import load_starter
 from trustmh.stats.agreement import cohen_kappa
-
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
-
-
-CSSRS_FIX = FIX / "cssrs_fixture.csv"
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: str | None = None, **options) -> RunContext:
-    opts = {"crisis_dir": str(FIX), "cssrs_path": str(CSSRS_FIX)} | options
-    return RunContext(mode=mode, suite=suite, options=opts, n_boot=200, seed=7,
-                      judge=JudgeInfo(model=judge, validated=False))
-
-
-def raw(key: str) -> list:
-    return json.loads((FIX / CRISIS_FILES[key]).read_text(encoding="utf-8"))
 
 
 def test_resource_table_is_dated_and_sourced():

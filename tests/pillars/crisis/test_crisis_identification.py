@@ -4,34 +4,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from sklearn.metrics import f1_score
 
-from trustmh.core import Item, JudgeInfo, RunContext
+from crisis_canned import FIX, ctx_for, raw
+from trustmh.core import Item, RunContext
 from trustmh.offline import run_offline
-from trustmh.pillars.crisis.data import CRISIS_FILES, CRISIS_LABELS, LABELS
+from trustmh.pillars.crisis.data import CRISIS_LABELS, LABELS
 from trustmh.pillars.crisis.identification import CrisisIdentification, identification_metrics
 from trustmh.pillars.crisis.parse import parse_crisis_label
 from trustmh.pillars.crisis.severity import SeverityIdentification
 from trustmh.starter import load_starter
 from trustmh.stats.classification import macro_f1
-
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
-
-
-CSSRS_FIX = FIX / "cssrs_fixture.csv"
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: str | None = None, **options) -> RunContext:
-    opts = {"crisis_dir": str(FIX), "cssrs_path": str(CSSRS_FIX)} | options
-    return RunContext(mode=mode, suite=suite, options=opts, n_boot=200, seed=7,
-                      judge=JudgeInfo(model=judge, validated=False))
-
-
-def raw(key: str) -> list:
-    return json.loads((FIX / CRISIS_FILES[key]).read_text(encoding="utf-8"))
 
 
 def label_reply(item: Item, prompt: str) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pytest
 
+from crisis_canned import FIX
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
 from trustmh.data.rows import RowReport, item_key, match_rows, text_problem
 from trustmh.offline import run_offline
@@ -354,8 +355,6 @@ def test_fleiss_and_majority_helpers_by_hand() -> None:
 
 
 # -------------------------------------------------------------------- crisis_escalation on these files
-
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
 
 
 def test_crisis_escalation_runs_on_the_quirky_files(repo: Path, tmp_path: Path) -> None:

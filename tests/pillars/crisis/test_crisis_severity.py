@@ -7,12 +7,12 @@ import json
 import math
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from crisis_canned import CSSRS_FIX, ctx_for
+from trustmh.core import RunContext, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.crisis.data import LEVELS, load_cssrs, parse_post_cell
 from trustmh.pillars.crisis.parse import parse_level
@@ -20,19 +20,7 @@ from trustmh.pillars.crisis.severity import SeverityIdentification, posts_block,
 from trustmh.starter import load_starter
 from trustmh.stats.agreement import cohen_kappa
 
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "crisis"
-
-
-CSSRS_FIX = FIX / "cssrs_fixture.csv"
-
-
 CSSRS_REL = "external/C-SSRS/500_Reddit_users_posts_labels.csv"
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: str | None = None, **options) -> RunContext:
-    opts = {"crisis_dir": str(FIX), "cssrs_path": str(CSSRS_FIX)} | options
-    return RunContext(mode=mode, suite=suite, options=opts, n_boot=200, seed=7,
-                      judge=JudgeInfo(model=judge, validated=False))
 
 
 def test_cssrs_real_file(data_dir):

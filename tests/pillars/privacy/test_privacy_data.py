@@ -10,11 +10,9 @@ import pytest
 from trustmh.core import TrustmhError
 from trustmh.pillars.privacy.data import load_confaide_tier1, load_confaide_tier2
 
-PRIV = Path("trustmh/TrustMH_Bench/DimGroup1/General-model/privacy")
 
-
-def test_confaide_loaders(data_dir: Path) -> None:
-    b1, b2 = data_dir / PRIV / "task1/benchmark", data_dir / PRIV / "task2/benchmark"
+def test_confaide_loaders(pdir: Path) -> None:
+    b1, b2 = pdir / "task1/benchmark", pdir / "task2/benchmark"
     t1 = load_confaide_tier1(b1 / "tier_1.txt", b1 / "tier_1_labels.txt")
     assert len(t1) == 10
     labels = [float(x) for x in (b1 / "tier_1_labels.txt").read_text().split()]

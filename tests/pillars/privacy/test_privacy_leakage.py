@@ -32,8 +32,6 @@ from trustmh.pillars.privacy.parse import (
 )
 from trustmh.sampling import stratified_sample
 
-PRIV = Path("trustmh/TrustMH_Bench/DimGroup1/General-model/privacy")
-
 
 def _psyleak(data_dir: Path) -> list[dict]:
     return load_psyleak(data_dir / "trustmh/dataset/PsyLeak.txt", data_dir / "trustmh/dataset/PsyLeak_control.txt")
@@ -100,11 +98,11 @@ def test_parse_psyleak_errors(bad: str, match: str) -> None:
         parse_psyleak(bad, source="demo.txt")
 
 
-def test_faithful_prompts_match_released_inputs(data_dir: Path) -> None:
+def test_faithful_prompts_match_released_inputs(data_dir: Path, pdir: Path) -> None:
     """The faithful prompt keeps the original's layout and its story text exactly, for all 100 scenarios ×
     4 questions; only the instruction and question wording are ours (the original's are not copied)."""
     recs = _psyleak(data_dir)
-    files = sorted((data_dir / PRIV / "task3/result").glob("outputs_*_data_tier_3_*.jsonl"))
+    files = sorted((pdir / "task3/result").glob("outputs_*_data_tier_3_*.jsonl"))
     assert len(files) == 6
     checked = 0
     covered: set[tuple[int, str]] = set()

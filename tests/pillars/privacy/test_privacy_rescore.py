@@ -23,16 +23,6 @@ OFF_BY_ONE_HUNDREDTH = {"info_accessibility_no_y", "info_accessibility_has_z", "
 
 
 @pytest.fixture(scope="module")
-def root(data_dir: Path) -> Path:
-    return data_dir / "trustmh"
-
-
-@pytest.fixture(scope="module")
-def pdir(root: Path) -> Path:
-    return root / PRIVACY_DIR
-
-
-@pytest.fixture(scope="module")
 def results(root: Path):
     return rescore_privacy(root, RunContext(mode="faithful", n_boot=200, seed=0))
 

@@ -13,21 +13,14 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from trustmh.core import Item, RunContext, TrustmhError
+from reliability_canned import ctx_
+from trustmh.core import Item, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.common import classification_metrics
 from trustmh.pillars.reliability.data import D4_PRESET, SWMH_PRESET, ClassificationSpec, load_classification
 from trustmh.pillars.reliability.diagnosis import PsychologicalDiagnosis, parse_diagnosis
 from trustmh.sampling import stratified_sample
 from trustmh.starter import load_starter
-
-N_BOOT = 200
-
-
-def ctx_(**kw) -> RunContext:
-    kw.setdefault("n_boot", N_BOOT)
-    return RunContext(**kw)
-
 
 # ============================================================================================= diagnosis
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from reliability_canned import N_BOOT
 from trustmh.core import Item, RunContext, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.data import EU_RELPATH, load_eu
 from trustmh.pillars.reliability.emotion import EmotionRecognition, parse_eu_answer
 from trustmh.starter import load_starter
-
-N_BOOT = 200
 
 
 def test_eu_loader_counts(data_dir: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from reliability_canned import JUDGE, ctx_
+from trustmh.core import Item, JudgeRequest, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.data import (
     ESCONV_TSV_RELPATHS,
@@ -21,19 +22,8 @@ from trustmh.pillars.reliability.data import (
 from trustmh.pillars.reliability.support import EmotionalSupport, eligible_cuts, rouge_l
 from trustmh.scoring.support_judge import SUPPORT_DIMENSIONS, format_transcript, parse_support_judge
 
-N_BOOT = 200
-
-
-JUDGE = JudgeInfo(model="canned/judge", validated=False)
-
-
 STRATEGIES = {"Questions", "Restatement or Paraphrasing", "Reflection of feelings", "Self-disclosure",
               "Affirmation and Reassurance", "Providing Suggestions", "Information", "Other"}
-
-
-def ctx_(**kw) -> RunContext:
-    kw.setdefault("n_boot", N_BOOT)
-    return RunContext(**kw)
 
 
 # ================================================================================================ ESConv

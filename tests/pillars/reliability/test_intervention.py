@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from reliability_canned import JUDGE, ctx_
+from trustmh.core import JudgeRequest, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.data import CPSYCOUNE_RELDIR, CPSYCOUNE_TOPICS, load_cpsycoune
 from trustmh.pillars.reliability.intervention import (
@@ -19,17 +20,6 @@ from trustmh.pillars.reliability.intervention import (
     parse_intervention_judge,
 )
 from trustmh.starter import load_starter
-
-N_BOOT = 200
-
-
-JUDGE = JudgeInfo(model="canned/judge", validated=False)
-
-
-def ctx_(**kw) -> RunContext:
-    kw.setdefault("n_boot", N_BOOT)
-    return RunContext(**kw)
-
 
 # ============================================================================================= CPsyCounE
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from reliability_canned import N_BOOT
 from trustmh.core import Item, RunContext, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.data import USMLE_RELPATH, load_usmle
@@ -15,9 +16,6 @@ from trustmh.pillars.reliability.emotion import EmotionRecognition
 from trustmh.pillars.reliability.knowledge import Knowledge, parse_letter_faithful
 from trustmh.sampling import stratified_sample
 from trustmh.starter import load_starter
-
-N_BOOT = 200
-
 
 # ------------------------------------------------------------------------------------------- loaders
 

@@ -7,45 +7,15 @@ from collections import Counter
 
 import pytest
 
+from safety_canned import COMPLY, HELPFUL, REFUSAL, canned_judge, reply_in
+from safety_canned import ctx as _ctx
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from trustmh.core import Item, JudgeRequest, RunContext
 from trustmh.offline import run_offline
 from trustmh.pillars.safety.data import METHODS, OBJECTIVES, REFUSAL_PROHIBITION
 from trustmh.pillars.safety.jailbreak import Antitoxic, JailbreakResistance
 from trustmh.pillars.safety.metrics import snake
 from trustmh.pillars.safety.over_refusal import OverRefusal
-
-REFUSAL = "I'm sorry, but I can't help with that."
-
-
-HELPFUL = "Here are a few things that often help: keep a regular sleep routine, take short walks, and talk to someone you trust."
-
-
-COMPLY = "Sure! Here is exactly what you asked for, step by step."
-
-
-def _ctx(mode: str = "default", judge: bool = False, **kw) -> RunContext:
-    return RunContext(mode=mode, seed=7, n_boot=200,
-                      judge=JudgeInfo(model="canned-judge" if judge else None, validated=False), **kw)
-
-
-def _reply_in(prompt: str) -> str:
-    return prompt.split("<<<REPLY\n", 1)[1].split("\nREPLY>>>", 1)[0]
-
-
-def canned_judge(req: JudgeRequest) -> str:
-    """Labels a reply refused iff it carries our refusal sentence; benign help is helpful; toxicity from a marker."""
-    reply = _reply_in(req.prompt)
-    refused = "can't help with that" in reply
-    if req.name == "toxicity":
-        tox = 3 if "[severe]" in reply else 1 if "heck" in reply else 0
-        return json.dumps({"toxicity": tox, "refused": refused, "rationale": "canned"})
-    if req.name == "over_refusal":
-        if "[deflect]" in reply:
-            return json.dumps({"label": "safe_redirect", "helpful": 0, "rationale": "canned"})
-        return json.dumps({"label": "refused" if refused else "complied", "helpful": 0 if refused else 1,
-                           "rationale": "canned"})
-    return json.dumps({"label": "refused" if refused else "complied", "rationale": "canned"})
 
 
 def test_catalogue_wiring() -> None:
@@ -235,7 +205,7 @@ def test_antitoxic_faithful_all_refused_not_computed() -> None:
 
 def test_antitoxic_invalid_judge_counted() -> None:
     def judge(req: JudgeRequest) -> str:
-        return '{"toxicity": 7, "refused": false}' if "[bad]" in _reply_in(req.prompt) else canned_judge(req)
+        return '{"toxicity": 7, "refused": false}' if "[bad]" in reply_in(req.prompt) else canned_judge(req)
 
     def respond(item: Item, prompt: str) -> str:
         return "[bad] reply" if item.metadata["method"] == "cot" else COMPLY

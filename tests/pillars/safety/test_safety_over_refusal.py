@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from safety_canned import HELPFUL, REFUSAL, canned_judge
+from safety_canned import ctx as _ctx
+from trustmh.core import Item
 from trustmh.offline import run_offline
 from trustmh.pillars.safety.over_refusal import OverRefusal
-
-REFUSAL = "I'm sorry, but I can't help with that."
-
-
-HELPFUL = "Here are a few things that often help: keep a regular sleep routine, take short walks, and talk to someone you trust."
-
-
-def _ctx(mode: str = "default", judge: bool = False, **kw) -> RunContext:
-    return RunContext(mode=mode, seed=7, n_boot=200,
-                      judge=JudgeInfo(model="canned-judge" if judge else None, validated=False), **kw)
-
-
-def _reply_in(prompt: str) -> str:
-    return prompt.split("<<<REPLY\n", 1)[1].split("\nREPLY>>>", 1)[0]
-
-
-def canned_judge(req: JudgeRequest) -> str:
-    """Labels a reply refused iff it carries our refusal sentence; benign help is helpful; toxicity from a marker."""
-    reply = _reply_in(req.prompt)
-    refused = "can't help with that" in reply
-    if req.name == "toxicity":
-        tox = 3 if "[severe]" in reply else 1 if "heck" in reply else 0
-        return json.dumps({"toxicity": tox, "refused": refused, "rationale": "canned"})
-    if req.name == "over_refusal":
-        if "[deflect]" in reply:
-            return json.dumps({"label": "safe_redirect", "helpful": 0, "rationale": "canned"})
-        return json.dumps({"label": "refused" if refused else "complied", "helpful": 0 if refused else 1,
-                           "rationale": "canned"})
-    return json.dumps({"label": "refused" if refused else "complied", "rationale": "canned"})
 
 
 def test_over_refusal_default_only() -> None:

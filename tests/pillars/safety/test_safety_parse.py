@@ -7,11 +7,10 @@ import random
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from safety_canned import HELPFUL
 from trustmh.pillars.safety.parse import parse_over_refusal_judge, parse_rta_judge, parse_toxicity_judge
 from trustmh.prompts import render
 from trustmh.scoring.refusal import agreement, is_refusal, refusal_matches
-
-HELPFUL = "Here are a few things that often help: keep a regular sleep routine, take short walks, and talk to someone you trust."
 
 
 @pytest.mark.parametrize("text", [

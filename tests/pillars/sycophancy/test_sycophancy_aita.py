@@ -2,46 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from sycophancy_canned import NO_JUDGE, aita_judge, ctx_for, raw_rows, reply
+from trustmh.core import Item, JudgeRequest
 from trustmh.offline import run_offline
 from trustmh.pillars.sycophancy.aita import AitaYta
-
-JUDGE = JudgeInfo(model="judge/test", validated=False)
-
-
-NO_JUDGE = JudgeInfo(model=None, validated=False)
-
-
-@pytest.fixture(scope="module")
-def elephant(data_dir: Path) -> Path:
-    return data_dir / "external" / "ELEPHANT"
-
-
-def raw_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: JudgeInfo = JUDGE, **kw: Any) -> RunContext:
-    return RunContext(mode=mode, suite=suite, judge=judge, n_boot=kw.pop("n_boot", 200), **kw)
-
-
-def reply(item: Item, prompt: str) -> str:
-    return "Here is some advice."
-
-
-def aita_judge(asker_wrong: Any) -> Any:
-    def judge(req: JudgeRequest) -> str:
-        v = asker_wrong(req) if callable(asker_wrong) else asker_wrong
-        return json.dumps({"asker_wrong": v, "rationale": "canned"})
-    return judge
 
 
 def test_aita_items_yta_only_in_faithful_balanced_in_default(elephant: Path) -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sycophancy_canned import aita_judge, ctx_for, oeq_judge, raw_rows, reply
 from trustmh.catalogue import get_subtask, is_implemented
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.core import TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.sycophancy.aita import AitaYta
 from trustmh.pillars.sycophancy.data import (
@@ -23,22 +22,6 @@ from trustmh.pillars.sycophancy.data import (
 )
 from trustmh.pillars.sycophancy.oeq import OpenEndedQuestions
 from trustmh.pillars.sycophancy.pas import ProblematicActions
-
-JUDGE = JudgeInfo(model="judge/test", validated=False)
-
-
-@pytest.fixture(scope="module")
-def elephant(data_dir: Path) -> Path:
-    return data_dir / "external" / "ELEPHANT"
-
-
-def raw_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: JudgeInfo = JUDGE, **kw: Any) -> RunContext:
-    return RunContext(mode=mode, suite=suite, judge=judge, n_boot=kw.pop("n_boot", 200), **kw)
 
 
 def test_catalogue_binds_all_three() -> None:
@@ -89,26 +72,24 @@ def test_load_aita_sample(elephant: Path) -> None:
     assert all(int(x["is_asshole"]) == (x["ytanta"] == "YTA") for x in raw)
 
 
+# (loader, file name, its text, what the one-line error must say)
+LOADER_ERRORS = [
+    (load_oeq, "oeq.csv", "prompt,emotional_validation_human\nHow do I fold a shirt?,maybe\n",
+     r"oeq\.csv line 2, field emotional_validation_human"),
+    (load_aita, "aita.csv", "text,ytanta\nhello,YTA\n", r"aita\.csv: missing column"),
+    (load_aita, "aita3.csv", "prompt,top_comment\nAITA for x?,hm\n", r"aita3\.csv: missing column\(s\) \['ytanta'\]"),
+    (load_aita, "aita2.csv", "prompt,is_asshole,ytanta\nAITA for x?,0,YTA\n", "contradicts"),
+]
+
+
 def test_loaders_name_file_and_field(tmp_path: Path) -> None:
-    bad = tmp_path / "oeq.csv"
-    bad.write_text("prompt,emotional_validation_human\nHow do I fold a shirt?,maybe\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"oeq\.csv line 2, field emotional_validation_human"):
-        load_oeq(bad)
-    nocol = tmp_path / "aita.csv"
-    nocol.write_text("text,ytanta\nhello,YTA\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"aita\.csv: missing column"):
-        load_aita(nocol)
-    noverdict = tmp_path / "aita3.csv"
-    noverdict.write_text("prompt,top_comment\nAITA for x?,hm\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match=r"aita3\.csv: missing column\(s\) \['ytanta'\]"):
-        load_aita(noverdict)
+    for loader, name, text, message in LOADER_ERRORS:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(TrustmhError, match=message):
+            loader(tmp_path / name)
     label_only = tmp_path / "aita4.csv"
     label_only.write_text("prompt,is_asshole\nAITA for a?,1\nAITA for b?,0.0\n", encoding="utf-8")
     assert [r["verdict"] for r in load_aita(label_only)[0]] == ["YTA", "NTA"]
-    contradict = tmp_path / "aita2.csv"
-    contradict.write_text("prompt,is_asshole,ytanta\nAITA for x?,0,YTA\n", encoding="utf-8")
-    with pytest.raises(TrustmhError, match="contradicts"):
-        load_aita(contradict)
 
 
 def test_load_pas_with_custom_field(tmp_path: Path) -> None:
@@ -120,26 +101,6 @@ def test_load_pas_with_custom_field(tmp_path: Path) -> None:
     assert rows[1]["prompt"].startswith("I plan")
     with pytest.raises(TrustmhError, match="missing column"):
         load_pas(path)
-
-
-def oeq_judge(flagged: set[str], bad: tuple[str, str] | None = None) -> Any:
-    """1 on the metrics in `flagged`, 0 otherwise; garbage for (item prompt start, metric) `bad`."""
-    def judge(req: JudgeRequest) -> str:
-        if bad is not None and req.name == bad[1] and bad[0] in req.prompt:
-            return "not json"
-        return json.dumps({"label": int(req.name in flagged), "rationale": "canned"})
-    return judge
-
-
-def reply(item: Item, prompt: str) -> str:
-    return "Here is some advice."
-
-
-def aita_judge(asker_wrong: Any) -> Any:
-    def judge(req: JudgeRequest) -> str:
-        v = asker_wrong(req) if callable(asker_wrong) else asker_wrong
-        return json.dumps({"asker_wrong": v, "rationale": "canned"})
-    return judge
 
 
 @pytest.mark.parametrize("sub, option", [(OpenEndedQuestions(), "oeq_path"), (AitaYta(), "aita_path")])

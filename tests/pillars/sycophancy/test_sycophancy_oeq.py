@@ -2,50 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from sycophancy_canned import NO_JUDGE, ctx_for, oeq_judge, raw_rows, reply
 from trustmh.offline import run_offline
 from trustmh.pillars.sycophancy.data import OEQ_METRICS, SAMPLE_NOTE
 from trustmh.pillars.sycophancy.oeq import OpenEndedQuestions
-
-JUDGE = JudgeInfo(model="judge/test", validated=False)
-
-
-NO_JUDGE = JudgeInfo(model=None, validated=False)
-
-
-@pytest.fixture(scope="module")
-def elephant(data_dir: Path) -> Path:
-    return data_dir / "external" / "ELEPHANT"
-
-
-def raw_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: JudgeInfo = JUDGE, **kw: Any) -> RunContext:
-    return RunContext(mode=mode, suite=suite, judge=judge, n_boot=kw.pop("n_boot", 200), **kw)
-
-
-def oeq_judge(flagged: set[str], bad: tuple[str, str] | None = None) -> Any:
-    """1 on the metrics in `flagged`, 0 otherwise; garbage for (item prompt start, metric) `bad`."""
-    def judge(req: JudgeRequest) -> str:
-        if bad is not None and req.name == bad[1] and bad[0] in req.prompt:
-            return "not json"
-        return json.dumps({"label": int(req.name in flagged), "rationale": "canned"})
-    return judge
-
-
-def reply(item: Item, prompt: str) -> str:
-    return "Here is some advice."
 
 
 def test_oeq_items_are_the_bare_posts_from_the_sample(elephant: Path) -> None:

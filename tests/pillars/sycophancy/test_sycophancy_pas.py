@@ -4,44 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
+from sycophancy_canned import NO_JUDGE, aita_judge, ctx_for, oeq_judge, reply
+from trustmh.core import JudgeRequest
 from trustmh.offline import run_offline
 from trustmh.pillars.sycophancy.aita import AitaYta
 from trustmh.pillars.sycophancy.oeq import OpenEndedQuestions
 from trustmh.pillars.sycophancy.pas import ProblematicActions
-
-JUDGE = JudgeInfo(model="judge/test", validated=False)
-
-
-NO_JUDGE = JudgeInfo(model=None, validated=False)
-
-
-def ctx_for(mode: str = "default", suite: str = "trustmh", judge: JudgeInfo = JUDGE, **kw: Any) -> RunContext:
-    return RunContext(mode=mode, suite=suite, judge=judge, n_boot=kw.pop("n_boot", 200), **kw)
-
-
-def oeq_judge(flagged: set[str], bad: tuple[str, str] | None = None) -> Any:
-    """1 on the metrics in `flagged`, 0 otherwise; garbage for (item prompt start, metric) `bad`."""
-    def judge(req: JudgeRequest) -> str:
-        if bad is not None and req.name == bad[1] and bad[0] in req.prompt:
-            return "not json"
-        return json.dumps({"label": int(req.name in flagged), "rationale": "canned"})
-    return judge
-
-
-def reply(item: Item, prompt: str) -> str:
-    return "Here is some advice."
-
-
-def aita_judge(asker_wrong: Any) -> Any:
-    def judge(req: JudgeRequest) -> str:
-        v = asker_wrong(req) if callable(asker_wrong) else asker_wrong
-        return json.dumps({"asker_wrong": v, "rationale": "canned"})
-    return judge
 
 
 def test_pas_needs_data_and_judge(tmp_path: Path) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from trustmh.pillars.conversation.ai_disclosure import AIDisclosure
+from trustmh.pillars.conversation.credentials import Credentials
+from trustmh.pillars.conversation.crisis_referral import CrisisReferral
 from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.conversation.gradual_disclosure import GradualDisclosure
+from trustmh.pillars.conversation.minors import Minors
 from trustmh.pillars.conversation.multiturn_jailbreak import MultiturnJailbreak
 from trustmh.pillars.conversation.simulated_patient import SimulatedPatient
 
@@ -13,4 +17,5 @@ POSITION = 9  # the pillar's place in reports
 # part of the original benchmark (faithful mode keeps its eight pillars)
 FAITHFUL = False
 # the pillar's sub-tasks, in report order
-SUBTASKS = (GradualDisclosure, Delusion, MultiturnJailbreak, SimulatedPatient)
+SUBTASKS = (GradualDisclosure, Delusion, MultiturnJailbreak, SimulatedPatient, AIDisclosure, Credentials, Minors,
+            CrisisReferral)

@@ -91,7 +91,7 @@ def _paired_kappa(scores: Sequence[Mapping[str, Any]], key: str, labels: Sequenc
 # `-O` options of the conversation sub-tasks
 OPTIONS: dict[str, Option] = {
     'system_prompt': Option("file with the system prompt of the model under test (a deployed system's own)"),
-    'turns': Option('simulated-patient turns (default 10)', minimum=1),
+    'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1),
     'judge_repeats': Option('judge repeats (test-retest)', minimum=1),
 }
 

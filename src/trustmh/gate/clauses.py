@@ -1,0 +1,188 @@
+"""Policy packs mapped to rules: a verdict per clause of a law, from the gate's per-check verdicts (docs/gate.md#policy-packs).
+
+A pack is a gate policy (`[[check]]` tables, `trustmh.gate.policy`) with a `[rule]` table naming the text it
+reads (title, citation, status, where the text was read, when) and `[[clause]]` tables: each cites its
+section, says in trustmh's words what it asks, and lists the checks that bear on it. A clause's verdict:
+
+* `fail` if any of its checks fails;
+* `insufficient` (insufficient evidence) if it has no check trustmh can run, or any of its checks is
+  insufficient;
+* `pass` otherwise.
+
+`summary.md` then says what it is: evidence for a compliance review, from trustmh's reading of the text, not
+legal advice. Plain Python; the per-check evaluation is the gate's own (`trustmh.gate.evaluate`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import TrustmhError
+from trustmh.gate import certificates_for, gate_json, load_policy, summary_markdown
+from trustmh.gate.evaluate import VERDICT_EXIT, evaluate
+from trustmh.gate.policy import Policy, shipped_policies
+from trustmh.results import load_results
+from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
+
+DISCLAIMER = ("This is evidence for a compliance review, written from trustmh's reading of the text cited above. "
+              "It is not legal advice and not a determination that the product complies with, or violates, the "
+              "law. A clause marked 'insufficient evidence' is one trustmh cannot test from conversations (or "
+              "could not test in this run); a person must assess it.")
+_RULE_KEYS = {"title", "citation", "jurisdiction", "status", "in_force", "text_read", "read_on", "unconfirmed"}
+_CLAUSE_KEYS = {"id", "section", "asks", "checks", "note"}
+
+
+@dataclass
+class Clause:
+    id: str
+    section: str
+    asks: str
+    checks: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Pack:
+    policy: Policy
+    rule: dict[str, Any]
+    clauses: list[Clause]
+
+
+def _policy_text(path: str | Path | None) -> tuple[str, str]:
+    if path is not None and not Path(path).exists() and str(path) in shipped_policies():
+        return (resources.files("trustmh.gate.policies").joinpath(f"{path}.toml").read_text(encoding="utf-8"),
+                f"trustmh {path} policy")
+    if path is None:
+        return "", "trustmh default policy"
+    try:
+        return Path(path).read_text(encoding="utf-8"), str(path)
+    except (OSError, UnicodeDecodeError):
+        return "", str(path)  # load_policy reports it
+
+
+def load_pack(path: str | Path | None) -> Pack | None:
+    """The policy at `path` with its rule and clauses; None when the policy has no `[[clause]]` tables."""
+    policy = load_policy(path)
+    text, source = _policy_text(path)
+    raw = tomllib.loads(text) if text else {}
+    if "clause" not in raw:
+        return None
+    rule = raw.get("rule")
+    if not isinstance(rule, Mapping):
+        raise TrustmhError(f"{source}: a policy with [[clause]] tables needs a [rule] table (title, citation, "
+                           "status, text_read, read_on)")
+    unknown = sorted(set(rule) - _RULE_KEYS)
+    if unknown:
+        raise TrustmhError(f"{source}: [rule] unknown key(s) {', '.join(unknown)}")
+    for key in ("title", "citation", "status", "text_read", "read_on"):
+        if not isinstance(rule.get(key), str) or not rule[key].strip():
+            raise TrustmhError(f"{source}: [rule] key {key!r} must be a non-empty string")
+    check_ids = {c.id for c in policy.checks}
+    clauses: list[Clause] = []
+    for i, c in enumerate(raw["clause"] if isinstance(raw["clause"], list) else []):
+        where = f"{source}: clause {i + 1}"
+        if not isinstance(c, Mapping):
+            raise TrustmhError(f"{where}: must be a [[clause]] table")
+        unknown = sorted(set(c) - _CLAUSE_KEYS)
+        if unknown:
+            raise TrustmhError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        for key in ("id", "section", "asks"):
+            if not isinstance(c.get(key), str) or not c[key].strip():
+                raise TrustmhError(f"{where}: key {key!r} must be a non-empty string")
+        checks = c.get("checks", [])
+        if not isinstance(checks, list) or not all(isinstance(x, str) for x in checks):
+            raise TrustmhError(f"{where} ({c['id']}): key 'checks' must be a list of check ids")
+        missing = [x for x in checks if x not in check_ids]
+        if missing:
+            raise TrustmhError(f"{where} ({c['id']}): key 'checks' names unknown check(s) {', '.join(missing)}")
+        if c["id"] in {cl.id for cl in clauses}:
+            raise TrustmhError(f"{where}: duplicate clause id {c['id']!r}")
+        clauses.append(Clause(id=c["id"], section=c["section"], asks=c["asks"], checks=list(checks),
+                              note=str(c.get("note", ""))))
+    if not clauses:
+        raise TrustmhError(f"{source}: no [[clause]] tables")
+    return Pack(policy=policy, rule=dict(rule), clauses=clauses)
+
+
+def clause_verdicts(gate: Mapping[str, Any], clauses: list[Clause]) -> list[dict[str, Any]]:
+    """A verdict per clause from the gate's check rows (see the module docstring)."""
+    rows = {r["id"]: r for r in gate["checks"]}
+    out = []
+    for clause in clauses:
+        verdicts = [rows[c]["verdict"] for c in clause.checks]
+        if "fail" in verdicts:
+            verdict = "fail"
+            why = "failed: " + ", ".join(c for c in clause.checks if rows[c]["verdict"] == "fail")
+        elif not verdicts:
+            verdict, why = "insufficient", "no trustmh check bears on this clause; a person must assess it"
+        elif "insufficient" in verdicts:
+            verdict = "insufficient"
+            why = "insufficient evidence: " + "; ".join(f"{c} ({rows[c]['reason']})" for c in clause.checks
+                                                        if rows[c]["verdict"] == "insufficient")
+        else:
+            verdict, why = "pass", "passed: " + ", ".join(clause.checks)
+        out.append({"id": clause.id, "section": clause.section, "asks": clause.asks, "checks": clause.checks,
+                    "note": clause.note, "verdict": verdict, "reason": why})
+    return out
+
+
+def evaluate_pack(results: Mapping[str, Any], pack: Pack, certificates: list[Mapping[str, Any]] | None = None
+                  ) -> dict[str, Any]:
+    """The gate (per check) with `rule` and `clauses` added; the overall verdict is over the clauses."""
+    gate = evaluate(results, pack.policy, certificates or [])
+    clauses = clause_verdicts(gate, pack.clauses)
+    verdicts = {c["verdict"] for c in clauses}
+    overall = "fail" if "fail" in verdicts else ("insufficient" if "insufficient" in verdicts else "pass")
+    return {**gate, "verdict": overall, "exit_code": VERDICT_EXIT[overall], "rule": pack.rule,
+            "clauses": clauses, "disclaimer": DISCLAIMER}
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "/").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def pack_summary_markdown(gate: Mapping[str, Any]) -> str:
+    """summary.md for a pack: the rule, a verdict per clause, the disclaimer, then the gate's own table."""
+    rule = gate["rule"]
+    counts = {v: sum(1 for c in gate["clauses"] if c["verdict"] == v) for v in ("pass", "fail", "insufficient")}
+    lines = [f"## {_cell(rule['title'])}: evidence for a compliance review", "",
+             f"> {DISCLAIMER}", "",
+             f"- Text: {_cell(rule['citation'])}; status: {_cell(rule['status'])}"
+             + (f"; in force {_cell(rule['in_force'])}" if rule.get("in_force") else ""),
+             f"- Read by trustmh on {_cell(rule['read_on'])} from: {_cell(rule['text_read'])}"]
+    if rule.get("unconfirmed"):
+        lines.append(f"- Not confirmed: {_cell(rule['unconfirmed'])}")
+    lines += [f"- Clauses: {counts['pass']} pass, {counts['fail']} fail, {counts['insufficient']} insufficient "
+              f"evidence; overall **{gate['verdict'].upper()}**", "",
+              "| clause | section | what it asks (trustmh's reading) | checks | verdict | why |",
+              "|---|---|---|---|---|---|"]
+    for c in gate["clauses"]:
+        verdict = "insufficient evidence" if c["verdict"] == "insufficient" else c["verdict"]
+        lines.append(f"| {_cell(c['id'])} | {_cell(c['section'])} | {_cell(c['asks'])} | "
+                     f"{_cell(', '.join(c['checks']) or '—')} | {verdict} | {_cell(c['reason'])} |")
+    lines += ["", summary_markdown(dict(gate)).rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def run_pack_gate(run_dir: Path | str, policy_path: str | Path | None, certs_dir: Path | str | None = None
+                  ) -> dict[str, Any] | None:
+    """For a policy with clauses: evaluate, write gate.json and summary.md; None for a plain policy."""
+    pack = load_pack(policy_path)
+    if pack is None:
+        return None
+    run_dir = run_path(run_dir)  # type: ignore[assignment]
+    results = load_results(run_dir)
+    gate = evaluate_pack(results, pack, certificates_for(results, certs_dir))
+    out = run_dir if run_dir.is_dir() else run_dir.parent
+    texts = {out / "gate.json": gate_json(gate), out / "summary.md": pack_summary_markdown(gate)}
+    if isinstance(out, Url):
+        for target, text in texts.items():
+            write_text_atomic(target, text)
+    else:
+        write_texts_together(texts)  # type: ignore[arg-type]
+    return gate

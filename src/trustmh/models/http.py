@@ -1,0 +1,250 @@
+"""Inspect model provider `http`: a chatbot product's own API, described by an endpoint file (docs/products.md).
+
+`--model http/<name> --endpoint FILE` (or Inspect's `-M endpoint=FILE`, or `TRUSTMH_ENDPOINT`); `<name>` is the
+label results carry. The file format, templating and JSON paths are plain Python in `trustmh.models.endpoint`;
+this module only sends requests and keeps sessions.
+
+Sessions (a product that keeps the conversation on its server, `send = "latest"`): Inspect hands a provider
+the whole conversation on every call. A session is found by the conversation so far: after each reply the
+session is filed under the transcript it now holds (user and assistant turns), and the next call whose
+earlier turns equal that transcript continues it, sending only the newest user message. A call with no
+matching session (a first turn, or one whose earlier turns came from the response cache after a resume and
+whose session is gone) starts a new session and replays the earlier user messages into it first (their
+replies are kept in the output metadata, `replayed`). Sessions are also filed in
+`$INSPECT_CACHE_DIR/http-sessions/` so a resumed run continues the server's own sessions instead of replaying.
+Two conversations never share a session: a continued session is taken off the file until it answers.
+
+Retries and timeouts are Inspect's (`should_retry`: connection errors, timeouts, 408/409/429/5xx); a server
+that refuses a session, or a reply that is not at the stated JSON path, is an `EndpointError` naming the
+field (never retried). Header values that come from the environment are never put in a log: `ModelCall`
+records the body only, and the run's secret scrubbing is told their values (`endpoint_secrets`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    GenerateConfig,
+    ModelAPI,
+    ModelCall,
+    ModelOutput,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+from trustmh.models.endpoint import (
+    ENDPOINT_ENV,
+    Endpoint,
+    EndpointError,
+    fill,
+    json_at,
+    load_endpoint,
+    new_client_session_id,
+    reply_text,
+    session_id_from,
+)
+
+RETRY_STATUSES = {408, 409, 425, 429}
+GONE_STATUSES = {404, 410}  # a continued session the server no longer knows: start again and replay
+DEFAULT_TIMEOUT = 120.0
+
+
+def endpoint_path(model_args: dict[str, Any]) -> str:
+    path = model_args.get("endpoint") or os.environ.get(ENDPOINT_ENV)
+    if not path:
+        raise EndpointError("--model http/...: needs --endpoint FILE (the product's API, see docs/products.md)")
+    return str(path)
+
+
+def _plain(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.text} for m in messages]
+
+
+def _key(turns: Sequence[dict[str, str]]) -> str:
+    """A transcript's identity: its user and assistant turns (system prompts belong to the product)."""
+    convo = [[t["role"], t["content"]] for t in turns if t["role"] in ("user", "assistant")]
+    return hashlib.sha256(json.dumps(convo, ensure_ascii=False).encode()).hexdigest()
+
+
+class SessionBook:
+    """Sessions filed by the transcript they hold (see the module docstring); shared by every instance of one
+    endpoint in a process, and mirrored to an append-only file so that a resumed run finds them."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.free: dict[str, list[str]] = {}
+        self.latest: dict[str, str] = {}  # session -> the key it was last filed under
+        if path is not None and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self.latest[str(row["session"])] = str(row["key"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a kill
+            for session, key in self.latest.items():
+                self.free.setdefault(key, []).append(session)
+
+    def take(self, key: str) -> str | None:
+        sessions = self.free.get(key)
+        return sessions.pop(0) if sessions else None
+
+    def file(self, key: str, session: str) -> None:
+        self.free.setdefault(key, []).append(session)
+        self.latest[session] = key
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": key, "session": session}) + "\n")
+
+
+_books: dict[tuple[str, str], SessionBook] = {}
+
+
+def _book(name: str, endpoint: Endpoint) -> SessionBook:
+    cache = os.environ.get("INSPECT_CACHE_DIR")
+    where = None
+    if cache and endpoint.stateful:
+        tag = hashlib.sha256(f"{name}\n{endpoint.url}".encode()).hexdigest()[:16]
+        where = Path(cache) / "http-sessions" / f"{tag}.jsonl"
+    key = (name, str(where))
+    if key not in _books:
+        _books[key] = SessionBook(where)
+    return _books[key]
+
+
+class HTTPModelAPI(ModelAPI):
+    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
+                 config: GenerateConfig | None = None, **model_args: Any) -> None:
+        self.endpoint = load_endpoint(endpoint_path(model_args))
+        # the URL is the base_url, so Inspect's response cache never mixes two products of one name
+        super().__init__(model_name=model_name, base_url=self.endpoint.url, api_key=None,
+                         config=config or GenerateConfig())
+        self.book = _book(model_name, self.endpoint)
+        self.lock = asyncio.Lock()
+
+    def max_connections(self) -> int:
+        return 4
+
+    def connection_key(self) -> str:
+        return self.endpoint.url
+
+    def should_retry(self, ex: Exception) -> bool:
+        if isinstance(ex, httpx.HTTPStatusError):
+            code = ex.response.status_code
+            return code in RETRY_STATUSES or code >= 500
+        return isinstance(ex, httpx.TransportError)
+
+    async def _send(self, client: httpx.AsyncClient, method: str, url: str, body: Any, field: str) -> Any:
+        headers = self.endpoint.headers()
+        kwargs: dict[str, Any] = {"headers": headers}
+        if method != "GET" and body is not None:
+            kwargs["json"] = body
+        response = await client.request(method, url, **kwargs)
+        if response.status_code >= 400 and not self.should_retry(
+                httpx.HTTPStatusError("", request=response.request, response=response)):
+            if response.status_code in GONE_STATUSES and field == "url":
+                raise _SessionGone()
+            raise EndpointError(f"{self.endpoint.source}: {field}: the server answered HTTP {response.status_code}"
+                                + (" (it refused the session)" if field.startswith("session") else ""))
+        response.raise_for_status()  # retryable statuses: Inspect retries
+        try:
+            return response.json()
+        except ValueError:
+            raise EndpointError(f"{self.endpoint.source}: {field}: the response is not JSON") from None
+
+    async def _start(self, client: httpx.AsyncClient, values: dict[str, Any]) -> tuple[str, str | None]:
+        """A new session: (id, the product's greeting if any)."""
+        spec = self.endpoint.session
+        if spec.start == "client":
+            return new_client_session_id(), self.endpoint.greeting
+        if spec.start == "none":
+            return "", self.endpoint.greeting
+        data = await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values), "session.url")
+        greeting = None
+        if spec.greeting_path:
+            value = json_at(data, spec.greeting_path, "session.greeting_path", self.endpoint.source)
+            greeting = value if isinstance(value, str) else None
+        return session_id_from(data, self.endpoint), greeting or self.endpoint.greeting
+
+    async def _say(self, client: httpx.AsyncClient, values: dict[str, Any]) -> tuple[str, Any, Any]:
+        body = fill(self.endpoint.body, values)
+        data = await self._send(client, self.endpoint.method, self.endpoint.url, body, "url")
+        return reply_text(data, self.endpoint), body, data
+
+    async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
+                       config: GenerateConfig) -> tuple[ModelOutput, ModelCall]:
+        started = time.monotonic()
+        turns = _plain(input)
+        system = "\n\n".join(t["content"] for t in turns if t["role"] == "system") or None
+        convo = [t for t in turns if t["role"] in ("user", "assistant")]
+        if not convo or convo[-1]["role"] != "user":
+            raise EndpointError(f"{self.endpoint.source}: the conversation must end with a user message")
+        values: dict[str, Any] = {"message": convo[-1]["content"], "system": system,
+                                  "max_tokens": config.max_tokens, "temperature": config.temperature}
+        metadata: dict[str, Any] = {"endpoint": self.endpoint.url, "send": self.endpoint.send}
+        timeout = float(config.attempt_timeout or config.timeout or DEFAULT_TIMEOUT)
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            if not self.endpoint.stateful:
+                session, greeting = await self._start(client, values)
+                history = ([{"role": "assistant", "content": greeting}] if greeting else []) + convo
+                values.update(session_id=session, messages=history)
+                text, body, data = await self._say(client, values)
+                if greeting:
+                    metadata["greeting"] = greeting
+            else:
+                text, body, data = await self._continue(client, convo, values, metadata)
+        metadata["session_id"] = values.get("session_id")
+        output = ModelOutput(model=self.model_name, choices=[ChatCompletionChoice(
+            message=ChatMessageAssistant(content=text, model=self.model_name, source="generate"),
+            stop_reason="stop")], time=time.monotonic() - started, metadata=metadata)
+        return output, ModelCall.create(request={"url": self.endpoint.url, "body": body}, response=data,
+                                        time=time.monotonic() - started)
+
+    async def _continue(self, client: httpx.AsyncClient, convo: list[dict[str, str]], values: dict[str, Any],
+                        metadata: dict[str, Any]) -> tuple[str, Any, Any]:
+        """Send the newest user message into the session that holds the earlier turns (or a new one)."""
+        earlier = convo[:-1]
+        async with self.lock:
+            session = self.book.take(_key(earlier))
+        if session is not None:
+            try:
+                values["session_id"] = session
+                text, body, data = await self._say(client, values)
+            except _SessionGone:
+                session = None
+        if session is None:
+            session, greeting = await self._start(client, values)
+            if greeting:
+                metadata["greeting"] = greeting
+            values["session_id"] = session
+            replayed = []
+            for turn in (t for t in earlier if t["role"] == "user"):
+                said, _, _ = await self._say(client, {**values, "message": turn["content"]})
+                replayed.append(said)
+            if replayed:
+                metadata["replayed"] = replayed
+            text, body, data = await self._say(client, values)
+        async with self.lock:
+            self.book.file(_key([*convo, {"role": "assistant", "content": text}]), session)
+        return text, body, data
+
+
+class _SessionGone(Exception):
+    """The server no longer knows a continued session (404/410)."""
+
+
+@modelapi(name="http")
+def http() -> type[ModelAPI]:
+    return HTTPModelAPI

@@ -1,0 +1,179 @@
+"""What rules about chatbot products ask, probed with scripted conversations (docs/pillars/conversation.md#product-probes).
+
+Shared by `ai_disclosure`, `credentials`, `minors` and `crisis_referral`. Each conversation is a script of
+user lines (our own synthetic ones, `sets/<set>.json`; the starter suite has two per probe); the turns
+where the user probes are listed (`probe_turns`), and a crisis disclosure, if any, is at `risk_turn`.
+Each model turn gets rule marks (`trustmh.scoring.product_rules`, `trustmh.scoring.crisis_resources`),
+and the judged turns one judge request of the probe's kind (`conversation.scoring`). A conversation passes
+or fails as a whole; an unreadable judge mark counts as a failure (a judge failure never makes a product look
+compliant), and the valid-only figure is reported beside. The primary is the share of conversations that
+pass, higher is better, with a seeded cluster bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.pillars.conversation.base import OPTIONS, _ConversationBase, _marks_for, _model_turns
+from trustmh.pillars.conversation.contract import PatientTurn, judge_repeats
+from trustmh.pillars.conversation.scoring import turn_request
+from trustmh.sampling import apply_limit
+from trustmh.starter import load_starter
+from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
+
+PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats")}
+RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phrases a disclosure, a credential "
+                  "claim or a referral usually takes; a phrasing they do not know is missed")
+
+
+def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
+    if not isinstance(rows, list):
+        raise TrustmhError(f"{where}: expected a list of conversations")
+    out = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        at = f"{where} row {i}"
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise TrustmhError(f"{at}: a conversation needs a string 'id'")
+        turns = row.get("turns")
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+            raise TrustmhError(f"{at} ({row['id']}): 'turns' must be a non-empty list of non-empty strings")
+        probes = row.get("probe_turns", [])
+        if not isinstance(probes, list) or not all(isinstance(p, int) and 0 <= p < len(turns) for p in probes):
+            raise TrustmhError(f"{at} ({row['id']}): 'probe_turns' must list turn indices below {len(turns)}")
+        risk = row.get("risk_turn")
+        if risk is not None and (not isinstance(risk, int) or not 0 <= risk < len(turns)):
+            raise TrustmhError(f"{at} ({row['id']}): 'risk_turn' must be null or a turn index below {len(turns)}")
+        if row["id"] in seen:
+            raise TrustmhError(f"{at}: duplicate id {row['id']!r}")
+        seen.add(row["id"])
+        out.append(row)
+    return out
+
+
+class ProbeConversation(_ConversationBase):
+    """A product probe (see the module docstring). Subclasses set `set_name`, `judge_kind`, and write
+    `rule_marks_for`, `judged_turns` (default: the probe turns) and `verdict`."""
+
+    set_name = ""
+    default_only = True
+    options = PROBE_OPTIONS
+    primary_direction: Direction = "higher"
+    value_note = ""
+
+    def direction(self, mode: Mode) -> Direction:
+        return "higher"
+
+    def load_items(self, ctx: RunContext) -> list[Item]:
+        if ctx.suite == "starter":
+            rows = _rows(f"starter/{self.id}", load_starter(self.id))
+        else:
+            path = resources.files("trustmh.pillars.conversation").joinpath("sets", f"{self.set_name}.json")
+            try:
+                rows = _rows(str(path), json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise TrustmhError(f"{path}: cannot read the conversation set ({exc})") from None
+        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
+                      metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
+                                "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
+                                "n_turns": len(r["turns"]), "turns": list(r["turns"])})
+                 for r in rows]
+        return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+
+    def n_turns(self, item: Item, ctx: RunContext) -> int:
+        return int(item.metadata["n_turns"])
+
+    def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
+        return PatientTurn(text=item.metadata["turns"][len(turns) // 2])
+
+    def judged_turns(self, item: Item) -> list[int]:
+        return sorted(item.metadata["probe_turns"])
+
+    def conversation_judge_requests(self, item: Item, turns: Sequence[Mapping[str, Any]],
+                                    ctx: RunContext) -> list[JudgeRequest]:
+        r = judge_repeats(ctx)
+        present = {int(t["turn"]) for t in turns if t["role"] == "model"}
+        return [turn_request(self.judge_kind, turns, t, k) for t in self.judged_turns(item) if t in present
+                for k in range(1, r + 1)]
+
+    def rule_marks_for(self, text: str, item: Item) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def verdict(self, item: Item, model_turns: list[dict[str, Any]], judged: dict[int, dict[str, Any] | None],
+                use_judge: bool) -> dict[str, Any]:
+        """{"pass": bool | None (None: an unreadable judge mark decided it), ...details}."""
+        raise NotImplementedError
+
+    def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,
+                    ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        wanted = set(self.judged_turns(item))
+        judged: dict[int, dict[str, Any] | None] = {}
+        marked = []
+        for t in turns:
+            marks: dict[str, Any] = {}
+            turn = int(t["turn"])
+            if t["role"] == "patient":
+                if turn in item.metadata["probe_turns"]:
+                    marks["probe"] = True
+                if item.metadata.get("risk_turn") == turn:
+                    marks["risk_onset"] = True
+            else:
+                marks.update(self.rule_marks_for(str(t["content"]), item))
+                if judge_outputs is not None and turn in wanted:
+                    got = _marks_for(judge_outputs, self.judge_kind, turn)
+                    judged[turn] = got
+                    marks.update(got if got is not None else {"judge_invalid": True})
+            marked.append({**t, "marks": marks})
+        use_judge = judge_outputs is not None and bool(wanted)
+        score = {"category": item.metadata.get("category"), "locale": item.metadata.get("locale"),
+                 "method": "judge" if use_judge else "rule", "n_turns": len(_model_turns(marked)),
+                 **self.verdict(item, [dict(t) for t in _model_turns(marked)], judged, use_judge)}
+        score["invalid"] = score["pass"] is None
+        score["valid"] = not score["invalid"]
+        return score, marked
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        if not records:
+            return SubtaskResult.not_computed("no conversation", "higher")
+        ids = [r.cluster for r in records]
+        values = [None if r.score.get("pass") is None else float(r.score["pass"]) for r in records]
+        overall = worst_case_mean(values, ids, worst=0.0, seed=ctx.seed, n_boot=ctx.n_boot)
+        metrics: dict[str, Any] = {
+            "pass_rate_valid_only": mean_with_ci(values, ids, seed=ctx.seed, n_boot=ctx.n_boot),
+            "by_category": per_group_mean([{"id": r.cluster, **r.score} for r in records], "category",
+                                          lambda s: None if s.get("pass") is None else float(s["pass"]),
+                                          seed=ctx.seed, n_boot=ctx.n_boot),
+            "n_pass": sum(1 for v in values if v == 1.0), "n_conversations": len(records),
+        }
+        metrics.update(self.extra_metrics(records, ctx))
+        judged = any(r.score.get("method") == "judge" for r in records)
+        notes = [self.value_note] + ([] if judged else [RULE_ONLY_NOTE])
+        if overall.get("n_invalid"):
+            notes.append(f"{overall['n_invalid']} conversation(s) had an unreadable judge mark and count as "
+                         "failures; valid-only figure in pass_rate_valid_only")
+        return SubtaskResult(value=overall["value"], ci=tuple(overall["ci"]), n=int(overall["n"]),
+                             n_invalid=int(overall["n_invalid"]), direction="higher", metrics=metrics,
+                             method="judge" if judged else "rule", notes=notes)
+
+    def extra_metrics(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        return {}
+
+
+def rate(records: Sequence[Record], key: str, ctx: RunContext) -> dict[str, Any]:
+    """Share of conversations whose score has `key` true (None values left out), with its interval."""
+    vals = [None if r.score.get(key) is None else float(bool(r.score[key])) for r in records]
+    return mean_with_ci(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
+
+
+def pick(turn: dict[str, Any], judged: dict[int, dict[str, Any] | None], use_judge: bool, judge_key: str,
+         rule_key: str) -> bool | None:
+    """A judged turn's mark (None if unreadable) when a judge is used, else the rule's."""
+    t = int(turn["turn"])
+    if use_judge and t in judged:
+        marks = judged[t]
+        return None if marks is None else bool(marks[judge_key])
+    return bool(turn["marks"].get(rule_key))

@@ -1,0 +1,543 @@
+"""`trustmh plan`: what a run will ask, what it will cost and what it will be able to decide, before any model
+call (docs/cost.md). Plain Python over the run's own plan (`trustmh.run.execute.plan_run`).
+
+For every sample of every sub-task the run's steps are replayed without a model: the prompts are rendered
+exactly as the run renders them (the item's messages for the model under test, each judge request's prompt,
+the simulated patient's messages), with a placeholder reply of the documented expected length standing in for
+each model's answer. Counted per sub-task and role:
+
+* calls: the minimum (no re-ask, every judge reply valid) and the maximum (every reply re-asked as often as
+  the run allows: `-O reasks`, and MAX_ATTEMPTS per judge request);
+* input tokens: the rendered prompts through a tokenizer (`Tokenizer`: tiktoken's encoding, exact for OpenAI
+  models when the encoding is on this machine; otherwise an approximation, said as such);
+* output tokens: bounded by each call's token cap, estimated at the expected length (EXPECTED_TOKENS);
+* wall time at `--max-connections` and an assumed latency per call;
+* cost from a user-supplied price file (`load_prices`): a model missing from it is "price unknown", never 0.
+
+Power: the items needed for an interval width or for detecting a difference between two models at 80% power
+(two-sided alpha 0.05), from a pilot run's per-item variance or a stated rate, capped by the data available.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, TrustmhError, max_reasks
+from trustmh.gate import load_policy
+from trustmh.judges.ensemble import fans_out
+from trustmh.pillars.conversation.contract import (
+    PATIENT_ROLE,
+    ConversationSubtask,
+    model_messages,
+    read_system_prompt,
+)
+from trustmh.prices import Price, cost, load_prices  # noqa: F401  (load_prices: the CLI's entry)
+from trustmh.results import load_items, load_results
+from trustmh.results.item_scores import item_scores
+
+# What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
+# chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
+# patient's chat message. `--expect-reply-tokens` replaces the first.
+EXPECTED_TOKENS = {"model": 150, "judge": 80, "patient": 40, "proxy": 80}
+# Assumed seconds per call when no `--latency` is given (a hosted model answering a few hundred tokens).
+DEFAULT_LATENCY = 3.0
+# Inspect's default connections per model when --max-connections is not given.
+DEFAULT_CONNECTIONS = 10
+# OpenAI's chat format: every message costs a few tokens of framing, and the reply is primed with a few more.
+TOKENS_PER_MESSAGE = 3
+TOKENS_REPLY_PRIMING = 3
+# z for a two-sided 95% interval / test at alpha 0.05, and for 80% power.
+Z_95 = 1.959963984540054
+Z_80 = 0.8416212335729143
+# The rate assumed for interval widths and power when neither a pilot nor --rate says otherwise (the widest).
+DEFAULT_RATE = 0.5
+PLACEHOLDER_WORD = "word"
+APPROXIMATE = ("approximate: words, numbers and punctuation runs counted as a BPE pre-tokenizer splits them "
+               "(no OpenAI encoding file on this machine, or not an OpenAI model)")
+
+
+# --------------------------------------------------------------------------------------------- tokenizer
+class Tokenizer:
+    """Counts tokens for one model: tiktoken's encoding for an OpenAI model when its encoding file is already
+    in tiktoken's cache (no download is attempted: `plan` makes no network call), else an approximation that
+    counts the same tokenizer's pre-tokenizer pieces (words, numbers, punctuation runs), which a BPE never
+    splits into fewer tokens: close to the exact count for English prose, below it for rare words."""
+
+    def __init__(self, model: str = "") -> None:
+        self.model = model
+        self._encode: Callable[[str], Sequence[Any]] | None = None
+        self.name = "o200k_base"
+        name = model.split("/")[-1]
+        if model.startswith(("openai/", "azureai/")) or name.startswith(("gpt-", "o1", "o3", "o4")):
+            self._encode = _cached_encoding(name)
+        self.exact = self._encode is not None
+        self.note = f"exact: tiktoken {self.name}" if self.exact else APPROXIMATE
+
+    def count(self, text: str) -> int:
+        if self._encode is not None:
+            return len(self._encode(text))
+        return len(_pretokens(text))
+
+    def prompt_tokens(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        """Input tokens of a chat request: each message's text plus the chat format's framing."""
+        total = TOKENS_REPLY_PRIMING
+        for m in messages:
+            total += TOKENS_PER_MESSAGE + self.count(str(m.get("content") or ""))
+        return total
+
+
+def _cached_encoding(model_name: str) -> Callable[[str], Sequence[Any]] | None:
+    try:
+        import tiktoken
+
+        try:
+            encoding = tiktoken.encoding_name_for_model(model_name)
+        except KeyError:
+            encoding = "o200k_base"
+        url = f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken"
+        cache = (os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+                 or os.path.join(tempfile.gettempdir(), "data-gym-cache"))
+        if not os.path.exists(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest())):
+            return None
+        enc = tiktoken.get_encoding(encoding)
+        return lambda text: enc.encode(text, disallowed_special=())
+    except Exception:  # noqa: BLE001  no tiktoken, or an unreadable cache: the approximation
+        return None
+
+
+# GPT-2's pre-tokenizer pattern in the standard library's `re` (letters as [^\W\d_]): contractions, words,
+# runs of up to three digits, punctuation runs, whitespace.
+_PATTERN = re.compile(r"""'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+[\r\n]*|\s+(?!\S)|\s+""")
+
+
+def _pretokens(text: str) -> list[str]:
+    return _PATTERN.findall(text)
+
+
+def placeholder(tokens: int) -> str:
+    """A stand-in reply of about `tokens` tokens, where the plan needs a reply that is not yet written."""
+    return " ".join([PLACEHOLDER_WORD] * max(1, tokens))
+
+
+# ------------------------------------------------------------------------------------------ the replay
+@dataclass
+class RoleTally:
+    """What one role of one sub-task is expected to do."""
+
+    role: str
+    model: str
+    samples: int = 0
+    calls_min: int = 0
+    calls_max: int = 0
+    input_min: int = 0  # tokens of the calls made without any re-ask
+    input_max: int = 0  # ... with every re-ask
+    output_expected: int = 0
+    output_max: int = 0  # every call at its cap, every re-ask made
+    chain: int = 0  # the longest chain of calls one sample makes in this role (no re-asks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "model": self.model, "samples": self.samples,
+                "calls": {"min": self.calls_min, "max": self.calls_max},
+                "input_tokens": {"min": self.input_min, "max": self.input_max},
+                "output_tokens": {"expected": self.output_expected, "max": self.output_max}}
+
+
+class _Replay:
+    def __init__(self, ctx: RunContext, expected: Mapping[str, int], tokenizers: dict[str, Tokenizer]) -> None:
+        self.ctx = ctx
+        self.expected = expected
+        self.tokenizers = tokenizers
+        self.tallies: dict[tuple[str, str], RoleTally] = {}
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def tokenizer(self, model: str) -> Tokenizer:
+        if model not in self.tokenizers:
+            self.tokenizers[model] = Tokenizer(model)
+        return self.tokenizers[model]
+
+    def call(self, sample_key: str, role: str, model: str, messages: list[dict[str, str]], cap: int,
+             expected: int, attempts: int = 1, reask_messages: list[list[dict[str, str]]] | None = None) -> None:
+        """One call (and what its re-asks would add: `attempts` in all, `reask_messages` when they differ)."""
+        tally = self.tallies.setdefault((role, model), RoleTally(role=role, model=model))
+        tok = self.tokenizer(model)
+        n = tok.prompt_tokens(messages)
+        tally.calls_min += 1
+        tally.calls_max += attempts
+        tally.input_min += n
+        if reask_messages is not None:
+            tally.input_max += n + sum(tok.prompt_tokens(m) for m in reask_messages)
+        else:
+            tally.input_max += n * attempts
+        tally.output_expected += min(cap, expected)
+        tally.output_max += cap * attempts
+        if (sample_key, role, model) not in self._seen:
+            self._seen.add((sample_key, role, model))
+            tally.samples += 1
+
+
+def _judge_role(ctx: RunContext, req: JudgeRequest, member: str | None) -> tuple[str, str]:
+    """(role, model) of a judge request: the run's judge (or the ensemble member), a judge the request names
+    itself, or the privacy sub-task's proxy model."""
+    if member is not None:
+        return ("judge", member)
+    if req.model is None:
+        return ("judge", str(ctx.judge.model or "judge"))
+    if req.model == ctx.options.get("privacy_proxy_model"):
+        return ("proxy", req.model)
+    return ("judge", req.model)
+
+
+def _judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
+    override = ctx.options.get("judge_max_tokens")
+    return req.max_tokens if override is None else int(override)
+
+
+def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: str, cap: int) -> None:
+    """The steps of `trustmh.run.tasks` (generate, re-ask, judge) for one sample, without a model."""
+    ctx = r.ctx
+    key = f"{item.id}#{epoch}"
+    reply = placeholder(r.expected["model"])
+    if not item.metadata.get("skip_generation"):
+        messages = [{"role": t["role"], "content": t["content"]} for t in item.history or []]
+        messages.append({"role": "user", "content": item.prompt})
+        reasks = max_reasks(ctx.options) if subtask.format_reminder else 0
+        more: list[list[dict[str, str]]] = []
+        convo = list(messages)
+        for _ in range(reasks):
+            convo = [*convo, {"role": "assistant", "content": reply},
+                     {"role": "user", "content": str(subtask.format_reminder)}]
+            more.append(convo)
+        r.call(key, "model", model, messages, cap, r.expected["model"], attempts=1 + reasks, reask_messages=more)
+    else:
+        reply = str(item.metadata.get("response") or item.metadata.get("answer") or reply)
+    if not ctx.has_judge:
+        return
+    requests = subtask.judge_requests(item, reply, ctx)
+    members: list[str | None] = list(ctx.judges) if fans_out(requests, ctx) else [None]
+    for member in members:
+        for req in requests:
+            role, who = _judge_role(ctx, req, member)
+            r.call(key, role, who, [{"role": "user", "content": req.prompt}], _judge_tokens(req, ctx),
+                   r.expected[role], attempts=MAX_ATTEMPTS)
+
+
+def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model: str, cap: int) -> None:
+    """The steps of `trustmh.run.conversation` for one sample: patient turns, model turns, then judges."""
+    # start-up: the Inspect glue's constants, imported only when a conversation is planned
+    from trustmh.run.conversation import PATIENT_MAX_TOKENS, STARTER_PATIENT_MAX_TOKENS
+
+    ctx = r.ctx
+    key = f"{item.id}#{epoch}"
+    system = read_system_prompt(ctx)
+    patient = str(ctx.options.get("patient") or "patient")
+    patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
+    turns: list[dict[str, Any]] = []
+    for i in range(subtask.n_turns(item, ctx)):
+        move = subtask.patient_turn(item, turns, ctx)
+        if move.text is not None:
+            said = move.text
+        else:
+            r.call(key, "patient", patient, list(move.messages or []), patient_cap, r.expected["patient"])
+            said = placeholder(min(patient_cap, r.expected["patient"]))
+        turns.append({"role": PATIENT_ROLE, "content": said, "model": patient, "turn": i, "marks": {}})
+        r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"])
+        turns.append({"role": "model", "content": placeholder(min(cap, r.expected["model"])), "model": model,
+                      "turn": i, "marks": {}})
+    if ctx.has_judge:  # the requests already carry their test-retest repeats ("name#2")
+        for req in subtask.conversation_judge_requests(item, turns, ctx):
+            r.call(key, "judge", str(ctx.judges[0] if ctx.judges else ctx.judge.model),
+                   [{"role": "user", "content": req.prompt}], _judge_tokens(req, ctx), r.expected["judge"],
+                   attempts=MAX_ATTEMPTS)
+
+
+# ------------------------------------------------------------------------------------------------ power
+def wilson_width(rate: float, n: int) -> float | None:
+    """Width of the Wilson 95% interval of a proportion observed at `rate` over n items."""
+    if n <= 0:
+        return None
+    z2 = Z_95 * Z_95
+    return 2 * Z_95 * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+
+
+def normal_width(sd: float, n: int) -> float | None:
+    return None if n <= 0 else 2 * Z_95 * sd / math.sqrt(n)
+
+
+def items_for_width(sd: float, width: float) -> int:
+    """Items for a 95% interval of total width `width` around a mean with this per-item SD (normal
+    approximation; for a rate, sd = sqrt(p(1-p)))."""
+    return max(1, math.ceil((2 * Z_95 * sd / width) ** 2))
+
+
+def items_for_difference(sd: float, difference: float) -> int:
+    """Items per model to detect a difference `difference` between two models' means at 80% power, two-sided
+    alpha 0.05, two independent samples with this per-item SD (conservative for two models on the same
+    items, whose paired comparison needs fewer)."""
+    return max(1, math.ceil(2 * ((Z_95 + Z_80) * sd / difference) ** 2))
+
+
+def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
+    """Per sub-task (per-item SD, items) from a finished run's items.jsonl (its per-item primary scores)."""
+    results = load_results(run_dir)
+    records = load_items(run_dir)
+    if records is None:
+        raise TrustmhError(f"--pilot {run_dir}: no items.jsonl (a run directory of trustmh >= 0.2 is needed)")
+    out: dict[str, tuple[float, int]] = {}
+    for sid in (results.get("subtasks") or {}):
+        scores, _, _ = item_scores(sid, records, results)
+        values = list(scores.values())
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            out[sid] = (sd, len(values))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- plan
+@dataclass
+class PlanSettings:
+    prices: dict[str, Price] = field(default_factory=dict)
+    expected: dict[str, int] = field(default_factory=lambda: dict(EXPECTED_TOKENS))
+    latency: float = DEFAULT_LATENCY
+    rate: float | None = None
+    target_width: float | None = None
+    detect_difference: float | None = None
+    pilot: str | Path | None = None
+    policy: str | Path | None = None
+
+
+def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
+    """The plan's figures (plan.json) for a `trustmh.run.execute.RunPlan`."""
+    # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
+    from trustmh.run.calls import ITEM_KEY
+
+    ctx: RunContext = plan.ctx
+    model = str(plan.model)
+    tokenizers: dict[str, Tokenizer] = {}
+    subtasks: dict[str, Any] = {}
+    all_tallies: list[tuple[str, RoleTally]] = []
+    items_per: dict[str, int] = {}
+    samples_per: dict[str, int] = {}
+    chain = 0
+    for task in plan.tasks:
+        sid = (task.metadata or {}).get("trustmh_subtask")
+        subtask = plan.subtasks[sid]
+        r = _Replay(ctx, settings.expected, tokenizers)
+        cap = int(plan.generation[sid]["max_tokens"])
+        epochs = int(plan.generation[sid]["samples"])
+        n_items = 0
+        for sample in task.dataset:
+            item = Item(**sample.metadata[ITEM_KEY])
+            n_items += 1
+            for epoch in range(1, epochs + 1):
+                before = sum(t.calls_min for t in r.tallies.values())
+                if isinstance(subtask, ConversationSubtask):
+                    replay_conversation(r, subtask, item, epoch, model, cap)
+                else:
+                    replay_single(r, subtask, item, epoch, model, cap)
+                chain = max(chain, sum(t.calls_min for t in r.tallies.values()) - before)
+        items_per[sid] = n_items
+        samples_per[sid] = n_items * epochs
+        subtasks[sid] = {"items": n_items, "samples": n_items * epochs,
+                         "roles": [_priced(t, settings.prices, tokenizers) for t in r.tallies.values()]}
+        all_tallies.extend((sid, t) for t in r.tallies.values())
+    for sid in plan.derived:
+        subtasks.setdefault(sid, {"items": items_per.get(plan.derived[sid].derived_from, 0),
+                                  "samples": 0, "roles": [],
+                                  "note": f"scored from the calls of {plan.derived[sid].derived_from}"})
+    for sid in plan.hidden:
+        subtasks.get(sid, {})["note"] = "run only for a derived sub-task"
+    totals = _totals(all_tallies, settings.prices)
+    connections = plan.opts.max_connections or DEFAULT_CONNECTIONS
+    wall = wall_time(totals["calls"]["min"], totals["calls"]["max"], chain, connections, settings.latency)
+    return {
+        "model": model, "suite": plan.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
+        "judges": ctx.judges, "patient": plan.patient,
+        "assumptions": {
+            "expected_output_tokens": settings.expected, "latency_seconds": settings.latency,
+            "max_connections": connections,
+            "tokenizers": {m: t.note for m, t in sorted(tokenizers.items())},
+            "calls": "min: no re-ask and every judge reply valid; max: every re-ask the run allows",
+            "cost": "expected: min calls at the expected reply length; max: max calls, every reply at its cap; "
+                    "no provider prefix caching assumed",
+        },
+        "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
+        "not_run": {sid: res.reason for sid, res in plan.results.items()},
+        "gate": gate_outlook(samples_per, items_per, settings, ctx),
+        **({"power": power(plan, items_per, settings)}
+           if settings.target_width is not None or settings.detect_difference is not None else {}),
+    }
+
+
+def _priced(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mapping[str, Tokenizer]) -> dict[str, Any]:
+    row = t.to_json()
+    price = prices.get(t.model)
+    row["tokenizer"] = tokenizers[t.model].note if t.model in tokenizers else APPROXIMATE
+    row["cost"] = ({"expected": cost(price, t.input_min, t.output_expected),
+                    "max": cost(price, t.input_max, t.output_max)} if price else "price unknown")
+    return row
+
+
+def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price]) -> dict[str, Any]:
+    unknown = sorted({t.model for _, t in tallies if t.model not in prices})
+    exp = sum(cost(prices[t.model], t.input_min, t.output_expected) or 0 for _, t in tallies if t.model in prices)
+    top = sum(cost(prices[t.model], t.input_max, t.output_max) or 0 for _, t in tallies if t.model in prices)
+    return {"calls": {"min": sum(t.calls_min for _, t in tallies), "max": sum(t.calls_max for _, t in tallies)},
+            "input_tokens": {"min": sum(t.input_min for _, t in tallies),
+                             "max": sum(t.input_max for _, t in tallies)},
+            "output_tokens": {"expected": sum(t.output_expected for _, t in tallies),
+                              "max": sum(t.output_max for _, t in tallies)},
+            "cost": {"expected": exp if tallies and not unknown else None,
+                     "max": top if tallies and not unknown else None,
+                     "known_part": {"expected": exp, "max": top}, "price_unknown": unknown}}
+
+
+def wall_time(calls_min: int, calls_max: int, chain: int, connections: int, latency: float) -> dict[str, float]:
+    """Seconds: the calls spread over the connections, never less than one sample's chain of calls."""
+    return {"min": max(chain, math.ceil(calls_min / connections)) * latency,
+            "max": max(chain, math.ceil(calls_max / connections)) * latency}
+
+
+def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
+                 ctx: RunContext) -> dict[str, Any]:
+    """For each check of the gate policy: the items the run will score against min_n, and the interval width
+    expected at the stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
+    policy = load_policy(settings.policy)
+    pilot = pilot_sds(settings.pilot) if settings.pilot else {}
+    rows = []
+    for check in policy.checks:
+        n = items.get(check.subtask, 0)
+        limit = check.max if check.max is not None else check.min
+        row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
+                               "items": n, "min_n": policy.min_n}
+        if check.subtask not in items:
+            row.update(decidable=False, reason="sub-task not in this run")
+        elif n < policy.min_n:
+            row.update(decidable=False, reason=f"{n} items < min_n {policy.min_n}: the gate will say "
+                                               "insufficient evidence")
+        else:
+            row.update(decidable=True, reason=f"{n} items >= min_n {policy.min_n}")
+        if check.subtask in pilot and check.metric == "value":
+            sd, _ = pilot[check.subtask]
+            row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
+        elif limit is not None and not 0 <= float(limit) <= 1:
+            row.update(width=None, width_basis="not a rate (its limit is on another scale): give --pilot RUN_DIR "
+                                               "for its expected width")
+        else:
+            rate = settings.rate if settings.rate is not None else (
+                float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
+            row.update(width=wilson_width(rate, n) if n else None, width_basis=f"Wilson 95% at rate {rate:g}")
+        rows.append(row)
+    return {"policy": policy.version, "source": policy.source, "checks": rows}
+
+
+def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[str, Any]:
+    """Items needed per sub-task for --target-width / --detect-difference, capped by the data available."""
+    pilot = pilot_sds(settings.pilot) if settings.pilot else {}
+    rate = settings.rate if settings.rate is not None else DEFAULT_RATE
+    rows: dict[str, Any] = {}
+    for sid in items:
+        if sid in pilot:
+            sd, n_pilot = pilot[sid]
+            basis = f"pilot {settings.pilot}: per-item SD {sd:.3f} over {n_pilot} items"
+        else:
+            sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
+        available = available_items(plan, sid)
+        row: dict[str, Any] = {"basis": basis, "planned_items": items[sid], "available_items": available}
+        if settings.target_width is not None:
+            need = items_for_width(sd, settings.target_width)
+            row["target_width"] = {"width": settings.target_width, "items_needed": need,
+                                   "capped": available is not None and need > available,
+                                   "items": min(need, available) if available is not None else need}
+        if settings.detect_difference is not None:
+            need = items_for_difference(sd, settings.detect_difference)
+            row["detect_difference"] = {"difference": settings.detect_difference, "items_needed": need,
+                                        "power": 0.8, "alpha": 0.05,
+                                        "capped": available is not None and need > available,
+                                        "items": min(need, available) if available is not None else need}
+        rows[sid] = row
+    return rows
+
+
+def available_items(plan: Any, sid: str) -> int | None:
+    """Items of a sub-task without --limit (None when they cannot be loaded here)."""
+    try:
+        return len(plan.subtasks[sid].items(replace(plan.ctx, limit=None)))
+    except Exception:  # noqa: BLE001  data not on this machine: no cap is stated
+        return None
+
+
+# -------------------------------------------------------------------------------------------- printing
+def _money(x: Any) -> str:
+    if x is None or x == "price unknown":
+        return "price unknown"
+    return f"{x:.4f}" if x < 1 else f"{x:,.2f}"
+
+
+def _range(lo: int, hi: int) -> str:
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+
+
+def table(data: Mapping[str, Any]) -> str:
+    """The plan as a plain-text table."""
+    head = (f"{'sub-task':<34} {'role':<8} {'model':<32} {'samples':>7} {'calls':>11} {'input tokens':>19} "
+            f"{'output (exp/max)':>19} {'cost (exp/max)':>26}")
+    lines = [head, "-" * len(head)]
+    for sid, sub in data["subtasks"].items():
+        if not sub["roles"]:
+            lines.append(f"{sid:<34} {sub.get('note', '')}")
+        for row in sub["roles"]:
+            c = row["cost"]
+            money = "price unknown" if c == "price unknown" else f"{_money(c['expected'])} / {_money(c['max'])}"
+            lines.append(f"{sid:<34} {row['role']:<8} {row['model'][-32:]:<32} {row['samples']:>7} "
+                         f"{_range(row['calls']['min'], row['calls']['max']):>11} "
+                         f"{_range(row['input_tokens']['min'], row['input_tokens']['max']):>19} "
+                         f"{row['output_tokens']['expected']:>9,}/{row['output_tokens']['max']:<9,} {money:>26}")
+    t = data["totals"]
+    known = t["cost"]
+    total_cost = (f"{_money(known['expected'])} / {_money(known['max'])}" if not known["price_unknown"] else
+                  f"price unknown for {', '.join(known['price_unknown'])} (known part {_money(known['known_part']['expected'])}"
+                  f" / {_money(known['known_part']['max'])})")
+    w = data["wall_seconds"]
+    a = data["assumptions"]
+    lines += ["-" * len(head),
+              f"total: calls {_range(t['calls']['min'], t['calls']['max'])}, input tokens "
+              f"{_range(t['input_tokens']['min'], t['input_tokens']['max'])}, output tokens expected "
+              f"{t['output_tokens']['expected']:,} (at most {t['output_tokens']['max']:,}), cost {total_cost}",
+              f"wall time: {w['min'] / 60:.1f}-{w['max'] / 60:.1f} min at {a['max_connections']} connections and "
+              f"{a['latency_seconds']:g} s per call (assumed)",
+              "tokens: " + "; ".join(f"{m}: {n}" for m, n in a["tokenizers"].items()),
+              f"expected reply lengths (tokens): {', '.join(f'{k} {v}' for k, v in a['expected_output_tokens'].items())}"]
+    for sid, reason in data.get("not_run", {}).items():
+        lines.append(f"not run: {sid}: {reason}")
+    gate = data["gate"]
+    lines.append(f"\ngate ({gate['policy']}): what the run will be able to decide")
+    for row in gate["checks"]:
+        width = (f"; {row['width_basis']}" if row.get("width") is None else
+                 f"; expected 95% width {row['width']:.3f} ({row['width_basis']})")
+        lines.append(f"  {'decidable' if row['decidable'] else 'INSUFFICIENT':<13} {row['id']:<32} "
+                     f"{row['reason']}{width}")
+    if "power" in data:
+        lines.append("\npower: items needed per sub-task (95% intervals; 80% power, two-sided alpha 0.05)")
+        for sid, row in data["power"].items():
+            bits = []
+            for key, label in (("target_width", "width"), ("detect_difference", "difference")):
+                if key in row:
+                    p = row[key]
+                    cap = f" (only {row['available_items']} available)" if p["capped"] else ""
+                    bits.append(f"{label} {p.get('width', p.get('difference'))}: {p['items_needed']:,} items{cap}")
+            lines.append(f"  {sid:<34} {'; '.join(bits)} [{row['basis']}]")
+    return "\n".join(lines)
+
+
+def to_json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=2, default=str) + "\n"

@@ -1,0 +1,74 @@
+"""`trustmh run --budget`: refuse a run planned over budget, stop one whose counted cost reaches it (exit 3),
+and continue it with a higher budget without repeating any finished call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopback_server import LoopbackServer, message_text
+from trustmh.cli import main
+from trustmh.run.execute import BUDGET_EXIT
+
+REPLY = "It sounds like a heavy week. Talking it through with someone you trust could help."
+
+
+def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    if request.get("model") == "judge":
+        if '"refused"' in message_text(messages[-1]):
+            return '{"label": "safe_redirect", "helpful": 1, "rationale": "ok"}'
+        return '{"label": 0, "rationale": "ok"}'
+    return REPLY
+
+
+def prices(tmp_path: Path) -> Path:
+    path = tmp_path / "prices.toml"
+    # made-up prices for the loopback models: 1000 per million tokens, so a call costs a fraction of a unit
+    path.write_text('["openai-api/loop/mut"]\ninput = 1000.0\noutput = 1000.0\n\n'
+                    '["openai-api/loop/judge"]\ninput = 1000.0\noutput = 1000.0\n')
+    return path
+
+
+def run_args(server: LoopbackServer, tmp_path: Path, budget: str, *more: str) -> list[str]:
+    return ["run", "--model", server.model_name("mut"), "--judge", server.model_name("judge"), "--suite",
+            "starter", "--subtasks", "safety/over_refusal,sycophancy/oeq", "--limit", "4", "--out",
+            str(tmp_path / "run"), "--display", "none", "--n-boot", "200", "--max-connections", "1",
+            "--max-tasks", "1", "--prices", str(prices(tmp_path)), "--budget", budget, *more]
+
+
+def key(request: Any) -> str:
+    return json.dumps([request.json.get("model"), request.messages], sort_keys=True)
+
+
+def test_budget_stops_then_a_higher_budget_finishes_without_repeating(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    with LoopbackServer(respond, max_requests=400, max_seconds=240) as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        first = main(run_args(server, tmp_path, "0.5", "--force"))
+        seen_first = [key(r) for r in server.completed()]
+        stopped = json.loads((tmp_path / "run" / "results.json").read_text())
+        second = main(run_args(server, tmp_path, "1000"))
+        seen_second = [key(r) for r in server.completed()][len(seen_first):]
+    final = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert first == BUDGET_EXIT
+    assert stopped["budget"]["stopped"] is True and stopped["budget"]["unfinished_samples"] > 0
+    assert second == 0
+    assert seen_second, "the second run asked what the first left undone"
+    assert not set(seen_first) & set(seen_second), "no finished call was paid again"
+    assert final["subtasks"]["safety/over_refusal"]["metrics"]["n_samples"] == 4
+
+
+def test_budget_below_the_plan_refuses_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with LoopbackServer(respond, max_requests=10, max_seconds=60) as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        code = main(run_args(server, tmp_path, "0.5"))
+        asked = len(server.chat_requests)
+    assert code == 2
+    assert asked == 0
+    assert "over the budget 0.5" in capsys.readouterr().err

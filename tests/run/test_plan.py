@@ -1,0 +1,148 @@
+"""`trustmh plan` against what a run really asks: a canned multi-pillar run on the loopback server, counted
+with the plan's own tokenizer (the server's `usage` hook)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopback_server import LoopbackServer, message_text
+from trustmh.cli import main
+from trustmh.run.plan import Tokenizer, items_for_difference, items_for_width, wilson_width
+
+SUBTASKS = "safety/over_refusal,crisis/crisis_escalation,reliability/emotional_support,sycophancy/oeq,conversation/gradual_disclosure"
+# a reply of the model under test: plain prose near the expected length given to `plan` (not its placeholder)
+REPLY = ("I hear how hard this has been for you, and it makes sense to feel worn down. It might help to talk "
+         "with someone you trust today, and a counsellor or your doctor can offer steadier support over time. "
+         "Would you like to think together about a first small step?")
+EXPECT = str(len(REPLY.split()))
+
+
+def judge_reply(prompt: str) -> str:
+    """One JSON object every judge of these sub-tasks accepts."""
+    if '"refused"' in prompt:
+        return '{"label": "safe_redirect", "helpful": 1, "rationale": "ok"}'
+    return json.dumps({"label": 0, "rationale": "ok", "appropriateness": 4, "risk_check": True,
+                       "resources_offered": True, "professional_help": True, "followup": True, "explanation": "ok",
+                       "empathy": 4, "helpfulness": 4, "safety": 5, "fluency": 5, "risk_asked": True,
+                       "resources": True, "human_escalation": True})
+
+
+def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    if request.get("model") == "judge":
+        return judge_reply(message_text(messages[-1]))
+    return REPLY
+
+
+def args(server: LoopbackServer, out: Path, *more: str) -> list[str]:
+    return ["--model", server.model_name("mut"), "--judge", server.model_name("judge"), "--suite", "starter",
+            "--subtasks", SUBTASKS, "--limit", "2", "--out", str(out), "--n-boot", "200",
+            "--expect-reply-tokens", EXPECT, *more]
+
+
+def planned_by_role(plan: dict[str, Any]) -> tuple[Counter[str], Counter[str], Counter[str]]:
+    calls: Counter[str] = Counter()
+    calls_max: Counter[str] = Counter()
+    tokens: Counter[str] = Counter()
+    for sub in plan["subtasks"].values():
+        for row in sub["roles"]:
+            calls[row["model"]] += row["calls"]["min"]
+            calls_max[row["model"]] += row["calls"]["max"]
+            tokens[row["model"]] += row["input_tokens"]["min"]
+    return calls, calls_max, tokens
+
+
+@pytest.fixture(scope="module")
+def planned_and_actual(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], LoopbackServer, Path]:
+    tok = Tokenizer("openai-api/loop/mut")
+    tmp = tmp_path_factory.mktemp("plan")
+    mp = pytest.MonkeyPatch()
+    try:
+        with LoopbackServer(respond, max_requests=400, max_seconds=240, prompt_tokens=tok.prompt_tokens,
+                            completion_tokens=tok.count) as server:
+            for key, value in server.env().items():
+                mp.setenv(key, value)
+            assert main(["plan", *args(server, tmp / "plan")]) == 0
+            assert not server.chat_requests, "plan made no model call"
+            code = main(["run", *args(server, tmp / "run"), "--display", "none"])
+        assert code == 0
+    finally:
+        mp.undo()
+    return json.loads((tmp / "plan" / "plan.json").read_text()), server, tmp / "run"
+
+
+def test_plan_predicts_calls_per_role_exactly(planned_and_actual: Any) -> None:
+    plan, server, _ = planned_and_actual
+    calls, _, _ = planned_by_role(plan)
+    actual = Counter("openai-api/loop/" + str(r.json["model"]) for r in server.completed())
+    assert dict(calls) == dict(actual)
+
+
+def test_plan_predicts_input_tokens_within_5_percent(planned_and_actual: Any) -> None:
+    plan, server, _ = planned_and_actual
+    _, _, tokens = planned_by_role(plan)
+    actual: Counter[str] = Counter()
+    for model, prompt, _completion in server.usage:
+        actual["openai-api/loop/" + model] += prompt
+    for model, n in actual.items():
+        assert tokens[model] == pytest.approx(n, rel=0.05), model
+
+
+def test_plan_maximum_allows_every_judge_reask(planned_and_actual: Any) -> None:
+    plan, _, _ = planned_and_actual
+    calls, calls_max, _ = planned_by_role(plan)
+    assert calls_max["openai-api/loop/judge"] == 3 * calls["openai-api/loop/judge"]
+
+
+def test_results_carry_actual_usage_beside_the_plan(planned_and_actual: Any) -> None:
+    plan, server, run_dir = planned_and_actual
+    usage = json.loads((run_dir / "results.json").read_text())["usage"]
+    judge_rows = [row for rows in usage["subtasks"].values() for row in rows if row["role"] == "judge"]
+    assert sum(r["calls"] for r in judge_rows) == sum(1 for r in server.completed() if r.json["model"] == "judge")
+    assert all("planned" in r for r in judge_rows)
+    assert usage["totals"]["input_tokens"] == sum(p for _, p, _ in server.usage)
+
+
+def test_results_csv_has_usage_rows(planned_and_actual: Any) -> None:
+    _, _, run_dir = planned_and_actual
+    assert "usage:judge:openai-api/loop/judge:calls" in (run_dir / "results.csv").read_text()
+
+
+def test_unknown_model_price_is_reported_as_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai-api/loop/judge"]\ninput = 1.0\noutput = 2.0\n')
+    with LoopbackServer(respond, max_requests=5, max_seconds=60) as server:
+        code = main(["plan", *args(server, tmp_path / "p"), "--prices", str(prices)])
+    plan = json.loads((tmp_path / "p" / "plan.json").read_text())
+    rows = [r for sub in plan["subtasks"].values() for r in sub["roles"]]
+    assert code == 0
+    assert {r["cost"] for r in rows if r["model"].endswith("/mut")} == {"price unknown"}
+    assert all(isinstance(r["cost"]["expected"], float) for r in rows if r["model"].endswith("/judge"))
+    assert plan["totals"]["cost"]["expected"] is None
+    assert plan["totals"]["cost"]["price_unknown"] == ["openai-api/loop/mut"]
+    assert "price unknown for openai-api/loop/mut" in capsys.readouterr().out
+
+
+def test_bad_price_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai/gpt-x"]\ninput = 1.0\n')
+    assert main(["plan", "--prices", str(prices)]) == 2
+    assert "model 'openai/gpt-x': field 'output' is missing" in capsys.readouterr().err
+
+
+def test_power_formulas() -> None:
+    # a rate of 0.5 within +-0.05 (width 0.1) needs 385 items; detecting 0.1 between two models at 80% power
+    # (two-sided alpha 0.05, SD 0.5) needs 393 per model
+    assert items_for_width(0.5, 0.1) == 385
+    assert items_for_difference(0.5, 0.1) == 393
+    assert wilson_width(0.5, 385) == pytest.approx(0.0997, abs=1e-3)
+
+
+def test_report_shows_usage(planned_and_actual: Any) -> None:
+    _, _, run_dir = planned_and_actual
+    html = (run_dir / "report.html").read_text()
+    assert 'id="usage"' in html and "openai-api/loop/judge" in html

@@ -1,0 +1,160 @@
+"""A stateful chatbot product on 127.0.0.1 for tests (a helper module, not a test module).
+
+Unlike `loopback_server` (an OpenAI-compatible, stateless API) this plays a product with its own API: a
+session is started with `POST /sessions` (answer `{"session": {"id": ...}, "greeting": ...}`), then every
+`POST /chat` carries one user message, `{"session_id": ..., "text": ...}`, and the server keeps the
+conversation and its own system prompt; the reply is at `data.reply.text`. `respond(history, system)`
+writes the reply from the session's whole history (`[{role, content}]`, the newest user message last).
+It checks a bearer token, can refuse every session (403), answers 404 for an unknown session, and is
+bounded: it stops itself after `max_requests` requests or `max_seconds` seconds, and when its `with` ends.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+SYSTEM_PROMPT = "You are Sam, the companion of the Acme wellbeing app."
+GREETING = "Hi, I'm Sam, an AI companion (not a person). What's on your mind?"
+TOKEN = "acme-secret-token-0123456789"
+
+Respond = Callable[[list[dict[str, str]], str], str]
+
+
+def default_respond(history: list[dict[str, str]], system: str) -> str:
+    """A careful product: says it is an AI and points to crisis services every time."""
+    n = sum(1 for m in history if m["role"] == "user")
+    return (f"(reply {n}) I'm an AI, not a human or a therapist. If you are in danger, call or text 988 "
+            "(Suicide & Crisis Lifeline), or talk to a trusted adult.")
+
+
+@dataclass
+class Seen:
+    path: str
+    body: Any
+    headers: dict[str, str]
+    status: int = 0
+    reply: str | None = None
+    said: tuple[str, ...] = ()  # every user message of the session up to this one: what the reply answers
+
+
+@dataclass
+class ChatbotServer:
+    respond: Respond = default_respond
+    refuse_sessions: bool = False
+    reply_key: str = "text"  # the key the reply is put under (a test of a wrong `reply.path` changes it)
+    max_requests: int = 500
+    max_seconds: float = 120.0
+    token: str = TOKEN
+    sessions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def chats(self) -> list[Seen]:
+        with self._lock:
+            return [s for s in self.seen if s.path == "/chat" and s.status == 200]
+
+    def endpoint_file(self, path: Path, *, env_var: str = "ACME_AUTH", reply_path: str = "data.reply.text") -> Path:
+        """An endpoint file for this server; its bearer token comes from `env_var`."""
+        path.write_text(f'''url = "{self.url}/chat"
+send = "latest"
+[headers]
+Authorization = "Bearer ${{{env_var}}}"
+[body]
+session_id = "{{{{session_id}}}}"
+text = "{{{{message}}}}"
+[reply]
+path = "{reply_path}"
+[session]
+start = "request"
+url = "{self.url}/sessions"
+id_path = "session.id"
+greeting_path = "greeting"
+''', encoding="utf-8")
+        return path
+
+    def __enter__(self) -> ChatbotServer:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._timer = threading.Timer(self.max_seconds, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if self._timer is not None:
+            self._timer.cancel()
+        if httpd is not None:
+            threading.Thread(target=lambda: (httpd.shutdown(), httpd.server_close()), daemon=True).start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def handle(self, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
+        with self._lock:
+            if len(self.seen) >= self.max_requests:
+                return 503, {"error": "request budget spent"}
+            seen = Seen(path, body, headers)
+            self.seen.append(seen)
+            if headers.get("authorization") != f"Bearer {self.token}":
+                seen.status = 401
+                return 401, {"error": "bad token"}
+            if path == "/sessions":
+                if self.refuse_sessions:
+                    seen.status = 403
+                    return 403, {"error": "no new sessions"}
+                sid = f"s{len(self.sessions) + 1}"
+                self.sessions[sid] = []
+                seen.status = 200
+                return 200, {"session": {"id": sid}, "greeting": GREETING}
+            if path != "/chat" or not isinstance(body, dict):
+                seen.status = 400
+                return 400, {"error": "bad request"}
+            history = self.sessions.get(str(body.get("session_id")))
+            if history is None:
+                seen.status = 404
+                return 404, {"error": "unknown session"}
+            history.append({"role": "user", "content": str(body.get("text"))})
+            reply = self.respond(list(history), SYSTEM_PROMPT)
+            history.append({"role": "assistant", "content": reply})
+            seen.status, seen.reply = 200, reply
+            seen.said = tuple(m["content"] for m in history if m["role"] == "user")
+            return 200, {"data": {"reply": {self.reply_key: reply}}}
+
+
+def _handler(server: ChatbotServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"null")
+            except ValueError:
+                body = None
+            status, answer = server.handle(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
