@@ -341,6 +341,28 @@ def test_labelling_hand_computed(repo: Path, tmp_path: Path) -> None:
     assert b2["n_invalid"] == 1
 
 
+def test_labelling_compared_with_the_published_report(repo: Path, tmp_path: Path) -> None:
+    report = repo / "outputs/crisis_label_agreement/agreement_report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text("\n".join([  # the layout of the study's agreement_report.md, synthetic figures
+        "- Fleiss' Kappa (across all human annotators): 0.456",
+        "| H1_labeled_n206_s42.json | llm-a (n=2)| 91.667 | 0.893 |",  # mean of 11/12 and (11/14 + 1)/2
+        "| Rater 1 | Rater 2 | Agreement Rate (%) | Cohen's Kappa |",
+        "| H1_labeled_n206_s42.json | H2_labeled_n206_s42.json | 66.667 | 0.538 |",  # 4/6 and 14/26
+        "| H1_labeled_n206_s42.json | H3_labeled_n206_s42.json | 12.000 | 0.100 |",
+        "| other_n206_s42.json | H2_labeled_n206_s42.json | 1.000 | 1.000 |",
+    ]) + "\n", encoding="utf-8")
+    lab = rescore(repo, tmp_path)["labelling"]
+    assert lab["human_vs_llm"]["H1"]["llm-a"] == pytest.approx({"n_runs": 2, "agreement": 11 / 12,
+                                                                "cohen_kappa": 25 / 28})
+    assert lab["fleiss_matches_published"]["all human annotators"]["equal_to_3_decimals"] is True
+    cmp = lab["pairs_match_published"]
+    assert (cmp["n_cells"], cmp["n_equal"]) == (6, 4)
+    assert [(d["a"], d["b"], d["metric"]) for d in cmp["differ"]] == [("H1", "H3", "agreement_pct"),
+                                                                      ("H1", "H3", "cohen_kappa")]
+    assert cmp["not_ours"] == ["other_n206_s42.json | H2_labeled_n206_s42.json"]
+
+
 def test_fleiss_and_majority_helpers_by_hand() -> None:
     ratings = [[HUMAN_LABELS[h][i] for h in HUMAN_LABELS] for i in range(6)]
     table = ratings_to_table(ratings, [SI, SH, AC, NC])
@@ -429,6 +451,9 @@ def test_real_crisis_files(tmp_path: Path) -> None:
     assert round(h12["cohen_kappa"], 3) == 0.576
     assert len(lab["pairs"]) == 78
     assert lab["gold_ties"] == {"majority_H1_H4": 28, "merged_file_label": 16}
+    # every pair's agreement and kappa, and the 12 human-vs-LLM means, as the report prints them
+    assert lab["pairs_match_published"] == {"n_cells": 180, "n_equal": 180, "differ": [], "not_ours": []}
+    assert app["matches_published"] == {"n_cells": 90, "n_equal": 90, "differ": []}
 
 
 def test_evaluation_rows_missing_fields_are_skipped_and_named(repo: Path, tmp_path: Path) -> None:

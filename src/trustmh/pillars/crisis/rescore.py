@@ -412,11 +412,63 @@ def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
             "gold_ties": {"majority_H1_H4": golds["majority_H1_H4"][1],
                           "merged_file_label": golds["merged_file_label"][1]},
             "identification_vs_humans": identification,
+            "human_vs_llm": (by_family := human_vs_llm(pairs, humans, families)),
             "published": (pub := published_labelling(root)),
             "fleiss_matches_published": None if pub is None else {
                 who: {"published": v, "trustmh": (k := fleiss.get(PUBLISHED_FLEISS.get(who, who)) or {}).get("kappa"),
                       "equal_to_3_decimals": k.get("kappa") is not None and round(k["kappa"], 3) == v}
-                for who, v in pub.items()}}
+                for who, v in pub.items()},
+            "pairs_match_published": compare_published_labelling(root, pairs, by_family, files)}
+
+
+def human_vs_llm(pairs: Sequence[dict[str, Any]], humans: Sequence[str],
+                 families: dict[str, list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per human and LLM, the mean agreement and Cohen's κ over that LLM's runs (the study's "Human vs LLM"
+    table)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for h in humans:
+        for fam, runs in families.items():
+            ps = [p for p in pairs if h in (p["a"], p["b"]) and (p["a"] in runs or p["b"] in runs)]
+            kappas = [p["cohen_kappa"] for p in ps if p["cohen_kappa"] is not None]
+            out.setdefault(h, {})[fam] = {
+                "n_runs": len(ps), "agreement": float(np.mean([p["agreement"] for p in ps])) if ps else None,
+                "cohen_kappa": float(np.mean(kappas)) if kappas and len(kappas) == len(ps) else None}
+    return out
+
+
+# a row of the report's "Summary of Agreement Rates" / "Human vs LLM Rater Agreement" tables
+_PUB_PAIR = re.compile(r"^\|\s*(?P<a>\S+\.json)\s*\|\s*(?P<b>[^|]+?)\s*\|\s*(?P<agr>[0-9.]+)\s*\|\s*(?P<k>-?[0-9.]+)\s*\|",
+                       re.MULTILINE)
+
+
+def compare_published_labelling(root: Path, pairs: Sequence[dict[str, Any]],
+                                 by_family: dict[str, dict[str, dict[str, Any]]],
+                                 files: dict[str, str]) -> dict[str, Any] | None:
+    """Every pair's agreement (%) and Cohen's κ, and every human-vs-LLM mean, against the study's
+    agreement_report.md tables, at the 3 decimals it prints. None when the report is absent."""
+    path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
+    if not path.is_file():
+        return None
+    rater_of = {f: n for n, f in files.items()}
+    ours: dict[tuple[str, str], tuple[float | None, float | None]] = {
+        (p["a"], p["b"]): (p["agreement"], p["cohen_kappa"]) for p in pairs}
+    for h, fams in by_family.items():
+        for fam, v in fams.items():
+            ours[(h, fam)] = (v["agreement"], v["cohen_kappa"])
+    n_cells, differ, unknown = 0, [], []
+    for m in _PUB_PAIR.finditer(path.read_text(encoding="utf-8", errors="replace")):
+        a = rater_of.get(m["a"])
+        b = rater_of.get(m["b"]) or re.sub(r"\s*\(n=\d+\)$", "", m["b"])
+        if a is None or (a, b) not in ours:
+            unknown.append(f"{m['a']} | {m['b']}")
+            continue
+        agr, kap = ours[(a, b)]
+        for metric, pub, mine in (("agreement_pct", float(m["agr"]), None if agr is None else 100 * agr),
+                                  ("cohen_kappa", float(m["k"]), kap)):
+            n_cells += 1
+            if mine is None or round(mine, 3) != pub:
+                differ.append({"a": a, "b": b, "metric": metric, "published": pub, "trustmh": mine})
+    return {"n_cells": n_cells, "n_equal": n_cells - len(differ), "differ": differ, "not_ours": unknown}
 
 
 PUBLISHED_FLEISS = {"all human annotators": "humans", "all LLM annotators": "llms"}
@@ -542,7 +594,11 @@ def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
     match_note = ""
     if published is not None:
         cmp = result["appropriateness"]["matches_published"]
-        match_note = f"; {cmp['n_equal']}/{cmp['n_cells']} published agreement figures reproduced"
+        match_note = f"; {cmp['n_equal']}/{cmp['n_cells']} published appropriateness figures reproduced"
+    if labels is not None and (lcmp := labels["pairs_match_published"]) is not None:
+        n_fleiss = sum(v["equal_to_3_decimals"] for v in (labels["fleiss_matches_published"] or {}).values())
+        match_note += (f"; {lcmp['n_equal']}/{lcmp['n_cells']} published labelling agreement figures and "
+                       f"{n_fleiss}/{len(labels['fleiss_matches_published'] or {})} Fleiss' kappas reproduced")
     _log(f"wrote {out / 'crisis_rescore.json'} ({len(per)} evaluator × model cells, {len(rated_idx)} answers "
          f"rated by both humans, {len(report.problems)} rows flagged{match_note})")
     return 0
