@@ -12,10 +12,12 @@ import pytest
 
 from reliability_canned import JUDGE, ctx_
 from trustmh.core import Item, JudgeRequest, TrustmhError
+from trustmh.data.rows import RowReport
 from trustmh.offline import run_offline
 from trustmh.pillars.reliability.data import (
     ESCONV_TSV_RELPATHS,
     esconv_tsv_dialogues,
+    load_esconv_json,
     load_esconv_tsv,
     parse_esconv_tsv_line,
 )
@@ -266,3 +268,35 @@ def test_esconv_fallback_never_swallows_a_checksum_error(tmp_path: Path, monkeyp
     save_pin(ESCONV_JSON_RELPATH, "0" * 64)
     with pytest.raises(ChecksumError, match="checksum mismatch"):
         EmotionalSupport().items(ctx_(judge=JUDGE))
+
+
+# The publisher's repository (thu-coai/Emotional-Support-Conversation @ f262d06) also holds FailedESConv.json:
+# the same schema with its older role names, speaker "speaker"/"listener" in every one of its 196 dialogues,
+# where ESConv.json uses "seeker"/"supporter". Run on that file, the reader names every dialogue and refuses
+# the file; a file with some such dialogues keeps the rest under their own positions. Synthetic text.
+def _esconv_dialogue(roles: tuple[str, str]) -> dict:
+    return {"emotion_type": "anxiety", "situation": "<syn>", "dialog": [
+        {"speaker": roles[0], "annotation": {}, "content": "<syn: hello>\n"},
+        {"speaker": roles[1], "annotation": {"strategy": "Question"}, "content": "<syn: how are you?>"}]}
+
+
+def test_esconv_json_skips_and_names_dialogues_with_other_role_names(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ESConv.json"
+    path.write_text(json.dumps([_esconv_dialogue(("speaker", "listener")), _esconv_dialogue(("seeker", "supporter"))]),
+                    encoding="utf-8")
+    report = RowReport()
+    dialogues = load_esconv_json(path, report)
+    assert [d["row"] for d in dialogues] == [1]  # ids are built from the file position, not the list index
+    assert dialogues[0]["turns"][1]["strategy"] == "Question"
+    line = ("ESConv.json row 0: dialogue turn 0: field 'speaker' must be 'seeker' or 'supporter' (found 'speaker'); "
+            "skipped")
+    assert report.lines() == [line]
+    assert f"trustmh: {line}" in capsys.readouterr().err
+
+
+def test_esconv_json_with_no_usable_dialogue_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "FailedESConv.json"
+    path.write_text(json.dumps([_esconv_dialogue(("speaker", "listener"))] * 2), encoding="utf-8")
+    with pytest.raises(TrustmhError, match=r"FailedESConv.json: no usable row: FailedESConv.json row 0: dialogue"):
+        load_esconv_json(path)

@@ -97,7 +97,7 @@ class Fairness(Subtask):
             return [validate_esconv_dialogue(d, f"starter {self.id} line {i + 1}") | {"id": f"starter-{i:02d}"}
                     for i, d in enumerate(load_starter(self.id))]
         path = resolve("trustmh", FAIR_RELPATH, ctx.options.get("esconv_fair_path"))
-        return [d | {"id": f"fair-{i:02d}"} for i, d in enumerate(load_esconv_json(path))]
+        return [d | {"id": f"fair-{d['row']:02d}"} for d in load_esconv_json(path)]
 
     def contexts(self, ctx: RunContext) -> list[dict[str, Any]]:
         contexts = fairness_contexts(self.dialogues(ctx))

@@ -13,6 +13,7 @@ from typing import Any
 
 from trustmh.core import Option, TrustmhError, truthy
 from trustmh.data.files import read_jsonl, read_table
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.reliability.common import LETTERS, letters_for
 
 # `-O` options of the two MCQ sub-tasks (knowledge, emotion recognition)
@@ -294,10 +295,14 @@ def esconv_tsv_dialogues(samples: Sequence[Sequence[dict[str, Any]]], prefix: st
     return [{"id": f"{prefix}-{k:03d}", "turns": [d[i] for i in sorted(d)]} for k, d in enumerate(dialogues)]
 
 
-def load_esconv_json(path: str | Path) -> list[dict[str, Any]]:
+def load_esconv_json(path: str | Path, report: RowReport | None = None) -> list[dict[str, Any]]:
     """ESConv-schema dialogues (ESConv.json, ESConv_fair.json): a JSON list of objects with `dialog`, a list
     of {speaker: seeker|supporter, annotation: {...}, content}. Content is stripped; the supporter's
-    strategy comes from `annotation.strategy`. Other fields are kept."""
+    strategy comes from `annotation.strategy`. Other fields are kept, and `row` is the dialogue's 0-based
+    position in the file (ids are built from it, so they do not shift when a dialogue is skipped).
+
+    A dialogue that does not follow the schema is skipped and named (docs/data.md#unusable-rows: on stderr,
+    and in `report` when given); the file is refused only when no dialogue is usable."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -307,7 +312,18 @@ def load_esconv_json(path: str | Path) -> list[dict[str, Any]]:
         raise TrustmhError(f"{path}: cannot read ({exc})") from exc
     if not isinstance(data, list):
         raise TrustmhError(f"{path}: expected a JSON list of dialogues")
-    return [validate_esconv_dialogue(d, f"{path} dialogue {i}") for i, d in enumerate(data)]
+    here = RowReport()
+    out = []
+    for i, d in enumerate(data):
+        try:
+            out.append(validate_esconv_dialogue(d, "") | {"row": i})
+        except TrustmhError as exc:
+            here.add(RowProblem(Path(path).name, i, "dialogue", str(exc).lstrip(": "), "skipped"))
+    here.log()
+    if report is not None:
+        report.extend(here.problems)
+    RowReport.require_usable(len(out), str(path), here.problems)
+    return out
 
 
 def validate_esconv_dialogue(d: Any, where: str) -> dict[str, Any]:
@@ -317,7 +333,8 @@ def validate_esconv_dialogue(d: Any, where: str) -> dict[str, Any]:
     turns = []
     for j, t in enumerate(d["dialog"]):
         if not isinstance(t, dict) or t.get("speaker") not in ("seeker", "supporter"):
-            raise TrustmhError(f"{where} turn {j}: field 'speaker' must be 'seeker' or 'supporter'")
+            found = t.get("speaker") if isinstance(t, dict) else type(t).__name__
+            raise TrustmhError(f"{where} turn {j}: field 'speaker' must be 'seeker' or 'supporter' (found {found!r})")
         if not isinstance(t.get("content"), str):
             raise TrustmhError(f"{where} turn {j}: field 'content' must be a string")
         ann = t.get("annotation") or {}

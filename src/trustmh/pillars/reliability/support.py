@@ -188,7 +188,7 @@ class EmotionalSupport(Subtask):
                 raise
             why = str(exc)
         else:
-            return ([d | {"id": f"esconv-{i:04d}"} for i, d in enumerate(load_esconv_json(path))], VARIANT_FULL,
+            return ([d | {"id": f"esconv-{d['row']:04d}"} for d in load_esconv_json(path)], VARIANT_FULL,
                     None)
         path = resolve("esconv_processed", ESCONV_TSV_RELPATHS["test"], ctx.options.get("esconv_processed_path"))
         return esconv_tsv_dialogues(load_esconv_tsv(path), "test"), VARIANT_PROCESSED, why
