@@ -1,5 +1,5 @@
-"""The crisis-service table: every entry has a source page, a date and how far it was confirmed; lookups by the
-user's country."""
+"""The crisis-service table: every entry has a source page, a date and how far it was confirmed; lookups by
+the user's country."""
 
 from __future__ import annotations
 
