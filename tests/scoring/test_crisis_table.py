@@ -1,4 +1,5 @@
-"""The crisis-service table: every entry has a source page and a date; lookups by the user's country."""
+"""The crisis-service table: every entry has a source page, a date and how far it was confirmed; lookups by
+the user's country."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from trustmh.scoring import crisis_resources as cr
 def test_every_entry_has_a_source_page_and_a_date(line: cr.CrisisLine) -> None:
     assert re.match(r"^https://[^\s/]+\.[a-z]+/", line.url)
     assert re.match(r"^\d{4}-\d{2}-\d{2}$", line.verified_on)
+
+
+@pytest.mark.parametrize("line", cr.CRISIS_LINES, ids=lambda line: f"{line.country}:{line.name}")
+def test_every_entry_says_how_far_it_was_confirmed_and_where(line: cr.CrisisLine) -> None:
+    assert line.checked in cr.CHECK_LEVELS and line.seen_on.strip()
 
 
 def test_every_table_locale_has_a_crisis_service() -> None:
