@@ -50,3 +50,25 @@ def test_a_failed_certificate_is_named_with_its_reference(tmp_path: Path) -> Non
 def test_corrected_figure_is_shown_beside_judge_only(tmp_path: Path) -> None:
     page = _page(tmp_path, _run(tmp_path, corrected=True))
     assert "judge-only 0.801" in page and "corrected (PPI, 40 human labels) 0.612" in page
+
+
+def test_judge_validated_flag_reads_vouched_no_evidence(tmp_path: Path) -> None:
+    results = synthetic_run(tmp_path / "run", "model-a", 0.7, validated=True)
+    assert "vouched, no evidence" in _page(tmp_path, results)
+
+
+def test_judge_validated_flag_is_not_shown_as_validated(tmp_path: Path) -> None:
+    results = synthetic_run(tmp_path / "run", "model-a", 0.7, validated=True)
+    assert '<span class="ok">validated</span>' not in _page(tmp_path, results)
+
+
+def test_comparison_shows_each_runs_certificate(tmp_path: Path) -> None:
+    figures = judge_agreement("binary", [1, 1, 0, 0], [1, 1, 0, 0], seed=0, n_boot=100)
+    cert = C.make_certificate(settings=_settings(), reference={"name": "team-labels.csv", "sha256": "1" * 64,
+                                                               "source": "user", "n_items": 4},
+                              label_type="binary", figures=figures, thresholds={}, seed=0)
+    C.write_certificate(tmp_path / "certs", cert)
+    other = synthetic_run(tmp_path / "other", "model-b", 0.4)  # no fingerprint recorded
+    page = render_page([_run(tmp_path), other], [None, None], certs_dir=tmp_path / "certs")
+    judges = page[page.index('<section id="judges">'):page.index("</section>", page.index('<section id="judges">'))]
+    assert "certified</span> on team-labels.csv" in judges and "no fingerprint" in judges

@@ -113,3 +113,20 @@ def test_import_refuses_an_item_outside_the_sample(run_dir: Path, tmp_path: Path
     bad.write_text("rater,subtask,item_id,epoch,label\na,safety/jailbreak_resistance,nope,1,1\n")
     with pytest.raises(TrustmhError, match="row 2"):
         import_review(run_dir, [bad], seed=1, n_boot=200, certs_dir=tmp_path / "certs")
+
+
+def test_keyword_refusal_against_a_complied_verdict_is_a_disagreement(run_dir: Path) -> None:
+    from trustmh.run.review import judged_items
+
+    # every reply holds a refusal the keyword detector finds; the judge calls some of them complied
+    _, items = judged_items(run_dir)
+    assert [it["disagree"] for it in items] == [it["record"]["score"]["refused"] is False for it in items]
+
+
+def test_oversampling_draws_disagreements_at_twice_the_rate() -> None:
+    from trustmh.run.review import draw_sample
+
+    items = [{"subtask": "s", "item_id": f"i{k}", "epoch": 1, "judge_value": 1.0, "disagree": k < 10}
+             for k in range(20)]
+    pi = {s["disagree"]: s["inclusion_probability"] for s in draw_sample(items, 6, seed=0, oversample=True)}
+    assert pi == {True: 0.4, False: 0.2}

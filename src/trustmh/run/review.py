@@ -3,7 +3,8 @@
 Export draws a seeded, stratified random sample of a run's judged items — strata are sub-task × the judge's
 per-item score (the sub-task's `per_item` scorer, i.e. the judged value whose mean is published), allocated
 in proportion to the strata's sizes (every item of a sub-task then has the same inclusion probability), or,
-with `--oversample-disagreements`, at twice the rate for items whose ensemble members disagreed — and writes
+with `--oversample-disagreements`, at twice the rate for items whose ensemble members disagreed or where a
+rule-based verdict (the keyword refusal detector) and the judge's differ — and writes
 `review/sample.json` (item keys, judge values, inclusion probabilities) and a self-contained offline HTML
 labelling page, blind to the judge's verdict and the model's name.
 
@@ -55,6 +56,21 @@ def _members_disagree(score: Mapping[str, Any]) -> bool:
     return any(len({json.dumps(m.get(k), sort_keys=True) for m in scores}) > 1 for k in keys)
 
 
+# A rule-based verdict beside the judge's on the same item: (rule key, judge keys). The keyword refusal
+# detector runs on every safety reply; where it and the judge's refusal call differ, the item is a
+# disagreement that `--oversample-disagreements` draws at twice the rate.
+RULE_VS_JUDGE = (("keyword_refusal", ("refused", "judge_refusal")),)
+
+
+def _rule_disagrees(score: Mapping[str, Any]) -> bool:
+    for rule_key, judge_keys in RULE_VS_JUDGE:
+        rule = score.get(rule_key)
+        judged = next((score[k] for k in judge_keys if isinstance(score.get(k), bool)), None)
+        if isinstance(rule, bool) and judged is not None and rule != judged:
+            return True
+    return False
+
+
 def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[dict[str, Any], list[dict]]:
     """(results.json, the run's judged records with their judge value), for judged sub-tasks with a
     per-item score."""
@@ -85,7 +101,8 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
             if value is None or not math.isfinite(value):
                 continue
             out.append({"subtask": sid, "item_id": str(rec["item_id"]), "epoch": int(rec.get("epoch") or 1),
-                        "judge_value": float(value), "disagree": _members_disagree(rec.get("score") or {}),
+                        "judge_value": float(value), "disagree": _members_disagree(rec.get("score") or {})
+                        or _rule_disagrees(rec.get("score") or {}),
                         "record": rec})
     if not out:
         raise TrustmhError(f"{run_dir}: no judged item with a per-item score to review")
