@@ -426,7 +426,7 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
                                                "insufficient evidence")
         else:
             row.update(decidable=True, reason=f"{n} items >= min_n {policy.min_n}")
-        if check.subtask in pilot and check.metric == "value":
+        if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]
             row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
         elif limit is not None and not 0 <= float(limit) <= 1:
@@ -446,11 +446,13 @@ def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[s
     rate = settings.rate if settings.rate is not None else DEFAULT_RATE
     rows: dict[str, Any] = {}
     for sid in items:
+        sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
         if sid in pilot:
-            sd, n_pilot = pilot[sid]
-            basis = f"pilot {settings.pilot}: per-item SD {sd:.3f} over {n_pilot} items"
-        else:
-            sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
+            pilot_sd, n_pilot = pilot[sid]
+            if pilot_sd > 0:
+                sd, basis = pilot_sd, f"pilot {settings.pilot}: per-item SD {pilot_sd:.3f} over {n_pilot} items"
+            else:  # every pilot item scored the same: no spread to size a run from
+                basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
         available = available_items(plan, sid)
         row: dict[str, Any] = {"basis": basis, "planned_items": items[sid], "available_items": available}
         if settings.target_width is not None:
