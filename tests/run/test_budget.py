@@ -84,13 +84,15 @@ def test_budget_without_a_price_file_is_one_clear_line(tmp_path: Path, capsys: p
 
 def test_cached_input_tokens_are_reported_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "prices.toml"
-    path.write_text('["openai-api/loop/judge"]\ninput = 1000.0\noutput = 1000.0\ncached_input = 100.0\n')
+    # a service of its own: Inspect keeps the models an earlier run in this process made (keyed by name)
+    path.write_text('["openai-api/loopcached/judge"]\ninput = 1000.0\noutput = 1000.0\ncached_input = 100.0\n')
     reported: list[tuple[int, int]] = []
 
-    def half_cached(messages: list[dict[str, Any]], request: dict[str, Any]) -> int:
+    def ten_cached(messages: list[dict[str, Any]], request: dict[str, Any]) -> int:
         return 10 if request.get("model") == "judge" else 0
 
-    with LoopbackServer(respond, max_requests=50, max_seconds=120, cached_tokens=half_cached) as server:
+    with LoopbackServer(respond, max_requests=50, max_seconds=120, cached_tokens=ten_cached,
+                        service="loopcached") as server:
         for k, v in server.env().items():
             monkeypatch.setenv(k, v)
         code = main(["run", "--model", server.model_name("mut"), "--judge", server.model_name("judge"), "--suite",

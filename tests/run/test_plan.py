@@ -229,3 +229,27 @@ def test_wall_time_is_never_below_one_samples_chain_of_calls() -> None:
 def test_example_price_file_loads() -> None:
     prices = load_prices(Path(__file__).resolve().parents[2] / "examples" / "prices.toml")
     assert prices["openai/gpt-4o-mini"].cached_input is not None
+
+
+def test_an_unquoted_model_name_in_the_price_file_says_to_quote_it(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[openai.gpt-4o]\ninput = 1.0\noutput = 2.0\n')
+    assert main(["plan", "--prices", str(prices)]) == 2
+    assert 'quote a model name that has "/" or ".", e.g. ["openai/gpt-4o"]' in capsys.readouterr().err
+
+
+def test_a_pilot_that_is_not_a_run_names_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    code = main(["plan", "--model", "openai-api/loop/mut", "--suite", "starter", "--subtasks", "safety/over_refusal",
+                 "--target-width", "0.1", "--pilot", str(tmp_path / "nowhere")])
+    assert code == 2
+    assert f"error: --pilot {tmp_path / 'nowhere'}: not a finished run directory" in capsys.readouterr().err
+
+
+def test_a_plan_without_prices_says_the_cost_is_not_estimated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    plan_again(tmp_path, monkeypatch)
+    assert "cost not estimated (no --prices FILE)" in capsys.readouterr().out

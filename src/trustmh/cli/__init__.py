@@ -166,8 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "--budget (the budget still stops the run)")
 
     pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
-                         "(takes the arguments of `run`)")
+                         "(takes the arguments of `run`)",
+                         description="Plan the run that `trustmh run` with the same arguments would make, without "
+                         "calling any model: calls, tokens, output, wall time and cost per sub-task and role, what "
+                         "the release gate will be able to decide, and (--target-width, --detect-difference) the "
+                         "items needed. See docs/cost.md.",
+                         epilog="example: trustmh plan --model openai/gpt-4o-mini --judge openai/gpt-4o --prices "
+                         "examples/prices.toml --limit 100 --target-width 0.1")
     add_run_arguments(pln)
+    for action in pln._actions:  # plan writes only plan.json, and only where asked
+        if action.dest == "out":
+            action.help = "write plan.json into this directory (default: print the table only)"
     add_price_arguments(pln)
     pln.add_argument("--target-width", type=_positive_float, metavar="W",
                      help="items needed per sub-task for a 95%% interval of total width W")

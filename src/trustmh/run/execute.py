@@ -542,8 +542,6 @@ def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
     """Refuse to start a run whose planned upper cost is over --budget (or cannot be bounded), unless --force."""
     if opts.budget is None:
         return
-    if not opts.prices:
-        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
     assert plan.planned is not None
     cost = plan.planned["totals"]["cost"]
     if cost["price_unknown"]:
@@ -560,6 +558,8 @@ def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
 
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
+    if opts.budget is not None and not opts.prices:  # before the plan is built: fail fast
+        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
     plan = plan_run(opts)
     out = run_path(opts.out)
     plan.planned = estimate(plan, plan_settings(opts))
