@@ -4,6 +4,7 @@ with the plan's own tokenizer (the server's `usage` hook)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,15 @@ def test_a_plan_without_prices_says_the_cost_is_not_estimated(tmp_path: Path, mo
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     plan_again(tmp_path, monkeypatch)
     assert "cost not estimated (no --prices FILE)" in capsys.readouterr().out
+
+
+def test_results_csv_has_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
+    _, _, run_dir = planned_and_actual
+    assert "usage:judge:openai-api/loop/judge:planned_calls_max" in (run_dir / "results.csv").read_text()
+
+
+def test_report_shows_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
+    plan, _, run_dir = planned_and_actual
+    calls = next(r["calls"] for r in plan["subtasks"]["safety/over_refusal"]["roles"] if r["role"] == "judge")
+    row = re.search(r"<tr><td>safety/over_refusal</td><td>judge</td>.*?</tr>", (run_dir / "report.html").read_text())
+    assert row is not None and f"{calls['min']}–{calls['max']}" in row.group(0)
