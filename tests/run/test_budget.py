@@ -106,3 +106,14 @@ def test_cached_input_tokens_are_reported_and_priced(tmp_path: Path, monkeypatch
     assert row["input_tokens"] == sum(p for p, _ in reported) - 10 * len(reported)
     assert row["cost"] == pytest.approx((row["input_tokens"] * 1000 + row["output_tokens"] * 1000
                                          + row["cached_tokens"] * 100) / 1e6)
+
+
+def test_plan_says_a_run_over_budget_would_refuse_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LoopbackServer(respond, max_requests=10, max_seconds=60) as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        code = main(["plan", *run_args(server, tmp_path, "0.5")[1:]])
+        asked = len(server.chat_requests)
+    budget = json.loads((tmp_path / "run" / "plan.json").read_text())["budget"]
+    assert (code, asked) == (0, 0)
+    assert budget["would_start"] is False and "over the budget 0.5" in budget["reason"]
