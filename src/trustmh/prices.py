@@ -37,9 +37,14 @@ def load_prices(path: str | Path | None) -> dict[str, Price]:
     for model, table in tables.items():
         if not isinstance(table, dict):
             continue  # top-level metadata (date, source)
+        nested = sorted(k for k, v in table.items() if isinstance(v, dict))
+        if nested:  # [openai.gpt-4o] is a table inside a table: the name needs quotes
+            raise TrustmhError(f"--prices {path}: table {model!r} holds table(s) {nested}: quote a model name "
+                               f'that has "/" or ".", e.g. ["{model}/{nested[0]}"]')
         unknown = set(table) - {"input", "output", "cached_input"}
         if unknown:
-            raise TrustmhError(f"--prices {path}: model {model!r}: unknown field(s) {sorted(unknown)}")
+            raise TrustmhError(f"--prices {path}: model {model!r}: unknown field(s) {sorted(unknown)} (the fields "
+                               "are input, output and cached_input)")
         for key in ("input", "output", "cached_input"):
             value = table.get(key)
             if key != "cached_input" and value is None:

@@ -72,3 +72,48 @@ def test_budget_below_the_plan_refuses_to_start(tmp_path: Path, monkeypatch: pyt
     assert code == 2
     assert asked == 0
     assert "over the budget 0.5" in capsys.readouterr().err
+
+
+def test_budget_without_a_price_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--model", "openai-api/loop/mut", "--suite", "starter", "--budget", "5", "--out",
+                 str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines()[-1] == "trustmh: error: --budget needs --prices FILE (the cost of each model's tokens)"
+
+
+def test_cached_input_tokens_are_reported_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "prices.toml"
+    # a service of its own: Inspect keeps the models an earlier run in this process made (keyed by name)
+    path.write_text('["openai-api/loopcached/judge"]\ninput = 1000.0\noutput = 1000.0\ncached_input = 100.0\n')
+    reported: list[tuple[int, int]] = []
+
+    def ten_cached(messages: list[dict[str, Any]], request: dict[str, Any]) -> int:
+        return 10 if request.get("model") == "judge" else 0
+
+    with LoopbackServer(respond, max_requests=50, max_seconds=120, cached_tokens=ten_cached,
+                        service="loopcached") as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        code = main(["run", "--model", server.model_name("mut"), "--judge", server.model_name("judge"), "--suite",
+                     "starter", "--subtasks", "safety/over_refusal", "--limit", "2", "--out", str(tmp_path / "run"),
+                     "--display", "none", "--n-boot", "200", "--no-cache", "--prices", str(path)])
+        reported = [(p, c) for m, p, c in server.usage if m == "judge"]
+    usage = json.loads((tmp_path / "run" / "results.json").read_text())["usage"]
+    row = next(r for r in usage["subtasks"]["safety/over_refusal"] if r["role"] == "judge")
+    assert code == 0
+    assert row["cached_tokens"] == 10 * len(reported)
+    assert row["input_tokens"] == sum(p for p, _ in reported) - 10 * len(reported)
+    assert row["cost"] == pytest.approx((row["input_tokens"] * 1000 + row["output_tokens"] * 1000
+                                         + row["cached_tokens"] * 100) / 1e6)
+
+
+def test_plan_says_a_run_over_budget_would_refuse_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LoopbackServer(respond, max_requests=10, max_seconds=60) as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        code = main(["plan", *run_args(server, tmp_path, "0.5")[1:]])
+        asked = len(server.chat_requests)
+    budget = json.loads((tmp_path / "run" / "plan.json").read_text())["budget"]
+    assert (code, asked) == (0, 0)
+    assert budget["would_start"] is False and "over the budget 0.5" in budget["reason"]

@@ -4,6 +4,7 @@ with the plan's own tokenizer (the server's `usage` hook)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,15 @@ import pytest
 
 from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
-from trustmh.run.plan import Tokenizer, items_for_difference, items_for_width, wilson_width
+from trustmh.prices import load_prices
+from trustmh.run.plan import (
+    Tokenizer,
+    items_for_difference,
+    items_for_width,
+    pilot_sds,
+    wall_time,
+    wilson_width,
+)
 
 SUBTASKS = "safety/over_refusal,crisis/crisis_escalation,reliability/emotional_support,sycophancy/oeq,conversation/gradual_disclosure"
 # a reply of the model under test: plain prose near the expected length given to `plan` (not its placeholder)
@@ -23,12 +32,13 @@ EXPECT = str(len(REPLY.split()))
 
 
 def judge_reply(prompt: str) -> str:
-    """One JSON object every judge of these sub-tasks accepts."""
+    """One JSON object every judge of these sub-tasks accepts (the empathy score varies with the item, so a
+    pilot of this run has a per-item spread)."""
     if '"refused"' in prompt:
         return '{"label": "safe_redirect", "helpful": 1, "rationale": "ok"}'
     return json.dumps({"label": 0, "rationale": "ok", "appropriateness": 4, "risk_check": True,
                        "resources_offered": True, "professional_help": True, "followup": True, "explanation": "ok",
-                       "empathy": 4, "helpfulness": 4, "safety": 5, "fluency": 5, "risk_asked": True,
+                       "empathy": 2 + len(prompt) % 3, "helpfulness": 4, "safety": 5, "fluency": 5, "risk_asked": True,
                        "resources": True, "human_escalation": True})
 
 
@@ -73,6 +83,16 @@ def planned_and_actual(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[s
     finally:
         mp.undo()
     return json.loads((tmp / "plan" / "plan.json").read_text()), server, tmp / "run"
+
+
+def plan_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *more: str) -> dict[str, Any]:
+    """`trustmh plan` of the canned run with more arguments (no server: plan makes no call)."""
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    cli = ["plan", "--model", "openai-api/loop/mut", "--judge", "openai-api/loop/judge", "--suite", "starter",
+           "--subtasks", SUBTASKS, "--limit", "2", "--out", str(tmp_path / "again"), *more]
+    assert main(cli) == 0
+    return json.loads((tmp_path / "again" / "plan.json").read_text())
 
 
 def test_plan_predicts_calls_per_role_exactly(planned_and_actual: Any) -> None:
@@ -146,3 +166,103 @@ def test_report_shows_usage(planned_and_actual: Any) -> None:
     _, _, run_dir = planned_and_actual
     html = (run_dir / "report.html").read_text()
     assert 'id="usage"' in html and "openai-api/loop/judge" in html
+
+
+def gate_row(plan: dict[str, Any], check_id: str) -> dict[str, Any]:
+    return next(row for row in plan["gate"]["checks"] if row["id"] == check_id)
+
+
+def test_gate_outlook_counts_items_against_min_n(planned_and_actual: Any) -> None:
+    plan, _, _ = planned_and_actual
+    row = gate_row(plan, "over_refusal")
+    assert (row["items"], row["min_n"], row["decidable"]) == (2, 30, False)
+
+
+def test_gate_outlook_gives_the_expected_interval_width(planned_and_actual: Any) -> None:
+    plan, _, _ = planned_and_actual
+    row = gate_row(plan, "over_refusal")  # its limit, 0.7, is the stated rate
+    assert row["width"] == pytest.approx(wilson_width(0.7, 2))
+
+
+def test_gate_outlook_names_a_check_whose_sub_task_is_not_run(planned_and_actual: Any) -> None:
+    plan, _, _ = planned_and_actual
+    row = gate_row(plan, "privacy_leak_rate")
+    assert (row["decidable"], row["reason"]) == (False, "sub-task not in this run")
+
+
+def test_power_is_capped_by_the_items_available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_again(tmp_path, monkeypatch, "--target-width", "0.1", "--detect-difference", "0.1")
+    row = plan["power"]["conversation/gradual_disclosure"]
+    assert row["available_items"] < 385
+    assert row["target_width"] == {"width": 0.1, "items_needed": 385, "capped": True,
+                                   "items": row["available_items"]}
+    assert row["detect_difference"]["items"] == row["available_items"]
+
+
+def test_power_uses_a_pilot_runs_variance(planned_and_actual: Any, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, run_dir = planned_and_actual
+    plan = plan_again(tmp_path, monkeypatch, "--target-width", "0.5", "--pilot", str(run_dir))
+    sd, _ = pilot_sds(run_dir)["reliability/emotional_support"]
+    assert plan["power"]["reliability/emotional_support"]["target_width"]["items_needed"] == items_for_width(sd, 0.5)
+
+
+def test_a_pilot_without_spread_falls_back_to_the_stated_rate(planned_and_actual: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, run_dir = planned_and_actual  # every crisis escalation item was judged the same
+    plan = plan_again(tmp_path, monkeypatch, "--target-width", "0.2", "--pilot", str(run_dir))
+    assert plan["power"]["crisis/crisis_escalation"]["target_width"]["items_needed"] == items_for_width(0.5, 0.2)
+
+
+def test_tokenizer_says_when_it_approximates(planned_and_actual: Any) -> None:
+    plan, _, _ = planned_and_actual
+    assert plan["assumptions"]["tokenizers"]["openai-api/loop/mut"].startswith("approximate")
+
+
+def test_wall_time_spreads_calls_over_the_connections() -> None:
+    assert wall_time(100, 300, 4, 10, 2.0) == {"min": 20.0, "max": 60.0}
+
+
+def test_wall_time_is_never_below_one_samples_chain_of_calls() -> None:
+    assert wall_time(3, 9, 3, 10, 2.0) == {"min": 6.0, "max": 6.0}
+
+
+def test_example_price_file_loads() -> None:
+    prices = load_prices(Path(__file__).resolve().parents[2] / "examples" / "prices.toml")
+    assert prices["openai/gpt-4o-mini"].cached_input is not None
+
+
+def test_an_unquoted_model_name_in_the_price_file_says_to_quote_it(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[openai.gpt-4o]\ninput = 1.0\noutput = 2.0\n')
+    assert main(["plan", "--prices", str(prices)]) == 2
+    assert 'quote a model name that has "/" or ".", e.g. ["openai/gpt-4o"]' in capsys.readouterr().err
+
+
+def test_a_pilot_that_is_not_a_run_names_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    code = main(["plan", "--model", "openai-api/loop/mut", "--suite", "starter", "--subtasks", "safety/over_refusal",
+                 "--target-width", "0.1", "--pilot", str(tmp_path / "nowhere")])
+    assert code == 2
+    assert f"error: --pilot {tmp_path / 'nowhere'}: not a finished run directory" in capsys.readouterr().err
+
+
+def test_a_plan_without_prices_says_the_cost_is_not_estimated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    plan_again(tmp_path, monkeypatch)
+    assert "cost not estimated (no --prices FILE)" in capsys.readouterr().out
+
+
+def test_results_csv_has_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
+    _, _, run_dir = planned_and_actual
+    assert "usage:judge:openai-api/loop/judge:planned_calls_max" in (run_dir / "results.csv").read_text()
+
+
+def test_report_shows_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
+    plan, _, run_dir = planned_and_actual
+    calls = next(r["calls"] for r in plan["subtasks"]["safety/over_refusal"]["roles"] if r["role"] == "judge")
+    row = re.search(r"<tr><td>safety/over_refusal</td><td>judge</td>.*?</tr>", (run_dir / "report.html").read_text())
+    assert row is not None and f"{calls['min']}–{calls['max']}" in row.group(0)

@@ -110,6 +110,8 @@ class LoopbackServer:
         prompt_tokens: `prompt_tokens(messages) -> int` for `usage` (default: whitespace words per message),
             so a test can count with the same tokenizer as the code it checks.
         completion_tokens: `completion_tokens(text) -> int` for `usage` (default: whitespace words).
+        cached_tokens: `cached_tokens(messages, request_json) -> int`, the prompt tokens reported as read from
+            the provider's prompt cache (`usage.prompt_tokens_details.cached_tokens`; default: none reported).
     """
 
     def __init__(
@@ -133,9 +135,11 @@ class LoopbackServer:
         error_echo: str = "",
         prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None,
         completion_tokens: Callable[[str], int] | None = None,
+        cached_tokens: Callable[[list[dict[str, Any]], dict[str, Any]], int] | None = None,
     ) -> None:
         self.prompt_tokens = prompt_tokens or (lambda ms: sum(count_tokens(message_text(m)) for m in ms))
         self.completion_tokens = completion_tokens or count_tokens
+        self.cached_tokens = cached_tokens
         self.usage: list[tuple[str, int, int]] = []  # (model, prompt tokens, completion tokens) per reply
         self.respond: Respond = respond or default_respond
         self.fail_first = fail_first
@@ -423,6 +427,9 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     "total_tokens": prompt_tokens + completion_tokens,
                 },
             }
+            if server.cached_tokens is not None:
+                cached = min(prompt_tokens, server.cached_tokens(body["messages"], body))
+                payload["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
             return 200 if self._send(200, payload) else None
 
         def _fault(self, kind: str, n: int, body: dict[str, Any]) -> int | None:

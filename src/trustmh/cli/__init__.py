@@ -143,6 +143,17 @@ def add_price_arguments(p: argparse.ArgumentParser) -> None:
                    "upper estimate)")
 
 
+def add_budget_arguments(p: argparse.ArgumentParser) -> None:
+    """--budget and --force: `run` obeys them; `plan` says whether the run would start."""
+    p.add_argument("--budget", type=_positive_float, metavar="AMOUNT",
+                   help="spend at most AMOUNT (in the price file's currency; needs --prices): refuse to start "
+                   "when the plan's upper estimate is over it (unless --force), and stop taking new samples "
+                   f"when the counted cost reaches it (exit {BUDGET_EXIT}; the same command with a higher "
+                   "budget continues); `plan` says whether the run would start")
+    p.add_argument("--force", action="store_true", help="start even when the plan's upper estimate is over "
+                   "--budget (the budget still stops the run)")
+
+
 def _rate(value: str) -> float:
     number = _positive_float(value)
     if not number < 1:
@@ -157,17 +168,21 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
     add_run_arguments(run)
     add_price_arguments(run)
-    run.add_argument("--budget", type=_positive_float, metavar="AMOUNT",
-                     help="spend at most AMOUNT (in the price file's currency; needs --prices): refuse to start "
-                     "when the plan's upper estimate is over it (unless --force), and stop taking new samples "
-                     f"when the counted cost reaches it (exit {BUDGET_EXIT}; the same command with a higher "
-                     "budget continues)")
-    run.add_argument("--force", action="store_true", help="start even when the plan's upper estimate is over "
-                     "--budget (the budget still stops the run)")
+    add_budget_arguments(run)
 
     pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
-                         "(takes the arguments of `run`)")
+                         "(takes the arguments of `run`)",
+                         description="Plan the run that `trustmh run` with the same arguments would make, without "
+                         "calling any model: calls, tokens, output, wall time and cost per sub-task and role, what "
+                         "the release gate will be able to decide, and (--target-width, --detect-difference) the "
+                         "items needed. See docs/cost.md.",
+                         epilog="example: trustmh plan --model openai/gpt-4o-mini --judge openai/gpt-4o --prices "
+                         "examples/prices.toml --limit 100 --target-width 0.1")
     add_run_arguments(pln)
+    add_budget_arguments(pln)
+    for action in pln._actions:  # plan writes only plan.json, and only where asked
+        if action.dest == "out":
+            action.help = "write plan.json into this directory (default: print the table only)"
     add_price_arguments(pln)
     pln.add_argument("--target-width", type=_positive_float, metavar="W",
                      help="items needed per sub-task for a 95%% interval of total width W")
@@ -279,16 +294,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import plan_run, plan_settings
+    from trustmh.run.execute import budget_needs_prices, over_budget, plan_run, plan_settings
     from trustmh.run.plan import estimate, table, to_json
     from trustmh.storage import write_text_atomic
 
     opts = run_options(args)
+    budget_needs_prices(opts)
     plan = plan_run(opts)
     data = estimate(plan, plan_settings(opts, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
                                         policy=args.policy))
+    if args.budget is not None:
+        why = over_budget(data, args.budget)
+        data["budget"] = {"amount": args.budget, "would_start": why is None or args.force, "reason": why}
     print(table(data))
+    if args.budget is not None:
+        if why is None:
+            verdict = f"would start: the plan's upper estimate {data['totals']['cost']['max']:.4f} is within it"
+        elif args.force:
+            verdict = f"would start (--force) and stop at the budget: {why}"
+        else:
+            verdict = f"would refuse to start: {why}"
+        print(f"\nbudget {args.budget:g}: `trustmh run` {verdict}")
     if args.out is not None:
         write_text_atomic(args.out / "plan.json", to_json(data))
         print(f"trustmh: wrote {args.out / 'plan.json'}", file=sys.stderr)

@@ -538,19 +538,29 @@ def plan_settings(opts: RunOptions, **more: Any) -> Any:
     return settings
 
 
+def budget_needs_prices(opts: RunOptions) -> None:
+    """--budget without a price file cannot be counted: said before the plan is built."""
+    if opts.budget is not None and not opts.prices:
+        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
+
+
+def over_budget(planned: dict[str, Any], budget: float) -> str | None:
+    """Why a run of this plan (plan.json) would refuse to start under `budget`; None when it would start."""
+    cost = planned["totals"]["cost"]
+    if cost["price_unknown"]:
+        return f"price unknown for {', '.join(cost['price_unknown'])}: the run's cost cannot be bounded"
+    if cost["max"] > budget:
+        return f"the plan's upper estimate {cost['max']:.4f} is over the budget {budget:g}"
+    return None
+
+
 def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
     """Refuse to start a run whose planned upper cost is over --budget (or cannot be bounded), unless --force."""
     if opts.budget is None:
         return
-    if not opts.prices:
-        raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
     assert plan.planned is not None
-    cost = plan.planned["totals"]["cost"]
-    if cost["price_unknown"]:
-        why = f"price unknown for {', '.join(cost['price_unknown'])}: the run's cost cannot be bounded"
-    elif cost["max"] > opts.budget:
-        why = f"the plan's upper estimate {cost['max']:.4f} is over the budget {opts.budget:g}"
-    else:
+    why = over_budget(plan.planned, opts.budget)
+    if why is None:
         return
     if opts.force:
         _log(f"{why}; starting anyway (--force); the budget still stops the run")
@@ -560,6 +570,7 @@ def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
 
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code)."""
+    budget_needs_prices(opts)
     plan = plan_run(opts)
     out = run_path(opts.out)
     plan.planned = estimate(plan, plan_settings(opts))

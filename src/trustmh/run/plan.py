@@ -287,7 +287,10 @@ def items_for_difference(sd: float, difference: float) -> int:
 
 def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
     """Per sub-task (per-item SD, items) from a finished run's items.jsonl (its per-item primary scores)."""
-    results = load_results(run_dir)
+    try:
+        results = load_results(run_dir)
+    except TrustmhError as exc:
+        raise TrustmhError(f"--pilot {run_dir}: not a finished run directory ({exc})") from None
     records = load_items(run_dir)
     if records is None:
         raise TrustmhError(f"--pilot {run_dir}: no items.jsonl (a run directory of trustmh >= 0.2 is needed)")
@@ -370,7 +373,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
             "cost": "expected: min calls at the expected reply length; max: max calls, every reply at its cap; "
                     "no provider prefix caching assumed",
         },
-        "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
+        "priced": bool(settings.prices), "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
         "not_run": {sid: res.reason for sid, res in plan.results.items()},
         "gate": gate_outlook(samples_per, items_per, settings, ctx),
         **({"power": power(plan, items_per, settings)}
@@ -418,15 +421,15 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
         n = items.get(check.subtask, 0)
         limit = check.max if check.max is not None else check.min
         row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
-                               "items": n, "min_n": policy.min_n}
+                               "items": n, "min_n": policy.min_n, "in_run": check.subtask in items}
         if check.subtask not in items:
             row.update(decidable=False, reason="sub-task not in this run")
         elif n < policy.min_n:
-            row.update(decidable=False, reason=f"{n} items < min_n {policy.min_n}: the gate will say "
+            row.update(decidable=False, reason=f"{_items(n)} < min_n {policy.min_n}: the gate will say "
                                                "insufficient evidence")
         else:
-            row.update(decidable=True, reason=f"{n} items >= min_n {policy.min_n}")
-        if check.subtask in pilot and check.metric == "value":
+            row.update(decidable=True, reason=f"{_items(n)} >= min_n {policy.min_n}")
+        if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]
             row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
         elif limit is not None and not 0 <= float(limit) <= 1:
@@ -440,17 +443,23 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
     return {"policy": policy.version, "source": policy.source, "checks": rows}
 
 
+def _items(n: int) -> str:
+    return f"{n:,} item" if n == 1 else f"{n:,} items"
+
+
 def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[str, Any]:
     """Items needed per sub-task for --target-width / --detect-difference, capped by the data available."""
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rate = settings.rate if settings.rate is not None else DEFAULT_RATE
     rows: dict[str, Any] = {}
     for sid in items:
+        sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
         if sid in pilot:
-            sd, n_pilot = pilot[sid]
-            basis = f"pilot {settings.pilot}: per-item SD {sd:.3f} over {n_pilot} items"
-        else:
-            sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
+            pilot_sd, n_pilot = pilot[sid]
+            if pilot_sd > 0:
+                sd, basis = pilot_sd, f"pilot {settings.pilot}: per-item SD {pilot_sd:.3f} over {n_pilot} items"
+            else:  # every pilot item scored the same: no spread to size a run from
+                basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
         available = available_items(plan, sid)
         row: dict[str, Any] = {"basis": basis, "planned_items": items[sid], "available_items": available}
         if settings.target_width is not None:
@@ -504,9 +513,13 @@ def table(data: Mapping[str, Any]) -> str:
                          f"{row['output_tokens']['expected']:>9,}/{row['output_tokens']['max']:<9,} {money:>26}")
     t = data["totals"]
     known = t["cost"]
-    total_cost = (f"{_money(known['expected'])} / {_money(known['max'])}" if not known["price_unknown"] else
-                  f"price unknown for {', '.join(known['price_unknown'])} (known part {_money(known['known_part']['expected'])}"
-                  f" / {_money(known['known_part']['max'])})")
+    if not known["price_unknown"]:
+        total_cost = f"{_money(known['expected'])} / {_money(known['max'])}"
+    elif not data.get("priced"):
+        total_cost = "not estimated (no --prices FILE)"
+    else:
+        total_cost = (f"price unknown for {', '.join(known['price_unknown'])} (known part "
+                      f"{_money(known['known_part']['expected'])} / {_money(known['known_part']['max'])})")
     w = data["wall_seconds"]
     a = data["assumptions"]
     lines += ["-" * len(head),
@@ -515,16 +528,20 @@ def table(data: Mapping[str, Any]) -> str:
               f"{t['output_tokens']['expected']:,} (at most {t['output_tokens']['max']:,}), cost {total_cost}",
               f"wall time: {w['min'] / 60:.1f}-{w['max'] / 60:.1f} min at {a['max_connections']} connections and "
               f"{a['latency_seconds']:g} s per call (assumed)",
-              "tokens: " + "; ".join(f"{m}: {n}" for m, n in a["tokenizers"].items()),
+              *(f"tokens of {', '.join(models)}: {note}" for note, models in _by_note(a["tokenizers"]).items()),
               f"expected reply lengths (tokens): {', '.join(f'{k} {v}' for k, v in a['expected_output_tokens'].items())}"]
     for sid, reason in data.get("not_run", {}).items():
         lines.append(f"not run: {sid}: {reason}")
     gate = data["gate"]
     lines.append(f"\ngate ({gate['policy']}): what the run will be able to decide")
+    id_width = max((len(row["id"]) for row in gate["checks"]), default=0)
     for row in gate["checks"]:
+        if not row["in_run"]:
+            lines.append(f"  {'not run':<13} {row['id']:<{id_width}} {row['reason']}")
+            continue
         width = (f"; {row['width_basis']}" if row.get("width") is None else
                  f"; expected 95% width {row['width']:.3f} ({row['width_basis']})")
-        lines.append(f"  {'decidable' if row['decidable'] else 'INSUFFICIENT':<13} {row['id']:<32} "
+        lines.append(f"  {'decidable' if row['decidable'] else 'INSUFFICIENT':<13} {row['id']:<{id_width}} "
                      f"{row['reason']}{width}")
     if "power" in data:
         lines.append("\npower: items needed per sub-task (95% intervals; 80% power, two-sided alpha 0.05)")
@@ -534,9 +551,17 @@ def table(data: Mapping[str, Any]) -> str:
                 if key in row:
                     p = row[key]
                     cap = f" (only {row['available_items']} available)" if p["capped"] else ""
-                    bits.append(f"{label} {p.get('width', p.get('difference'))}: {p['items_needed']:,} items{cap}")
+                    bits.append(f"{label} {p.get('width', p.get('difference'))}: {_items(p['items_needed'])}{cap}")
             lines.append(f"  {sid:<34} {'; '.join(bits)} [{row['basis']}]")
     return "\n".join(lines)
+
+
+def _by_note(tokenizers: Mapping[str, str]) -> dict[str, list[str]]:
+    """Models grouped by how their tokens are counted (one line per way, not one per model)."""
+    out: dict[str, list[str]] = {}
+    for model, note in tokenizers.items():
+        out.setdefault(note, []).append(model)
+    return out
 
 
 def to_json(data: Mapping[str, Any]) -> str:
