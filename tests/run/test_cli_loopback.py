@@ -11,6 +11,7 @@ import pytest
 
 from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
+from trustmh.judges.certificates import fingerprint_of
 
 
 def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
@@ -45,7 +46,10 @@ def test_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert ethics["metrics"]["sc1"] == pytest.approx(4.0)
     assert ethics["metrics"]["sc3"] == pytest.approx(5.0)
     judge = dict(ethics["judge"])
-    assert len(judge.pop("fingerprint")) == 64, "the judge's fingerprint (sha256 of what it sees) is recorded"
+    fingerprint = judge.pop("fingerprint")
+    settings = judge.pop("fingerprint_settings")
+    assert fingerprint == fingerprint_of(settings), "the judge's fingerprint is the sha256 of the settings recorded"
+    assert settings["subtask"] == "ethics/ethical_reasoning"
     assert judge == {"model": "openai-api/loop/judge", "validated": False,
                      "same_family": {"openai-api/loop/judge": False}}
     assert requests[0].status == 429, "the first request was refused, and the run still succeeded"
