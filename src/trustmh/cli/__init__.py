@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
-from trustmh.core import TrustmhError
+from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import redact, secret_values
 from trustmh.storage import cli_path
 
@@ -79,7 +79,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      "section (docs/judges.md#certificates)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
     run.add_argument("--mode", choices=["default", "faithful"], default="default")
-    run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    run.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
     run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
                      help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
                      "writes its logs there; for a URL the response cache stays on this machine: "
@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
-    res.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    res.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
     res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
                      "crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit"))

@@ -68,16 +68,28 @@ def patient_messages(brief: str, turns: Sequence[Mapping[str, Any]]) -> list[dic
     return [{"role": "system", "content": brief}, *history]
 
 
+# The longest `-O system_prompt` file: far above any deployed system prompt (a few thousand words), far below
+# what would make every call of a run needlessly costly.
+MAX_SYSTEM_PROMPT_CHARS = 100_000
+
+
 def read_system_prompt(ctx: RunContext) -> str | None:
     """`-O system_prompt=FILE`: the deployed system's own system prompt for the model under test."""
     path = ctx.options.get("system_prompt")
     if not path:
         return None
     try:
-        text = Path(str(path)).expanduser().read_text(encoding="utf-8")
+        # read at most one character past the limit: /dev/zero or a huge file is refused, not read to the end
+        with Path(str(path)).expanduser().open(encoding="utf-8") as fh:
+            text = fh.read(MAX_SYSTEM_PROMPT_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"-O system_prompt={path}: cannot read the file ({type(exc).__name__}); give a "
                            "UTF-8 text file") from None
+    if len(text) > MAX_SYSTEM_PROMPT_CHARS:
+        raise TrustmhError(f"-O system_prompt={path}: longer than {MAX_SYSTEM_PROMPT_CHARS:,} characters (it is "
+                           "sent with every call); give the deployed system prompt itself")
+    if "\x00" in text:
+        raise TrustmhError(f"-O system_prompt={path}: holds NUL characters; give a UTF-8 text file")
     if not text.strip():
         raise TrustmhError(f"-O system_prompt={path}: the file is empty")
     return text
