@@ -35,7 +35,7 @@ def _judge(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 def _opts(out: Path, **kw: object) -> RunOptions:
     return RunOptions(model=canned_model(_model), judge=canned_model(_judge, "judge"), suite="starter",
-                      subtasks=SUBTASKS, out=out, display="none", n_boot=200, seed=3, **kw)
+                      subtasks=SUBTASKS, out=out, display="none", n_boot=200, **{"seed": 3, **kw})
 
 
 def _comparable(out: Path) -> tuple[dict, list[str]]:
