@@ -222,6 +222,13 @@ CASES: dict[str, Case] = {
                                    "-O system_prompt=/dev/zero"),
     "-O system_prompt too large": (lambda t, d: run_args("--subtasks", "ai_disclosure", "-O",
                                                          f"system_prompt={_big(t)}")(t, d), "longer than"),
+    # simulated-patient turns: a conversation of 100,000 turns would run for days
+    **{f"-O turns={v}": (run_args("--subtasks", "simulated_patient", "-O", f"turns={v}"), why) for v, why in (
+        ("100000", "-O turns=100000: at most 40"), ("41", "-O turns=41: at most 40"),
+        ("0", "must be at least 1"), ("-1", "must be at least 1"), ("many", "-O turns"))},
+    # --endpoint-moved takes two different URLs
+    **{f"run --endpoint-moved {v}": (run_args("--endpoint-moved", v), "--endpoint-moved") for v in (
+        "http://a/v1", "a=b", "http://a/v1=http://a/v1/", "=http://b/v1")},
     # a run directory another process is writing (its lock held)
     "run into a locked --out": (lambda t, d: ["run", *NOWHERE, "--out", str(_locked(t)), "--no-judge"],
                                 "another trustmh process"),

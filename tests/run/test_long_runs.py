@@ -151,3 +151,55 @@ def test_api_key_echoed_by_the_provider_is_never_written(tmp_path: Path, monkeyp
     for trace in inspect_trace_dir().glob("*.log"):
         if trace.stat().st_mtime >= start:
             assert CANARY not in trace.read_text(errors="replace"), trace
+
+
+def test_a_rerun_without_cache_asks_only_the_errored_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One sample fails (the endpoint answers 500 for its question) while the other three finish; the same
+    command again with `--no-cache` asks that question only: the finished samples come from the log."""
+    state: dict[str, Any] = {"bad": None, "failing": True}
+
+    def flaky(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        text = message_text(messages[-1])
+        state["bad"] = state["bad"] or text
+        if state["failing"] and text == state["bad"]:
+            raise RuntimeError("backend down for this question")
+        return respond(messages, request)
+
+    args = ("--subtasks", "knowledge", "--limit", "4", "--no-judge", "--no-cache", "--max-retries", "0")
+    with LoopbackServer(flaky, max_requests=200, max_seconds=120) as server:
+        assert run_cli(server, monkeypatch, tmp_path, *args, model="m-rerun") == 1
+        first = len(server.chat_requests)
+        state["failing"] = False
+        assert run_cli(server, monkeypatch, tmp_path, *args, model="m-rerun") == 0
+        again = server.chat_requests[first:]
+    assert {r.last_user_text for r in again} == {state["bad"]}
+    assert len(again) == 1
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["subtasks"]["reliability/knowledge"]["n"] == 4
+    assert results["errors"] == []
+
+
+def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) -> None:
+    """The response cache is keyed by the endpoint's URL: the same model at a new address is asked every
+    call again, unless `--endpoint-moved OLD=NEW` says it is the same model (then nothing is asked)."""
+    import subprocess
+    import sys
+
+    def command(server: LoopbackServer, out: Path, *extra: str) -> int:
+        env = {**os.environ, **server.env()}
+        return subprocess.run(
+            [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m-moved"), "--suite",
+             "trustmh", "--subtasks", "knowledge", "--limit", "3", "--no-judge", "--display", "none",
+             "--n-boot", "200", "--out", str(out), *extra],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180).returncode
+
+    with LoopbackServer(respond, max_seconds=170) as old:
+        assert command(old, tmp_path / "a") == 0
+        old_url = old.base_url
+    with LoopbackServer(respond, max_seconds=170) as new:
+        assert command(new, tmp_path / "b", "--endpoint-moved", f"{old_url}={new.base_url}") == 0
+        said_same = len(new.chat_requests)
+        assert command(new, tmp_path / "c") == 0
+        not_said = len(new.chat_requests) - said_same
+    assert said_same == 0
+    assert not_said == 3

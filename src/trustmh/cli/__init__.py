@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -49,6 +50,15 @@ def _key_value(value: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
     key, val = value.split("=", 1)
     return key.strip(), val
+
+
+def _moved(value: str) -> tuple[str, str]:
+    """`--endpoint-moved OLD_URL=NEW_URL`: two URLs with a scheme, different."""
+    match = re.fullmatch(r"([a-z][a-z0-9+.-]*://\S+?)=([a-z][a-z0-9+.-]*://\S+)", value.strip(), re.IGNORECASE)
+    if match is None or match[1].rstrip("/") == match[2].rstrip("/"):
+        raise argparse.ArgumentTypeError(f"expected OLD_URL=NEW_URL (two different URLs such as "
+                                          f"https://old.example/v1=https://new.example/v1), got {value!r}")
+    return match[1], match[2]
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
@@ -119,6 +129,9 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
+    run.add_argument("--endpoint-moved", type=_moved, action="append", default=[], metavar="OLD_URL=NEW_URL",
+                     help="the same model, unchanged, now answers at NEW_URL: its replies cached at OLD_URL "
+                     "are reused (the response cache is keyed by the endpoint's URL; docs/long-runs.md)")
     run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
     run.add_argument("--rubric", choices=["trustmh", "upstream"],
                      help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
@@ -242,6 +255,7 @@ def run_options(args: argparse.Namespace) -> Any:
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      cache_moved={new: old for old, new in args.endpoint_moved},
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
                       shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
                       certificates=getattr(args, "certificates", None),

@@ -27,7 +27,7 @@ from trustmh.core import (
 )
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import model_provider_known
+from trustmh.inspect_compat import cache_urls_moved, model_provider_known
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
@@ -86,6 +86,9 @@ class RunOptions:
     n_boot: int = 2000
     options: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
+    # `--endpoint-moved OLD=NEW`: {NEW_URL: OLD_URL}, the same model now answering at NEW_URL keeps the
+    # response cache it built at OLD_URL (`inspect_compat.cache_urls_moved`)
+    cache_moved: dict[str, str] = field(default_factory=dict)
     overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
     # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
     # number of llama.cpp contexts (`trustmh.models.gguf.default_parallel`).
@@ -409,7 +412,7 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     else:
         max_tasks = DEFAULT_MAX_TASKS
     display = opts.display or (None if sys.stderr.isatty() else "plain")
-    with response_cache_dir(out):
+    with response_cache_dir(out), cache_urls_moved(opts.cache_moved):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -594,7 +597,10 @@ def _run(opts: RunOptions, out: Path | Url) -> tuple[dict[str, Any], int]:
     if continued:
         _log(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
              "not paid again")
-        rundir.forget_errored_logs(out / "logs")
+        reopened = rundir.reopen_errored_logs(out / "logs")
+        if reopened:
+            _log(f"{len(reopened)} sub-task(s) had errored samples: those samples are asked again, the "
+                 "finished ones are kept")
     extra: dict[str, Any] = {}
     if opts.shard is not None:
         shard_tasks(plan, opts.shard)

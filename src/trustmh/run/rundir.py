@@ -177,20 +177,30 @@ def clear(out: Path | Url) -> None:
     storage.rmtree(out / "logs")
 
 
-def forget_errored_logs(log_dir: Path | Url) -> list[Path | Url]:
-    """Remove the logs of finished sub-tasks that have errored samples, so that continuing the run runs those
-    sub-tasks again: their finished samples come back from the response cache at no cost, and the errored
-    ones are asked again (Inspect's eval set would otherwise keep a finished log as it is)."""
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+REOPENED = "trustmh: errored samples to run again"
 
-    removed: list[Path | Url] = []
+
+def reopen_errored_logs(log_dir: Path | Url) -> list[Path | Url]:
+    """Mark the finished logs that hold errored samples as not finished, so that continuing the run asks
+    those samples again and only those: Inspect's eval set resumes a log that did not finish by reusing
+    every sample that finished without an error (from the log itself, so no call is paid again with or
+    without the response cache) and running the rest. Only the log's header is rewritten (appended to the
+    `.eval` archive); its samples stay. A finished log without errors is kept as it is."""
+    from inspect_ai.log import EvalError, read_eval_log, read_eval_log_sample_summaries, write_eval_log
+
+    reopened: list[Path | Url] = []
     for path in sorted(log_dir.glob("*.eval")):
         try:
-            if read_eval_log(str(path), header_only=True).status != "success":
-                continue  # an unfinished or failed log: the eval set recovers it itself
-            if any(s.error for s in read_eval_log_sample_summaries(str(path))):
-                path.unlink()
-                removed.append(path)
+            header = read_eval_log(str(path), header_only=True)
+            if header.status != "success":
+                continue  # an unfinished or failed log: the eval set resumes it itself
+            errored = sum(1 for s in read_eval_log_sample_summaries(str(path)) if s.error)
+            if not errored:
+                continue
+            header.status = "error"
+            header.error = EvalError(message=f"{REOPENED} ({errored})", traceback="", traceback_ansi="")
+            write_eval_log(header, str(path), format="eval", header_only=True)
+            reopened.append(path)
         except Exception:  # noqa: BLE001  an unreadable log is left for the eval set to judge
             continue
-    return removed
+    return reopened
