@@ -203,3 +203,28 @@ def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) 
         not_said = len(new.chat_requests) - said_same
     assert said_same == 0
     assert not_said == 3
+
+
+@pytest.mark.parametrize("how", [["--display", "plain"], ["--display", "log"], ["--display", "full"],
+                                 ["--display", "plain", "--workers", "2"]],
+                         ids=["plain", "log", "full", "workers"])
+def test_a_key_quoted_in_a_401_never_reaches_the_console(how: list[str], tmp_path: Path) -> None:
+    """An endpoint refuses the key with a 401 whose message quotes it: whatever the display, and through
+    local `--workers`, the key appears nowhere on stdout or stderr (the command runs as a CI job would,
+    output to pipes, not a terminal)."""
+    import subprocess
+    import sys
+
+    with LoopbackServer(respond, api_key="sk-the-accepted-key-0000", error_echo=f"(you sent {CANARY})",
+                        max_requests=300, max_seconds=170) as server:
+        env = {**os.environ, **server.env(), "LOOP_API_KEY": CANARY}
+        proc = subprocess.run(
+            [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m-401"), "--suite",
+             "trustmh", "--subtasks", "knowledge", "--limit", "2", "--no-judge", "--n-boot", "200",
+             "--max-retries", "0", "--out", str(tmp_path / "out"), *how],
+            env=env, capture_output=True, text=True, timeout=180)
+        refused = [r for r in server.chat_requests if r.status == 401]
+    assert refused, "the endpoint refused the key (so the test tests something)"
+    assert proc.returncode != 0
+    assert CANARY not in proc.stdout
+    assert CANARY not in proc.stderr

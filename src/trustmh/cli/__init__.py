@@ -11,7 +11,7 @@ from typing import Any
 
 from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
 from trustmh.core import SEED_MAX, TrustmhError
-from trustmh.run.secrets import redact, secret_values
+from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
 
 SUITES = {
@@ -400,7 +400,12 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # a key that a provider quotes in an error never reaches the console, whatever the display
+    with console_redacted():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     # --debug (anywhere on the line) shows the traceback of an error; without it an error is one line
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
