@@ -41,6 +41,11 @@ class ChecksumError(TrustmhError):
     """A data file that exists but is not the registered one. Never a reason to fall back to other data."""
 
 
+# The largest seed trustmh sends: every provider that takes a seed accepts a signed 32-bit one (OpenAI, vLLM,
+# llama.cpp's unsigned 32-bit, Google's int32); a larger one would be refused, or cut, by some of them.
+SEED_MAX = 2**31 - 1
+
+
 @dataclass
 class Item:
     """One evaluation item. `prompt` is the single user message sent to the model under test."""

@@ -6,6 +6,8 @@ wraps. An Inspect upgrade is checked here first (and by the golden-log test).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +42,34 @@ def prerequisite_error(message: str) -> Exception:
     from inspect_ai._util.error import PrerequisiteError
 
     return PrerequisiteError(message)
+
+
+@contextmanager
+def cache_urls_moved(moved: dict[str, str]) -> Iterator[None]:
+    """While the block runs, Inspect's response cache keys a call to NEW_URL as if it went to OLD_URL, for
+    each `moved[NEW_URL] = OLD_URL` (`run --endpoint-moved`: the user says the same model answers at the new
+    address). Inspect puts the provider's base URL into every cache key (`inspect_ai.model._cache`), so
+    without this a moved endpoint finds none of its cached replies. URLs compare without a trailing `/`."""
+    if not moved:
+        yield
+        return
+    from inspect_ai.model import _cache
+
+    original = _cache._cache_key
+    table = {new.rstrip("/"): old.rstrip("/") for new, old in moved.items()}
+
+    def keyed(entry: Any) -> str:
+        old = table.get(str(entry.base_url or "").rstrip("/"))
+        if old is None:
+            return original(entry)
+        new, entry.base_url = entry.base_url, old
+        try:
+            return original(entry)
+        finally:
+            entry.base_url = new
+
+    _cache._cache_key = keyed
+    try:
+        yield
+    finally:
+        _cache._cache_key = original

@@ -12,6 +12,7 @@ upload completes); on any other fsspec filesystem a `name.tmp-…` then `mv`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import io
 import os
@@ -244,20 +245,41 @@ def with_umask(path: str | Path) -> None:
     os.chmod(path, 0o666 & ~mask)
 
 
+# A write that failed for want of room: a one-line error naming the file, never a traceback.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def no_room(exc: OSError, path: Path | str) -> TrustmhError | None:
+    """The one-line error of a write to `path` refused for lack of space (full disk, quota, file size
+    limit); None for any other OSError."""
+    if exc.errno not in _NO_ROOM:
+        return None
+    return TrustmhError(f"{path}: cannot write ({exc.strerror or exc}); free some space and run the same command "
+                        "again (what was finished is kept)")
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """The one atomic write of a local file: write to a temporary name in the same folder, then give it the
-    user's umask and rename it into place; on any error the temporary is removed and `path` is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    user's umask and rename it into place; on any error the temporary is removed and `path` is untouched
+    (a full disk is a one-line TrustmhError naming `path`)."""
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
             yield fh
         with_umask(tmp)
         os.replace(tmp, path)
+    except OSError as exc:
+        err = no_room(exc, path)
+        if err is None:
+            raise
+        raise err from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def write_text_atomic(target: Path | Url, text: str) -> None:
@@ -273,8 +295,10 @@ def write_texts_together(texts: dict[Path, str]) -> None:
     """Several local files that must appear together: every temporary is written first, then all are renamed
     (a failure while writing leaves none of them new)."""
     staged: list[tuple[str, Path]] = []
+    current: Path | None = None
     try:
         for path, text in texts.items():
+            current = path
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             staged.append((tmp, path))
@@ -283,6 +307,11 @@ def write_texts_together(texts: dict[Path, str]) -> None:
             with_umask(tmp)
         for tmp, path in staged:
             os.replace(tmp, path)
+    except OSError as exc:
+        err = no_room(exc, current or "?")
+        if err is None:
+            raise
+        raise err from None
     finally:
         for tmp, _ in staged:
             with contextlib.suppress(FileNotFoundError):

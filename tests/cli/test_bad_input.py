@@ -100,7 +100,7 @@ CASES: dict[str, Case] = {
     # numeric options out of range or not numbers
     **{f"run {flag} {v}": (run_args(flag, v), flag) for flag, vals in {
         "--limit": ["0", "-5", "abc", "1.5"], "--timeout": ["0", "-1", "x"], "--max-retries": ["-1", "x"],
-        "--max-connections": ["0", "-2"], "--n-boot": ["0", "10", "-1"], "--seed": ["-1", "x"],
+        "--max-connections": ["0", "-2"], "--n-boot": ["0", "10", "-1"], "--seed": ["-1", "x", "2147483648", str(2**64)],
         "--max-tasks": ["0"], "--tier2-limit": ["0", "y"]}.items() for v in vals},
     # unknown names
     "unknown sub-task": (run_args("--subtasks", "no_such_task"), "unknown sub-task"),
@@ -217,6 +217,21 @@ CASES: dict[str, Case] = {
     "gate policy not toml": (gate_policy('max = [0.1'), "not valid TOML"),
     "gate policy missing file": (lambda t, d: ["gate", str(_results(t, json.dumps(GATE_RUN))), "--policy",
                                               str(t / "none.toml")], "none.toml"),
+    # a system prompt too large, or not text, is refused before it is sent with every call
+    "-O system_prompt=/dev/zero": (run_args("--subtasks", "ai_disclosure", "-O", "system_prompt=/dev/zero"),
+                                   "-O system_prompt=/dev/zero"),
+    "-O system_prompt too large": (lambda t, d: run_args("--subtasks", "ai_disclosure", "-O",
+                                                         f"system_prompt={_big(t)}")(t, d), "longer than"),
+    # simulated-patient turns: a conversation of 100,000 turns would run for days
+    **{f"-O turns={v}": (run_args("--subtasks", "simulated_patient", "-O", f"turns={v}"), why) for v, why in (
+        ("100000", "-O turns=100000: at most 40"), ("41", "-O turns=41: at most 40"),
+        ("0", "must be at least 1"), ("-1", "must be at least 1"), ("many", "-O turns"))},
+    # --endpoint-moved takes two different URLs
+    **{f"run --endpoint-moved {v}": (run_args("--endpoint-moved", v), "--endpoint-moved") for v in (
+        "http://a/v1", "a=b", "http://a/v1=http://a/v1/", "=http://b/v1")},
+    # a run directory another process is writing (its lock held)
+    "run into a locked --out": (lambda t, d: ["run", *NOWHERE, "--out", str(_locked(t)), "--no-judge"],
+                                "another trustmh process"),
     # top level
     "unknown command": (lambda t, d: ["frobnicate"], "frobnicate"),
     "no command": (lambda t, d: [], "command"),
@@ -235,6 +250,29 @@ def _bytes(tmp: Path, raw: bytes) -> Path:
     d.mkdir(exist_ok=True)
     (d / "results.json").write_bytes(raw)
     return d
+
+
+def _big(tmp: Path) -> Path:
+    path = tmp / "prompt.txt"
+    path.write_text("x" * 100_001, encoding="utf-8")
+    return path
+
+
+_HELD: list[int] = []  # lock descriptors held for the rest of the session (another "process")
+
+
+def _locked(tmp: Path) -> Path:
+    import fcntl
+    import os
+
+    from trustmh.run.rundir import LOCK
+
+    out = tmp / "locked-out"
+    out.mkdir()
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD.append(fd)
+    return out
 
 
 def _manifest(tmp: Path) -> Path:

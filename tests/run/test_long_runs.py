@@ -151,3 +151,80 @@ def test_api_key_echoed_by_the_provider_is_never_written(tmp_path: Path, monkeyp
     for trace in inspect_trace_dir().glob("*.log"):
         if trace.stat().st_mtime >= start:
             assert CANARY not in trace.read_text(errors="replace"), trace
+
+
+def test_a_rerun_without_cache_asks_only_the_errored_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One sample fails (the endpoint answers 500 for its question) while the other three finish; the same
+    command again with `--no-cache` asks that question only: the finished samples come from the log."""
+    state: dict[str, Any] = {"bad": None, "failing": True}
+
+    def flaky(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        text = message_text(messages[-1])
+        state["bad"] = state["bad"] or text
+        if state["failing"] and text == state["bad"]:
+            raise RuntimeError("backend down for this question")
+        return respond(messages, request)
+
+    args = ("--subtasks", "knowledge", "--limit", "4", "--no-judge", "--no-cache", "--max-retries", "0")
+    with LoopbackServer(flaky, max_requests=200, max_seconds=120) as server:
+        assert run_cli(server, monkeypatch, tmp_path, *args, model="m-rerun") == 1
+        first = len(server.chat_requests)
+        state["failing"] = False
+        assert run_cli(server, monkeypatch, tmp_path, *args, model="m-rerun") == 0
+        again = server.chat_requests[first:]
+    assert {r.last_user_text for r in again} == {state["bad"]}
+    assert len(again) == 1
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["subtasks"]["reliability/knowledge"]["n"] == 4
+    assert results["errors"] == []
+
+
+def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) -> None:
+    """The response cache is keyed by the endpoint's URL: the same model at a new address is asked every
+    call again, unless `--endpoint-moved OLD=NEW` says it is the same model (then nothing is asked)."""
+    import subprocess
+    import sys
+
+    def command(server: LoopbackServer, out: Path, *extra: str) -> int:
+        env = {**os.environ, **server.env()}
+        return subprocess.run(
+            [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m-moved"), "--suite",
+             "trustmh", "--subtasks", "knowledge", "--limit", "3", "--no-judge", "--display", "none",
+             "--n-boot", "200", "--out", str(out), *extra],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180).returncode
+
+    with LoopbackServer(respond, max_seconds=170) as old:
+        assert command(old, tmp_path / "a") == 0
+        old_url = old.base_url
+    with LoopbackServer(respond, max_seconds=170) as new:
+        assert command(new, tmp_path / "b", "--endpoint-moved", f"{old_url}={new.base_url}") == 0
+        said_same = len(new.chat_requests)
+        assert command(new, tmp_path / "c") == 0
+        not_said = len(new.chat_requests) - said_same
+    assert said_same == 0
+    assert not_said == 3
+
+
+@pytest.mark.parametrize("how", [["--display", "plain"], ["--display", "log"], ["--display", "full"],
+                                 ["--display", "plain", "--workers", "2"]],
+                         ids=["plain", "log", "full", "workers"])
+def test_a_key_quoted_in_a_401_never_reaches_the_console(how: list[str], tmp_path: Path) -> None:
+    """An endpoint refuses the key with a 401 whose message quotes it: whatever the display, and through
+    local `--workers`, the key appears nowhere on stdout or stderr (the command runs as a CI job would,
+    output to pipes, not a terminal)."""
+    import subprocess
+    import sys
+
+    with LoopbackServer(respond, api_key="sk-the-accepted-key-0000", error_echo=f"(you sent {CANARY})",
+                        max_requests=300, max_seconds=170) as server:
+        env = {**os.environ, **server.env(), "LOOP_API_KEY": CANARY}
+        proc = subprocess.run(
+            [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m-401"), "--suite",
+             "trustmh", "--subtasks", "knowledge", "--limit", "2", "--no-judge", "--n-boot", "200",
+             "--max-retries", "0", "--out", str(tmp_path / "out"), *how],
+            env=env, capture_output=True, text=True, timeout=180)
+        refused = [r for r in server.chat_requests if r.status == 401]
+    assert refused, "the endpoint refused the key (so the test tests something)"
+    assert proc.returncode != 0
+    assert CANARY not in proc.stdout
+    assert CANARY not in proc.stderr

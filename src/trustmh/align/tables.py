@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from trustmh.data.files import csv_text
 from trustmh.pillars.mentalbench.align_data import SOURCES, AlignData
 from trustmh.pillars.mentalbench.ratings import ST, STATUSES
 
@@ -75,12 +74,7 @@ def _fmt(v: Any) -> str:
 
 
 def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow([_fmt(r.get(c)) for c in columns])
-    return buf.getvalue()
+    return csv_text(list(columns), ([_fmt(r.get(c)) for c in columns] for r in rows))
 
 
 def data_quality(data: AlignData, mode: str, pairs_used: dict[str, np.ndarray],

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
-from trustmh.core import TrustmhError
-from trustmh.run.secrets import redact, secret_values
+from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
 
 SUITES = {
@@ -51,6 +52,15 @@ def _key_value(value: str) -> tuple[str, str]:
     return key.strip(), val
 
 
+def _moved(value: str) -> tuple[str, str]:
+    """`--endpoint-moved OLD_URL=NEW_URL`: two URLs with a scheme, different."""
+    match = re.fullmatch(r"([a-z][a-z0-9+.-]*://\S+?)=([a-z][a-z0-9+.-]*://\S+)", value.strip(), re.IGNORECASE)
+    if match is None or match[1].rstrip("/") == match[2].rstrip("/"):
+        raise argparse.ArgumentTypeError(f"expected OLD_URL=NEW_URL (two different URLs such as "
+                                          f"https://old.example/v1=https://new.example/v1), got {value!r}")
+    return match[1], match[2]
+
+
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """The arguments of `trustmh run`, shared by `trustmh plan`."""
     run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
@@ -79,7 +89,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      "section (docs/judges.md#certificates)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
     run.add_argument("--mode", choices=["default", "faithful"], default="default")
-    run.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    run.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
     run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
                      help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
                      "writes its logs there; for a URL the response cache stays on this machine: "
@@ -119,6 +129,9 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-cache", action="store_true",
                      help="do not use Inspect's response cache (default: on, in OUT/cache or "
                      "$TRUSTMH_CACHE_DIR/responses)")
+    run.add_argument("--endpoint-moved", type=_moved, action="append", default=[], metavar="OLD_URL=NEW_URL",
+                     help="the same model, unchanged, now answers at NEW_URL: its replies cached at OLD_URL "
+                     "are reused (the response cache is keyed by the endpoint's URL; docs/long-runs.md)")
     run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
     run.add_argument("--rubric", choices=["trustmh", "upstream"],
                      help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
@@ -213,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
-    res.add_argument("--seed", type=at_least(0, "--seed"), default=0)
+    res.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
     res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
                      "crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit"))
@@ -257,6 +270,7 @@ def run_options(args: argparse.Namespace) -> Any:
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
+                      cache_moved={new: old for old, new in args.endpoint_moved},
                       more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
                       shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
                       certificates=getattr(args, "certificates", None),
@@ -413,7 +427,12 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # a key that a provider quotes in an error never reaches the console, whatever the display
+    with console_redacted():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     # --debug (anywhere on the line) shows the traceback of an error; without it an error is one line
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]

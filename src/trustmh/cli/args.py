@@ -11,8 +11,8 @@ BUDGET_EXIT = 3
 MIN_N_BOOT = 200
 
 
-def at_least(lo: int, what: str):  # noqa: ANN202
-    """An argparse type: a whole number ≥ lo, with a message that says why."""
+def at_least(lo: int, what: str, hi: int | None = None):  # noqa: ANN202
+    """An argparse type: a whole number ≥ lo (and ≤ hi when given), with a message that says why."""
     def parse(value: str) -> int:
         try:
             number = int(value)
@@ -20,5 +20,7 @@ def at_least(lo: int, what: str):  # noqa: ANN202
             raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {value!r}") from None
         if number < lo:
             raise argparse.ArgumentTypeError(f"{what} must be at least {lo}, got {number}")
+        if hi is not None and number > hi:
+            raise argparse.ArgumentTypeError(f"{what} must be at most {hi}, got {number}")
         return number
     return parse

@@ -22,6 +22,36 @@ from trustmh.core import TrustmhError
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".pq", ".arrow", ".zip")
 
 
+# A cell a spreadsheet would run as a formula when the CSV is opened (=, +, -, @, or a tab or carriage return
+# before one of them): written with a leading apostrophe, which spreadsheets show as text. Numbers, and text
+# that reads as a plain number ("-0.25"), are written as they are.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> Any:
+    """A CSV cell that no spreadsheet executes (FORMULA_STARTS); None is an empty cell."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
+
+
+def csv_text(header: list[str], rows: Any) -> str:
+    """The one CSV writer of everything trustmh writes: a header, then rows (lists, in header order), every
+    cell through `safe_cell`, "\\n" line ends."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow([safe_cell(v) for v in row])
+    return buf.getvalue()
+
+
 def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None = None) -> list[dict[str, Any]]:
     """The objects of a JSONL file, blank lines skipped. `name` is how errors call the file (default: its
     path); every line must hold one JSON object."""

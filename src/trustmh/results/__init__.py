@@ -6,8 +6,6 @@ name and renamed when complete, so a crash never leaves a half-written result.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID
 from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, clean_json
-from trustmh.data.files import read_jsonl
+from trustmh.data.files import csv_text, read_jsonl
 from trustmh.data.locate import resolved_files
 from trustmh.results.leaderboard import normalised_summary
 from trustmh.results.usage import USAGE_KEY, usage_metric_rows
-from trustmh.storage import run_path, write_text_atomic
+from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
 if TYPE_CHECKING:
     from trustmh.storage import Url
@@ -97,12 +95,7 @@ CSV_COLUMNS = ["model", "mode", "suite", "pillar", "subtask", "metric", "value",
 
 
 def results_csv(results: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in metric_rows(results):
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    return buf.getvalue()
+    return csv_text(CSV_COLUMNS, ([row.get(c) for c in CSV_COLUMNS] for row in metric_rows(results)))
 
 
 def items_jsonl(run: RunResults) -> str:
@@ -123,11 +116,16 @@ def write_run(run: RunResults, out_dir: Path | Url,
     when given the function that renders it (`trustmh.report.run_report_html`, a floor above this one)."""
 
     results = run.to_json()
-    write_text_atomic(out_dir / "items.jsonl", items_jsonl(run))
-    write_text_atomic(out_dir / "results.csv", results_csv(results))
-    write_text_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    texts = {"items.jsonl": items_jsonl(run), "results.csv": results_csv(results),
+             "results.json": json.dumps(results, indent=2, ensure_ascii=False) + "\n"}
     if report is not None:
-        write_text_atomic(out_dir / "report.html", report(results, run.records))
+        texts["report.html"] = report(results, run.records)
+    if isinstance(out_dir, Url):
+        for name, text in texts.items():  # each object appears whole; results.json, read first, is last
+            write_text_atomic(out_dir / name, text)
+    else:
+        # the result files appear together or not at all (a full disk leaves the previous ones)
+        write_texts_together({out_dir / name: text for name, text in texts.items()})
     return results
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID, PILLARS, pillars_for_mode
 from trustmh.core import Mode, SubtaskResult
+from trustmh.data.files import csv_text
 from trustmh.results.item_scores import item_scores
 from trustmh.stats.paired import paired_order_share
 
@@ -174,24 +175,18 @@ def _neighbours(sid: str, entry: Mapping[str, Any], labels: list[str], runs: lis
 
 def leaderboard_csv(board: dict[str, Any]) -> str:
     """One row per (run, sub-task): value, rank, and the run's identity."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["run", "model", "folder", "seed", "created", "subtask", "direction", "value", "rank",
-                "next_below", "order_holds_share", "order_holds_n_shared", "order_holds_note"])
+    rows = []
     for sid, entry in board["subtasks"].items():
         below = {nb["a"]: nb for nb in entry.get("neighbours") or []}
         for label in board["models"]:
             run = board["runs"][label]
             value = entry["values"].get(label)
             nb = below.get(label) or {}
-            w.writerow([label, run["model"], run["folder"], run["seed"], run["created"], sid, entry["direction"],
-                        "" if value is None else value, entry["ranks"].get(label, ""), nb.get("b", ""),
-                        "" if nb.get("share") is None else nb["share"], nb.get("n_shared", ""),
-                        nb.get("reason") or ""])
-    return buf.getvalue()
+            rows.append([label, run["model"], run["folder"], run["seed"], run["created"], sid, entry["direction"],
+                         value, entry["ranks"].get(label, ""), nb.get("b", ""), nb.get("share"),
+                         nb.get("n_shared", ""), nb.get("reason") or ""])
+    return csv_text(["run", "model", "folder", "seed", "created", "subtask", "direction", "value", "rank",
+                     "next_below", "order_holds_share", "order_holds_n_shared", "order_holds_note"], rows)
 
 
 def _labels(runs: list[dict[str, Any]]) -> list[str]:

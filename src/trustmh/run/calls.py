@@ -33,17 +33,18 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
     return Item(**metadata[ITEM_KEY])
 
 
-async def generate_once(state: TaskState, generate: Generate, ctx: RunContext) -> TaskState:
+async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0) -> TaskState:
     """One reply of the model under test, cached. A provider that answers 200 with no choices at all
     (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
-    already cached the empty answer, which would otherwise come back on every retry, now and on resume."""
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    already cached the empty answer, which would otherwise come back on every retry, now and on resume.
+    `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own."""
+    for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             state = await generate(state, cache=cache_policy(ctx, attempt))
             note_call("model", str(ctx.options.get("model") or state.output.model), state.output)
             return state
         except IndexError:
-            if attempt == MAX_ATTEMPTS:
+            if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 

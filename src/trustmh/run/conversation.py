@@ -4,8 +4,10 @@ The steps mirror `trustmh.pillars.conversation.contract.run_conversations_offlin
 speaks (a scripted line, or the `patient` role's model, bound by the run's timeout/retries and cached),
 then the model under test answers through Inspect's `generate` (cached, so a resumed run does not pay
 again); afterwards each judge request goes to the `grader` role (temperature 0, seeded, exact JSON schema,
-up to three attempts) and the plain `score_turns` scores the transcript. The whole conversation is the
-sample's messages in the Inspect log, and `Record.metadata["turns"]` in items.jsonl.
+up to three attempts) and the plain `score_turns` scores the transcript. An empty line (patient) or reply (model
+under test) is asked again, up to MAX_ATTEMPTS in all, each time under a cache entry of its own; one that
+stays empty is kept, and the conversation counts as invalid (`contract.empty_turns`). The whole conversation
+is the sample's messages in the Inspect log, and `Record.metadata["turns"]` in items.jsonl.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from trustmh.core import RunContext
+from trustmh.core import MAX_ATTEMPTS, RunContext
 from trustmh.models import BUNDLED_MODEL
 from trustmh.pillars.conversation.contract import (
     PATIENT_ROLE,
     SCRIPT_MODEL,
     ConversationSubtask,
     conversation_record,
+    is_empty,
     read_system_prompt,
+    usable_requests,
 )
 from trustmh.run.calls import (
     SCORER_NAME,
@@ -87,14 +91,24 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             else:
                 index = int(item.metadata.get("patient_index", 0))
                 patient = patient or patient_model(ctx, index)
-                out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx))
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    # an empty line is asked again under its own cache entry (the cached one is empty)
+                    out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx, attempt))
+                    note_call("patient", str(patient), out)
+                    if not is_empty(out.completion):
+                        break
                 said = out.completion
-                note_call("patient", str(patient), out)
                 names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
                 who = names[index % len(names)] if names else str(out.model or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
             state = await generate_once(state, generate, ctx)
+            for reask in range(1, MAX_ATTEMPTS):
+                if not is_empty(state.output.completion):
+                    break
+                if state.messages and state.messages[-1].role == "assistant":
+                    state.messages.pop()  # the empty reply: the same conversation is asked again
+                state = await generate_once(state, generate, ctx, reask=reask)
             greeting = (state.output.metadata or {}).get("greeting")
             if greeting and GREETING_KEY not in state.metadata:
                 state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
@@ -120,7 +134,7 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
             if ctx.has_judge:
                 judge = judge_model(ctx)
                 outputs = {}
-                for req in subtask.conversation_judge_requests(item, turns, ctx):
+                for req in usable_requests(subtask.conversation_judge_requests(item, turns, ctx), turns):
                     outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
                                          extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),

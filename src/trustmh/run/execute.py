@@ -16,6 +16,7 @@ from typing import Any
 import trustmh
 from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
+    SEED_MAX,
     JudgeInfo,
     Mode,
     Record,
@@ -24,9 +25,9 @@ from trustmh.core import (
     SubtaskResult,
     TrustmhError,
 )
-from trustmh.data.locate import reset_resolved
+from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import model_provider_known
+from trustmh.inspect_compat import cache_urls_moved, model_provider_known
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
@@ -85,6 +86,9 @@ class RunOptions:
     n_boot: int = 2000
     options: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
+    # `--endpoint-moved OLD=NEW`: {NEW_URL: OLD_URL}, the same model now answering at NEW_URL keeps the
+    # response cache it built at OLD_URL (`inspect_compat.cache_urls_moved`)
+    cache_moved: dict[str, str] = field(default_factory=dict)
     overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
     # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
     # number of llama.cpp contexts (`trustmh.models.gguf.default_parallel`).
@@ -247,6 +251,8 @@ class RunPlan:
 def plan_run(opts: RunOptions) -> RunPlan:
     """Defaults, checks, the run context and the Inspect tasks (data is loaded here; no model is called)."""
 
+    if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or not 0 <= opts.seed <= SEED_MAX:
+        raise TrustmhError(f"--seed {opts.seed!r}: must be a whole number from 0 to {SEED_MAX}")
     model, suite, judge = resolve_defaults(opts)
     check_model_name(opts.model or model, "--model")
     endpoint = use_endpoint(opts.model or model, opts.endpoint)
@@ -406,7 +412,7 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     else:
         max_tasks = DEFAULT_MAX_TASKS
     display = opts.display or (None if sys.stderr.isatty() else "plain")
-    with response_cache_dir(out):
+    with response_cache_dir(out), cache_urls_moved(opts.cache_moved):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -448,10 +454,12 @@ def log_settings(opts: RunOptions, display: str | None) -> dict[str, Any]:
     return settings
 
 
-def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], str | None]:
+def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, int]]] | None = None
+            ) -> tuple[dict[str, list[Record]], str | None]:
     """Records per sub-task from the logs (several logs of one sub-task, e.g. shards, are pooled), in the
     canonical order: dataset order, then epoch. Results never depend on completion order, on how a resumed
-    run was interrupted, or on how samples were spread over processes. Errors go into the plan."""
+    run was interrupted, or on how samples were spread over processes. Errors go into the plan; every
+    sample's (id, epoch) into `samples` when given (`check_items`)."""
 
     records: dict[str, list[Record]] = {}
     model_reported = None
@@ -460,7 +468,8 @@ def collect(plan: RunPlan, logs: list[Any]) -> tuple[dict[str, list[Record]], st
         if sid is None or sid not in plan.subtasks:
             continue
         messages: list[str] = []
-        recs, n_errors, reported = records_from_log(log, messages)
+        recs, n_errors, reported = records_from_log(
+            log, messages, None if samples is None else samples.setdefault(sid, []))
         model_reported = model_reported or reported
         if log.status != "success":
             msg = log.error.message if log.error else log.status
@@ -569,21 +578,40 @@ def check_budget_before(plan: RunPlan, opts: RunOptions) -> None:
 
 
 def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
-    """Run the evaluation; returns (results.json content, exit code)."""
+    """Run the evaluation; returns (results.json content, exit code). One process at a time per run
+    directory (`rundir.locked`); with --overwrite the previous run is kept aside until this one has written
+    its results, and put back if this one fails first."""
     budget_needs_prices(opts)
-    plan = plan_run(opts)
     out = run_path(opts.out)
+    with rundir.locked(out):
+        try:
+            data, code = _run(opts, out)
+        except BaseException:
+            if opts.overwrite and rundir.restore_aside(out):
+                _log(f"the previous run in {out} is kept (this one did not finish)")
+            raise
+        rundir.drop_aside(out)
+        return data, code
+
+
+def _run(opts: RunOptions, out: Path | Url) -> tuple[dict[str, Any], int]:
+    plan = plan_run(opts)
     plan.planned = estimate(plan, plan_settings(opts))
     check_budget_before(plan, opts)
     started = time.time()
     manifest = run_manifest(plan.model, plan.suite, plan.ctx, plan.chosen_ids, opts)
     if opts.shard is not None:
         manifest["shard"] = list(opts.shard)
+    # the content of every data file the plan read: a continued run whose inputs changed is refused
+    manifest["datasets"] = resolved_files()
     continued = rundir.prepare(out, manifest, overwrite=opts.overwrite)
     if continued:
         _log(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
              "not paid again")
-        rundir.forget_errored_logs(out / "logs")
+        reopened = rundir.reopen_errored_logs(out / "logs")
+        if reopened:
+            _log(f"{len(reopened)} sub-task(s) had errored samples: those samples are asked again, the "
+                 "finished ones are kept")
     extra: dict[str, Any] = {}
     if opts.shard is not None:
         shard_tasks(plan, opts.shard)
@@ -733,6 +761,57 @@ def options_from_manifest(manifest: dict[str, Any], out: Path | Url) -> RunOptio
                       seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]), options=options)
 
 
+def current_logs(logs: list[Any]) -> list[Any]:
+    """The logs of one run directory that hold its current samples: a log that did not finish (a killed or
+    failed process) is superseded by any later log of the same sub-task (the resumed run's, which carries the
+    finished samples over), never pooled with it. Finished logs are all kept: two of one sub-task is a
+    duplicate that `check_items` refuses."""
+
+    def key(log: Any) -> tuple[str, str]:
+        return str(log.eval.created or ""), str(log.location or "")
+
+    by_sid: dict[str, list[Any]] = {}
+    for log in logs:
+        by_sid.setdefault(str((log.eval.metadata or {}).get("trustmh_subtask")), []).append(log)
+    kept = []
+    for group in by_sid.values():
+        group.sort(key=key)
+        for i, log in enumerate(group):
+            if log.status == "success" or i == len(group) - 1:
+                kept.append(log)
+    return kept
+
+
+def _ids(pairs: list[tuple[str, int]], shown: int = 5) -> str:
+    names = [f"{i}" if e == 1 else f"{i} (epoch {e})" for i, e in sorted(pairs)]
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def check_items(plan: RunPlan, samples: dict[str, list[tuple[str, int]]]) -> None:
+    """Refuse unless the samples read from the logs are exactly the planned ones: every (item, epoch) of
+    every evaluated sub-task once, none missing, none twice, none foreign; the error names the items."""
+    problems = []
+    for task in plan.tasks:
+        sid = task.metadata["trustmh_subtask"]
+        epochs = int(getattr(task, "epochs", 1) or 1)
+        planned = {(str(s.id), e) for s in task.dataset for e in range(1, epochs + 1)}
+        got = samples.get(sid, [])
+        counts: dict[tuple[str, int], int] = {}
+        for pair in got:
+            counts[pair] = counts.get(pair, 0) + 1
+        missing = sorted(planned - set(counts))
+        twice = sorted(p for p, c in counts.items() if c > 1)
+        foreign = sorted(set(counts) - planned)
+        parts = ([f"{len(missing)} missing ({_ids(missing)})"] if missing else []) + (
+            [f"{len(twice)} given twice ({_ids(twice)})"] if twice else []) + (
+            [f"{len(foreign)} not in the plan ({_ids(foreign)})"] if foreign else [])
+        if parts:
+            problems.append(f"{sid}: {', '.join(parts)}")
+    if problems:
+        raise TrustmhError("the shards do not hold exactly the run's items: " + "; ".join(problems)
+                           + " (re-run the shard(s) concerned; a shard's logs/ must hold its own logs, once)")
+
+
 def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]:
     """Combine the shards of one run (`trustmh run --shard i/N` into each of `dirs`) into `out`: checks that
     they belong together (same configuration and versions), that no slice is missing or doubled, then
@@ -774,10 +853,17 @@ def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]
             raise TrustmhError(f"{d}: the shard has not finished (no results.json); run it again to complete it")
     started = time.time()
     plan = plan_run(options_from_manifest(base, out))
+    changed = rundir.changed_files(base.get("datasets") or {}, resolved_files()) if "datasets" in base else []
+    if changed:
+        raise TrustmhError(f"the shards were computed from other data than is here now: {'; '.join(changed)}")
     plan.planned = estimate(plan, plan_settings(plan.opts))
-    rundir.prepare(out, base, overwrite=False)
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
-    logs = [read_eval_log(str(p), header_only=True) for d in dirs for p in sorted((d / "logs").glob("*.eval"))]
-    records, model_reported = collect(plan, logs)
-    _log(f"merged {len(dirs)} shards into {out}")
-    return finalize(plan, records, model_reported, out, started)
+    logs = [log for d in dirs for log in current_logs(
+        [read_eval_log(str(p), header_only=True) for p in sorted((d / "logs").glob("*.eval"))])]
+    samples: dict[str, list[tuple[str, int]]] = {}
+    records, model_reported = collect(plan, logs, samples)
+    check_items(plan, samples)
+    with rundir.locked(out):
+        rundir.prepare(out, base, overwrite=False)
+        _log(f"merged {len(dirs)} shards into {out}")
+        return finalize(plan, records, model_reported, out, started)

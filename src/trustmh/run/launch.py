@@ -10,7 +10,9 @@ job table and dashboard); a Ray task prints nothing, and the shard's output it r
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -68,10 +70,31 @@ def shard_dir(out: Path | Url | str, index: int) -> Path | Url:
     return run_path(out) / "workers" / str(index)
 
 
+def _stop_with_parent() -> None:
+    """In a local shard, before it starts: ask Linux to send it SIGTERM when the `--workers` process that
+    started it dies, however it dies (SIGKILL included), so no shard lives on calling the API."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def run_local(commands: list[list[str]]) -> list[ShardOutcome]:
-    """One process per shard on this machine, all at once; their output goes to this console."""
-    procs = [subprocess.Popen([sys.executable, "-m", "trustmh.cli", *argv]) for argv in commands]
-    return [ShardOutcome(i, p.wait()) for i, p in enumerate(procs)]
+    """One process per shard on this machine, all at once; their output goes to this console. The shards
+    stop when this process dies (`_stop_with_parent`) or is interrupted (terminated here)."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in commands:
+            procs.append(subprocess.Popen([sys.executable, "-m", "trustmh.cli", *argv],
+                                          preexec_fn=_stop_with_parent))  # noqa: PLW1509
+        return [ShardOutcome(i, p.wait()) for i, p in enumerate(procs)]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=30)
 
 
 # The shard's interpreter: on Linux it asks to be stopped (SIGTERM) when the Ray worker that started it dies

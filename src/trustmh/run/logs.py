@@ -16,16 +16,20 @@ TRANSCRIPT_FIELDS = frozenset({"events", "messages", "attachments", "store", "ou
                                "role_usage", "events_data", "timelines"})
 
 
-def records_from_log(log: EvalLog, errors: list[str] | None = None) -> tuple[list[Record], int, str | None]:
+def records_from_log(log: EvalLog, errors: list[str] | None = None, samples: list[tuple[str, int]] | None = None
+                     ) -> tuple[list[Record], int, str | None]:
     """(scored records, number of errored samples, provider-reported model id); the distinct messages of the
-    errored samples are added to `errors` when given. A header-only log (what an eval set returns) is read
-    from its location without the transcripts (TRANSCRIPT_FIELDS)."""
+    errored samples are added to `errors` when given, and every sample's (id, epoch), scored or errored, to
+    `samples` (merge checks them against the planned items). A header-only log (what an eval set returns) is
+    read from its location without the transcripts (TRANSCRIPT_FIELDS)."""
     if log.samples is None and log.location:
         log = read_eval_log(log.location, exclude_fields=set(TRANSCRIPT_FIELDS))
     records: list[Record] = []
     n_errors = 0
     reported = None
     for sample in log.samples or []:
+        if samples is not None:
+            samples.append((str(sample.id), int(sample.epoch)))
         if sample.error is not None:
             n_errors += 1
             message = " ".join(str(sample.error.message).split())

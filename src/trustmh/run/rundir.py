@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,58 @@ def check_writable(out: Path | Url) -> None:
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     keys = sorted(set(old) | set(new))
-    return [f"{k}: {json.dumps(old.get(k))} vs {json.dumps(new.get(k))}" for k in keys if old.get(k) != new.get(k)]
+    diffs = []
+    for k in keys:
+        if old.get(k) == new.get(k):
+            continue
+        if k == "datasets" and isinstance(old.get(k), dict) and isinstance(new.get(k), dict):
+            diffs.extend(changed_files(old[k], new[k]))
+        else:
+            diffs.append(f"{k}: {json.dumps(old.get(k))} vs {json.dumps(new.get(k))}")
+    return diffs
+
+
+def changed_files(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The data files whose content (sha256) differs between two manifests, by name."""
+    out = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name) or {}, new.get(name) or {}
+        for file in sorted(set(a) | set(b)):
+            if a.get(file) != b.get(file):
+                what = ("not read before" if file not in a else "no longer read" if file not in b
+                        else f"content changed (sha256 {str(a[file])[:12]}… vs {str(b[file])[:12]}…)")
+                out.append(f"data file {file} of {name}: {what}")
+    return out
+
+
+LOCK = ".trustmh.lock"
+
+
+@contextlib.contextmanager
+def locked(out: Path | Url) -> Iterator[None]:
+    """One writer per local run directory: an exclusive lock on `OUT/.trustmh.lock`, held while the block
+    runs. The kernel releases it when the process ends, however it ends, so a crashed run never leaves it
+    held. A URL run directory has no lock (object stores offer none): one writer there is the user's care."""
+    if isinstance(out, Url):
+        yield
+        return
+    import fcntl
+
+    check_writable(out)
+    path = out / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            raise TrustmhError(f"--out {out}: another trustmh process{f' (pid {holder})' if holder else ''} is "
+                               "writing this run directory; wait for it to end, or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def prepare(out: Path | Url, manifest: dict[str, Any], *, overwrite: bool) -> bool:
@@ -58,7 +110,7 @@ def prepare(out: Path | Url, manifest: dict[str, Any], *, overwrite: bool) -> bo
     path = out / MANIFEST
     has_run = path.exists() or (out / "logs").exists() or any((out / f).exists() for f in RESULT_FILES)
     if has_run and overwrite:
-        clear(out)
+        set_aside(out)
         has_run = False
     if has_run:
         if not path.exists():
@@ -76,6 +128,47 @@ def prepare(out: Path | Url, manifest: dict[str, Any], *, overwrite: bool) -> bo
     return has_run
 
 
+ASIDE = ".previous-run"
+
+
+def set_aside(out: Path | Url) -> None:
+    """`--overwrite`: move the previous run's manifest, logs and results into `OUT/.previous-run`, where they
+    stay until the new run has written its results (`drop_aside`) and from where a failed or interrupted
+    new run puts them back (`restore_aside`). On a URL they are removed at once (no cheap move there)."""
+    if isinstance(out, Url):
+        clear(out)
+        return
+    aside = out / ASIDE
+    if aside.exists():
+        # an earlier --overwrite that never finished: that is the good run; what is in OUT is its failed
+        # replacement
+        clear(out)
+        return
+    aside.mkdir()
+    for name in (MANIFEST, *RESULT_FILES, "logs"):
+        if (out / name).exists():
+            os.replace(out / name, aside / name)
+
+
+def restore_aside(out: Path | Url) -> bool:
+    """Put back the run that `--overwrite` set aside (the new one failed before writing its results);
+    True when there was one."""
+    if isinstance(out, Url) or not (out / ASIDE).is_dir():
+        return False
+    clear(out)
+    aside = out / ASIDE
+    for child in aside.iterdir():
+        os.replace(child, out / child.name)
+    aside.rmdir()
+    return True
+
+
+def drop_aside(out: Path | Url) -> None:
+    """The new run has written its results: the run it replaced goes."""
+    if not isinstance(out, Url):
+        storage.rmtree(out / ASIDE)
+
+
 def clear(out: Path | Url) -> None:
     """Remove a previous run's manifest, logs and results (the response cache stays: it is keyed by content)."""
     for name in (MANIFEST, *RESULT_FILES):
@@ -84,20 +177,30 @@ def clear(out: Path | Url) -> None:
     storage.rmtree(out / "logs")
 
 
-def forget_errored_logs(log_dir: Path | Url) -> list[Path | Url]:
-    """Remove the logs of finished sub-tasks that have errored samples, so that continuing the run runs those
-    sub-tasks again: their finished samples come back from the response cache at no cost, and the errored
-    ones are asked again (Inspect's eval set would otherwise keep a finished log as it is)."""
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+REOPENED = "trustmh: errored samples to run again"
 
-    removed: list[Path | Url] = []
+
+def reopen_errored_logs(log_dir: Path | Url) -> list[Path | Url]:
+    """Mark the finished logs that hold errored samples as not finished, so that continuing the run asks
+    those samples again and only those: Inspect's eval set resumes a log that did not finish by reusing
+    every sample that finished without an error (from the log itself, so no call is paid again with or
+    without the response cache) and running the rest. Only the log's header is rewritten (appended to the
+    `.eval` archive); its samples stay. A finished log without errors is kept as it is."""
+    from inspect_ai.log import EvalError, read_eval_log, read_eval_log_sample_summaries, write_eval_log
+
+    reopened: list[Path | Url] = []
     for path in sorted(log_dir.glob("*.eval")):
         try:
-            if read_eval_log(str(path), header_only=True).status != "success":
-                continue  # an unfinished or failed log: the eval set recovers it itself
-            if any(s.error for s in read_eval_log_sample_summaries(str(path))):
-                path.unlink()
-                removed.append(path)
+            header = read_eval_log(str(path), header_only=True)
+            if header.status != "success":
+                continue  # an unfinished or failed log: the eval set resumes it itself
+            errored = sum(1 for s in read_eval_log_sample_summaries(str(path)) if s.error)
+            if not errored:
+                continue
+            header.status = "error"
+            header.error = EvalError(message=f"{REOPENED} ({errored})", traceback="", traceback_ansi="")
+            write_eval_log(header, str(path), format="eval", header_only=True)
+            reopened.append(path)
         except Exception:  # noqa: BLE001  an unreadable log is left for the eval set to judge
             continue
-    return removed
+    return reopened

@@ -9,13 +9,16 @@ log written during the run, and every console error are scrubbed of the values o
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
+import sys
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from trustmh.inspect_compat import trace_dir
 from trustmh.models.endpoint import endpoint_secrets
@@ -130,3 +133,76 @@ def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = Non
         except OSError:
             pass
     return touched
+
+
+def _spread(secret: str) -> re.Pattern[str]:
+    """The secret as the console may show it: whole, or broken over lines where a display wraps it (white
+    space between any two of its characters)."""
+    return re.compile(r"\s*".join(re.escape(c) for c in secret))
+
+
+class _RedactingStream:
+    """A text stream that writes through to `stream` with the secrets replaced. Whole lines are written (the
+    rest waits for its newline or a flush), so a key written in two pieces is still found."""
+
+    def __init__(self, stream: TextIO, patterns: list[re.Pattern[str]]) -> None:
+        self._stream, self._patterns, self._pending = stream, patterns, ""
+
+    def _clean(self, text: str) -> str:
+        for pattern in self._patterns:
+            text = pattern.sub(REDACTED, text)
+        return text
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        cut = self._pending.rfind("\n") + 1
+        if cut:
+            self._stream.write(self._clean(self._pending[:cut]))
+            self._pending = self._pending[cut:]
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._clean(self._pending))
+            self._pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno… of the real stream
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def console_redacted(secrets: list[str] | None = None) -> Iterator[None]:
+    """While the block runs, no secret reaches the console: log records are redacted as they are made (Inspect's
+    log handler, whatever its display, and its trace file), and stdout and stderr are redacted as they are
+    written (Inspect's progress and error displays, which may wrap a key over lines). A `--workers` shard is
+    a trustmh process of its own and does the same."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        yield
+        return
+    patterns = [_spread(s) for s in secrets]
+    make_record = logging.getLogRecordFactory()
+
+    def redacted_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001  a malformed record is left to logging's own error path
+            return record
+        clean = redact(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return record
+
+    out, err = sys.stdout, sys.stderr
+    logging.setLogRecordFactory(redacted_record)
+    sys.stdout, sys.stderr = _RedactingStream(out, patterns), _RedactingStream(err, patterns)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        sys.stdout, sys.stderr = out, err
+        logging.setLogRecordFactory(make_record)

@@ -239,3 +239,64 @@ def test_patient_without_a_simulated_patient_is_an_error(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     assert code == 2
     assert "--patient applies only to conversation/simulated_patient" in err
+
+
+def _simulated(server: LoopbackServer, out: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> int:
+    # Inspect keeps model instances per process by name: each test names its own model under test
+    for key, value in server.env().items():
+        monkeypatch.setenv(key, value)
+    return main(["run", "--pillars", "conversation", "--subtasks", "simulated_patient", "--limit", "1",
+                 "-O", "turns=3", "--out", str(out), "--display", "none", "--n-boot", "200", "--seed", "5",
+                 "--timeout", "30", "--max-retries", "1", "--model", server.model_name(model),
+                 "--judge", server.model_name("judge"), "--patient", server.model_name("patient")])
+
+
+def test_an_empty_reply_or_patient_line_is_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model under test answers once with nothing, the patient once says nothing: each is asked the same
+    conversation again (past the response cache, which holds the empty answer), and no turn is empty."""
+    seen: set[str] = set()
+
+    def once_empty(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        who = request.get("model")
+        if who in ("mut-empty", "patient") and who not in seen:
+            seen.add(str(who))
+            return ""
+        return respond(messages, request)
+
+    with LoopbackServer(once_empty, max_requests=200, max_seconds=120) as server:
+        code = _simulated(server, tmp_path / "run", monkeypatch, "mut-empty")
+        calls = {m: [r.json["messages"] for r in server.chat_requests if r.json.get("model") == m]
+                 for m in ("mut-empty", "patient")}
+    assert code == 0
+    assert len(calls["mut-empty"]) == 3 + 1
+    assert calls["mut-empty"][0] == calls["mut-empty"][1], "the same conversation, asked again"
+    assert len(calls["patient"]) == 3 + 1
+    assert calls["patient"][0] == calls["patient"][1]
+    (row,) = _items(tmp_path / "run")
+    assert all(t["content"].strip() for t in row["metadata"]["turns"])
+    assert row["score"]["valid"] is True
+
+
+def test_a_reply_that_stays_empty_makes_the_conversation_invalid(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model under test never answers its second turn: asked three times in all, then kept empty; the
+    judge is not asked about that turn nor for the whole-transcript rubric, and the conversation counts as
+    invalid."""
+
+    def mute_at_turn_1(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        if request.get("model") == "mut-mute" and sum(m["role"] == "user" for m in messages) == 2:
+            return "   "
+        return respond(messages, request)
+
+    with LoopbackServer(mute_at_turn_1, max_requests=200, max_seconds=120) as server:
+        code = _simulated(server, tmp_path / "run", monkeypatch, "mut-mute")
+        mut = [r for r in server.chat_requests if r.json.get("model") == "mut-mute"]
+        judged = [message_text(r.json["messages"][-1]) for r in server.chat_requests if r.json.get("model") == "judge"]
+    assert code == 0
+    assert len(mut) == 3 + 2, "the empty turn asked three times in all"
+    assert not any("five criteria" in text for text in judged), "no rubric over a transcript with a hole"
+    (row,) = _items(tmp_path / "run")
+    assert row["score"]["empty_turns"] == [1]
+    assert row["score"]["valid"] is False
+    sub = json.loads((tmp_path / "run" / "results.json").read_text())["subtasks"]["conversation/simulated_patient"]
+    assert sub["n_invalid"] == 1

@@ -466,3 +466,16 @@ def test_evaluation_rows_missing_fields_are_skipped_and_named(repo: Path, tmp_pa
     dump(path, [{"inputs": ["<syn: t9>"]}])
     with pytest.raises(TrustmhError, match=r"no usable row: .* row 0: row missing answer, evaluation"):
         rescore(repo, tmp_path)
+
+
+@pytest.mark.parametrize("value", [99, -3, 0, 6, 2.5, "4", True])
+def test_a_human_rating_outside_1_to_5_is_named_and_not_used(value: object, tmp_path: Path) -> None:
+    """A rating that is not an integer 1-5 (out of the scale, a fraction, a string, a boolean) is never
+    averaged in: its row is named, and only the in-range ratings are kept (issue 21)."""
+    path = tmp_path / "H1.json"
+    dump(path, [{"inputs": "<syn: a>", "answer": "<syn: x>", "label": SI, "evaluation": 3},
+                {"inputs": "<syn: b>", "answer": "<syn: y>", "label": SI, "evaluation": value}])
+    report = RowReport()
+    rows = load_human_scores(path, report)
+    assert [r["evaluation"] for r in rows] == [3, None]
+    assert report.lines() == [f"H1.json row 1: evaluation not an integer 1-5 ({value!r}); rating not used"]

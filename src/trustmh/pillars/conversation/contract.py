@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import (
+    MAX_ATTEMPTS,
     GenConfig,
     Item,
     JudgeRequest,
@@ -68,16 +69,28 @@ def patient_messages(brief: str, turns: Sequence[Mapping[str, Any]]) -> list[dic
     return [{"role": "system", "content": brief}, *history]
 
 
+# The longest `-O system_prompt` file: far above any deployed system prompt (a few thousand words), far below
+# what would make every call of a run needlessly costly.
+MAX_SYSTEM_PROMPT_CHARS = 100_000
+
+
 def read_system_prompt(ctx: RunContext) -> str | None:
     """`-O system_prompt=FILE`: the deployed system's own system prompt for the model under test."""
     path = ctx.options.get("system_prompt")
     if not path:
         return None
     try:
-        text = Path(str(path)).expanduser().read_text(encoding="utf-8")
+        # read at most one character past the limit: /dev/zero or a huge file is refused, not read to the end
+        with Path(str(path)).expanduser().open(encoding="utf-8") as fh:
+            text = fh.read(MAX_SYSTEM_PROMPT_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"-O system_prompt={path}: cannot read the file ({type(exc).__name__}); give a "
                            "UTF-8 text file") from None
+    if len(text) > MAX_SYSTEM_PROMPT_CHARS:
+        raise TrustmhError(f"-O system_prompt={path}: longer than {MAX_SYSTEM_PROMPT_CHARS:,} characters (it is "
+                           "sent with every call); give the deployed system prompt itself")
+    if "\x00" in text:
+        raise TrustmhError(f"-O system_prompt={path}: holds NUL characters; give a UTF-8 text file")
     if not text.strip():
         raise TrustmhError(f"-O system_prompt={path}: the file is empty")
     return text
@@ -123,17 +136,60 @@ def judge_repeats(ctx: RunContext) -> int:
     return max(1, int(ctx.options.get("judge_repeats", 1) or 1))
 
 
+def is_empty(text: str | None) -> bool:
+    """A line or reply with nothing in it (none, or white space only): asked again, never a turn as such."""
+    return not (text or "").strip()
+
+
+def empty_turns(turns: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The turns that stayed empty after their re-asks: a model reply with nothing in it, or a model reply to a
+    patient line with nothing in it (the model was asked nothing). Their judge marks are not asked for and
+    read as unreadable, and the conversation counts as invalid."""
+    return sorted({int(t["turn"]) for t in turns if is_empty(str(t.get("content") or ""))})
+
+
+def _reads_empty(name: str, empty: Sequence[int]) -> bool:
+    """Whether the judge request `name` reads an empty turn: a request about that turn (`turn3:crisis`), or
+    one about the whole transcript (a rubric), when some turn is empty."""
+    return bool(empty) and (not name.startswith("turn") or any(name.startswith(f"turn{t}:") for t in empty))
+
+
+def usable_requests(requests: Sequence[JudgeRequest], turns: Sequence[Mapping[str, Any]]) -> list[JudgeRequest]:
+    """The judge requests worth sending: none that reads an empty turn (`empty_turns`)."""
+    empty = empty_turns(turns)
+    return [r for r in requests if not _reads_empty(r.name, empty)]
+
+
 def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[dict[str, Any]],
                         judge_outputs: Mapping[str, str] | None, ctx: RunContext, *, epoch: int = 1,
                         extra: dict[str, Any] | None = None) -> Record:
     """The one way a conversation becomes a Record: the response is the transcript as text, the turns
-    (with their marks) are in `metadata["turns"]`, every judge reply in `judge_raw`."""
+    (with their marks) are in `metadata["turns"]`, every judge reply in `judge_raw`.
+
+    A turn that stayed empty is read conservatively: its judge marks, and the whole-transcript ones (the
+    rubric), are unreadable (each sub-task counts an unreadable mark against the model), and the conversation
+    is invalid (`valid` false, `empty_turns`)."""
+    empty = empty_turns(turns)
+    if empty and judge_outputs is not None:
+        judge_outputs = {k: v for k, v in judge_outputs.items() if not _reads_empty(k, empty)}
     score, marked = subtask.score_turns(item, turns, judge_outputs, ctx)
+    if empty:
+        score = {**score, "valid": False, "invalid": True, "empty_turns": empty}
     return make_record(subtask, item, transcript_text(marked), score, epoch=epoch,
                        judge_raw=dict(judge_outputs or {}), extra={"turns": marked, **(extra or {})})
 
 
 Speaker = Callable[[list[dict[str, str]]], str]
+
+
+def _until_said(speak: Speaker, messages: list[dict[str, str]]) -> str:
+    """A line, asked again while it is empty (MAX_ATTEMPTS in all), as the Inspect glue does."""
+    said = speak(messages)
+    for _ in range(MAX_ATTEMPTS - 1):
+        if not is_empty(said):
+            break
+        said = speak(messages)
+    return said
 
 
 def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
@@ -153,14 +209,14 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
             else:
                 if patient is None:
                     raise TrustmhError(f"{subtask.id}: a simulated patient needs a patient model")
-                said, who = patient(list(move.messages or [])), patient_name
+                said, who = _until_said(patient, list(move.messages or [])), patient_name
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            turns.append({"role": "model", "content": respond(model_messages(turns, system)),
+            turns.append({"role": "model", "content": _until_said(respond, model_messages(turns, system)),
                           "model": model_name, "turn": i, "marks": {}})
         outputs: dict[str, str] | None = None
         if judge is not None and ctx.has_judge:
             outputs = {}
-            for req in subtask.conversation_judge_requests(item, turns, ctx):
+            for req in usable_requests(subtask.conversation_judge_requests(item, turns, ctx), turns):
                 outputs[req.name] = ask_until_valid_sync(lambda _attempt, r=req: judge(r), req.validate)
         records.append(conversation_record(subtask, item, turns, outputs, ctx))
     return records, subtask.aggregate(records, ctx)

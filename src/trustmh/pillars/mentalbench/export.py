@@ -21,14 +21,13 @@ Commands (copy for the README)::
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import Record, TrustmhError
+from trustmh.data.files import csv_text
 from trustmh.pillars.mentalbench.align_data import SOURCES, normalise_context, parse_sheet, read_workbook
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, STATUSES
 from trustmh.pillars.mentalbench.sources import MODEL_SOURCE
@@ -96,12 +95,7 @@ def alignable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def to_csv(rows: Iterable[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for row in rows:
-        w.writerow([_fmt(row.get(c)) for c in COLUMNS])
-    return buf.getvalue()
+    return csv_text(list(COLUMNS), ([_fmt(row.get(c)) for c in COLUMNS] for row in rows))
 
 
 def export_long_table(records: Iterable[Record], out_dir: str | Path,
