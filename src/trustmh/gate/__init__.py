@@ -23,7 +23,8 @@ from trustmh.results import load_results
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
 __all__ = ["VERDICT_EXIT", "VOUCHED", "Check", "Policy", "certificates_for", "decide", "evaluate", "evaluate_check", "gate_json",
-           "load_policy", "parse_policy", "run_gate", "shipped_policies", "summary_markdown"]
+           "load_policy", "parse_policy", "run_gate", "shipped_policies", "summary_markdown",
+           "write_gate"]
 
 
 def gate_json(gate: dict[str, Any]) -> str:
@@ -41,6 +42,18 @@ def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = Non
     return [c for c in load_certificates(certificates_dir(certs_dir)) if c.get("fingerprint") in wanted]
 
 
+def write_gate(run_dir: Path | Url, gate: dict[str, Any], summary: str) -> None:
+    """Write `gate.json` and `summary.md` beside the results: together or not at all on a local disk, each
+    atomically at a URL."""
+    out = run_dir if run_dir.is_dir() else run_dir.parent
+    texts = {out / "gate.json": gate_json(gate), out / "summary.md": summary}
+    if isinstance(out, Url):
+        for target, text in texts.items():
+            write_text_atomic(target, text)
+    else:
+        write_texts_together(texts)  # type: ignore[arg-type]
+
+
 def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
              certs_dir: Path | str | None = None) -> dict[str, Any]:
     """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
@@ -48,11 +61,5 @@ def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
     gate = evaluate(results, policy, certificates_for(results, certs_dir))
-    out = run_dir if run_dir.is_dir() else run_dir.parent
-    texts = {out / "gate.json": gate_json(gate), out / "summary.md": summary_markdown(gate)}
-    if isinstance(out, Url):
-        for target, text in texts.items():
-            write_text_atomic(target, text)
-    else:
-        write_texts_together(texts)  # type: ignore[arg-type]
+    write_gate(run_dir, gate, summary_markdown(gate))  # type: ignore[arg-type]
     return gate

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.gate import certificates_for, gate_json, load_policy, summary_markdown
+from trustmh.gate import certificates_for, load_policy, summary_markdown, write_gate
 from trustmh.gate.evaluate import VERDICT_EXIT, evaluate
 from trustmh.gate.policy import Policy, shipped_policies
 from trustmh.results import load_results
-from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
+from trustmh.storage import run_path
 
 DISCLAIMER = ("This is evidence for a compliance review, written from trustmh's reading of the text cited above. "
               "It is not legal advice and not a determination that the product complies with, or violates, the "
@@ -178,11 +178,5 @@ def run_pack_gate(run_dir: Path | str, policy_path: str | Path | None, certs_dir
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
     gate = evaluate_pack(results, pack, certificates_for(results, certs_dir))
-    out = run_dir if run_dir.is_dir() else run_dir.parent
-    texts = {out / "gate.json": gate_json(gate), out / "summary.md": pack_summary_markdown(gate)}
-    if isinstance(out, Url):
-        for target, text in texts.items():
-            write_text_atomic(target, text)
-    else:
-        write_texts_together(texts)  # type: ignore[arg-type]
+    write_gate(run_dir, gate, pack_summary_markdown(gate))  # type: ignore[arg-type]
     return gate
