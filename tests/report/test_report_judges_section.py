@@ -47,6 +47,18 @@ def test_a_failed_certificate_is_named_with_its_reference(tmp_path: Path) -> Non
     assert "failed</span> on team-labels.csv" in page
 
 
+def test_a_per_attribute_certificate_names_its_weakest_attribute(tmp_path: Path) -> None:
+    per = {a: judge_agreement("ordinal", [1, 2, 3, 4], [1, 2, 3, j], seed=0, n_boot=100)
+           for a, j in (("Guidance", 4), ("Safety", 1))}
+    figures = {"n": 4, "agreement": C.worst_attribute(per)}
+    cert = C.make_certificate(settings=_settings(), reference={"name": "mentalalign-experts", "sha256": "1" * 64,
+                                                               "source": "public", "n_items": 4},
+                              label_type="ordinal", figures=figures, thresholds=C.DEFAULT_THRESHOLDS["ordinal"],
+                              seed=0)
+    C.write_certificate(tmp_path / "certs", cert)
+    assert "mae (weakest: Safety)" in _page(tmp_path, _run(tmp_path))
+
+
 def test_corrected_figure_is_shown_beside_judge_only(tmp_path: Path) -> None:
     page = _page(tmp_path, _run(tmp_path, corrected=True))
     assert "judge-only 0.801" in page and "corrected (PPI, 40 human labels) 0.612" in page

@@ -1,7 +1,7 @@
 """`trustmh judge certify` and `trustmh review export|import` (docs/judges.md).
 
-    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|FILE.csv
-                          [--reference-path DIR] [--subtask ID] [--certificates DIR] [--seed N] ...
+    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|mentalalign|FILE.csv
+                          [--reference-path PATH] [--limit N] [--subtask ID] [--certificates DIR] [--seed N] ...
     trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
     trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
 """
@@ -19,10 +19,13 @@ from trustmh.judges.certificates import certificates_dir, threshold_gaps
 from trustmh.run.certify import (
     CRISIS_REFERENCE,
     CRISIS_SUBTASK,
+    MENTALALIGN_REFERENCE,
+    MENTALBENCH_SUBTASK,
     certify,
     certify_context,
     crisis_reference,
     csv_reference,
+    mentalalign_reference,
 )
 from trustmh.run.review import export_review, import_review
 
@@ -40,9 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--judge", action="append", required=True, metavar="MODEL",
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help="crisis-study (the crisis study's H1/H2 scores) or a tidy CSV (docs/judges.md#reference-csv)")
-    c.add_argument("--reference-path", metavar="DIR",
-                   help="crisis-study: a local copy of the study's repository (else the data registry's copy)")
+                   help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
+                   "the MentalBench judge) or a tidy CSV (docs/judges.md#reference-csv)")
+    c.add_argument("--reference-path", metavar="PATH",
+                   help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
+                   "file holding the rated replies' texts (else the data registry's copy)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
@@ -97,10 +102,16 @@ def cmd_certify(args: argparse.Namespace) -> int:
         if args.subtask and args.subtask != CRISIS_SUBTASK:
             raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
         ref = crisis_reference(ctx, args.reference_path)
+    elif args.reference == MENTALALIGN_REFERENCE:
+        if args.subtask and args.subtask != MENTALBENCH_SUBTASK:
+            raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE} certifies {MENTALBENCH_SUBTASK}, not "
+                               f"{args.subtask}")
+        ref = mentalalign_reference(ctx, args.reference_path)
     else:
         path = Path(args.reference)
         if not path.is_file():
-            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE} nor a CSV file")
+            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
+                               f"{MENTALALIGN_REFERENCE} nor a CSV file")
         ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / ref.name
@@ -114,9 +125,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
         fig = cert["agreement"].get(metric, {})
         side = "min" if "min" in gap else "max"
         ci = fig.get("ci") or [None, None]
-        print(f"  {metric}: {num(fig.get('value'))} (95% CI {num(ci[0])} to {num(ci[1])}); "
+        weakest = f" [weakest attribute: {fig['attribute']}]" if fig.get("attribute") else ""
+        print(f"  {metric}{weakest}: {num(fig.get('value'))} (95% CI {num(ci[0])} to {num(ci[1])}); "
               f"{'lower' if side == 'min' else 'upper'} bound {num(gap['bound'])} vs {side} {gap[side]:g}: "
               f"{'met' if gap['margin'] is not None and gap['margin'] >= 0 else 'short'} by {num(abs(gap['margin']) if gap['margin'] is not None else None)}")
+    for attr, figs in (cert.get("per_attribute") or {}).items():
+        parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
+        print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 

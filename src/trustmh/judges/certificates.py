@@ -136,6 +136,26 @@ def parse_thresholds(specs: list[str] | None, label_type: str) -> dict[str, dict
     return out
 
 
+def worst_attribute(per_attribute: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One judge scoring several attributes has one fingerprint, hence one certificate: its headline
+    `agreement` holds, per metric, the figure of the attribute whose protective bound is the weakest (named in
+    `attribute`), so that a threshold met there is met by every attribute (docs/judges.md#mentalalign).
+    `per_attribute` maps attribute -> `judge_agreement` output; a figure without an interval counts as the
+    weakest."""
+    metrics = list(dict.fromkeys(m for figs in per_attribute.values() for m in figs.get("agreement", {})))
+    out: dict[str, dict[str, Any]] = {}
+    for metric in metrics:
+        def strength(attr: str, metric: str = metric) -> float:
+            ci = (per_attribute[attr].get("agreement", {}).get(metric) or {}).get("ci")
+            if not ci:
+                return float("-inf")
+            return float(ci[0]) if metric_direction(metric) == "min" else -float(ci[1])
+
+        attr = min(per_attribute, key=strength)
+        out[metric] = {**dict(per_attribute[attr].get("agreement", {}).get(metric) or {}), "attribute": attr}
+    return out
+
+
 def make_certificate(*, settings: Mapping[str, Any], reference: Mapping[str, Any], label_type: str,
                      figures: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, float]], seed: int,
                      extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

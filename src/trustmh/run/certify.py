@@ -23,24 +23,34 @@ from inspect_ai.dataset import MemoryDataset
 
 from trustmh.catalogue import get_subtask, lookup
 from trustmh.core import Item, JudgeInfo, Record, RunContext, TrustmhError
+from trustmh.data import resolve
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
     parse_thresholds,
+    verdict,
+    worst_attribute,
     write_certificate,
 )
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
+from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+from trustmh.pillars.mentalbench.generation import FIXED_PROMPT, MentalBenchGeneration
+from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
+from trustmh.pillars.mentalbench.reference import HUMAN_REL, TEXTS_MISSING, expert_rated_replies
 from trustmh.run.calls import judge_role
 from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
+from trustmh.sampling import apply_limit
 from trustmh.stats.judge_agreement import LABEL_TYPES, judge_agreement
 
 CRISIS_REFERENCE = "crisis-study"
 CRISIS_SUBTASK = "crisis/crisis_escalation"
+MENTALALIGN_REFERENCE = "mentalalign"
+MENTALBENCH_SUBTASK = MentalBenchGeneration.id
 CSV_REQUIRED = ("item_id", "response")
 
 
@@ -58,6 +68,11 @@ class Reference:
     judge_value: Callable[[Record], Any]  # a judged record -> the judge's label (None = unreadable)
     scale: tuple[float, float] | None = None
     notes: list[str] = field(default_factory=list)
+    # A judge scoring several attributes at once (MentalBench): each rater's label and the judge's value are
+    # then dicts attribute -> label, and the certificate carries figures per attribute.
+    attributes: tuple[str, ...] = ()
+    clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
+    counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
 
 
 def _sha256_files(paths: Sequence[Path]) -> str:
@@ -85,6 +100,50 @@ def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
     return Reference(name="crisis-study-h1h2", source="public", sha256=_sha256_files(files), subtask=sub.id,
                      label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
                      scale=(1.0, 5.0))
+
+
+def _attribute_scores(rec: Record) -> dict[str, Any]:
+    scores = rec.score.get("scores") or {}
+    return {a: scores.get(a) for a in ATTRIBUTES}
+
+
+def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
+    """MentalAlign's expert ratings of the published MentalBench replies (7 attributes, 1-5), judged by the
+    MentalBench judge (`trustmh.pillars.mentalbench.reference`). The workbooks come from
+    `-O mentalalign_dir=DIR` or the data registry (TRUSTMH_DATA_DIR); the reply texts from `path`,
+    `-O mentalbench_path=FILE` or the registry. `ctx.limit`: a seeded sample of that many replies, stratified
+    by source."""
+    ma_dir = ctx.options.get("mentalalign_dir")
+    if not ma_dir:
+        ma_dir = resolve("mentalalign", f"mentalalign/{HUMAN_REL.as_posix()}").parent.parent
+    texts = path or ctx.options.get("mentalbench_path")
+    try:
+        texts_path = resolve("mentalbench", MENTALBENCH_REL, texts)
+    except TrustmhError as exc:
+        if texts:
+            raise
+        raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE}: {TEXTS_MISSING} ({exc})".replace("\n", " ")) \
+            from None
+    rated = expert_rated_replies(ma_dir, texts_path)
+    replies = apply_limit(rated.replies, ctx, lambda r: r.source, min_per_stratum=True)
+    items: list[Item] = []
+    humans: dict[str, dict[str, Any]] = {}
+    clusters: dict[str, str] = {}
+    for r in replies:
+        iid = f"{r.conv_id}:{r.source}"
+        items.append(Item(id=iid, prompt=FIXED_PROMPT, cluster=r.conv_id,
+                          metadata={"conv_id": r.conv_id, "context": r.context, "source": r.source,
+                                    "skip_generation": True, "fixed_response": r.reply}))
+        humans[iid] = {"expert": dict(r.expert)}
+        clusters[iid] = r.conv_id
+    notes = list(rated.notes)
+    if len(replies) < len(rated.replies):
+        notes.append(f"--limit: a seeded sample of {len(replies)} of {len(rated.replies)} rated replies "
+                     "(stratified by source)")
+    return Reference(name="mentalalign-experts", source="public", sha256=_sha256_files(rated.files),
+                     subtask=MENTALBENCH_SUBTASK, label_type="ordinal", items=items, humans=humans,
+                     judge_value=_attribute_scores, scale=(1.0, 5.0), notes=notes, attributes=ATTRIBUTES,
+                     clusters=clusters, counts={"rated_replies": len(rated.replies), "left_out": rated.skipped})
 
 
 def _number(value: str) -> float | None:
@@ -185,12 +244,15 @@ def consensus(labels: Sequence[Any], label_type: str) -> Any:
 
 
 def agreement_figures(ref_type: str, humans: Mapping[str, Mapping[str, Any]], judged: Mapping[str, Any], *,
-                      seed: int, n_boot: int, scale: tuple[float, float] | None) -> tuple[dict[str, Any], dict]:
-    """(judge vs the humans' consensus, extra: per-rater and human-vs-human figures)."""
+                      seed: int, n_boot: int, scale: tuple[float, float] | None,
+                      clusters: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict]:
+    """(judge vs the humans' consensus, extra: per-rater and human-vs-human figures). With `clusters`
+    (item id -> cluster), the bootstrap resamples clusters (the judge-vs-consensus figures)."""
     ids = [i for i in humans if i in judged and consensus(list(humans[i].values()), ref_type) is not None]
     h = [consensus(list(humans[i].values()), ref_type) for i in ids]
     j = [judged[i] for i in ids]
-    figures = judge_agreement(ref_type, h, j, seed=seed, n_boot=n_boot, scale=scale)
+    figures = judge_agreement(ref_type, h, j, seed=seed, n_boot=n_boot, scale=scale,
+                              clusters=None if clusters is None else [clusters[i] for i in ids])
     raters = sorted({r for v in humans.values() for r in v})
     extra: dict[str, Any] = {"n_unlabelled": len([i for i in humans if i in judged]) - len(ids),
                              "raters": raters, "consensus": {"ordinal": "mean of the raters",
@@ -259,12 +321,40 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
             judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
     records = judge_reference(ref, ctx, work, judge_models, display)
     judged = {r.item_id: ref.judge_value(r) for r in records}
-    figures, extra = agreement_figures(ref.label_type, ref.humans, judged, seed=ctx.seed, n_boot=ctx.n_boot,
-                                       scale=ref.scale)
+    limits = parse_thresholds(thresholds, ref.label_type)
+    if ref.attributes:
+        figures, extra = attribute_figures(ref, judged, limits, seed=ctx.seed, n_boot=ctx.n_boot)
+    else:
+        figures, extra = agreement_figures(ref.label_type, ref.humans, judged, seed=ctx.seed,
+                                           n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
+    if ref.counts:
+        extra["reference_counts"] = ref.counts
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
-                            label_type=ref.label_type, figures=figures,
-                            thresholds=parse_thresholds(thresholds, ref.label_type), seed=ctx.seed,
+                            label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
                             extra={**extra, "notes": ref.notes})
     return cert, write_certificate(certs_dir, cert)
+
+
+def attribute_figures(ref: Reference, judged: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, float]],
+                      *, seed: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Figures of a judge scoring several attributes (docs/judges.md#mentalalign): per attribute, the judge
+    against the raters' consensus on the items that attribute is labelled on (an unreadable judge score
+    counts at its worst); the headline `agreement` holds each metric's weakest attribute
+    (`certificates.worst_attribute`), so the certificate passes only when every attribute does."""
+    per_attribute: dict[str, Any] = {}
+    for attr in ref.attributes:
+        humans = {i: {r: (v or {}).get(attr) for r, v in h.items()} for i, h in ref.humans.items()}
+        values = {i: (v or {}).get(attr) for i, v in judged.items()}
+        figs, _ = agreement_figures(ref.label_type, humans, values, seed=seed, n_boot=n_boot, scale=ref.scale,
+                                    clusters=ref.clusters)
+        per_attribute[attr] = {**figs, "verdict": verdict(figs["agreement"], thresholds)}
+    compared = [i for i in ref.humans if i in judged
+                and any(v is not None for h in ref.humans[i].values() for v in (h or {}).values())]
+    n_invalid = sum(1 for i in compared if any((judged[i] or {}).get(a) is None for a in ref.attributes))
+    figures = {"n": len(compared), "n_judge_invalid": n_invalid, "agreement": worst_attribute(per_attribute)}
+    return figures, {"attributes": list(ref.attributes), "per_attribute": per_attribute,
+                     "raters": sorted({r for h in ref.humans.values() for r in h}),
+                     "consensus": "mean of the raters, per attribute",
+                     "headline": "per metric, the attribute with the weakest protective bound"}
