@@ -44,6 +44,12 @@ def test_fingerprint_changes_with_the_ensemble_rule() -> None:
     assert C.judge_fingerprint(CrisisEscalation, a) != C.judge_fingerprint(CrisisEscalation, b)
 
 
+def test_fingerprint_changes_with_the_mode() -> None:
+    # faithful and default ask the judge differently: a certificate of one must not vouch for the other
+    faithful = RunContext(judge=JudgeInfo(model="openai/judge-a", validated=False), mode="faithful")
+    assert C.judge_fingerprint(CrisisEscalation, ctx()) != C.judge_fingerprint(CrisisEscalation, faithful)
+
+
 def test_fingerprint_ignores_the_order_of_ensemble_members() -> None:
     a = ctx(judges=["openai/a", "openai/b"])
     b = ctx(judges=["openai/b", "openai/a"])

@@ -13,9 +13,9 @@ SID = "safety/jailbreak_resistance"
 
 
 def _settings() -> dict:
-    return {"subtask": SID, "templates": {"safety_jailbreak_judge": "0" * 64}, "judges": ["synthetic/judge"],
+    return {"subtask": SID, "mode": "default", "templates": {"safety_jailbreak_judge": "0" * 64}, "judges": ["synthetic/judge"],
             "ensemble": "vote", "min_valid": 1, "temperature": 0.0, "json_mode": False, "judge_text_chars": None,
-            "format": 1}
+            "format": 2}
 
 
 def _run(tmp_path: Path, corrected: bool = False) -> dict:

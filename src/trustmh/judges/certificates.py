@@ -31,7 +31,7 @@ from trustmh.prompts import template_sha256
 from trustmh.stats.judge_agreement import meets, metric_direction
 from trustmh.storage import write_text_atomic
 
-FORMAT = 1
+FORMAT = 2
 KIND = "trustmh-judge-certificate"
 ENV_DIR = "TRUSTMH_CERTIFICATES_DIR"
 DEFAULT_DIR = Path("~/.cache/trustmh/certificates")
@@ -66,6 +66,8 @@ def fingerprint_settings(subtask: type[Subtask] | Subtask, ctx: RunContext) -> d
     chars = ctx.options.get("judge_text_chars")
     return {
         "subtask": subtask.id,
+        # faithful and default modes ask the judge with different prompts and parse it differently
+        "mode": ctx.mode,
         "templates": {name: template_sha256(name) for name in sorted(subtask.judge_templates)},
         "judges": members,
         "ensemble": aggregator,
