@@ -107,9 +107,7 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
     result.judge = {"model": judge_model, "validated": False}
     if report.problems:
         report.log()
-        lines = report.lines()
-        result.notes.append(f"{len(lines)} judge score(s) not a score 1-5, left out of the sc means: "
-                            + "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else ""))
+        result.notes.append(report.note("judge score(s) not a score 1-5, left out of the sc means"))
     result.notes.append(f"rescored from {path.name}; sc scores are the original judge's ({judge_model}), "
                         "which was shown the gold letter")
     return result, records
