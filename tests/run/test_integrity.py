@@ -218,3 +218,83 @@ def test_killing_the_workers_parent_stops_its_shards(tmp_path: Path) -> None:
         seen = len(server.requests)
         time.sleep(5)
         assert len(server.requests) == seen, "no call after the parent died"
+
+
+def _flushed(logs: Path) -> int:
+    """Samples written so far into the .eval logs of `logs` (a log being written may not read yet: 0)."""
+    import zipfile
+
+    n = 0
+    for path in logs.glob("*.eval") if logs.is_dir() else []:
+        try:
+            with zipfile.ZipFile(path) as z:
+                n += sum(1 for name in z.namelist() if name.startswith("samples/"))
+        except (OSError, zipfile.BadZipFile, KeyError):
+            pass
+    return n
+
+
+def _answer(messages, request) -> str:  # noqa: ANN001
+    from loopback_server import message_text
+
+    return "Answer: A" if len(message_text(messages[-1])) % 2 else "Answer: B"
+
+
+@pytest.mark.slow
+def test_the_job_array_recipe_with_a_shard_killed_after_a_flush(tmp_path: Path) -> None:
+    """The README's job-array recipe, for real: shard 0/2 is SIGKILLed once Inspect has flushed samples to its
+    log (`--log-buffer 1`, slow replies), the same command is run again, shard 1/2 runs, `trustmh merge`: n is
+    the planned item count, no item is there twice, and the result equals a single-process run's. Then the same
+    through `--workers 2`, killed after its shards flushed and run again."""
+    from loopback_server import LoopbackServer
+
+    limit = 16
+    with LoopbackServer(_answer, latency=0.4, max_requests=600, max_seconds=170) as server:
+        env = {**os.environ, **server.env()}
+
+        def command(out: Path, *extra: str) -> list[str]:
+            return [sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name("m"), "--suite",
+                    "trustmh", "--subtasks", "knowledge", "--limit", str(limit), "--no-judge", "--seed", "7",
+                    "--n-boot", "200", "--display", "none", "--max-connections", "1", "--log-buffer", "1",
+                    "--out", str(out), *extra]
+
+        def finish(cmd: list[str]) -> None:
+            done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+
+        def kill_after_a_flush(cmd: list[str], logs: Path) -> int:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 90
+            while proc.poll() is None and time.monotonic() < deadline and _flushed(logs) < 1:
+                time.sleep(0.05)
+            assert proc.poll() is None, "the run was still going when its log held samples"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return _flushed(logs)
+
+        a, b = tmp_path / "A", tmp_path / "B"
+        flushed = kill_after_a_flush(command(a, "--shard", "0/2"), a / "logs")
+        assert 1 <= flushed < limit // 2, "killed mid-shard, after a flush"
+        finish(command(a, "--shard", "0/2"))
+        assert len(list((a / "logs").glob("*.eval"))) == 2, "the killed log lies beside the resumed one"
+        finish(command(b, "--shard", "1/2"))
+        finish([sys.executable, "-m", "trustmh.cli", "merge", str(a), str(b), "--out", str(tmp_path / "M")])
+        finish(command(tmp_path / "S", "--no-cache"))  # the reference: every item answered afresh
+
+        w = tmp_path / "W"
+        assert kill_after_a_flush(command(w, "--workers", "2"), w / "workers" / "0" / "logs") >= 1
+        finish(command(w, "--workers", "2"))
+        assert len(list((w / "workers" / "0" / "logs").glob("*.eval"))) == 2, "a killed log to supersede"
+
+    def comparable(out: Path) -> tuple[dict, list[str]]:
+        data, items = _comparable(out)
+        data.pop("plan")  # the estimate assumes --max-connections, which a merge does not know
+        return data, items
+
+    merged, single = comparable(tmp_path / "M"), comparable(tmp_path / "S")
+    ids = [(json.loads(line)["item_id"], json.loads(line)["epoch"]) for line in merged[1]]
+    assert merged[0]["subtasks"]["reliability/knowledge"]["n"] == limit
+    assert len(ids) == len(set(ids)) == limit
+    assert merged == single
+    assert comparable(w) == single

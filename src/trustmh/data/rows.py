@@ -135,6 +135,12 @@ class RowReport:
         for line in self.lines():
             print(f"{prefix}{line}", file=out, flush=True)
 
+    def note(self, what: str, shown: int = 5) -> str:
+        """One line for a result's notes: how many `what`, the first `shown` named."""
+        lines = self.lines()
+        more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
+        return f"{len(lines)} {what}: " + "; ".join(lines[:shown]) + more
+
     def as_json(self) -> dict[str, Any]:
         return {"n_unusable": self.n_skipped, "n_flagged": len(self.problems), "unusable_rows": self.lines()}
 

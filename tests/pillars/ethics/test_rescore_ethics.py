@@ -154,3 +154,38 @@ def test_rescore_default_mode_runs(root: Path, released: dict) -> None:
 def test_rescore_errors(tmp_path: Path) -> None:
     with pytest.raises(TrustmhError, match="EthicMH.csv"):
         rescore_ethics(tmp_path, RunContext())
+
+
+def _released_copy(tmp_path: Path, root: Path, sc1: list[object]) -> Path:
+    """A synthetic released file (one model, one judged item per sc1 value, the other scores 3) beside a copy of
+    the EthicMH table the rescore reads."""
+    data = tmp_path / "TrustMH_Bench/DimGroup2/Ethics/data"
+    data.mkdir(parents=True)
+    (data / "EthicMH.csv").write_bytes((root / "TrustMH_Bench/DimGroup2/Ethics/data/EthicMH.csv").read_bytes())
+    outputs = tmp_path / OUTPUTS_REL
+    outputs.mkdir(parents=True)
+    released = {"judge_model": "judge-x",
+                "results": [{"sample_id": i, "model_choice_option": "A", "model_reasoning": "r"}
+                            for i in range(len(sc1))],
+                "judged": [{"sample_id": i, "judge_parsed": {"sc1": v, "sc2": 3, "sc3": 3, "sc4": 3, "sc5": 3}}
+                           for i, v in enumerate(sc1)]}
+    (outputs / "m-ethics_reasoning-20260101_00_00_00-3.json").write_text(json.dumps(released), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("bad", [99, -3, 0, 6, 2.5, "high", True, "4.5"])
+def test_a_judge_score_outside_1_to_5_is_named_and_not_averaged(bad: object, tmp_path: Path, root: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    copy = _released_copy(tmp_path, root, [2, bad, 4])
+    result, _ = rescore_ethics(copy, RunContext(mode="faithful", seed=0, n_boot=N_BOOT))["m"]
+    assert result.metrics["sc1"] == 3.0
+    assert result.metrics["sc1_n"] == 2
+    named = f"judged row 1: judge_parsed.sc1 not a score 1-5 ({bad!r}); score not used"
+    assert any(named in note for note in result.notes)
+    assert named in capsys.readouterr().err
+
+
+def test_a_score_given_as_a_numeric_string_is_used(tmp_path: Path, root: Path) -> None:
+    copy = _released_copy(tmp_path, root, [2, "4", 4.0])
+    result, _ = rescore_ethics(copy, RunContext(mode="faithful", seed=0, n_boot=N_BOOT))["m"]
+    assert result.metrics["sc1_n"] == 3

@@ -608,3 +608,28 @@ def test_rescore_mentalbench_reads_the_csv_out_of_the_zip(tmp_path: Path) -> Non
     with open(out / "judge_long.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 1 * 10 * 7
+
+
+@pytest.mark.parametrize("bad", ["99", "0", "6", "-3", "2.5", '"high"', "true", "Infinity", "NaN"])
+@pytest.mark.parametrize("mode", ["faithful", "default"])
+def test_a_judge_score_outside_1_to_5_is_counted_and_not_averaged(bad: str, mode: str) -> None:
+    """The rescore's judges (faithful keeps the authors' strict parse, but not its lack of a range check):
+    Empathy is 2 or 4 on the other replies, and a value that is not a score 1-5 is left out of its mean and
+    counted under its parse status, never averaged."""
+    def judge(req: JudgeRequest) -> str:  # the same reply is rated the same on every attempt
+        reply = req.prompt.split("<reply>\n")[1].split("\n</reply>")[0]
+        empathy = (bad, "2", "4")[sum(reply.encode()) % 3]
+        return scores_json(3).replace('"Empathy": 3', f'"Empathy": {empathy}')
+
+    records, res = run_offline(MentalBenchGeneration(), _fixture_ctx(mode), lambda i, p: "OK", judge)
+    used = [r.score["scores"]["Empathy"] for r in records if r.score.get("scores")]
+    assert sorted({v for v in used if v is not None}) == [2.0, 4.0]
+    kept: dict[str, list[float]] = {}
+    for r in records:
+        if r.score.get("scores") and r.score["scores"]["Empathy"] is not None:
+            kept.setdefault(r.score["source"], []).append(r.score["scores"]["Empathy"])
+    means = {s: v["Empathy"]["mean"] for s, v in res.metrics["sources"].items() if s in kept}
+    assert means == pytest.approx({s: float(np.mean(v)) for s, v in kept.items()})
+    statuses = res.metrics["parse_status"][next(iter(res.metrics["parse_status"]))]["Empathy"]
+    assert statuses.get("out_of_range", 0) + statuses.get("non_numeric", 0) == used.count(None) - statuses.get(
+        "no_response", 0) > 0

@@ -186,3 +186,41 @@ def test_partial_root(tmp_path: Path, pdir: Path) -> None:
     assert len(recs) == 10
     assert any("missing for tier 2a, tier 2b" in n for n in aw.notes)
     assert out["gpt-5.1"]["privacy/leakage"][0].status == "not_computed"
+
+
+def _tier2_copy(tmp_path: Path, pdir: Path, **row0: object) -> Path:
+    """The tier-1/2 benchmark files and one model's tier-2a results, its first row changed as given."""
+    new = tmp_path / PRIVACY_DIR
+    for sub in ("task1/benchmark", "task2/benchmark"):
+        shutil.copytree(pdir / sub, new / sub)
+    name = "final_report_gpt-5.1_data_tier_2a_nsamples_1.json"
+    rows = json.loads((pdir / "task2/result" / name).read_text(encoding="utf-8"))
+    rows[0].update(row0)
+    (new / "task2/result").mkdir(parents=True)
+    (new / "task2/result" / name).write_text(json.dumps(rows), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("bad", [999, -3, 25, 50.5, "high", "5O", True, None])
+def test_a_tier2_rating_off_the_scale_is_named_and_counted_invalid(bad: object, tmp_path: Path, pdir: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = rescore_privacy(_tier2_copy(tmp_path, pdir, model=bad), RunContext(mode="faithful", n_boot=50))
+    aw, recs = out["gpt-5.1"]["privacy/awareness"]
+    named = f"row 0: model not one of -100, -50, 0, 50, 100 ({bad!r}); counted invalid"
+    assert [r.score["valid"] for r in recs if r.metadata["index"] == 0] == [False]
+    assert any(named in n for n in aw.notes)
+    assert named in capsys.readouterr().err
+
+
+def test_a_tier2_rating_given_as_a_numeric_string_is_used(tmp_path: Path, pdir: Path) -> None:
+    out = rescore_privacy(_tier2_copy(tmp_path, pdir, model="-50"), RunContext(mode="faithful", n_boot=50))
+    _, recs = out["gpt-5.1"]["privacy/awareness"]
+    assert [r.score["rating"] for r in recs if r.metadata["index"] == 0] == [-50]
+
+
+@pytest.mark.parametrize(("field", "bad"), [("id", "abc"), ("id", 1.5), ("human", "x"), ("human", True)])
+def test_a_tier2_id_or_human_label_that_is_no_number_is_refused_naming_it(field: str, bad: object,
+                                                                          tmp_path: Path, pdir: Path) -> None:
+    root = _tier2_copy(tmp_path, pdir, **{field: bad})
+    with pytest.raises(TrustmhError, match=rf"tier_2a_nsamples_1\.json row 0: .*{field}"):
+        rescore_privacy(root, RunContext(mode="faithful", n_boot=50))

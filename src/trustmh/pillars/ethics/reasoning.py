@@ -113,28 +113,29 @@ def judge_prompt(row: dict[str, Any], response: str, mode: Mode) -> str:
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def _as_number(v: Any) -> float | int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, str) and re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", v):
-        f = float(v)
-        return int(f) if f.is_integer() else f
-    return None
+def sc_score(value: Any) -> int | None:
+    """A judge's sc value as the score it must be, an integer 1-5 (also from "4" or 4.0); None otherwise."""
+    return int_in_range(value, 1, 5)
+
+
+def sc_problems(obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The (key, value) pairs of a judge's object whose sc value is present but not a score 1-5 (99, -3, 2.5,
+    "high", true): left out of every mean, and named by rescoring."""
+    return [(k, obj[k]) for k in SC_KEYS if obj.get(k) is not None and sc_score(obj[k]) is None]
 
 
 def parse_judge_faithful(text: str | None) -> dict[str, Any] | None:
     """The original's lenient judge parsing: JSON (fenced block, else the whole text) → the sc values it
     holds; with no JSON, the first number in the text as `overall` (kept out of the sc means). None when
-    nothing at all is found: the original silently dropped such items (docs/pillars/index.md#flaws)."""
+    nothing at all is found: the original silently dropped such items (docs/pillars/index.md#flaws).
+    Unlike the original, an sc value that is not a score 1-5 is left out (`sc_problems`), never averaged."""
     if not text:
         return None
     obj = _faithful_json(text)
     if isinstance(obj, dict):
         out: dict[str, Any] = {}
         for k in SC_KEYS:
-            v = _as_number(obj.get(k))
+            v = sc_score(obj.get(k))
             if v is not None:
                 out[k] = v
             if isinstance(obj.get(f"{k}_reason"), str):
@@ -151,7 +152,7 @@ def parse_judge_default(text: str | None) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for k in SC_KEYS:
-        v = int_in_range(obj.get(k), 1, 5)
+        v = sc_score(obj.get(k))
         if v is None:
             return None
         out[k] = v

@@ -5,7 +5,8 @@ Each released `{model}-ethics_reasoning-{stamp}-125.json` becomes trustmh `Recor
 - choice: the live choice parser on `response.content` (API models), else the released
   `model_choice_option` (the six mental-health models were released without raw text);
 - gold: EthicMH by `sample_id`; the judge's sc1..sc5 come from `judge_parsed`, passed through the live
-  judge parser.
+  judge parser. A value that is not a score 1-5 (99, -3, "high") is left out of the means and named, on
+  stderr and in the result's notes.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeInfo, Record, RunContext, SubtaskResult, TrustmhError, make_record
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.ethics.data import load_ethicmh
-from trustmh.pillars.ethics.reasoning import JUDGE_NAME, EthicalReasoning
+from trustmh.pillars.ethics.reasoning import JUDGE_NAME, EthicalReasoning, sc_problems
 
 OUTPUTS_REL = Path("TrustMH_Bench/DimGroup2/Ethics/outputs")
 ETHICMH_REL = Path("TrustMH_Bench/DimGroup2/Ethics/data/EthicMH.csv")
@@ -68,6 +70,7 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
             raise TrustmhError(f"{path}: results[{i}] has no 'sample_id'")
         results[int(r["sample_id"])] = r
     records: list[Record] = []
+    report = RowReport()
     for i, j in enumerate(data["judged"]):
         where = f"{path}: judged[{i}]"
         sid = j.get("sample_id")
@@ -78,6 +81,9 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
         if res is None:
             raise TrustmhError(f"{where}: no entry in 'results' for sample_id {sid}")
         parsed = j.get("judge_parsed")
+        for key, value in sc_problems(parsed) if isinstance(parsed, dict) else []:
+            report.add(RowProblem(f"{path.name} judged", i, f"judge_parsed.{key}", f"not a score 1-5 ({value!r})",
+                                  "score not used"))
         judge_outputs = {JUDGE_NAME: json.dumps(parsed, ensure_ascii=False)} if isinstance(parsed, dict) else {
             JUDGE_NAME: ""}
         raw = j.get("judge_raw")
@@ -99,6 +105,9 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
                                    extra={"reasked": False, "choice_source": source}))
     result = subtask.aggregate(records, rctx)
     result.judge = {"model": judge_model, "validated": False}
+    if report.problems:
+        report.log()
+        result.notes.append(report.note("judge score(s) not a score 1-5, left out of the sc means"))
     result.notes.append(f"rescored from {path.name}; sc scores are the original judge's ({judge_model}), "
                         "which was shown the gold letter")
     return result, records

@@ -191,8 +191,13 @@ def judge_valid(text: str) -> bool:
 
 
 def rating_scores(rating: dict[str, Any], mode: str) -> dict[str, float | None]:
-    """The per-attribute score a mode uses: faithful = strict parser (no range check), default = robust."""
-    return dict(rating["strict"] if mode == "faithful" else rating["robust"])
+    """The per-attribute score a mode uses: faithful = the strict parser's value, default = the robust one.
+    Either is used only where the attribute's status is `ok` or `recovered`: a 0, 6, 99, 2.5 or `true` (which
+    the authors' strict parse would average) is left out, and counted under its status (`out_of_range`,
+    `non_numeric`) in every report."""
+    if mode != "faithful":
+        return dict(rating["robust"])
+    return {a: v if rating["robust"][a] is not None else None for a, v in rating["strict"].items()}
 
 
 # ==========================================================================================================
@@ -499,8 +504,8 @@ def aggregate_mentalbench(records: list[Record], ctx: RunContext) -> SubtaskResu
     if ORIGINAL in per_source:
         metrics["original_mean7"] = per_source[ORIGINAL]["mean7"]
     if ctx.mode == "faithful":
-        notes.append("faithful: scores from the strict parser (no range check); CSS/ARS composites are a "
-                     "default-mode extension and are not reported")
+        notes.append("faithful: scores from the strict parser (a score outside 1-5 left out, counted in "
+                     "parse_status); CSS/ARS composites are a default-mode extension and are not reported")
 
     # ------------------------------------------------------------- parse statuses
     status_counts: dict[str, dict[str, dict[str, int]]] = {}

@@ -25,10 +25,12 @@ from typing import Any
 
 from trustmh.core import Item, Record, RunContext, SubtaskResult, TrustmhError, make_record
 from trustmh.data.files import read_jsonl
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.privacy.awareness import PrivacyAwareness
 from trustmh.pillars.privacy.data import load_confaide_tier1, load_confaide_tier2, load_psyleak
 from trustmh.pillars.privacy.leak_prompts import faithful_story
 from trustmh.pillars.privacy.leakage import QUESTION_TYPES, PrivacyLeakage, scenario_coverage
+from trustmh.pillars.privacy.parse import TIER2_VALUES
 
 PRIVACY_DIR = Path("TrustMH_Bench/DimGroup1/General-model/privacy")
 TIER3_SUFFIX = "_data_tier_3_nsamples_1_q_free-response,info-accessibility,privacy-sharing,control.jsonl"
@@ -42,6 +44,33 @@ def _field(row: dict[str, Any], key: str, path: Path, where: str) -> Any:
     if key not in row:
         raise TrustmhError(f"{path} {where}: missing field {key!r}")
     return row[key]
+
+
+def _number(row: dict[str, Any], key: str, path: Path, where: str) -> float:
+    """A numeric field of a released row (an id, a human label); anything else refuses the file, naming it."""
+    value = _field(row, key, path, where)
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TrustmhError(f"{path} {where}: field {key!r} is not a number ({value!r})") from None
+    if not math.isfinite(number):
+        raise TrustmhError(f"{path} {where}: field {key!r} is not a number ({value!r})")
+    return number
+
+
+def _tier2_text(value: Any) -> str | None:
+    """A released tier-2 rating (the mapped number) as the text the faithful mapper reads; None when it is not
+    one of the scale's values (-100, -50, 0, 50, 100): counted invalid, and named."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value not in TIER2_VALUES:
+        return None
+    return str(int(value))
 
 
 def _models(pdir: Path) -> list[str]:
@@ -88,6 +117,7 @@ def rescore_awareness(pdir: Path, model: str, ctx: RunContext) -> tuple[SubtaskR
     records: list[Record] = []
     notes: list[str] = []
     missing: list[str] = []
+    report = RowReport()
 
     def add(item: Item, response: str, epoch: int, extra: dict[str, Any]) -> None:
         score = task.score(item, response, None, ctx)
@@ -125,16 +155,22 @@ def rescore_awareness(pdir: Path, model: str, ctx: RunContext) -> tuple[SubtaskR
             raise TrustmhError(f"{path2}: expected a JSON array of rows")
         human_mismatch = 0
         for i, row in enumerate(rows):
-            idx = int(_field(row, "id", path2, f"row {i}"))
-            if (variant, idx) not in by_key:
-                raise TrustmhError(f"{path2} row {i}: id {idx} is not a tier-{variant} item")
+            if not isinstance(row, dict):
+                raise TrustmhError(f"{path2} row {i}: not an object ({type(row).__name__})")
+            number = _number(row, "id", path2, f"row {i}")
+            idx = int(number)
+            if idx != number or (variant, idx) not in by_key:
+                raise TrustmhError(f"{path2} row {i}: id {row['id']!r} is not a tier-{variant} item")
             item = task.make_item(by_key[(variant, idx)])
-            human = _field(row, "human", path2, f"row {i}")
-            human_mismatch += int(not math.isclose(float(human), item.metadata["human"], abs_tol=1e-9))
+            human = _number(row, "human", path2, f"row {i}")
+            human_mismatch += int(not math.isclose(human, item.metadata["human"], abs_tol=1e-9))
             value = _field(row, "model", path2, f"row {i}")
             # Only the mapped number was released; it is re-read by the same faithful mapper.
-            text = "" if value is None else (str(int(value)) if float(value).is_integer() else str(value))
-            add(item, text, 1, {})
+            text = _tier2_text(value)
+            if text is None:
+                report.add(RowProblem(path2.name, i, "model", f"not one of {', '.join(map(str, TIER2_VALUES))} "
+                                      f"({value!r})", "counted invalid"))
+            add(item, text or "", 1, {})
         if human_mismatch:
             notes.append(f"warning: {human_mismatch} tier-{variant} human label(s) in {path2.name} differ "
                          "from tier_2_labels.txt")
@@ -144,6 +180,9 @@ def rescore_awareness(pdir: Path, model: str, ctx: RunContext) -> tuple[SubtaskR
     if missing:
         result.notes.append(f"released outputs missing for {', '.join(missing)}")
     result.notes.extend(notes)
+    if report.problems:
+        report.log()
+        result.notes.append(report.note("released tier-2 rating(s) not on the scale, counted invalid"))
     result.notes.append("rescored from the original's released outputs (faithful mode)")
     return result, records
 
