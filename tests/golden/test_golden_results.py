@@ -8,6 +8,13 @@ documents outside the repository (`PILLARS.md §…`) now cite the docs site, as
 compared to 1e-12: the renovation put every κ through one function (`stats.agreement.cohen_kappa`), whose
 summation order differs from some of the copies it replaced in the last bit.
 Regenerate (only for a change that is meant to move figures) with `TRUSTMH_REGENERATE_GOLDEN=1`.
+
+History: both files equalled the b4d5a3b runs at 3012064, the renovation's end (checked again on 2026-11-26).
+They were regenerated on 2026-11-26 for changes meant to move them: the product probe sub-tasks, judge
+fingerprints, usage and plan blocks, patient-honesty figures and the severity counts the gate reads (all
+additions); the escalation judge's prompt reordered for prefix caching (issue 25), which changes the canned
+judge's replies and so the escalation's invalid count and categories; and, for the demo, the bundled model's
+new runtime (llama.cpp's server, issue 26).
 """
 
 from __future__ import annotations
