@@ -12,9 +12,10 @@ Regenerate (only for a change that is meant to move figures) with `TRUSTMH_REGEN
 History: both files equalled the b4d5a3b runs at 3012064, the renovation's end (checked again on 2026-11-26).
 They were regenerated on 2026-11-26 for changes meant to move them: the product probe sub-tasks, judge
 fingerprints, usage and plan blocks, patient-honesty figures and the severity counts the gate reads (all
-additions); the escalation judge's prompt reordered for prefix caching (issue 25), which changes the canned
-judge's replies and so the escalation's invalid count and categories; and, for the demo, the bundled model's
-new runtime (llama.cpp's server, issue 26).
+additions); the escalation's human-rated items now matched to the study's sampled answers as its own analysis
+does (issue 22) and its judge prompt reordered for prefix caching (issue 25), which change which items the
+canned judge reads and what it replies, so the escalation's invalid count and categories; and, for the demo,
+the bundled model's new runtime (llama.cpp's server, issue 26).
 """
 
 from __future__ import annotations
