@@ -130,7 +130,7 @@ class _Server:
     base_url: str  # http://127.0.0.1:PORT
 
 
-_servers: dict[tuple[str, int, int, int], _Server] = {}
+_servers: dict[tuple[str, int, int, int, str], _Server] = {}
 _servers_lock = threading.Lock()
 
 
@@ -150,9 +150,9 @@ def stop_servers() -> None:
         _servers.clear()
 
 
-def _start_server(path: Path, n_ctx: int, n_threads: int, n_parallel: int) -> _Server:
+def _start_server(path: Path, n_ctx: int, n_threads: int, n_parallel: int, alias: str) -> _Server:
     cmd = [sys.executable, "-m", "trustmh.models.gguf_server", str(path), "--servers", str(n_parallel),
-           "--threads", str(n_threads), "--ctx", str(n_ctx)]
+           "--threads", str(n_threads), "--ctx", str(n_ctx), "--alias", alias]
     process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, "OMP_WAIT_POLICY": "passive"})
     assert process.stdout is not None
@@ -170,13 +170,14 @@ def _start_server(path: Path, n_ctx: int, n_threads: int, n_parallel: int) -> _S
     return _Server(process=process, base_url=f"http://127.0.0.1:{int(line.split()[1])}")
 
 
-def server_for(path: Path, n_ctx: int, n_threads: int, n_parallel: int) -> _Server:
-    """The running server for these settings, started on first use (once per process; thread-safe)."""
-    key = (str(path.resolve()), n_ctx, n_threads, n_parallel)
+def server_for(path: Path, n_ctx: int, n_threads: int, n_parallel: int, alias: str) -> _Server:
+    """The running server for these settings, started on first use (once per process; thread-safe). Replies
+    report `alias` as their model (the name the run was given, not an installation's file path)."""
+    key = (str(path.resolve()), n_ctx, n_threads, n_parallel, alias)
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server.process.poll() is not None:
-            server = _servers[key] = _start_server(path, n_ctx, n_threads, n_parallel)
+            server = _servers[key] = _start_server(path, n_ctx, n_threads, n_parallel, alias)
         return server
 
 
@@ -201,7 +202,7 @@ class GGUFModelAPI(OpenAICompatibleAPI):
         self.n_ctx = int(n_ctx) if n_ctx is not None else MAX_CTX
         self.n_threads = int(n_threads) if n_threads is not None else default_threads()
         self.n_parallel = int(n_parallel) if n_parallel is not None else default_parallel(self.n_threads)
-        self.server = server_for(self.model_path, self.n_ctx, self.n_threads, self.n_parallel)
+        self.server = server_for(self.model_path, self.n_ctx, self.n_threads, self.n_parallel, model_name)
         super().__init__(model_name=model_name, base_url=f"{self.server.base_url}/v1", api_key="local",
                          config=config or GenerateConfig(), service="gguf")
 

@@ -1,7 +1,7 @@
 """The bundled model's server process: llama.cpp's own OpenAI-compatible server (from the `xllamacpp` wheel)
 on loopback, started and stopped by `trustmh.models.gguf`.
 
-    python -m trustmh.models.gguf_server MODEL.gguf --servers N --threads T --ctx C
+    python -m trustmh.models.gguf_server MODEL.gguf --servers N --threads T --ctx C [--alias NAME]
 
 Starts `N` llama.cpp servers in this process, each with one slot (one request at a time) and `T` threads, on
 free loopback ports, and one front on another free loopback port that hands each request to an idle server
@@ -24,6 +24,7 @@ import queue
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,12 +33,14 @@ _SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-lengt
 PROMPT_BATCH = 512
 
 
-def start_backend(path: str, threads: int, ctx: int) -> tuple[Any, int]:
-    """One single-slot llama.cpp server on a free loopback port: (server object, port)."""
+def start_backend(path: str, threads: int, ctx: int, alias: str | None = None) -> tuple[Any, int]:
+    """One single-slot llama.cpp server on a free loopback port: (server object, port). `alias` is the model
+    name its replies report (else the file's path, which differs between installations)."""
     import xllamacpp as xlc
 
     params = xlc.CommonParams()
     params.model.path = path
+    params.model_alias = {alias or Path(path).name}
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # the system picks a free port
     params.n_parallel = 1
@@ -125,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--alias", help="the model name replies report (default: the file name)")
     args = parser.parse_args(argv)
     threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
     try:
-        backends = [start_backend(args.model, args.threads, args.ctx) for _ in range(max(1, args.servers))]
+        backends = [start_backend(args.model, args.threads, args.ctx, args.alias) for _ in range(max(1, args.servers))]
     except Exception as ex:  # one line for the parent to show
         print(f"error {type(ex).__name__}: {ex}", flush=True)
         return 1
