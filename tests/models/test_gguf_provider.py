@@ -215,7 +215,7 @@ def test_default_threads_leave_a_core_free_and_obey_the_environment(monkeypatch:
         gguf.default_threads()
 
 
-def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_single_thread_servers_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRUSTMH_GGUF_PARALLEL", raising=False)
     monkeypatch.delenv("TRUSTMH_GGUF_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
@@ -223,7 +223,7 @@ def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pyte
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert gguf.default_parallel() == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
-    assert gguf.default_parallel() == 1  # seven threads in one context
+    assert gguf.default_parallel() == 1  # one server of seven threads
     monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "3")
     assert gguf.default_parallel() == 3
     monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "x")
