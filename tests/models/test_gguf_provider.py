@@ -1,4 +1,5 @@
-"""The bundled `gguf` model provider, run for real on the bundled SmolLM2-135M GGUF (small and fast)."""
+"""The bundled `gguf` model provider (llama.cpp's server on loopback), run for real on the bundled SmolLM2-135M GGUF
+(small and fast)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, get_model
+from inspect_ai.model import GenerateConfig, Model, get_model
 from inspect_ai.solver import generate
 
 import trustmh.models.gguf as gguf
@@ -49,9 +51,6 @@ def test_greedy_generation_is_deterministic_and_reports_usage(smollm2: Model) ->
     # a long story does not fit in 16 tokens: cut by max_tokens, and llama.cpp's "length" is mapped
     assert first.stop_reason == "max_tokens"
     assert first.usage.output_tokens == 16
-    assert first.metadata is not None
-    assert first.metadata["seed"] == 1
-    assert "prompt_truncated" not in first.metadata
 
 
 @pytest.mark.slow
@@ -116,89 +115,47 @@ def test_unknown_model_arg_is_rejected() -> None:
 
 
 @pytest.mark.slow
-def test_very_long_prompt_is_cut_from_the_left_not_crashed() -> None:
-    # a small context keeps the test fast; the same code path serves 8192
+def test_a_prompt_longer_than_the_context_is_an_empty_reply_cut_by_the_model_length() -> None:
+    # a small context keeps the test fast; the same path serves 8192
     model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
-    text = " ".join(f"item{i}" for i in range(5_000))
-    out = _generate(model, text, max_tokens=16)
-    assert out.metadata is not None
-    assert out.metadata["n_ctx"] == 256
-    assert out.metadata["prompt_truncated"] is True
-    assert out.metadata["cut_tokens"] > 2_000
-    assert out.usage is not None
-    assert 0 < out.usage.input_tokens <= 256 - 16
-    assert out.usage.output_tokens <= 16
+    out = _generate(model, " ".join(f"item{i}" for i in range(2_000)), max_tokens=16)
+    assert out.stop_reason == "model_length"
+    assert out.completion == ""
+
+
+def test_a_server_that_cannot_start_says_so_in_one_line(tmp_path: Path) -> None:
+    not_a_model = tmp_path / "broken.gguf"
+    not_a_model.write_bytes(b"this is not a GGUF file")
+    with pytest.raises(TrustmhError) as info:
+        get_model(f"gguf/{not_a_model}", memoize=False)
+    message = str(info.value)
+    assert "the llama.cpp server did not start" in message
+    assert "\n" not in message
 
 
 @pytest.mark.slow
-def test_long_conversation_drops_oldest_turns_and_keeps_system() -> None:
-    model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
-    turns = [ChatMessageSystem(content="You are a careful assistant.")]
-    turns += [ChatMessageUser(content=f"Note {i}: " + "lorem ipsum dolor " * 20) for i in range(12)]
-    turns.append(ChatMessageUser(content="Say OK."))
-    out = _generate(model, turns, max_tokens=8)
-    assert out.metadata is not None
-    assert out.metadata["prompt_truncated"] is True
-    assert out.metadata["dropped_messages"] > 0
-    assert out.usage is not None
-    assert out.usage.input_tokens <= 256 - 8
+def test_the_server_listens_on_loopback_only_and_stops_with_its_parent() -> None:
+    code = ("from inspect_ai.model import get_model\n"
+            "import trustmh.models.gguf\n"
+            "m = get_model('gguf/smollm2')\n"
+            "print(m.api.server.base_url, m.api.server.process.pid, flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    base_url, pid = result.stdout.split()
+    assert base_url.startswith("http://127.0.0.1:")
+    deadline = time.monotonic() + 30
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(int(pid))
 
 
-@pytest.mark.slow
-def test_max_tokens_beyond_the_context_is_clamped() -> None:
-    model = get_model("gguf/smollm2", n_ctx=256, config=GenerateConfig(temperature=0, seed=1))
-    out = _generate(model, "Hi", max_tokens=100_000)
-    assert out.metadata is not None
-    assert out.metadata["max_tokens_requested"] == 100_000
-    assert out.metadata["max_tokens"] < 256
-    assert out.stop_reason in ("stop", "model_length")
-
-
-def _count_words(messages: list[dict[str, str]]) -> int:
-    return sum(len(m["content"].split()) + 1 for m in messages)
-
-
-def _split(text: str) -> list[int]:
-    return list(range(len(text.split())))
-
-
-def test_fit_prompt_unit_rules() -> None:
-    def tokenize(text: str) -> list[int]:
-        return _split(text)
-
-    words: list[str] = []
-
-    def tokenize_words(text: str) -> list[int]:
-        words[:] = text.split()
-        return list(range(len(words)))
-
-    def detokenize(ids: list[int]) -> str:
-        return " ".join(words[i] for i in ids)
-
-    system = {"role": "system", "content": "rules " * 5}
-    old = {"role": "user", "content": "old " * 50}
-    reply = {"role": "assistant", "content": "reply " * 50}
-    last = {"role": "user", "content": " ".join(f"w{i}" for i in range(100))}
-
-    # fits: untouched
-    fit = gguf.fit_prompt([system, last], 1000, _count_words, tokenize, detokenize)
-    assert not fit.truncated
-    assert fit.messages == [system, last]
-
-    # oldest non-system turns go first; system and the last message stay
-    fit = gguf.fit_prompt([system, old, reply, last], 120, _count_words, tokenize_words, detokenize)
-    assert fit.dropped_messages == 2
-    assert [m["role"] for m in fit.messages] == ["system", "user"]
-    assert fit.messages[-1] == last
-    assert fit.prompt_tokens <= 120
-
-    # still too long: the largest message is cut from the left (its end survives)
-    fit = gguf.fit_prompt([system, old, last], 40, _count_words, tokenize_words, detokenize)
-    assert fit.prompt_tokens <= 40
-    assert fit.cut_tokens > 0
-    assert fit.messages[0] == system
-    assert fit.messages[-1]["content"].startswith(gguf.ELLIPSIS)
-    assert fit.messages[-1]["content"].endswith("w99")
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:  # a zombie has ended
+        return stat.read().split(") ")[1][0] != "Z"
 
 
 @pytest.mark.slow
@@ -258,7 +215,7 @@ def test_default_threads_leave_a_core_free_and_obey_the_environment(monkeypatch:
         gguf.default_threads()
 
 
-def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_single_thread_servers_on_two_cores_one_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRUSTMH_GGUF_PARALLEL", raising=False)
     monkeypatch.delenv("TRUSTMH_GGUF_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
@@ -266,7 +223,7 @@ def test_two_single_thread_contexts_on_two_cores_one_elsewhere(monkeypatch: pyte
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert gguf.default_parallel() == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
-    assert gguf.default_parallel() == 1  # seven threads in one context
+    assert gguf.default_parallel() == 1  # one server of seven threads
     monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "3")
     assert gguf.default_parallel() == 3
     monkeypatch.setenv("TRUSTMH_GGUF_PARALLEL", "x")
@@ -296,29 +253,44 @@ def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
     from inspect_ai.util import JSONSchema
 
     schema = ResponseSchema(name="rating", json_schema=JSONSchema(
-        type="object", properties={"score": JSONSchema(type="integer")}, required=["score"]))
-    config = GenerateConfig(max_tokens=48, temperature=0, seed=1, response_schema=schema)
-    out = asyncio.run(smollm2.generate("Rate the colour blue from 1 to 5.", config=config))
-    assert isinstance(json.loads(out.completion)["score"], int)
+        type="object", properties={"score": JSONSchema(type="integer"), "why": JSONSchema(type="string", maxLength=12)},
+        required=["score", "why"]))
+    config = GenerateConfig(max_tokens=200, temperature=0, seed=1, response_schema=schema)
+    out = asyncio.run(smollm2.generate("Rate the colour blue from 1 to 5 and say why at length.", config=config))
+    reply = json.loads(out.completion)
+    assert isinstance(reply["score"], int)
+    assert len(reply["why"]) <= 12  # maxLength reaches llama.cpp's grammar (a judge's bounded free text)
 
 
-def test_aligned_prefix_rounds_down_to_chunks_and_leaves_a_token_to_evaluate() -> None:
-    assert gguf.aligned_prefix([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 9], chunk=2) == 4
-    assert gguf.aligned_prefix([1, 2, 3, 4, 5, 6], [1, 2, 3, 9], chunk=2) == 2
-    assert gguf.aligned_prefix([1, 2, 3, 4], [1, 2, 3, 4], chunk=2) == 2  # the whole prompt: keep one to evaluate
-    assert gguf.aligned_prefix([9, 2], [1, 2, 3], chunk=1) == 0
+@pytest.mark.slow
+def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it() -> None:
+    """Greedy and seeded sampling give the same replies one at a time, several at once on two servers, and in
+    reverse order: no batching with other requests, no prompt cache (llama.cpp's sums would differ)."""
+    from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
 
+    schema = ResponseSchema(name="j", json_schema=JSONSchema.model_validate({
+        "type": "object", "properties": {"label": {"type": "string", "enum": ["calm", "sad", "angry"]},
+                                         "why": {"type": "string", "maxLength": 60}},
+        "required": ["label", "why"], "additionalProperties": False}))
+    calls = [(f"{INSTRUCTIONS}\n\n{m}", judge, temperature) for m in MESSAGES for judge in (False, True)
+             for temperature in (0.0, 0.8)]
+    model = get_model("gguf/smollm2", n_parallel=2)
 
-def test_prefix_cache_picks_the_longest_usable_state_and_drops_the_least_recent() -> None:
-    cache = gguf.PrefixCache(max_bytes=10, chunk=2)
-    cache.add((1, 2), b"aaaa")
-    cache.add((1, 2, 3, 4), b"bbbb")
-    assert cache.best([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4, b"bbbb")
-    assert cache.best([1, 2, 3, 9, 9]) == ((1, 2), 2, b"aaaa")  # first in order among equal supplies; touched
-    assert cache.best([7, 7, 7]) == (None, 0, b"")
-    cache.add((5, 6), b"cccc")  # over 10 bytes: the least recently used, (1, 2, 3, 4), goes
-    assert set(cache.entries) == {(1, 2), (5, 6)}
-    assert cache.size == 8
+    def config(judge: bool, temperature: float) -> GenerateConfig:
+        return GenerateConfig(max_tokens=24, temperature=temperature, seed=5,
+                              response_schema=schema if judge else None)
+
+    def one_by_one(order: list[int]) -> dict[int, str]:
+        return {i: asyncio.run(model.generate(calls[i][0], config=config(*calls[i][1:]))).completion for i in order}
+
+    async def together() -> dict[int, str]:
+        outs = await asyncio.gather(*(model.generate(p, config=config(j, t)) for p, j, t in calls))
+        return {i: o.completion for i, o in enumerate(outs)}
+
+    alone = one_by_one(list(range(len(calls))))
+    assert one_by_one(list(reversed(range(len(calls))))) == alone
+    assert asyncio.run(together()) == alone
 
 
 INSTRUCTIONS = ("Read the message below and say which feeling it expresses most strongly. Pick one word from this "
@@ -327,47 +299,3 @@ INSTRUCTIONS = ("Read the message below and say which feeling it expresses most 
                 "of reasons. ") * 3
 MESSAGES = ["I finished the garden fence today and it looks great.", "Nobody called me this week, again.",
             "The bus was late and I missed my appointment."]
-
-
-@pytest.mark.slow
-def test_prefix_reuse_gives_the_same_outputs_as_evaluating_every_prompt_from_scratch() -> None:
-    """Prompts sharing long instructions (and a re-ask that extends an earlier prompt, and a judge under a
-    grammar) reuse saved KV prefixes, and every output equals the output of a fresh evaluation, in any
-    order."""
-    from inspect_ai.model import ChatMessageAssistant, ResponseSchema
-    from inspect_ai.util import JSONSchema
-
-    schema = ResponseSchema(name="j", json_schema=JSONSchema.model_validate({
-        "type": "object", "properties": {"label": {"type": "string", "enum": ["calm", "sad", "angry"]},
-                                         "why": {"type": "string", "maxLength": 60}},
-        "required": ["label", "why"], "additionalProperties": False}))
-    reask = [ChatMessageUser(content=f"{INSTRUCTIONS}\n\n{MESSAGES[2]}"), ChatMessageAssistant(content="Hmm."),
-             ChatMessageUser(content="Answer with one word from the list.")]
-    calls: list[tuple[object, bool]] = [(f"{INSTRUCTIONS}\n\n{m}", False) for m in MESSAGES]
-    calls += [(f"{INSTRUCTIONS}\n\n{MESSAGES[0]}", True), (reask, False), (f"{INSTRUCTIONS}\n\n{MESSAGES[1]}", False)]
-
-    def run(model: Model, order: list[int]) -> dict[int, tuple[str, int]]:
-        out = {}
-        for i in order:
-            prompt, judge = calls[i]
-            config = GenerateConfig(max_tokens=24, temperature=0, seed=0, response_schema=schema if judge else None)
-            result = asyncio.run(model.generate(prompt, config=config))  # type: ignore[arg-type]
-            out[i] = (result.completion, (result.metadata or {}).get("prefix_reused_tokens", 0))
-        return out
-
-    fresh = run(get_model("gguf/smollm2", prefix_cache=False), list(range(len(calls))))
-    reused = run(get_model("gguf/smollm2"), list(range(len(calls))))
-    backwards = run(get_model("gguf/smollm2"), list(reversed(range(len(calls)))))
-
-    async def together(model: Model) -> list[str]:  # on several contexts at once, sharing their prefixes
-        outs = await asyncio.gather(*(model.generate(prompt, config=GenerateConfig(  # type: ignore[arg-type]
-            max_tokens=24, temperature=0, seed=0, response_schema=schema if judge else None))
-            for prompt, judge in calls))
-        return [o.completion for o in outs]
-
-    parallel = get_model("gguf/smollm2", n_parallel=2)
-    assert asyncio.run(together(parallel)) == [fresh[i][0] for i in range(len(calls))]
-    assert all(n == 0 for _, n in fresh.values())
-    assert all(reused[i][1] >= gguf.PREFIX_CHUNK for i in range(1, len(calls)))  # the prefixes were reused
-    assert {i: text for i, (text, _) in reused.items()} == {i: text for i, (text, _) in fresh.items()}
-    assert {i: text for i, (text, _) in backwards.items()} == {i: text for i, (text, _) in fresh.items()}

@@ -1,6 +1,6 @@
 """Exact JSON Schemas for judge replies (`JudgeRequest.schema`).
 
-With JSON mode on (by default only for the in-process `gguf/…` judge), llama.cpp compiles the schema to a
+With JSON mode on (by default only for the bundled `gguf/…` judge), llama.cpp compiles the schema to a
 grammar, so the judge can only write the keys and values its parser accepts. Design choices for a small
 judge under a grammar:
 
@@ -53,7 +53,7 @@ def json_object_schema(*, integers: Mapping[str, tuple[int, int]] | None = None,
 
 def judge_json_mode(judge: str | None, options: Mapping[str, Any]) -> bool:
     """Whether a judge is asked for its exact JSON schema: `-O judge_json_mode=1|0`; by default on for the
-    in-process model, whose grammar guarantees JSON (hosted providers differ in how they treat a schema, so
+    bundled model, whose grammar guarantees JSON (hosted providers differ in how they treat a schema, so
     they are left to the prompt). Part of a judge's fingerprint (`trustmh.judges.certificates`)."""
     if "judge_json_mode" in options:
         return truthy(options["judge_json_mode"])

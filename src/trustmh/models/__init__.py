@@ -1,6 +1,6 @@
 """Model providers bundled with trustmh.
 
-`trustmh.models.gguf` registers the Inspect model provider `gguf` (in-process llama.cpp), so that
+`trustmh.models.gguf` registers the Inspect model provider `gguf` (llama.cpp's server on loopback), so that
 `--model gguf/smollm2` runs the bundled SmolLM2-135M-Instruct GGUF with no network and no API key.
 The provider module is imported by the `inspect_ai` entry point (`trustmh._registry`), not here, so that
 importing `trustmh.models` stays cheap.

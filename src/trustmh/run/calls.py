@@ -130,7 +130,7 @@ def shorten_free_text(schema: dict[str, Any], chars: int) -> dict[str, Any]:
 
 
 def judge_json_mode(judge: str | None, ctx: RunContext) -> bool:
-    """`-O judge_json_mode=1|0`, else on for the in-process model (`trustmh.judges.schema.judge_json_mode`)."""
+    """`-O judge_json_mode=1|0`, else on for the bundled model (`trustmh.judges.schema.judge_json_mode`)."""
     return schema_json_mode(judge, ctx.options)
 
 

@@ -300,7 +300,7 @@ def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: S
     work.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {}
     if str(ctx.judge.model or "").startswith("gguf/"):
-        # in-process judge: one call per llama.cpp context, as a run does (queued calls would time out)
+        # bundled judge: one call per single-slot llama.cpp server, as a run does (queued calls would time out)
         extra["max_connections"] = default_parallel()
     with response_cache_dir(work):
         _, logs = eval_set([task], log_dir=str(work / "logs"), model="mockllm/model", model_roles=roles,

@@ -91,7 +91,7 @@ class RunOptions:
     cache_moved: dict[str, str] = field(default_factory=dict)
     overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
     # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
-    # number of llama.cpp contexts (`trustmh.models.gguf.default_parallel`).
+    # number of llama.cpp servers (`trustmh.models.gguf.default_parallel`).
     max_tasks: int | None = None
     # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
     more_judges: list[Any] = field(default_factory=list)
@@ -386,8 +386,8 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
         kwargs["max_connections"] = opts.max_connections
     elif model.startswith("gguf/"):
 
-        # in-process model: one call per llama.cpp context (Inspect ignores the provider's own default
-        # and would queue 20 requests behind their locks)
+        # bundled model: one call per single-slot llama.cpp server (Inspect ignores the provider's own default
+        # and would queue 20 requests in the front, where they would time out)
         kwargs["max_connections"] = default_parallel()
     grader = opts.judge if (opts.judge is not None and not opts.no_judge) else plan.judge.model
     roles: dict[str, Any] = {}
@@ -408,7 +408,7 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
         max_tasks = opts.max_tasks
     elif model.startswith("gguf/"):
 
-        max_tasks = default_parallel()  # a sub-task's last sample need not leave a context idle
+        max_tasks = default_parallel()  # a sub-task's last sample need not leave a server idle
     else:
         max_tasks = DEFAULT_MAX_TASKS
     display = opts.display or (None if sys.stderr.isatty() else "plain")
