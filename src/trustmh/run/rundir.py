@@ -86,6 +86,7 @@ def locked(out: Path | Url) -> Iterator[None]:
         return
     import fcntl
 
+    created = not out.exists()
     check_writable(out)
     path = out / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -99,6 +100,13 @@ def locked(out: Path | Url) -> Iterator[None]:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
+    except BaseException:
+        # bad input found before anything was written: leave no directory the run itself created
+        if created and not any(p.name != LOCK for p in out.iterdir()):
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     finally:
         os.close(fd)
 
