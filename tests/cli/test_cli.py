@@ -22,6 +22,7 @@ def test_list_shows_every_subtask_and_suite(capsys: pytest.CaptureFixture[str]) 
         assert suite in out
 
 
+@pytest.mark.slow
 def test_rescore_then_compare(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "rescored"
     assert main(["rescore", "--format", "trustmh-original", "--from", str(data_dir / "trustmh"),

@@ -43,6 +43,7 @@ def _run(tmp_path: Path, name: str, answer: str, limit: int | None = None) -> Pa
     return out
 
 
+@pytest.mark.slow
 def test_gate_pass_fail_insufficient_on_real_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "policy.toml"
     policy.write_text(CRISIS_ONLY, encoding="utf-8")

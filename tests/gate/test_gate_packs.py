@@ -46,6 +46,7 @@ def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
     return json.loads((out / "gate.json").read_text())
 
 
+@pytest.mark.slow
 def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     good = {c["id"]: c["verdict"] for c in _gate(careful, tmp_path, monkeypatch, "careful")["clauses"]}

@@ -67,6 +67,7 @@ def test_header_secret_never_written(tmp_path: Path, auth: None) -> None:
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_reply_not_at_path_names_the_field(tmp_path: Path, auth: None, capsys: pytest.CaptureFixture[str]) -> None:
     with ChatbotServer(reply_key="message") as server:
         endpoint = server.endpoint_file(tmp_path / "acme.toml")
@@ -75,6 +76,7 @@ def test_reply_not_at_path_names_the_field(tmp_path: Path, auth: None, capsys: p
     assert "reply.path = 'data.reply.text': the response has no 'text' at data.reply" in err
 
 
+@pytest.mark.slow
 def test_refused_session_names_the_field(tmp_path: Path, auth: None, capsys: pytest.CaptureFixture[str]) -> None:
     with ChatbotServer(refuse_sessions=True) as server:
         endpoint = server.endpoint_file(tmp_path / "acme.toml")
@@ -118,6 +120,7 @@ def _run(endpoint: Path, out: Path, env: dict[str, str], server: ChatbotServer,
     return proc.returncode
 
 
+@pytest.mark.slow
 def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path: Path) -> None:
     env = {**os.environ, "ACME_AUTH": TOKEN}
     env.pop("TRUSTMH_CACHE_DIR", None)  # the run directory keeps its own cache (and session file)
@@ -151,6 +154,7 @@ def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path:
     assert sorted((r["subtask"], r["item_id"]) for r in run) == sorted((r["subtask"], r["item_id"]) for r in ref)
 
 
+@pytest.mark.slow
 def test_workers_split_a_product_run(tmp_path: Path) -> None:
     env = {**os.environ, "ACME_AUTH": TOKEN}
     with ChatbotServer() as server:

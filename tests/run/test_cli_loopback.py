@@ -60,6 +60,7 @@ def test_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "loopback-test-key" not in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_dead_endpoint_fails_fast_and_exits_nonzero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def never(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
         raise RuntimeError("server-side failure")

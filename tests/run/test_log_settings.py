@@ -50,6 +50,7 @@ def test_log_options_reach_inspect(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert log.eval.config.log_buffer == 2
 
 
+@pytest.mark.slow
 def test_planning_every_pillar_leaves_scipy_stats_unimported() -> None:
     """scipy.stats costs about 2 s of CPU per process to import; `trustmh run` (and each --workers process)
     should pay it only when results are computed, not to plan and call the models."""

@@ -113,6 +113,7 @@ def test_cache_lives_in_the_run_directory_by_default(tmp_path: Path, monkeypatch
 CANARY = "sk-canary-0123456789abcdef"
 
 
+@pytest.mark.slow
 def test_api_key_echoed_by_the_provider_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capfd: pytest.CaptureFixture[str]) -> None:
     """A gateway that quotes the key in its error messages: the canary appears in no file under the run
@@ -153,6 +154,7 @@ def test_api_key_echoed_by_the_provider_is_never_written(tmp_path: Path, monkeyp
             assert CANARY not in trace.read_text(errors="replace"), trace
 
 
+@pytest.mark.slow
 def test_a_rerun_without_cache_asks_only_the_errored_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One sample fails (the endpoint answers 500 for its question) while the other three finish; the same
     command again with `--no-cache` asks that question only: the finished samples come from the log."""
@@ -179,6 +181,7 @@ def test_a_rerun_without_cache_asks_only_the_errored_sample(tmp_path: Path, monk
     assert results["errors"] == []
 
 
+@pytest.mark.slow
 def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) -> None:
     """The response cache is keyed by the endpoint's URL: the same model at a new address is asked every
     call again, unless `--endpoint-moved OLD=NEW` says it is the same model (then nothing is asked)."""
@@ -208,6 +211,7 @@ def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) 
 @pytest.mark.parametrize("how", [["--display", "plain"], ["--display", "log"], ["--display", "full"],
                                  ["--display", "plain", "--workers", "2"]],
                          ids=["plain", "log", "full", "workers"])
+@pytest.mark.slow
 def test_a_key_quoted_in_a_401_never_reaches_the_console(how: list[str], tmp_path: Path) -> None:
     """An endpoint refuses the key with a 401 whose message quotes it: whatever the display, and through
     local `--workers`, the key appears nowhere on stdout or stderr (the command runs as a CI job would,

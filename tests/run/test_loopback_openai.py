@@ -70,6 +70,7 @@ def test_one_rate_limit_then_success(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert server.chat_requests[0].json == server.chat_requests[1].json  # the same request, resent
 
 
+@pytest.mark.slow
 def test_rate_limit_is_retried_by_inspect_when_the_sdk_does_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +108,7 @@ def test_dead_endpoint_is_bounded_by_attempt_timeout(tmp_path: Path, monkeypatch
     assert server.chat_requests[0].status is None  # the client hung up before the reply
 
 
+@pytest.mark.slow
 def test_timeout_alone_does_not_cut_a_slow_reply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(canned, delays={1: 2.5}) as server:
         log = _eval(server, tmp_path, monkeypatch, _task(["Say yes."]), max_retries=0, timeout=1)
@@ -117,6 +119,7 @@ def test_timeout_alone_does_not_cut_a_slow_reply(tmp_path: Path, monkeypatch: py
     assert request.finished - request.started >= 2.5
 
 
+@pytest.mark.slow
 def test_server_errors_exhaust_bounded_retries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(canned, fail_500=range(1, 100)) as server:
         log = _eval(

@@ -65,6 +65,7 @@ def test_a_clean_log_is_neither_parsed_nor_rewritten(tmp_path: Path, monkeypatch
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_real_inspect_log_is_read_in_a_fresh_process(tmp_path: Path) -> None:
     """Inspect writes zstd members, which Python < 3.14's zipfile reads only once Inspect has patched it."""
     import subprocess

@@ -41,6 +41,7 @@ def comparable(out: Path) -> tuple[dict, list[str]]:
     return data, sorted((out / "items.jsonl").read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_three_shards_merge_into_the_single_process_result(tmp_path: Path) -> None:
     _, code = run(_opts(tmp_path / "single"))
     assert code == 0

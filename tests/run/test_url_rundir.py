@@ -73,6 +73,7 @@ def comparable(out: Path | Url) -> tuple[dict[str, Any], list[str]]:
     return data, sorted((out / "items.jsonl").read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_a_run_to_s3_writes_its_directory_there(s3_endpoint: str, tmp_path: Path) -> None:
     url = f"s3://{BUCKET}/canned"
     _, code = run(_opts(url))
@@ -92,6 +93,7 @@ def test_a_run_to_s3_writes_its_directory_there(s3_endpoint: str, tmp_path: Path
     assert json.loads((tmp_path / "cmp.json").read_text())
 
 
+@pytest.mark.slow
 def test_resume_overwrite_and_refusal_work_on_a_url(s3_endpoint: str) -> None:
     url = f"s3://{BUCKET}/config"
     calls: list[str] = []
@@ -169,6 +171,7 @@ def test_errors_are_one_line_and_come_before_any_call(s3_endpoint: str, monkeypa
     assert err[-1].startswith("trustmh: error: --out s3://no-such-bucket-here/run: cannot write there")
 
 
+@pytest.mark.slow
 def test_a_key_quoted_by_a_provider_is_scrubbed_at_the_url(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from inspect_ai.log import read_eval_log
 
