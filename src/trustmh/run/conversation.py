@@ -25,15 +25,16 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from trustmh.core import MAX_ATTEMPTS, RunContext
+from trustmh.core import RunContext
+from trustmh.judges.reask import ask_until_valid
 from trustmh.models import BUNDLED_MODEL
 from trustmh.pillars.conversation.contract import (
     PATIENT_ROLE,
     SCRIPT_MODEL,
     ConversationSubtask,
     conversation_record,
-    is_empty,
     read_system_prompt,
+    said_something,
     usable_requests,
 )
 from trustmh.run.calls import (
@@ -91,24 +92,30 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             else:
                 index = int(item.metadata.get("patient_index", 0))
                 patient = patient or patient_model(ctx, index)
-                for attempt in range(1, MAX_ATTEMPTS + 1):
+                said_by: list[str | None] = []
+
+                async def patient_line(attempt: int, asked: Model = patient, messages: Any = move.messages,
+                                       said_by: list[str | None] = said_by) -> str:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
-                    out = await patient.generate(_chat(list(move.messages or [])), cache=cache_policy(ctx, attempt))
-                    note_call("patient", str(patient), out)
-                    if not is_empty(out.completion):
-                        break
-                said = out.completion
+                    out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt))
+                    note_call("patient", str(asked), out)
+                    said_by.append(out.model)
+                    return out.completion
+
+                said = await ask_until_valid(patient_line, said_something)
                 names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
-                who = names[index % len(names)] if names else str(out.model or "patient")
+                who = names[index % len(names)] if names else str(said_by[-1] or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))
-            state = await generate_once(state, generate, ctx)
-            for reask in range(1, MAX_ATTEMPTS):
-                if not is_empty(state.output.completion):
-                    break
-                if state.messages and state.messages[-1].role == "assistant":
+
+            async def model_reply(attempt: int) -> str:
+                nonlocal state
+                if attempt > 1 and state.messages and state.messages[-1].role == "assistant":
                     state.messages.pop()  # the empty reply: the same conversation is asked again
-                state = await generate_once(state, generate, ctx, reask=reask)
+                state = await generate_once(state, generate, ctx, reask=attempt - 1)
+                return state.output.completion
+
+            await ask_until_valid(model_reply, said_something)
             greeting = (state.output.metadata or {}).get("greeting")
             if greeting and GREETING_KEY not in state.metadata:
                 state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)

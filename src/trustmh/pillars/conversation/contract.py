@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import (
-    MAX_ATTEMPTS,
     GenConfig,
     Item,
     JudgeRequest,
@@ -141,6 +140,11 @@ def is_empty(text: str | None) -> bool:
     return not (text or "").strip()
 
 
+def said_something(text: str) -> bool:
+    """The check of the re-ask loop (`judges.reask`) for a patient line or a model reply: not empty."""
+    return not is_empty(text)
+
+
 def empty_turns(turns: Sequence[Mapping[str, Any]]) -> list[int]:
     """The turns that stayed empty after their re-asks: a model reply with nothing in it, or a model reply to a
     patient line with nothing in it (the model was asked nothing). Their judge marks are not asked for and
@@ -182,16 +186,6 @@ def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[di
 Speaker = Callable[[list[dict[str, str]]], str]
 
 
-def _until_said(speak: Speaker, messages: list[dict[str, str]]) -> str:
-    """A line, asked again while it is empty (MAX_ATTEMPTS in all), as the Inspect glue does."""
-    said = speak(messages)
-    for _ in range(MAX_ATTEMPTS - 1):
-        if not is_empty(said):
-            break
-        said = speak(messages)
-    return said
-
-
 def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
                               patient: Speaker | None = None, judge: Callable[[JudgeRequest], str] | None = None,
                               items: list[Item] | None = None, *, model_name: str = "model",
@@ -209,9 +203,13 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
             else:
                 if patient is None:
                     raise TrustmhError(f"{subtask.id}: a simulated patient needs a patient model")
-                said, who = _until_said(patient, list(move.messages or [])), patient_name
+                line = list(move.messages or [])
+                said = ask_until_valid_sync(lambda _a, m=line: patient(m), said_something)
+                who = patient_name
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            turns.append({"role": "model", "content": _until_said(respond, model_messages(turns, system)),
+            asked = model_messages(turns, system)
+            reply = ask_until_valid_sync(lambda _a, m=asked: respond(m), said_something)
+            turns.append({"role": "model", "content": reply,
                           "model": model_name, "turn": i, "marks": {}})
         outputs: dict[str, str] | None = None
         if judge is not None and ctx.has_judge:
