@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,11 @@ os.environ["TRUSTMH_DATA_DIR"] = str(Path(os.environ["TRUSTMH_DATA_DIR"]).resolv
 os.environ.setdefault("TRUSTMH_OFFLINE", "1")
 # Inspect must never try to reach a real provider or display a TUI from tests.
 os.environ.setdefault("INSPECT_DISPLAY", "none")
+# The bundled model's Q4_0 copy (trustmh.models.gguf_q4_0) is made once for the whole session, not once per
+# test's own cache folder.
+if "TRUSTMH_MODELS_DIR" not in os.environ:
+    os.environ["TRUSTMH_MODELS_DIR"] = tempfile.mkdtemp(prefix="trustmh-models-")
+    atexit.register(shutil.rmtree, os.environ["TRUSTMH_MODELS_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -259,16 +259,17 @@ def no_room(exc: OSError, path: Path | str) -> TrustmhError | None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """The one atomic write of a local file: write to a temporary name in the same folder, then give it the
-    user's umask and rename it into place; on any error the temporary is removed and `path` is untouched
-    (a full disk is a one-line TrustmhError naming `path`)."""
+def atomic_path(path: Path) -> Iterator[Path]:
+    """The one atomic write of a local file: yields a temporary name in the same folder to write, then gives
+    it the user's umask and renames it into place; on any error the temporary is removed and `path` is
+    untouched (a full disk is a one-line TrustmhError naming `path`). For writers that open a file by name;
+    `atomic_file` gives an open file."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
-            yield fh
+        os.close(fd)
+        yield Path(tmp)
         with_umask(tmp)
         os.replace(tmp, path)
     except OSError as exc:
@@ -280,6 +281,13 @@ def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """`atomic_path`, with the temporary file open in `mode`."""
+    with atomic_path(path) as tmp, open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
+        yield fh
 
 
 def write_text_atomic(target: Path | Url, text: str) -> None:

