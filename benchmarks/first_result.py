@@ -50,7 +50,8 @@ def main() -> int:
     cache = work / "pip-cache"
     cache.mkdir()
     clone = work / "trustmh"
-    env = {**os.environ, "PIP_CACHE_DIR": str(cache), "PIP_NO_CACHE_DIR": "1"}
+    # a fresh machine: no pip cache, and no Q4_0 copy of the bundled model yet (trustmh.models.gguf_q4_0)
+    env = {**os.environ, "PIP_CACHE_DIR": str(cache), "PIP_NO_CACHE_DIR": "1", "TRUSTMH_MODELS_DIR": str(work / "models")}
     env.pop("VIRTUAL_ENV", None)
     print(f"machine: {machine()}")
     print(f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
