@@ -17,7 +17,9 @@ additions); the escalation's human-rated items now matched to the study's sample
 does (issue 22) and its judge prompt reordered for prefix caching (issue 25), which change which items the
 canned judge reads and what it replies, so the escalation's invalid count and categories; and, for the demo,
 the bundled model's new runtime (llama.cpp's server, issue 26), then its Q4_0 copy of the weights (issue 26,
-afternoon; the prompt cache moved nothing: two runs, one regenerating this file, gave the same results).
+afternoon; the prompt cache moved nothing: two runs, one regenerating this file, gave the same results), then
+its judge's JSON written with fixed separators and no indentation (issue 26, evening: the judge's replies
+change, so its scores).
 """
 
 from __future__ import annotations

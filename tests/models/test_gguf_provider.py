@@ -273,6 +273,21 @@ def test_response_schema_makes_the_reply_valid_json(smollm2: Model) -> None:
 
 
 @pytest.mark.slow
+def test_a_json_reply_has_no_whitespace_but_the_separators(smollm2: Model) -> None:
+    """The front compiles a schema with fixed separators: no indentation for the model to spend tokens on."""
+    from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
+
+    schema = ResponseSchema(name="rating", json_schema=JSONSchema(
+        type="object", properties={"score": JSONSchema(type="integer", enum=[1, 2, 3, 4, 5]),
+                                   "why": JSONSchema(type="string", maxLength=12)},
+        required=["score", "why"], additionalProperties=False))
+    config = GenerateConfig(max_tokens=200, temperature=0, seed=1, response_schema=schema)
+    out = asyncio.run(smollm2.generate("Rate the colour blue from 1 to 5 and say why.", config=config))
+    assert out.completion.startswith('{"score": ')
+
+
+@pytest.mark.slow
 def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it(tmp_path: Path) -> None:
     """Greedy and seeded sampling, plain and JSON-constrained, give the same replies computed from scratch, one
     at a time from a cached shared prefix, in reverse order, and several at once on two servers: the prompt

@@ -1,5 +1,5 @@
-"""The bundled model's server front: which requests may start from the prompt cache (plain Python, no server),
-and the bundled model's Q4_0 copy."""
+"""The bundled model's server front: which requests may start from the prompt cache and how a JSON schema
+reaches the grammar (plain Python, no server), and the bundled model's Q4_0 copy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from trustmh.models.gguf import resolve_model_path
 from trustmh.models.gguf_q4_0 import FORMAT, q4_0_copy
-from trustmh.models.gguf_server import PrefixLedger, prepare_body
+from trustmh.models.gguf_server import COMPACT_JSON, PrefixLedger, compact_json_grammar, prepare_body
 
 SYSTEM = {"role": "system", "content": "Rate the reply."}
 USER = {"role": "user", "content": "I feel tired."}
@@ -71,6 +71,75 @@ def test_other_bodies_pass_through_unchanged() -> None:
     assert prepare_body(b'{"content": "hi"}', ledger) == b'{"content": "hi"}'  # /tokenize
     assert prepare_body(b"not json", ledger) == b"not json"
     assert prepare_body(None, ledger) is None
+
+
+SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["score"]}
+SCHEMA_REQUEST = {"messages": [SYSTEM, USER],
+                  "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": SCHEMA}}}
+
+
+def _prepared(request: dict, compact_json: bool = True) -> dict:
+    return json.loads(prepare_body(json.dumps(request).encode(), PrefixLedger(), compact_json))
+
+
+def test_a_schema_becomes_a_compact_json_grammar() -> None:
+    assert _prepared(SCHEMA_REQUEST)["grammar"] == compact_json_grammar(SCHEMA)
+
+
+def test_the_schema_response_format_is_replaced_not_doubled() -> None:
+    # llama.cpp refuses a request with both a schema and a grammar
+    assert "response_format" not in _prepared(SCHEMA_REQUEST)
+
+
+def test_the_compact_grammar_is_llguidance_json_of_the_schema_with_fixed_separators() -> None:
+    prefix = "%llguidance {}\nstart: %json "
+    grammar = compact_json_grammar(SCHEMA)
+    assert json.loads(grammar.removeprefix(prefix)) == {**SCHEMA, "x-guidance": COMPACT_JSON}
+
+
+def test_without_llguidance_the_schema_is_left_to_llama_cpp() -> None:
+    assert _prepared(SCHEMA_REQUEST, compact_json=False)["response_format"] == SCHEMA_REQUEST["response_format"]
+
+
+def test_a_request_with_its_own_grammar_keeps_it() -> None:
+    request = {**SCHEMA_REQUEST, "grammar": 'root ::= "yes"'}
+    assert _prepared(request)["grammar"] == 'root ::= "yes"'
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$"}}},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}},
+    {"type": "object", "properties": {"a": {"type": "object"}}},
+    {"type": "object", "additionalProperties": {"type": "string"}},
+    {"type": "array"},
+], ids=["ref", "pattern", "array", "nested-object", "typed-extra-keys", "not-an-object"])
+def test_a_schema_of_another_shape_is_left_to_llama_cpp(schema: dict) -> None:
+    # llguidance refuses some of these, and the server would then sample with no grammar at all
+    request = {"messages": [SYSTEM, USER],
+               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": schema}}}
+    assert "grammar" not in _prepared(request)
+
+
+def test_every_judge_schema_shape_is_compiled_compactly() -> None:
+    from trustmh.judges.schema import json_object_schema
+
+    schema = json_object_schema(integers={"score": (1, 5)}, enums={"label": ["a", "b"]}, booleans=["ok"],
+                                strings=["rationale"], optional=["rationale"])
+    request = {"messages": [SYSTEM, USER],
+               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": schema}}}
+    assert _prepared(request)["grammar"] == compact_json_grammar(schema)
+
+
+def test_any_json_object_is_compiled_compactly() -> None:
+    request = {"messages": [SYSTEM, USER],
+               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": {"type": "object"}}}}
+    assert _prepared(request)["grammar"] == compact_json_grammar({"type": "object"})
+
+
+def test_a_json_object_response_format_is_left_to_llama_cpp() -> None:
+    request = {"messages": [SYSTEM, USER], "response_format": {"type": "json_object"}}
+    assert _prepared(request)["response_format"] == {"type": "json_object"}
 
 
 @pytest.fixture(scope="module")

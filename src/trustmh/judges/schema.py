@@ -5,9 +5,11 @@ grammar, so the judge can only write the keys and values its parser accepts. Des
 judge under a grammar:
 
 * Integer ranges are `enum` lists: llama.cpp grammars ignore `minimum`/`maximum`.
-* Properties appear in the order scores → enums → booleans → strings, and llama.cpp emits required keys
-  before optional ones: a judge that rambles in a free-text field has already written its scores when it
-  runs out of tokens.
+* Properties appear in the order scores → enums → booleans → strings, and the grammar keeps that order
+  (the bundled model's server compiles the schema with llguidance, `trustmh.models.gguf_server`): a judge
+  that rambles in a free-text field has already written its scores when it runs out of tokens.
+* The bundled model's replies have fixed separators and no other whitespace: no tokens spent on
+  indentation.
 * `additionalProperties` is false: no room for invented keys.
 * Free text is bounded (`maxLength`, and "at most N words" in the prompts): a judge cannot spend its token
   budget on prose, and its token limit (`JudgeRequest.max_tokens`) is sized to fit the scores and the text.
