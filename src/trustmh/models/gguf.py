@@ -17,8 +17,9 @@ Model args (`-M key=value` / `model_args`): `n_ctx` (default 8192, SmolLM2's tra
 a seed: each request is computed alone (no batching with other requests), and its prompt starts from a
 cached prefix only where that gives the same bits as computing it from scratch (see
 `trustmh.models.gguf_server`). With a response schema (the bundled judge) the server compiles the JSON
-schema to a grammar, so the reply is always well-formed JSON, written without indentation. A prompt longer than the context is not
-sent cut: the reply is empty with stop reason `model_length` (an invalid reply, never dropped).
+schema to a grammar, so the reply is always well-formed JSON, written without indentation. A prompt longer
+than the context is not sent cut: the reply is empty with stop reason `model_length` (an invalid reply,
+never dropped).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ CACHE_RAM_MIB = 256
 # llama.cpp's flash_attn_type: -1 auto, 0 off, 1 on
 FLASH_ATTENTION_OFF = 0
 # JSON replies with fixed separators (those the judge prompts show) and no free whitespace: llama.cpp's own
-# schema grammar lets the model indent, and the bundled judge did, on a third of its tokens (see
+# schema grammar lets the model indent, and the bundled judge did, on a sixth of its tokens (see
 # `compact_json_grammar`)
 COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 LLGUIDANCE = "%llguidance"
@@ -153,7 +153,7 @@ def is_flat_object_schema(schema: Any) -> bool:
 def compact_json_grammar(schema: dict[str, Any]) -> str:
     """A llguidance grammar for `schema` whose replies separate items with ", " and keys with ": " and have
     no other whitespace between tokens. Same keys and values as llama.cpp's grammar for the schema; what goes
-    is the model's choice of indentation, which cost the bundled judge about a third of its tokens."""
+    is the model's choice of indentation, which cost the bundled judge about a sixth of its tokens."""
     return f"{LLGUIDANCE} {{}}\nstart: %json " + json.dumps({**schema, "x-guidance": COMPACT_JSON})
 
 
