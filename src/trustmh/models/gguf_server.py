@@ -54,9 +54,7 @@ PROMPT_BATCH = 512
 CACHE_RAM_MIB = 256
 # llama.cpp's flash_attn_type: -1 auto, 0 off, 1 on
 FLASH_ATTENTION_OFF = 0
-# JSON replies with fixed separators (those the judge prompts show) and no free whitespace: llama.cpp's own
-# schema grammar lets the model indent, and the bundled judge did, on a sixth of its tokens (see
-# `compact_json_grammar`)
+# llguidance's JSON options: the separators the judge prompts show, no other whitespace (`compact_json_grammar`)
 COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 LLGUIDANCE = "%llguidance"
 
