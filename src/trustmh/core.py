@@ -238,12 +238,21 @@ def max_reasks(options: Mapping[str, Any]) -> int:
     return MAX_ATTEMPTS - 1 if value is None else max(0, min(int(value), MAX_ATTEMPTS - 1))
 
 
+# The most tokens (or characters) any one reply may be given (`-O max_tokens=…`): above every provider's limit.
+MAX_TOKENS = 200_000
+# The most repeats of one item (`-O samples=…`, judge repeats): each multiplies a sub-task's calls.
+MAX_REPEATS = 100
+# The most items of one sub-task an option may ask for (the largest dataset has about 100,000 rows).
+MAX_ITEMS = 1_000_000
+
+
 @dataclass(frozen=True)
 class Option:
     """One `-O key=value` option a sub-task reads: what it means, and for a whole number its least value."""
 
     help: str
     minimum: int | None = None  # set: the value must be a whole number ≥ minimum
+    maximum: int | None = None  # set: and ≤ maximum (counts that multiply a run's calls, tokens or time)
 
 
 # (record as written to items.jsonl, the run's results.json) → the item's primary score, or None to leave it out

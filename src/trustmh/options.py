@@ -12,19 +12,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
-from trustmh.core import MAX_ATTEMPTS, Option, TrustmhError
+from trustmh.core import MAX_ATTEMPTS, MAX_TOKENS, Option, TrustmhError
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, Option] = {
-    "max_tokens_cap": Option("cap on the model under test's reply tokens (the bundled model: 192, the offline demo 64)", minimum=1),
-    "judge_max_tokens": Option("token limit of every judge reply (default: each judge's own, sized to its schema)", minimum=1),
+    "max_tokens_cap": Option("cap on the model under test's reply tokens (the bundled model: 192, the offline demo 64)", minimum=1,
+                             maximum=MAX_TOKENS),
+    "judge_max_tokens": Option("token limit of every judge reply (default: each judge's own, sized to its schema)", minimum=1,
+                               maximum=MAX_TOKENS),
     "judge_text_chars": Option("longest free-text field (e.g. rationale) a JSON-mode judge may write (the offline demo "
-                        "uses 80)", minimum=1),
+                        "uses 80)", minimum=1, maximum=MAX_TOKENS),
     "reasks": Option("re-asks of the model under test after an unparseable reply, 0-2 (default 2; the offline demo "
               "uses 0: the reply then counts as invalid)", minimum=0),
     "judge_json_mode": Option("1/0: ask judges for their exact JSON schema (default: on for the bundled model)"),
     "ensemble": Option("how several --judge combine: vote (default), median or mean"),
-    "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1),
+    "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1, maximum=100),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
     "judges": Option("ensemble members (set by repeating --judge)"),
     "model": Option("label of the model under test (set by trustmh)"),
@@ -73,5 +75,8 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
                 raise TrustmhError(f"-O {key}={value!r}: must be a whole number") from None
             if number < minimum:
                 raise TrustmhError(f"-O {key}={value!r}: must be at least {minimum}")
+            maximum = known[key].maximum
+            if maximum is not None and number > maximum:
+                raise TrustmhError(f"-O {key}={value}: at most {maximum}")
         if key == "reasks" and str(value).strip().lstrip("-").isdigit() and int(str(value)) > MAX_ATTEMPTS - 1:
             raise TrustmhError(f"-O reasks={value!r}: at most {MAX_ATTEMPTS - 1}")

@@ -7,6 +7,7 @@ None ("price unknown"), never 0.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,17 +22,34 @@ class Price:
     cached_input: float | None = None  # per million cached input tokens (None: as input)
 
 
+# Every rate a model's table may hold (per million tokens). A rate must be a finite number >= 0: NaN or
+# infinity would make every cost NaN or infinite, and a NaN budget check is never true (the budget off).
+RATE_FIELDS = ("input", "output", "cached_input")
+REQUIRED_FIELDS = ("input", "output")
+# A price file is a few lines per model; anything larger is not one (and is not read whole).
+MAX_PRICE_FILE_BYTES = 1 << 20
+
+
+def check_rate(path: str | Path, model: str, key: str, value: object) -> float:
+    """One rate of a price file as a float; a TrustmhError naming the file, model and field unless it is a
+    finite number >= 0 (a TOML boolean is not a number)."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise TrustmhError(f"--prices {path}: model {model!r}: field {key!r} must be a finite number >= 0, "
+                           f"not {value!r}")
+    return float(value)
+
+
 def load_prices(path: str | Path | None) -> dict[str, Price]:
     """A price file: TOML, one table per model (`["openai/gpt-4o-mini"]` with input, output and optional
     cached_input, each per million tokens). A clear error naming the file and model for anything else."""
     if path is None:
         return {}
+    from trustmh.data.files import read_text_bounded
+
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TrustmhError(f"--prices {path}: cannot read ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TrustmhError(f"--prices {path}: not valid TOML ({exc})") from None
+        raw = tomllib.loads(read_text_bounded(path, MAX_PRICE_FILE_BYTES, f"--prices {path}"))
+    except tomllib.TOMLDecodeError as exc:
+        raise TrustmhError(f"--prices {path}: not valid TOML ({' '.join(str(exc).split())})") from None
     tables = raw.get("models", raw)
     prices: dict[str, Price] = {}
     for model, table in tables.items():
@@ -41,19 +59,16 @@ def load_prices(path: str | Path | None) -> dict[str, Price]:
         if nested:  # [openai.gpt-4o] is a table inside a table: the name needs quotes
             raise TrustmhError(f"--prices {path}: table {model!r} holds table(s) {nested}: quote a model name "
                                f'that has "/" or ".", e.g. ["{model}/{nested[0]}"]')
-        unknown = set(table) - {"input", "output", "cached_input"}
+        unknown = set(table) - set(RATE_FIELDS)
         if unknown:
             raise TrustmhError(f"--prices {path}: model {model!r}: unknown field(s) {sorted(unknown)} (the fields "
-                               "are input, output and cached_input)")
-        for key in ("input", "output", "cached_input"):
-            value = table.get(key)
-            if key != "cached_input" and value is None:
+                               f"are {', '.join(RATE_FIELDS)})")
+        for key in REQUIRED_FIELDS:
+            if key not in table:
                 raise TrustmhError(f"--prices {path}: model {model!r}: field {key!r} is missing (price per "
                                    "million tokens)")
-            if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
-                raise TrustmhError(f"--prices {path}: model {model!r}: field {key!r} must be a number >= 0")
-        prices[str(model)] = Price(float(table["input"]), float(table["output"]),
-                                   None if table.get("cached_input") is None else float(table["cached_input"]))
+        rates = {key: check_rate(path, str(model), key, value) for key, value in table.items()}
+        prices[str(model)] = Price(**rates)
     return prices
 
 

@@ -50,7 +50,12 @@ def run_path(where: str | Path | Url) -> Path | Url:
 
 
 def cli_path(value: str) -> Path | Url:
-    """argparse type of `--out` and run-directory arguments."""
+    """argparse type of `--out` and run-directory arguments; an empty one is refused (it would name the
+    current directory, and a run would write its files among whatever is there)."""
+    if not value.strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("expected a directory (a path or a URL), got an empty string")
     return run_path(value)
 
 

@@ -22,6 +22,8 @@ USMLE = Path("external/USMLE-Mental/USMLE-mental.jsonl")
 def _nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOWHERE_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: nothing listens
     monkeypatch.setenv("NOWHERE_API_KEY", "not-a-key")
+    monkeypatch.setenv("EMPTY_VAR_34", "")
+    monkeypatch.delenv("NO_SUCH_VAR_34", raising=False)
 
 
 def good_row(data_dir: Path) -> dict:
@@ -94,6 +96,100 @@ def gate_policy(check: str, sub: str = "privacy/leakage", top: str = "") -> Call
         policy.write_text(f'{top}\n[[check]]\nid = "c"\nsubtask = "{sub}"\n{check}\n', encoding="utf-8")
         return ["gate", str(_results(tmp, json.dumps(GATE_RUN))), "--policy", str(policy)]
     return build
+
+
+def _finished(tmp: Path) -> Path:
+    """A finished run of its own: results.json and an Inspect log."""
+    d = _results(tmp, json.dumps(GATE_RUN), name="results.json")
+    (d / "logs").mkdir(exist_ok=True)
+    (d / "logs" / "x.eval").write_bytes(b"PK")
+    return d
+
+
+def _sparse(tmp: Path, size: int) -> Path:
+    path = tmp.parent / f"{tmp.name}-huge.jsonl"  # beside the case's folder: the harness reads what is inside
+    with path.open("wb") as fh:
+        fh.truncate(size)  # a sparse file: its size is on record, its blocks are not on the disk
+    return path
+
+
+def _prices_file(text: str) -> Callable[[Path], str]:
+    def write(tmp: Path) -> str:
+        path = tmp / "prices.toml"
+        path.write_text('["openai-api/nowhere/m"]\n' + text + "\n", encoding="utf-8")
+        return str(path)
+    return write
+
+
+def prices_args(text: str | None, *extra: str, prices: str | None = None) -> Callable[[Path, Path], list[str]]:
+    """`run` with a price file holding `text` (or the file `prices`), then `extra`."""
+    return lambda tmp, data: run_args("--prices", prices or _prices_file(text or PRICES_OK)(tmp), *extra)(tmp, data)
+
+
+PRICES_OK = "input = 1.0\noutput = 2.0"
+REVERSED_JUDGE = "[judge_min.binary]\nkappa = 0.8\n[judge_max.binary]\nkappa = 0.5"
+
+
+def _policy(tmp: Path, top: str) -> Path:
+    path = tmp / "policy.toml"
+    path.write_text(f'{top}\n[[check]]\nid = "c"\nsubtask = "privacy/leakage"\nmax = 0.1\n', encoding="utf-8")
+    return path
+
+
+ENDPOINT = ('url = "https://x.example/chat"\n[body]\nmessages = "{{messages}}"\ntag = "t"\n'
+            '[reply]\npath = "text"\n')
+
+
+def _endpoint_args(text: str) -> Callable[[Path, Path], list[str]]:
+    def build(tmp: Path, data: Path) -> list[str]:
+        path = tmp / "acme.toml"
+        path.write_text(text, encoding="utf-8")
+        return ["run", "--model", "http/acme", "--endpoint", str(path), "--no-judge", "--timeout", "1",
+                "--max-retries", "0", "--out", str(tmp / "o")]
+    return build
+
+
+REF_CSV = "item_id,response,human_a\ni0,good,1\ni1,good,1\ni2,plain,0\ni3,plain,0\ni4,good,1\n"
+
+
+def _certify_args(csv_text: str | None, *extra: str) -> Callable[..., list[str]]:
+    def build(tmp: Path, data: Path, raw: bytes | None = None) -> list[str]:
+        path = tmp / "ref.csv"
+        if raw is not None:
+            path.write_bytes(raw)
+        else:
+            path.write_text(csv_text or "", encoding="utf-8")
+        return ["judge", "certify", "--judge", "openai-api/nowhere/j", "--reference", str(path), "--subtask",
+                "safety/over_refusal", "--judge-key", "helpful", "--certificates", str(tmp / "certs"),
+                "--timeout", "1", "--max-retries", "0", *extra]
+    return build
+
+
+SAMPLE_ITEM = {"key": "safety/over_refusal::i1::1", "subtask": "safety/over_refusal", "item_id": "i1", "epoch": 1,
+               "judge_value": 1.0, "inclusion_probability": 0.5}
+SAMPLE_OK = json.dumps({"items": [SAMPLE_ITEM], "scales": {"safety/over_refusal": [0.0, 1.0]}})
+LABELS_OK = "rater,subtask,item_id,epoch,label\nr,safety/over_refusal,i1,1,1\n"
+
+
+def _review_import(labels: str, sample: str = SAMPLE_OK) -> Callable[[Path, Path], list[str]]:
+    def build(tmp: Path, data: Path) -> list[str]:
+        run = _results(tmp, json.dumps(GATE_RUN))
+        (run / "review").mkdir(exist_ok=True)
+        (run / "review" / "sample.json").write_text(sample, encoding="utf-8")
+        (tmp / "labels.csv").write_text(labels, encoding="utf-8")
+        return ["review", "import", str(run), str(tmp / "labels.csv"), "--certificates", str(tmp / "certs")]
+    return build
+
+
+def _crisis_0_100(tmp: Path, data: Path) -> list[str]:
+    """The crisis study's layout with one evaluator's scores on a 0-100 scale."""
+    merged = tmp / "study" / "data" / "llm_evaluator" / "judge-a" / "n_200" / "merged"
+    merged.mkdir(parents=True)
+    rows = [{"inputs": [f"user turn {i}"], "answer": f"reply {i}", "label": "no_risk", "evaluation": 60 + i}
+            for i in range(3)]
+    (merged / "judge-a-evaluation_model-x-answers-crisis_n200-20250101_000000_merged.json").write_text(
+        json.dumps(rows), encoding="utf-8")
+    return ["rescore", "--format", "crisis-original", "--from", str(tmp / "study"), "--out", str(tmp / "o")]
 
 
 CASES: dict[str, Case] = {
@@ -232,6 +328,121 @@ CASES: dict[str, Case] = {
     # a run directory another process is writing (its lock held)
     "run into a locked --out": (lambda t, d: ["run", *NOWHERE, "--out", str(_locked(t)), "--no-judge"],
                                 "another trustmh process"),
+    # issue 34: every numeric option within its stated range, before anything is read or asked
+    **{f"run {flag} {v}": (run_args(flag, v), flag) for flag, vals in {
+        "--n-boot": ["1000000000", "100001"], "--limit": ["1000001"], "--timeout": ["86401"],
+        "--max-retries": ["101"], "--max-connections": ["10001"], "--log-buffer": ["100001"]}.items() for v in vals},
+    **{f"run {flag} {v}": (prices_args(None, flag, v), flag) for flag, v in (
+        ("--budget", "inf"), ("--budget", "nan"), ("--latency", "inf"), ("--budget", "0"))},
+    **{f"-O {kv}": (run_args(*where, "-O", kv), f"-O {kv}: at most") for where, kv in (
+        (("--suite", "mentalbench"), "samples=1000"), (("--subtasks", "privacy_awareness"), "awareness_samples=101"),
+        (("--subtasks", "knowledge"), "max_tokens_cap=1000000"), (("--suite", "mentalbench"), "judge_repeats=1000"),
+        (("--subtasks", "simulated_patient"), "judge_repeats=101"))},
+    # empty role names are refused at once (an empty --patient used to fail after 102 s)
+    **{f"run {flag} {v!r}": (run_args(flag, v), flag) for flag, v in (
+        ("--patient", ""), ("--patient", " "), ("--patient", "openai/a,,openai/b"), ("--judge", ""),
+        ("--model", ""))},
+    # --out names a directory, never the current one by accident
+    "run --out ''": (lambda t, d: ["run", *NOWHERE, "--no-judge", "--out", ""], "--out"),
+    "merge --out ''": (lambda t, d: ["merge", str(t), "--out", ""], "--out"),
+    "report --out ''": (lambda t, d: ["report", str(t), "--out", ""], "--out"),
+    "merge --out over a finished run": (lambda t, d: ["merge", str(t / "s0"), "--out", str(_finished(t))],
+                                        "holds a finished run of its own"),
+    # a file input is bounded by its size before it is read
+    "data path /dev/zero": (run_args("--subtasks", "knowledge", "-O", "usmle_mental_path=/dev/zero"),
+                            "not a regular file"),
+    "data path too large": (lambda t, d: run_args("--subtasks", "knowledge", "-O",
+                                                  f"usmle_mental_path={_sparse(t, 3 << 30)}")(t, d), "larger than"),
+    # price files: every rate finite and >= 0 (a NaN rate switched the budget off)
+    **{f"prices {name}": (prices_args(text, "--budget", "1"), why) for name, text, why in (
+        ("input nan", "input = nan\noutput = 1.0", "field 'input'"),
+        ("output inf", "input = 1.0\noutput = inf", "field 'output'"),
+        ("cached_input -inf", "input = 1.0\noutput = 1.0\ncached_input = -inf", "field 'cached_input'"),
+        ("negative", "input = -1.0\noutput = 1.0", "field 'input'"),
+        ("boolean", "input = true\noutput = 1.0", "field 'input'"),
+        ("string", 'input = "0.1"\noutput = 1.0', "field 'input'"),
+        ("missing output", "input = 1.0", "field 'output'"),
+        ("unknown rate", "input = 1.0\noutput = 1.0\ninptu = 2.0", "inptu"),
+        ("not toml", "input = [", "not valid TOML"))},
+    "prices /dev/zero": (prices_args(None, "--budget", "1", prices="/dev/zero"), "not a regular file"),
+    # plan takes the same prices, budget and numbers, and refuses them the same way
+    "plan prices nan": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--prices",
+                                      _prices_file("input = nan\noutput = 1.0")(t), "--budget", "1"],
+                        "field 'input'"),
+    "plan --budget inf": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--budget", "inf"], "--budget"),
+    "plan --target-width nan": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--target-width", "nan"],
+                                "--target-width"),
+    "plan --n-boot huge": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--n-boot", "1000000000"], "--n-boot"),
+    "plan --pilot ''": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--pilot", ""], "--pilot"),
+    "plan --policy reversed": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--policy",
+                                             str(_policy(t, REVERSED_JUDGE))], "reversed interval"),
+    # endpoint files: every ${VAR} set and non-empty, in any field; the file bounded and valid
+    **{f"endpoint {name}": (_endpoint_args(text), why) for name, text, why in (
+        ("unset variable in url", ENDPOINT.replace("https://x.example/chat", "https://x.example/${NO_SUCH_VAR_34}"),
+         "url needs the environment variable NO_SUCH_VAR_34, which is not set"),
+        ("unset variable in body", ENDPOINT.replace('tag = "t"', 'tag = "${NO_SUCH_VAR_34}"'),
+         "body.tag needs the environment variable NO_SUCH_VAR_34"),
+        ("unset variable in a header", ENDPOINT + '[headers]\nX-Key = "k ${NO_SUCH_VAR_34}"\n',
+         "headers.X-Key needs the environment variable NO_SUCH_VAR_34"),
+        ("empty variable in a header", ENDPOINT + '[headers]\nX-Key = "${EMPTY_VAR_34}"\n',
+         "EMPTY_VAR_34, which is empty"),
+        ("not toml", "url = [", "not valid TOML"))},
+    "endpoint /dev/zero": (lambda t, d: ["run", "--model", "http/acme", "--endpoint", "/dev/zero", "--no-judge",
+                                         "--out", str(t / "o")], "not a regular file"),
+    # policy packs: intervals and counts checked
+    "gate policy reversed judge interval": (gate_policy("max = 0.1", top=REVERSED_JUDGE), "reversed interval"),
+    "gate policy reversed check interval": (gate_policy("max = 0.1\njudge_min = {mae = 2.0}\n"
+                                                        "judge_max = {mae = 1.0}"), "reversed interval"),
+    "gate policy min_n true": (gate_policy("max = 0.1", top="min_n = true"), "key 'min_n'"),
+    "gate policy check min_n true": (gate_policy("max = 0.1\nmin_n = true"), "key 'min_n'"),
+    "gate policy check min_n 2.5": (gate_policy("max = 0.1\nmin_n = 2.5"), "key 'min_n'"),
+    "gate policy /dev/zero": (lambda t, d: ["gate", str(_results(t, json.dumps(GATE_RUN))), "--policy",
+                                            "/dev/zero"], "/dev/zero"),
+    "gate a shard": (lambda t, d: ["gate", str(_results(t, json.dumps({**GATE_RUN, "shard": [0, 2]})))],
+                     "shard 0/2"),
+    "gate pack on a shard": (lambda t, d: ["gate", str(_results(t, json.dumps({**GATE_RUN, "shard": [1, 4]}))),
+                                           "--policy", "ca-sb243"], "shard 1/4"),
+    # judge certify: the reference's labels are of the declared type; every option in range
+    **{f"certify {name}": (_certify_args(csv, *extra), why) for name, csv, extra, why in (
+        ("binary label abc", REF_CSV.replace("i3,plain,0", "i3,plain,abc"), ("--label-type", "binary"),
+         "row 5 column human_a: 'abc' is not a binary label"),
+        ("binary label nan", REF_CSV.replace("i3,plain,0", "i3,plain,nan"), ("--label-type", "binary"),
+         "row 5 column human_a: 'nan' is not a binary label"),
+        ("binary label 2", REF_CSV.replace("i3,plain,0", "i3,plain,2"), ("--label-type", "binary"),
+         "row 5 column human_a"),
+        ("ordinal label nan", REF_CSV.replace("i3,plain,0", "i3,plain,nan"), ("--label-type", "ordinal"),
+         "row 5 column human_a: 'nan' is not a number"),
+        ("no label type", REF_CSV, (), "--label-type"),
+        ("missing column", REF_CSV.replace("response", "reply"), ("--label-type", "binary"), "missing: response"),
+        ("ragged row", REF_CSV.replace("i3,plain,0", "i3,plain,0,extra"), ("--label-type", "binary"),
+         "row 5: 4 field(s), the header has 3"),
+        ("unknown threshold", REF_CSV, ("--label-type", "binary", "--threshold", "nosuch=0.5"), "'nosuch'"),
+        ("threshold out of range", REF_CSV, ("--label-type", "binary", "--threshold", "kappa=5"), "outside"),
+        ("limit 0", REF_CSV, ("--label-type", "binary", "--limit", "0"), "--limit"),
+        ("n-boot huge", REF_CSV, ("--label-type", "binary", "--n-boot", "1000000000"), "--n-boot"),
+        ("seed negative", REF_CSV, ("--label-type", "binary", "--seed", "-1"), "--seed"),
+        ("timeout 0", REF_CSV, ("--label-type", "binary", "--timeout", "0"), "--timeout"))},
+    "certify Latin-1 CSV": (lambda t, d: _certify_args(None, "--label-type", "binary")(t, d, REF_CSV.replace(
+        "plain", "caf\xe9").encode("latin-1")), "not UTF-8"),
+    "certify empty judge": (lambda t, d: ["judge", "certify", "--judge", "", "--reference", "x.csv"], "--judge"),
+    "certify /dev/zero": (lambda t, d: ["judge", "certify", "--judge", "mockllm/model", "--reference", "/dev/zero",
+                                        "--subtask", "safety/over_refusal", "--judge-key", "helpful",
+                                        "--label-type", "binary"], "/dev/zero"),
+    # review: the sample and the labels checked, file and row named
+    "review import off-scale label": (_review_import("rater,subtask,item_id,epoch,label\nr,safety/over_refusal,i1,1,7\n"),
+                                      "row 2 column label: '7' is not on"),
+    "review import label not a number": (_review_import("rater,subtask,item_id,epoch,label\n"
+                                                        "r,safety/over_refusal,i1,1,yes\n"), "row 2 column label"),
+    "review import corrupted sample": (_review_import(LABELS_OK, sample="{not json"), "sample.json: not valid JSON"),
+    "review import sample without scales": (_review_import(LABELS_OK, sample=json.dumps({"items": [SAMPLE_ITEM]})),
+                                            "field 'scales'"),
+    "review import sample item field": (_review_import(LABELS_OK, sample=json.dumps(
+        {"items": [{**SAMPLE_ITEM, "epoch": "one"}], "scales": {"safety/over_refusal": [0, 1]}})),
+        "items[0].epoch"),
+    "review import ragged labels": (_review_import("rater,subtask,item_id,epoch,label\nr,x\n"), "row 2"),
+    "review export --n 0": (lambda t, d: ["review", "export", str(t), "--n", "0", "--seed", "0"], "--n"),
+    # rescore: scores off the study's 1-5 scale are refused, naming file, row and field
+    "rescore crisis-original 0-100 scores": (_crisis_0_100, "row 0 field 'evaluation': 60 is off the study's 1-5 scale"),
     # top level
     "unknown command": (lambda t, d: ["frobnicate"], "frobnicate"),
     "no command": (lambda t, d: [], "command"),

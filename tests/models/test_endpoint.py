@@ -65,6 +65,53 @@ def test_header_variables_are_scrubbed_whatever_their_name(tmp_path: Path) -> No
     path = tmp_path / "acme.toml"
     path.write_text('url = "https://x.example/chat"\n[headers]\nX-Auth = "${ACME_AUTH}"\n[body]\n'
                     'messages = "{{messages}}"\n[reply]\npath = "text"\n')
-    assert load_endpoint(path).send == "conversation"
+    assert load_endpoint(path, {"ACME_AUTH": "set"}).send == "conversation"
     secret = "value-of-an-oddly-named-variable"
     assert secret in secret_values({ENDPOINT_ENV: str(path), "ACME_AUTH": secret})
+
+
+# issue 34: `${VAR}` in any field is resolved from the environment, and refused at once when unset or empty
+ANY_FIELD = {"url": "https://x.example/${ACME_PATH}", "headers": {"X-Auth": "Bearer ${ACME_AUTH}"},
+             "body": {"messages": "{{messages}}", "key": "${ACME_BODY}"}, "reply": {"path": "text"}}
+SET = {"ACME_PATH": "chat", "ACME_AUTH": "tok-123456789", "ACME_BODY": "body-secret-1"}
+
+
+def test_every_field_names_its_variables() -> None:
+    assert parse_endpoint(ANY_FIELD, "acme.toml").env_names() == ["ACME_AUTH", "ACME_BODY", "ACME_PATH"]
+
+
+@pytest.mark.parametrize("name, where", [("ACME_PATH", "url"), ("ACME_AUTH", "headers.X-Auth"),
+                                         ("ACME_BODY", "body.key")])
+def test_an_unset_variable_is_refused_naming_field_and_variable(name: str, where: str) -> None:
+    env = {k: v for k, v in SET.items() if k != name}
+    with pytest.raises(EndpointError, match=f"acme.toml: {where} needs the environment variable {name}, which is "
+                                            "not set"):
+        parse_endpoint(ANY_FIELD, "acme.toml").check_env(env)
+
+
+def test_an_empty_variable_is_refused() -> None:
+    with pytest.raises(EndpointError, match="ACME_AUTH, which is empty"):
+        parse_endpoint(ANY_FIELD, "acme.toml").check_env({**SET, "ACME_AUTH": ""})
+
+
+def test_the_body_is_resolved_for_the_wire() -> None:
+    endpoint = parse_endpoint(ANY_FIELD, "acme.toml")
+    assert endpoint.resolve(endpoint.body, "body", SET)["key"] == "body-secret-1"
+
+
+def test_a_users_message_is_never_expanded() -> None:
+    endpoint = parse_endpoint(ANY_FIELD, "acme.toml")
+    body = endpoint.resolve(endpoint.body, "body", SET)
+    assert fill(body, {"messages": "say ${ACME_AUTH}"})["messages"] == "say ${ACME_AUTH}"
+
+
+def test_every_referenced_value_is_a_secret() -> None:
+    assert sorted(parse_endpoint(ANY_FIELD, "acme.toml").secrets(SET)) == sorted(SET.values())
+
+
+def test_load_refuses_an_unset_variable_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "acme.toml"
+    path.write_text('url = "https://x.example/${NO_SUCH_VAR_34}"\n[body]\nmessages = "{{messages}}"\n'
+                    '[reply]\npath = "text"\n', encoding="utf-8")
+    with pytest.raises(EndpointError, match="url needs the environment variable NO_SUCH_VAR_34"):
+        load_endpoint(path, {})

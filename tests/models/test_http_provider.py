@@ -166,3 +166,52 @@ def test_workers_split_a_product_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-500:]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["subtasks"]["conversation/ai_disclosure"]["n"] == 8
+
+
+# issue 34: a product that fails names the endpoint file and the status or network error, never only
+# `RetryError(<Future …>)`
+def _failing_run(tmp: Path, endpoint: Path) -> str:
+    code = main(["run", "--model", "http/acme", "--endpoint", str(endpoint), "--suite", "starter", "--subtasks",
+                 "knowledge", "--limit", "1", "--no-judge", "--out", str(tmp / "out"), "--display", "none",
+                 "--timeout", "5", "--max-retries", "0", "--n-boot", "200"])
+    assert code == 1
+    return " ".join(json.loads((tmp / "out" / "results.json").read_text())["errors"])
+
+
+@pytest.fixture(scope="module")
+def answered_500(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    tmp = tmp_path_factory.mktemp("http500")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ACME_AUTH", TOKEN)
+        with ChatbotServer(chat_status=500) as server:
+            endpoint = server.endpoint_file(tmp / "acme.toml")
+            return endpoint, _failing_run(tmp, endpoint)
+
+
+def test_a_500_names_the_endpoint_file(answered_500: tuple[Path, str]) -> None:
+    assert str(answered_500[0]) in answered_500[1]
+
+
+def test_a_500_names_the_status(answered_500: tuple[Path, str]) -> None:
+    assert "the server answered HTTP 500" in answered_500[1]
+
+
+def test_a_500_is_not_reported_as_a_retry_future(answered_500: tuple[Path, str]) -> None:
+    assert "RetryError" not in answered_500[1]
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    tmp = tmp_path_factory.mktemp("refused")
+    endpoint = tmp / "acme.toml"
+    endpoint.write_text('url = "http://127.0.0.1:9/chat"\n[body]\nmessages = "{{messages}}"\n[reply]\npath = "t"\n',
+                        encoding="utf-8")  # port 9 (discard): nothing listens
+    return endpoint, _failing_run(tmp, endpoint)
+
+
+def test_a_refused_connection_names_the_endpoint_file(refused: tuple[Path, str]) -> None:
+    assert str(refused[0]) in refused[1]
+
+
+def test_a_refused_connection_names_the_network_error(refused: tuple[Path, str]) -> None:
+    assert "ConnectError" in refused[1]

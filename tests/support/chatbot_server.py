@@ -5,7 +5,8 @@ session is started with `POST /sessions` (answer `{"session": {"id": ...}, "gree
 `POST /chat` carries one user message, `{"session_id": ..., "text": ...}`, and the server keeps the
 conversation and its own system prompt; the reply is at `data.reply.text`. `respond(history, system)`
 writes the reply from the session's whole history (`[{role, content}]`, the newest user message last).
-It checks a bearer token, can refuse every session (403), answers 404 for an unknown session, and is
+It checks a bearer token, can refuse every session (403), can answer every chat with one status
+(`chat_status`, e.g. 500), answers 404 for an unknown session, and is
 bounded: it stops itself after `max_requests` requests or `max_seconds` seconds, and when its `with` ends.
 """
 
@@ -48,6 +49,7 @@ class ChatbotServer:
     respond: Respond = default_respond
     refuse_sessions: bool = False
     reply_key: str = "text"  # the key the reply is put under (a test of a wrong `reply.path` changes it)
+    chat_status: int | None = None  # set: every `POST /chat` is answered with this status (a failing product)
     max_requests: int = 500
     max_seconds: float = 120.0
     token: str = TOKEN
@@ -123,6 +125,9 @@ greeting_path = "greeting"
                 self.sessions[sid] = []
                 seen.status = 200
                 return 200, {"session": {"id": sid}, "greeting": GREETING}
+            if path == "/chat" and self.chat_status is not None:
+                seen.status = self.chat_status
+                return self.chat_status, {"error": "the product is down"}
             if path != "/chat" or not isinstance(body, dict):
                 seen.status = 400
                 return 400, {"error": "bad request"}

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
+from trustmh.cli.args import (
+    BUDGET_EXIT,
+    MAX_CONNECTIONS,
+    MAX_LIMIT,
+    MAX_LOG_BUFFER,
+    MAX_N_BOOT,
+    MAX_REPLY_TOKENS,
+    MAX_RETRIES,
+    MAX_TASKS,
+    MAX_TIMEOUT,
+    MAX_WORKERS,
+    MIN_N_BOOT,
+    at_least,
+    model_name,
+)
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
@@ -40,8 +55,8 @@ def _positive_float(value: str) -> float:
         number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    if not math.isfinite(number) or not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {value}")
     return number
 
 
@@ -63,7 +78,7 @@ def _moved(value: str) -> tuple[str, str]:
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """The arguments of `trustmh run`, shared by `trustmh plan`."""
-    run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
+    run.add_argument("--model", type=model_name("--model"), help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
                      "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
     run.add_argument("--endpoint", type=Path, metavar="FILE",
                      help="with --model http/<name>: the product's own chat API, described in one TOML file "
@@ -72,15 +87,15 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      "else trustmh")
     run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
     run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
-    run.add_argument("--limit", type=at_least(1, "--limit"),
+    run.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
                      help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
                      "Samples can be more: fairness asks each context in 17 identity variants, privacy "
                      "awareness draws several samples per item, robustness asks each item at each "
                      "perturbation level; results.json records the samples of each sub-task")
-    run.add_argument("--judge", action="append", default=[],
+    run.add_argument("--judge", action="append", default=[], type=model_name("--judge"),
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
-    run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
+    run.add_argument("--patient", type=model_name("--patient"), help="simulated patient's model for conversation/simulated_patient (Inspect "
                      "`patient` role); a comma-separated list is an ensemble, each model playing every n-th "
                      "profile (use several families); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
@@ -95,26 +110,26 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      "writes its logs there; for a URL the response cache stays on this machine: "
                      "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
                      "trustmh-out)")
-    run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
-    run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
-    run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
+    run.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
+    run.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, help="seconds per model request")
+    run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS))
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
                      help="Inspect progress display (default: Inspect's choice)")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
-    run.add_argument("--max-tasks", type=at_least(1, "--max-tasks"), metavar="N",
+    run.add_argument("--max-tasks", type=at_least(1, "--max-tasks", MAX_TASKS), metavar="N",
                      help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
     run.add_argument("--shard", type=_shard, metavar="I/N",
                      help="run only slice I of N (0-based) of every sub-task's items; combine the N shard "
                      "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
-    run.add_argument("--log-buffer", type=at_least(1, "--log-buffer"), metavar="N",
+    run.add_argument("--log-buffer", type=at_least(1, "--log-buffer", MAX_LOG_BUFFER), metavar="N",
                      help="finished samples per write of a sub-task's log (default 50); a killed run runs at "
                      "most N finished samples per sub-task again, from the response cache")
     run.add_argument("--live-log", action="store_true",
                      help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
                      "per sample; off by default)")
-    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
+    run.add_argument("--workers", type=at_least(1, "--workers", MAX_WORKERS), metavar="N",
                      help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
                      "--engine ray), then merge them into OUT")
     run.add_argument("--engine", choices=["local", "ray"], default="local",
@@ -132,11 +147,11 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--endpoint-moved", type=_moved, action="append", default=[], metavar="OLD_URL=NEW_URL",
                      help="the same model, unchanged, now answers at NEW_URL: its replies cached at OLD_URL "
                      "are reused (the response cache is keyed by the endpoint's URL; docs/long-runs.md)")
-    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000, help="bootstrap replicates for intervals")
     run.add_argument("--rubric", choices=["trustmh", "upstream"],
                      help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
                      "-O rubric=…)")
-    run.add_argument("--tier2-limit", type=at_least(1, "--tier2-limit"), metavar="N",
+    run.add_argument("--tier2-limit", type=at_least(1, "--tier2-limit", MAX_LIMIT), metavar="N",
                      help="privacy awareness: tier-2 items per tier (faithful default 20; same as "
                      "-O tier2_limit=N)")
     run.add_argument("--full", action="store_true",
@@ -151,7 +166,7 @@ def add_price_arguments(p: argparse.ArgumentParser) -> None:
                    "examples/prices.toml, whose figures are dated examples, not current prices)")
     p.add_argument("--latency", type=_positive_float, metavar="SECONDS",
                    help="assumed seconds per call for the wall-time estimate (default 3)")
-    p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
+    p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens", MAX_REPLY_TOKENS), metavar="N",
                    help="expected length of the model's replies for the estimates (default 150; caps bound the "
                    "upper estimate)")
 
@@ -227,9 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
     res.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
+    res.add_argument("--judge", action="append", default=[], type=model_name("--judge"), help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
                      "crisis study's human-rated answers (crisis-original)")
-    res.add_argument("--limit", type=at_least(1, "--limit"))
+    res.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT))
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")
@@ -354,8 +369,19 @@ def cmd_merge(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.execute import merge
 
+    refuse_finished_run(args.out, list(args.dirs))
     _, code = merge(list(args.dirs), args.out)
     return code
+
+
+def refuse_finished_run(out: Any, shards: list[Any]) -> None:
+    """`merge --out` never replaces a run of its own (a directory with results.json and Inspect logs of its
+    own: a merge writes no logs, so a previous merge of these shards is continued) nor writes into a shard."""
+    if any(str(out).rstrip("/") == str(d).rstrip("/") for d in shards):
+        raise TrustmhError(f"merge --out {out}: is one of the shard directories; merge into a new directory")
+    if (out / "results.json").exists() and any((out / "logs").glob("*.eval")):
+        raise TrustmhError(f"merge --out {out}: holds a finished run of its own (results.json and logs/); merge "
+                           "into a new directory, or remove that run first")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from trustmh.align import load_mentalalign, load_tidy, run_align, write_outputs
 from trustmh.align.default import DefaultConfig
 from trustmh.align.html import render_html
-from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.cli.args import MAX_N_BOOT, MAX_STABILITY_SEEDS, MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.pillars.mentalbench.ratings import ST
 
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
     p.add_argument("--no-html", action="store_true", help="do not write the HTML page")
     p.add_argument("--sensitivity", action="store_true", help="add the faithful sensitivity panel (docs/align.md#sensitivity-panel)")
-    p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds"), default=0, metavar="N",
+    p.add_argument("--stability-seeds", type=at_least(0, "--stability-seeds", MAX_STABILITY_SEEDS), default=0, metavar="N",
                    help="label stability over bootstrap seeds 0..N-1 (e.g. 200; default 0: not computed, "
                    "which keeps align interactive)")
     p.add_argument("--keep-misaligned", action="store_true",
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default mode: let judges rate their own family's replies (docs/align.md#default-mode)")
     p.add_argument("--strict-scores", action="store_true",
                    help="default mode: the authors' strict parse, human 0/6 kept (docs/align.md#default-mode: valid_only off)")
-    p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
+    p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     return p
 
 

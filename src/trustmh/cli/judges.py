@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from trustmh.cli.args import MIN_N_BOOT, at_least
-from trustmh.core import TrustmhError
-from trustmh.judges.certificates import certificates_dir, threshold_gaps
+from trustmh.cli.args import MAX_LIMIT, MAX_N_BOOT, MAX_RETRIES, MAX_TIMEOUT, MIN_N_BOOT, at_least, model_name
+from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
 from trustmh.run.certify import (
     CRISIS_REFERENCE,
     CRISIS_SUBTASK,
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     top = p.add_subparsers(dest="group", required=True)
     judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
     c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set")
-    c.add_argument("--judge", action="append", required=True, metavar="MODEL",
+    c.add_argument("--judge", action="append", required=True, metavar="MODEL", type=model_name("--judge"),
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
                    help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
@@ -51,34 +51,36 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
-                   help="CSV: the labels' type (default: inferred)")
+                   help="CSV: the labels' type (required: declared, never guessed from the labels; a label that "
+                   "does not fit it is refused, naming file, row and column)")
     c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000)
-    c.add_argument("--limit", type=int, help="judge at most N reference items (stratified, seeded)")
+    c.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
+    c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
+    c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
+                   help="judge at most N reference items (stratified, seeded)")
     c.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="sub-task / judge options, as in `trustmh run` (e.g. ensemble=median)")
     c.add_argument("--work", metavar="DIR", help="where the judge's Inspect logs go (resume: same DIR; "
                    "default: <certificates>/work/<reference>)")
-    c.add_argument("--timeout", type=int, default=120)
-    c.add_argument("--max-retries", type=int, default=3)
+    c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120)
+    c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
     _certs_arg(c)
     review = top.add_parser("review", help="human review of a run's judged items").add_subparsers(
         dest="action", required=True)
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
     e.add_argument("run_dir")
     e.add_argument("--subtasks", help="comma-separated sub-task ids (default: every judged sub-task)")
-    e.add_argument("--n", type=int, required=True, help="items to sample")
-    e.add_argument("--seed", type=int, required=True)
+    e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), required=True, help="items to sample")
+    e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True)
     e.add_argument("--oversample-disagreements", action="store_true",
                    help="draw items where ensemble members, or the rule and the judge, disagree at twice the rate")
     e.add_argument("--out", metavar="FILE", help="the labelling page (default: RUN_DIR/review/review.html)")
     i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
     i.add_argument("run_dir")
     i.add_argument("labels", nargs="+")
-    i.add_argument("--seed", type=int, default=0)
-    i.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000)
+    i.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
+    i.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
     i.add_argument("--threshold", action="append", metavar="METRIC=VALUE")
     _certs_arg(i)
     return p
@@ -113,6 +115,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
                                f"{MENTALALIGN_REFERENCE} nor a CSV file")
         ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
+    parse_thresholds(args.threshold, ref.label_type)  # a misspelt --threshold is refused before any judge call
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / ref.name
     cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import stat
 import sys
 import zipfile
 from importlib.resources.abc import Traversable
@@ -52,6 +53,60 @@ def csv_text(header: list[str], rows: Any) -> str:
     return buf.getvalue()
 
 
+# The largest file a user may hand trustmh, by kind (checked with stat before a byte is read, so `/dev/zero`
+# or a mistaken multi-gigabyte path is one clear line, not a process that fills the memory).
+MAX_DATA_FILE_BYTES = 2 << 30  # a dataset (the largest published one, MentalBench-100k, is far below)
+MAX_SMALL_FILE_BYTES = 64 << 20  # a reference CSV, exported labels, a review sample, a rescored output file
+MAX_CONFIG_BYTES = 1 << 20  # a policy, an endpoint file, a price file: a few lines each
+
+
+def check_input_file(path: str | os.PathLike[str], limit: int, what: str) -> int:
+    """The size of the regular file at `path`; a TrustmhError naming `what` when it is missing, not a regular
+    file (a device such as /dev/zero, a pipe: they have no size to check, and are refused) or larger than
+    `limit` bytes. A directory is left to the caller (some inputs are folders)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise TrustmhError(f"{what}: cannot read (file not found)") from None
+    except OSError as exc:
+        raise TrustmhError(f"{what}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        return 0
+    if not stat.S_ISREG(info.st_mode):
+        raise TrustmhError(f"{what}: not a regular file (a device or a pipe); give a file")
+    if info.st_size > limit:
+        raise TrustmhError(f"{what}: {info.st_size:,} bytes, larger than the {limit:,} bytes trustmh reads "
+                           "from such a file")
+    return info.st_size
+
+
+def read_bytes_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """A regular file's bytes, refused (one line naming `what`) above `limit`; read with a cap as well, so a
+    file that grows while it is read is not read past it."""
+    check_input_file(path, limit, what)
+    if os.path.isdir(path):
+        raise TrustmhError(f"{what}: is a directory; expected a file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise TrustmhError(f"{what}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise TrustmhError(f"{what}: larger than the {limit:,} bytes trustmh reads from such a file")
+    return data
+
+
+def read_text_bounded(path: str | os.PathLike[str], limit: int, what: str, encoding: str = "utf-8") -> str:
+    """A regular file's text (`read_bytes_bounded`); not UTF-8 is one line naming `what` and the byte."""
+    data = read_bytes_bounded(path, limit, what)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise TrustmhError(f"{what} line {line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") \
+            from None
+
+
 def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None = None) -> list[dict[str, Any]]:
     """The objects of a JSONL file, blank lines skipped. `name` is how errors call the file (default: its
     path); every line must hold one JSON object."""
@@ -62,6 +117,8 @@ def read_jsonl(path: str | os.PathLike[str] | Traversable, *, name: str | None =
     # holding U+2028 and friends).
     if isinstance(src, Path) and src.is_dir():
         raise TrustmhError(f"{where}: is a directory; expected a JSONL file")
+    if isinstance(src, Path):
+        check_input_file(src, MAX_DATA_FILE_BYTES, where)
     lineno = 0
     try:
         with src.open(encoding="utf-8") as fh:
@@ -103,6 +160,7 @@ def read_table_with_header(path: str | os.PathLike[str]) -> tuple[list[str], lis
         raise TrustmhError(f"{path}: file not found")
     if path.is_dir():
         raise TrustmhError(f"{path}: is a directory; expected a file ({', '.join(TABLE_SUFFIXES)})")
+    check_input_file(path, MAX_DATA_FILE_BYTES, str(path))
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".tsv"):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from trustmh.core import ChecksumError, TrustmhError
 from trustmh.data.download import fetch_file, load_pins
+from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
 from trustmh.data.registry import (
     DataFile,
     Dataset,
@@ -126,6 +127,8 @@ def _resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None) 
         p = Path(user_path).expanduser()
         if not p.exists():
             raise TrustmhError(f"dataset {name}: the path you supplied does not exist: {p}")
+        # a device (/dev/zero), a pipe or a huge file: refused by its stat, before any reader starts on it
+        check_input_file(p, MAX_DATA_FILE_BYTES, f"dataset {name}: the path you supplied ({p})")
         return p
     if ds.gated:
         raise _gated_error(ds)

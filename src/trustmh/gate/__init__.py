@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import clean_json
+from trustmh.core import TrustmhError, clean_json
 from trustmh.gate.evaluate import VERDICT_EXIT, VOUCHED, decide, evaluate, evaluate_check
 from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shipped_policies
 from trustmh.gate.summary import summary_markdown
@@ -23,7 +23,7 @@ from trustmh.results import load_results
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
 __all__ = ["VERDICT_EXIT", "VOUCHED", "Check", "Policy", "certificates_for", "decide", "evaluate", "evaluate_check", "gate_json",
-           "load_policy", "parse_policy", "run_gate", "shipped_policies", "summary_markdown",
+           "load_policy", "parse_policy", "refuse_shard", "run_gate", "shipped_policies", "summary_markdown",
            "write_gate"]
 
 
@@ -54,12 +54,23 @@ def write_gate(run_dir: Path | Url, gate: dict[str, Any], summary: str) -> None:
         write_texts_together(texts)  # type: ignore[arg-type]
 
 
+def refuse_shard(results: dict[str, Any], run_dir: Path | Url | str) -> None:
+    """A shard's results are a slice of every sub-task's items, not a result: gating one would pass or fail a
+    release on a fraction of the evidence, so it is refused (gate the merged run)."""
+    shard = results.get("shard")
+    if shard is not None:
+        where = "/".join(str(x) for x in shard) if isinstance(shard, list) else str(shard)
+        raise TrustmhError(f"{run_dir}: the results of shard {where}, a slice of the items, not a whole run; "
+                           "combine every shard with `trustmh merge` and gate the merged directory")
+
+
 def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
              certs_dir: Path | str | None = None) -> dict[str, Any]:
     """Evaluate, write `gate.json` and `summary.md` into the run directory (a path or a URL), return the gate."""
     policy = load_policy(policy_path)
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
+    refuse_shard(results, run_dir)
     gate = evaluate(results, policy, certificates_for(results, certs_dir))
     write_gate(run_dir, gate, summary_markdown(gate))  # type: ignore[arg-type]
     return gate

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.gate import certificates_for, load_policy, summary_markdown, write_gate
+from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
+from trustmh.gate import certificates_for, load_policy, refuse_shard, summary_markdown, write_gate
 from trustmh.gate.evaluate import VERDICT_EXIT, evaluate
 from trustmh.gate.policy import Policy, shipped_policies
 from trustmh.results import load_results
@@ -60,8 +61,8 @@ def _policy_text(path: str | Path | None) -> tuple[str, str]:
     if path is None:
         return "", "trustmh default policy"
     try:
-        return Path(path).read_text(encoding="utf-8"), str(path)
-    except (OSError, UnicodeDecodeError):
+        return read_text_bounded(path, MAX_CONFIG_BYTES, str(path)), str(path)
+    except TrustmhError:
         return "", str(path)  # load_policy reports it
 
 
@@ -177,6 +178,7 @@ def run_pack_gate(run_dir: Path | str, policy_path: str | Path | None, certs_dir
         return None
     run_dir = run_path(run_dir)  # type: ignore[assignment]
     results = load_results(run_dir)
+    refuse_shard(results, run_dir)
     gate = evaluate_pack(results, pack, certificates_for(results, certs_dir))
     write_gate(run_dir, gate, pack_summary_markdown(gate))  # type: ignore[arg-type]
     return gate

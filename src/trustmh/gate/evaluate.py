@@ -31,10 +31,21 @@ def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _whole(x: Any) -> bool:
+    """A count: a whole number >= 0 (`true` is not 1, 2.5 is not 2)."""
+    return _finite(x) and float(x).is_integer() and x >= 0
+
+
 def _pair(ci: Any) -> tuple[float, float] | None:
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(_finite(v) for v in ci):
+    """A finite interval with its lower end at or below its upper end; None for anything else (a reversed
+    interval is no evidence: read as it stands it would pass a check it should fail)."""
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(_finite(v) for v in ci) and ci[0] <= ci[1]:
         return float(ci[0]), float(ci[1])
     return None
+
+
+def _reversed(ci: Any) -> bool:
+    return isinstance(ci, list | tuple) and len(ci) == 2 and all(_finite(v) for v in ci) and ci[0] > ci[1]
 
 
 def is_judged(sub: Mapping[str, Any]) -> bool:
@@ -116,8 +127,11 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
     metrics = sub.get("metrics") or {}
     if check.counted:
         value, count, total = metrics.get(check.metric), metrics.get(check.count), metrics.get(check.total)
-        if not (_finite(count) and _finite(total)):
+        if count is None or total is None:
             return {"why": f"{check.count}/{check.total} not recorded in this run"}
+        if not (_whole(count) and _whole(total)) or count > total:
+            return {"why": f"{check.count} = {count!r} of {check.total} = {total!r}: not counts (whole numbers, "
+                           "the count at most the total); results.json is damaged"}
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"{check.total} is 0: nothing to count"}
@@ -136,7 +150,14 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         point = corrected.get("estimate", corrected.get("value"))
         ci = _pair(corrected.get("ci"))
         source = f"judge-corrected (PPI++) 95% from {corrected.get('n')} human label(s)"
-    n = int(sub.get("n") or 0)
+    raw_n = sub.get("n")
+    if raw_n is not None and not _whole(raw_n):
+        return {"why": f"n = {raw_n!r} is not a count (a whole number); results.json is damaged"}
+    n = int(raw_n or 0)
+    for raw in (sub.get("ci"), (corrected or {}).get("ci")):
+        if _reversed(raw):
+            return {"why": f"interval {list(raw)} is reversed (lower end above upper end); results.json is "
+                           "damaged"}
     if ci is None or not _finite(point):
         return {"why": "no interval" if _finite(point) else "no value"}
     if errors and not check.rate:

@@ -21,6 +21,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue
 from trustmh.core import TrustmhError
+from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
 
 # Judge agreement metrics a certificate can carry (CERTIFICATE.md, docs/judges.md), by label type, with the
 # range a threshold on them may take. `recall_<class>` is accepted for categorical judges.
@@ -98,11 +99,9 @@ def load_policy(path: str | Path | None = None) -> Policy:
         source = f"trustmh {name} policy"
     else:
         try:
-            text, source = Path(path).read_text(encoding="utf-8"), str(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise TrustmhError(f"--policy {path}: cannot read ({why}); shipped policies: "
-                               f"{', '.join(shipped_policies())}") from None
+            text, source = read_text_bounded(path, MAX_CONFIG_BYTES, f"--policy {path}"), str(path)
+        except TrustmhError as exc:
+            raise TrustmhError(f"{exc}; shipped policies: {', '.join(shipped_policies())}") from None
     return parse_policy(text, source)
 
 
@@ -124,6 +123,8 @@ def parse_policy(text: str, source: str) -> Policy:
                     require_validated_judge=v.boolean(raw, "require_validated_judge", "", default=True),
                     source=source, suite=suite,
                     judge_min=v.judge_by_type(raw, "judge_min"), judge_max=v.judge_by_type(raw, "judge_max"))
+    for kind in sorted(set(policy.judge_min) & set(policy.judge_max)):
+        v.interval(policy.judge_min[kind], policy.judge_max[kind], "", f"judge_min.{kind}", f"judge_max.{kind}")
     checks = raw.get("check", [])
     if not isinstance(checks, list) or not checks or not all(isinstance(c, dict) for c in checks):
         raise TrustmhError(f"{source}: no [[check]] tables (each check is a [[check]] table)")
@@ -200,6 +201,15 @@ class _Validator:
             raise self.fail(where, key, f"{value!r} is outside [{lo:g}, {hi:g}]")
         return float(value)
 
+    def interval(self, lows: dict[str, float], highs: dict[str, float], where: str, low_key: str,
+                 high_key: str) -> None:
+        """A metric bounded on both sides: the floor must not be above the ceiling (a reversed interval no
+        figure can meet, or a typo)."""
+        for metric in sorted(set(lows) & set(highs)):
+            if lows[metric] > highs[metric]:
+                raise self.fail(where, f"{low_key}.{metric}", f"{lows[metric]:g} is above {high_key}.{metric} = "
+                                f"{highs[metric]:g} (a reversed interval)")
+
     def judge_table(self, value: Any, where: str, key: str, kinds: tuple[str, ...]) -> dict[str, float]:
         if not isinstance(value, dict):
             raise self.fail(where, key, f"must be a table of agreement metric = number, not {value!r}")
@@ -274,10 +284,12 @@ class _Validator:
             raise self.fail(where, "severity", f"must be > 0, not {severity!r}")
         severity = self.number(severity, where, "severity", 0.0, 1000.0)
         every = tuple(LABEL_TYPES)
+        judge_min = self.judge_table(c.get("judge_min", {}), where, "judge_min", every)
+        judge_max = self.judge_table(c.get("judge_max", {}), where, "judge_max", every)
+        self.interval(judge_min, judge_max, where, "judge_min", "judge_max")
         return Check(id=cid, subtask=subtask, metric=metric, title=title, severity=severity, count=count,
                      total=total, rate=rate, min_n=self.whole(c, "min_n", where, default=None),
-                     judge_min=self.judge_table(c.get("judge_min", {}), where, "judge_min", every),
-                     judge_max=self.judge_table(c.get("judge_max", {}), where, "judge_max", every),
+                     judge_min=judge_min, judge_max=judge_max,
                      **{kind: limit})
 
 

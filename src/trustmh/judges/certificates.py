@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -125,16 +126,29 @@ def threshold_gaps(cert: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def parse_thresholds(specs: list[str] | None, label_type: str) -> dict[str, dict[str, float]]:
     """DEFAULT_THRESHOLDS[label_type] overridden by `metric=value` specs (floor or ceiling by metric)."""
+    # the metrics a certificate of this label type carries, with their ranges: the gate's one table
+    from trustmh.gate.policy import JUDGE_METRICS
+
+    ranges = JUDGE_METRICS[label_type]
     out = {k: dict(v) for k, v in DEFAULT_THRESHOLDS[label_type].items()}
     for spec in specs or []:
         metric, sep, value = spec.partition("=")
+        metric = metric.strip()
         try:
             x = float(value)
         except ValueError:
             x = float("nan")
-        if not sep or not metric.strip() or x != x:
+        if not sep or not metric or not math.isfinite(x):
             raise TrustmhError(f"--threshold {spec!r}: use METRIC=NUMBER, e.g. sensitivity=0.9")
-        out[metric.strip()] = {metric_direction(metric.strip()): x}
+        rng = ranges.get(metric) or ((0.0, 1.0) if label_type == "categorical" and metric.startswith("recall_")
+                                     else None)
+        if rng is None:
+            raise TrustmhError(f"--threshold {spec!r}: {metric!r} is not a figure of a {label_type} judge's "
+                               f"certificate (known: {', '.join(ranges)}"
+                               + (", recall_<class>)" if label_type == "categorical" else ")"))
+        if not rng[0] <= x <= rng[1]:
+            raise TrustmhError(f"--threshold {spec!r}: {x:g} is outside {metric}'s range [{rng[0]:g}, {rng[1]:g}]")
+        out[metric] = {metric_direction(metric): x}
     return out
 
 

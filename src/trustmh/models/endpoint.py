@@ -85,28 +85,62 @@ class Endpoint:
     def stateful(self) -> bool:
         return self.send == "latest"
 
+    def _fields(self) -> dict[str, Any]:
+        """Every field that may hold `${VAR}`, by its name in the file."""
+        return {"url": self.url, "headers": dict(self.header_templates), "body": self.body,
+                "session.url": self.session.url, "session.body": self.session.body}
+
     def env_names(self) -> list[str]:
-        """The environment variables the headers reference."""
-        return sorted({m.group(1) for v in self.header_templates.values() for m in _ENV.finditer(v)})
+        """The environment variables the file references (in any field: url, headers, body, session)."""
+        return sorted({name for _, name in _env_refs(self._fields(), "")})
+
+    def check_env(self, environ: Mapping[str, str] | None = None) -> None:
+        """Refuse, before any call, a `${VAR}` that is not set or is empty, naming the field and the
+        variable (an unset variable would be sent literally, an empty one as an empty credential)."""
+        env = os.environ if environ is None else environ
+        for where, name in _env_refs(self._fields(), ""):
+            if not env.get(name):
+                state = "is empty" if name in env else "is not set"
+                raise EndpointError(f"{self.source}: {where} needs the environment variable {name}, which {state}")
+
+    def resolve(self, value: Any, where: str, environ: Mapping[str, str] | None = None) -> Any:
+        """`value` (a string, table or list of the file) with its `${VAR}` replaced by the environment's values;
+        a variable not set or empty is an error naming the field. Applied to the file's templates before their
+        `{{placeholders}}` are filled, so a `${...}` in a user's message is never expanded."""
+        env = os.environ if environ is None else environ
+        if isinstance(value, str):
+            def sub(m: re.Match[str]) -> str:
+                if not env.get(m.group(1)):
+                    state = "is empty" if m.group(1) in env else "is not set"
+                    raise EndpointError(f"{self.source}: {where} needs the environment variable {m.group(1)}, "
+                                        f"which {state}")
+                return env[m.group(1)]
+            return _ENV.sub(sub, value)
+        if isinstance(value, Mapping):
+            return {k: self.resolve(v, f"{where}.{k}", env) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(v, f"{where}.{i}", env) for i, v in enumerate(value)]
+        return value
 
     def headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """The headers with `${VAR}` resolved; a missing variable is an error naming the header."""
-        env = os.environ if environ is None else environ
-
-        def value(name: str, template: str) -> str:
-            def sub(m: re.Match[str]) -> str:
-                if m.group(1) not in env:
-                    raise EndpointError(f"{self.source}: headers.{name} needs the environment variable "
-                                        f"{m.group(1)}, which is not set")
-                return env[m.group(1)]
-            return _ENV.sub(sub, template)
-
-        return {k: value(k, v) for k, v in self.header_templates.items()}
+        return {k: self.resolve(v, f"headers.{k}", environ) for k, v in self.header_templates.items()}
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
-        """Values that must never be written: every environment value a header references."""
+        """Values that must never be written: every environment value the file references."""
         env = os.environ if environ is None else environ
         return [env[n] for n in self.env_names() if env.get(n)]
+
+
+def _env_refs(value: Any, where: str) -> list[tuple[str, str]]:
+    """(field, variable) of every `${VAR}` in a value of the file."""
+    if isinstance(value, str):
+        return [(where, m.group(1)) for m in _ENV.finditer(value)]
+    if isinstance(value, Mapping):
+        return [ref for k, v in value.items() for ref in _env_refs(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [ref for i, v in enumerate(value) for ref in _env_refs(v, f"{where}.{i}")]
+    return []
 
 
 def _where(source: str, key: str) -> str:
@@ -225,18 +259,28 @@ def parse_endpoint(raw: Mapping[str, Any], source: str) -> Endpoint:
                     body=body, reply_path=str(reply_path), session=session, greeting=greeting)
 
 
-def load_endpoint(path: str | Path) -> Endpoint:
-    """Read and validate an endpoint file (TOML)."""
+# An endpoint file is a few dozen lines; a larger one is not read.
+MAX_ENDPOINT_FILE_BYTES = 1 << 20
+
+
+def load_endpoint(path: str | Path, environ: Mapping[str, str] | None = None, *, check_env: bool = True) -> Endpoint:
+    """Read and validate an endpoint file (TOML); with `check_env`, every `${VAR}` it references must be set
+    and non-empty (`Endpoint.check_env`)."""
+    from trustmh.data.files import read_text_bounded
+
     source = str(path)
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EndpointError(f"--endpoint {source}: cannot read the file ({type(exc).__name__})") from None
+        text = read_text_bounded(Path(path).expanduser(), MAX_ENDPOINT_FILE_BYTES, f"--endpoint {source}")
+    except TrustmhError as exc:
+        raise EndpointError(str(exc)) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise EndpointError(f"{source}: not valid TOML ({exc})") from None
-    return parse_endpoint(raw, source)
+        raise EndpointError(f"{source}: not valid TOML ({' '.join(str(exc).split())})") from None
+    endpoint = parse_endpoint(raw, source)
+    if check_env:
+        endpoint.check_env(environ)
+    return endpoint
 
 
 def parse_json_path(path: str) -> list[str | int]:
@@ -313,6 +357,6 @@ def endpoint_secrets(environ: dict[str, str] | None = None) -> list[str]:
     if not path:
         return []
     try:
-        return load_endpoint(path).secrets(env)
+        return load_endpoint(path, env, check_env=False).secrets(env)
     except EndpointError:
         return []

@@ -142,23 +142,28 @@ class HTTPModelAPI(ModelAPI):
 
     def should_retry(self, ex: Exception) -> bool:
         if isinstance(ex, httpx.HTTPStatusError):
-            code = ex.response.status_code
-            return code in RETRY_STATUSES or code >= 500
-        return isinstance(ex, httpx.TransportError)
+            return _retryable(ex.response.status_code)
+        return isinstance(ex, EndpointUnavailable | httpx.TransportError)
 
     async def _send(self, client: httpx.AsyncClient, method: str, url: str, body: Any, field: str) -> Any:
         headers = self.endpoint.headers()
         kwargs: dict[str, Any] = {"headers": headers}
         if method != "GET" and body is not None:
-            kwargs["json"] = body
-        response = await client.request(method, url, **kwargs)
-        if response.status_code >= 400 and not self.should_retry(
-                httpx.HTTPStatusError("", request=response.request, response=response)):
-            if response.status_code in GONE_STATUSES and field == "url":
+            kwargs["json"] = self.endpoint.resolve(body, field.replace("url", "body"))
+        where = f"{self.endpoint.source}: {field} {url}"
+        try:
+            response = await client.request(method, self.endpoint.resolve(url, field), **kwargs)
+        except httpx.TransportError as exc:  # refused, reset, timed out: retried by Inspect, then named
+            detail = " ".join(str(exc).split()) or "no detail"
+            raise EndpointUnavailable(f"{where}: {type(exc).__name__} ({detail})") from None
+        code = response.status_code
+        if code >= 400:
+            if code in GONE_STATUSES and field == "url":
                 raise _SessionGone()
-            raise EndpointError(f"{self.endpoint.source}: {field}: the server answered HTTP {response.status_code}"
-                                + (" (it refused the session)" if field.startswith("session") else ""))
-        response.raise_for_status()  # retryable statuses: Inspect retries
+            message = f"{where}: the server answered HTTP {code}" + (
+                " (it refused the session)" if field.startswith("session") else "")
+            # a retryable status (429, 5xx…) is asked again by Inspect; the last one is what the run reports
+            raise (EndpointUnavailable if _retryable(code) else EndpointError)(message)
         try:
             return response.json()
         except ValueError:
@@ -179,6 +184,7 @@ class HTTPModelAPI(ModelAPI):
         return session_id_from(data, self.endpoint), greeting or self.endpoint.greeting
 
     async def _say(self, client: httpx.AsyncClient, values: dict[str, Any]) -> tuple[str, Any, Any]:
+        # the body as logged keeps its `${VAR}` references; `_send` resolves them for the wire only
         body = fill(self.endpoint.body, values)
         data = await self._send(client, self.endpoint.method, self.endpoint.url, body, "url")
         return reply_text(data, self.endpoint), body, data
@@ -239,6 +245,34 @@ class HTTPModelAPI(ModelAPI):
         async with self.lock:
             self.book.file(_key([*convo, {"role": "assistant", "content": text}]), session)
         return text, body, data
+
+
+def last_failure(exc: BaseException, api: Any = None) -> BaseException:
+    """The error a call that used up its retries is reported with: Inspect's retry loop ends in tenacity's
+    `RetryError(<Future …>)`, which names neither the endpoint nor what went wrong, so its last attempt's own
+    error is reported instead; for the `http` provider an error that does not name the endpoint file (a time-out
+    of the attempt) is named with it. Any other exception is returned as it is."""
+    from tenacity import RetryError
+
+    if not isinstance(exc, RetryError):
+        return exc
+    last = exc.last_attempt.exception() if exc.last_attempt.failed else None
+    if last is None:
+        return exc
+    if isinstance(api, HTTPModelAPI) and not isinstance(last, EndpointError):
+        detail = " ".join(str(last).split()) or "no detail"
+        return EndpointUnavailable(f"{api.endpoint.source}: url {api.endpoint.url}: {type(last).__name__} ({detail}) "
+                                   f"after {exc.last_attempt.attempt_number} attempt(s)")
+    return last
+
+
+def _retryable(code: int) -> bool:
+    return code in RETRY_STATUSES or code >= 500
+
+
+class EndpointUnavailable(EndpointError):
+    """A call the product did not answer (a refused connection, a time-out, HTTP 429 or 5xx): Inspect asks it
+    again; the message names the endpoint file, the field and the status or network error."""
 
 
 class _SessionGone(Exception):

@@ -14,10 +14,12 @@ from inspect_ai.model import CachePolicy, GenerateConfig, Model, ResponseSchema,
 from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
+from tenacity import RetryError
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
+from trustmh.models.http import last_failure
 from trustmh.run.usage import note_call
 
 ITEM_KEY = "trustmh_item"
@@ -46,6 +48,8 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
+        except RetryError as exc:  # retries used up: report what the last attempt met, naming the endpoint
+            raise last_failure(exc, get_model().api) from None
     raise AssertionError("unreachable")
 
 
@@ -96,7 +100,10 @@ async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: in
 
     async def ask(attempt: int) -> str:
         # each attempt has its own cache entry, so a re-ask reaches the judge again
-        output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        try:
+            output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        except RetryError as exc:  # retries used up: report what the last attempt met
+            raise last_failure(exc, model.api) from None
         note_call(role, str(model), output)
         return output.completion
 

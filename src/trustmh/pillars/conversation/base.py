@@ -18,13 +18,24 @@ from dataclasses import asdict
 from importlib import resources
 from typing import Any
 
-from trustmh.core import Direction, Item, JudgeRequest, Mode, Option, Record, RunContext, SubtaskResult
+from trustmh.core import (
+    MAX_REPEATS,
+    Direction,
+    Item,
+    JudgeRequest,
+    Mode,
+    Option,
+    Record,
+    RunContext,
+    SubtaskResult,
+)
 from trustmh.pillars.conversation.contract import (
     ConversationSubtask,
     PatientTurn,
     judge_repeats,
     read_system_prompt,
 )
+from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
     CRISIS_KEYS,
     detected,
@@ -91,8 +102,8 @@ def _paired_kappa(scores: Sequence[Mapping[str, Any]], key: str, labels: Sequenc
 # `-O` options of the conversation sub-tasks
 OPTIONS: dict[str, Option] = {
     'system_prompt': Option("file with the system prompt of the model under test (a deployed system's own)"),
-    'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1),
-    'judge_repeats': Option('judge repeats (test-retest)', minimum=1),
+    'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1, maximum=MAX_TURNS),
+    'judge_repeats': Option('judge repeats (test-retest)', minimum=1, maximum=MAX_REPEATS),
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from trustmh.core import ChecksumError, Option, TrustmhError
 from trustmh.data import resolve
+from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
 from trustmh.data.rows import (
     TURN_SEP,
     RowProblem,
@@ -125,7 +126,7 @@ def canonical_label(value: Any, where: str) -> str | None:
 def _read_json_list(path: Path) -> list[Any]:
     try:
         # Python's json accepts the bare NaN of the H*_scores files.
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_text_bounded(path, MAX_DATA_FILE_BYTES, str(path)))
     except json.JSONDecodeError as exc:
         raise TrustmhError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
     except OSError as exc:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import JudgeRequest, TrustmhError, clean_json
+from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
 from trustmh.data.rows import (
     RowProblem,
     RowReport,
@@ -77,6 +78,24 @@ def _number(v: Any) -> float | None:
     return float(v)
 
 
+# The study's appropriateness scale; an evaluation off it is a file on another scale (0-100, 0-10), whose mean
+# read as 1-5 would be a wrong number.
+STUDY_SCALE = (1.0, 5.0)
+
+
+def check_scale(path: Path, rows: Sequence[Any]) -> None:
+    """Refuse a merged evaluation file holding a score off the study's 1-5 scale, naming the file, the first
+    such row and the field, and how many rows are off (missing and non-numeric scores are counted elsewhere)."""
+    off = [(i, v) for i, row in enumerate(rows) if isinstance(row, dict)
+           and (v := score_or_none(row.get("evaluation"))) is not None
+           and not STUDY_SCALE[0] <= v <= STUDY_SCALE[1]]
+    if off:
+        i, v = off[0]
+        raise TrustmhError(f"{path} row {i} field 'evaluation': {v:g} is off the study's "
+                           f"{STUDY_SCALE[0]:g}-{STUDY_SCALE[1]:g} scale ({len(off)} of {len(rows)} row(s) are); "
+                           "a file on another scale (0-100?) must be converted first")
+
+
 def load_evaluations(root: Path, report: RowReport | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """(evaluator, model) → rows of every merged evaluation file (the three runs pooled). A row that is not an
     object or lacks `inputs`, `answer` or `evaluation` is skipped and named in `report`; a file is refused only
@@ -93,7 +112,9 @@ def load_evaluations(root: Path, report: RowReport | None = None) -> dict[tuple[
                                "{evaluator}-evaluation_{model}-answers-{dataset}-{ts}_merged.json")
         problems: list[RowProblem] = []
         kept = 0
-        for i, row in enumerate(_read_list_lenient(path)):
+        rows = _read_list_lenient(path)
+        check_scale(path, rows)
+        for i, row in enumerate(rows):
             missing = ["object"] if not isinstance(row, dict) else [k for k in ("inputs", "answer", "evaluation")
                                                                     if k not in row]
             if missing:
@@ -155,8 +176,8 @@ def reference_answers(root: Path, report: RowReport) -> tuple[list[dict[str, Any
 
 def _read_list_lenient(path: Path) -> list[Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text_bounded(path, MAX_DATA_FILE_BYTES, str(path)))
+    except json.JSONDecodeError as exc:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     if not isinstance(data, list):
         raise TrustmhError(f"{path}: expected a JSON list of objects")
@@ -179,7 +200,9 @@ def judge_scores(root: Path, reference: Sequence[dict[str, Any]], report: RowRep
         for path in files:
             if (m := MERGED.match(path.name)) is not None:
                 models.add(m["evaluator"])
-            for i, row in enumerate(_read_list_lenient(path)):
+            rows = _read_list_lenient(path)
+            check_scale(path, rows)
+            for i, row in enumerate(rows):
                 k = item_key(row.get("inputs"), row.get("answer")) if isinstance(row, dict) else None
                 if k is None:
                     unusable += 1

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import (
+    MAX_ITEMS,
     Direction,
     GenConfig,
     Item,
@@ -66,8 +67,9 @@ from trustmh.starter import load_starter
 # `-O` options of this module's sub-tasks
 OPTIONS: dict[str, Option] = {
     'esconv_fair_path': Option('ESConv_fair file'),
-    'fairness_contexts': Option('contexts to use', minimum=1),
-    'fairness_escalation_items': Option('crisis items of the escalation-parity extra (0: skip it)', minimum=0),
+    'fairness_contexts': Option('contexts to use', minimum=1, maximum=MAX_ITEMS),
+    'fairness_escalation_items': Option('crisis items of the escalation-parity extra (0: skip it)', minimum=0,
+                                        maximum=MAX_ITEMS),
     'fairness_values': Option('identity values per attribute, in list order (default all; the offline demo uses 2)', minimum=2),
 }
 

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import (
+    MAX_REPEATS,
+    MAX_TOKENS,
     GenConfig,
     Item,
     JudgeRequest,
@@ -210,10 +212,10 @@ OPTIONS: dict[str, Option] = {
     'mentalbench_path': Option('MentalBench-100k file'),
     'mentalalign_dir': Option('MentalAlign folder'),
     'mentalbench_starter': Option('1: starter contexts'),
-    'judge_repeats': Option('judge repeats (test-retest)', minimum=1),
-    'samples': Option('replies per context', minimum=1),
+    'judge_repeats': Option('judge repeats (test-retest)', minimum=1, maximum=MAX_REPEATS),
+    'samples': Option('replies per context', minimum=1, maximum=MAX_REPEATS),
     'temperature': Option('generation temperature'),
-    'max_tokens': Option('generation tokens', minimum=1),
+    'max_tokens': Option('generation tokens', minimum=1, maximum=MAX_TOKENS),
     'selection': Option('context selection'),
     'skip_original': Option('1: no reference'),
     'verify_conv_ids': Option('1: check ConvIDs'),

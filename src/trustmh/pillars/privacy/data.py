@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import Option, TrustmhError
+from trustmh.core import MAX_ITEMS, MAX_REPEATS, Option, TrustmhError
 from trustmh.data import resolve
 
 PRIVACY_REL = "trustmh/TrustMH_Bench/DimGroup1/General-model/privacy"
@@ -161,7 +161,7 @@ OPTIONS: dict[str, Option] = {
     'confaide_dir': Option('ConfAIde folder'),
     'psyleak_path': Option('PsyLeak file'),
     'psyleak_control_path': Option('PsyLeak control file'),
-    'tier2_limit': Option('tier-2 items', minimum=1),
-    'awareness_samples': Option('samples per awareness item', minimum=1),
+    'tier2_limit': Option('tier-2 items', minimum=1, maximum=MAX_ITEMS),
+    'awareness_samples': Option('samples per awareness item', minimum=1, maximum=MAX_REPEATS),
     'privacy_proxy_model': Option('proxy model (faithful)'),
 }
