@@ -36,13 +36,18 @@ import json
 import math
 import re
 import statistics
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import TrustmhError, clean_json
+from trustmh.data.locate import resolve
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
+from trustmh.judges.reference_quality import FLOORS, human_agreement
+from trustmh.stats.bootstrap import bootstrap_mean
+from trustmh.storage import write_text_atomic
 
 DATASET = "mindeval"
 COMMIT = "aab6be604e686bd5a158c3f252c3a71c955c28ce"
@@ -292,8 +297,6 @@ def locate(source: Path | None, rel: str) -> Path:
         if not path.is_file():
             raise TrustmhError(f"--from {source}: no {rel} (point --from at a copy of SWORDHealth/mind-eval)")
         return path
-    from trustmh.data.locate import resolve
-
     return resolve(DATASET, f"{REL_ROOT}/{rel}")
 
 
@@ -312,9 +315,6 @@ def clinician_figures(ann: Annotations, *, seed: int, n_boot: int) -> dict[str, 
     """Per criterion (and per field): the clinicians' mean rating with a seeded interval (profiles
     resampled), n ratings, n not applicable, and clinician-vs-clinician agreement (the reference-quality rule,
     `judges.reference_quality.human_agreement`), with whether it clears the floor."""
-    from trustmh.judges.reference_quality import FLOORS, human_agreement
-    from trustmh.stats.bootstrap import bootstrap_mean
-
     out: dict[str, Any] = {}
     clusters = ann.clusters
     for key, label, fields in criterion_table(ann):
@@ -373,11 +373,6 @@ def table_text(figures: Mapping[str, Any]) -> str:
 def rescore_mindeval(source: Path | None, out: Path, *, seed: int, n_boot: int = 2000) -> int:
     """`trustmh rescore --format mindeval`: write `out/mindeval_rescore.json` and `out/mindeval_rescore.txt`
     (the table, also printed); returns 0."""
-    import sys
-
-    from trustmh.core import clean_json
-    from trustmh.storage import write_text_atomic
-
     path = locate(source, ANNOTATIONS)
     ann = read_annotations(path)
     ann.report.log()
