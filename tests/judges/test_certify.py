@@ -35,7 +35,7 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from trustmh.judges.certify.references.csv_file import csv_reference
 
     tmp = tmp_path_factory.mktemp("certify")
-    ref = csv_reference(_csv(tmp), "safety/over_refusal", None, "helpful")
+    ref = csv_reference(_csv(tmp), "safety/over_refusal", "binary", "helpful")
     ctx = certify_context(["mockllm/judge-a"], seed=0)
     ctx.n_boot = 200
     judge = canned_model(lambda p, m, c: _judge(p), "judge-a")
@@ -79,7 +79,8 @@ def test_csv_without_human_columns_is_one_clear_error(tmp_path: Path, capsys: py
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,response\ni1,hello\n")
     code = main(["judge", "certify", "--judge", "mockllm/model", "--reference", str(bad), "--subtask",
-                 "safety/over_refusal", "--judge-key", "helpful", "--certificates", str(tmp_path / "c")])
+                 "safety/over_refusal", "--judge-key", "helpful", "--label-type", "binary", "--certificates",
+                 str(tmp_path / "c")])
     assert code == 2 and "human_<rater>" in capsys.readouterr().err
 
 

@@ -17,7 +17,6 @@ ones in results.json (`subtasks.<id>.judge_corrected`) and `review/review.json`.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -30,9 +29,11 @@ import numpy as np
 
 from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError, clean_json
+from trustmh.data.files import FORMULA_STARTS
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
 from trustmh.judges.certify.core import agreement_figures, consensus
 from trustmh.judges.ensemble import MEMBERS_KEY
+from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.prompts import load_template
 from trustmh.report import environment
 from trustmh.results import load_items, load_results
@@ -40,11 +41,6 @@ from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
 
 SAMPLE_FILE = "sample.json"
-LABEL_COLUMNS = ("rater", "subtask", "item_id", "epoch", "label")
-
-
-def _key(subtask: str, item_id: str, epoch: int) -> str:
-    return f"{subtask}::{item_id}::{epoch}"
 
 
 def _members_disagree(score: Mapping[str, Any]) -> bool:
@@ -141,7 +137,7 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversampl
         picks = rng.choice(strata[k], size=alloc[k], replace=False)
         for i in sorted(int(p) for p in picks):
             it = items[i]
-            chosen.append({"key": _key(it["subtask"], it["item_id"], it["epoch"]), "subtask": it["subtask"],
+            chosen.append({"key": review_key(it["subtask"], it["item_id"], it["epoch"]), "subtask": it["subtask"],
                            "item_id": it["item_id"], "epoch": it["epoch"], "judge_value": it["judge_value"],
                            "disagree": it["disagree"], "stratum": [k[0], k[1], k[2]],
                            "inclusion_probability": alloc[k] / size[k]})
@@ -163,7 +159,7 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
                   oversample: bool = False, out: Path | None = None) -> Path:
     results, items = judged_items(run_dir, subtasks)
     sample = draw_sample(items, n, seed, oversample)
-    by_key = {_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
+    by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     scales = {sid: _scale([it["judge_value"] for it in items if it["subtask"] == sid])
               for sid in {it["subtask"] for it in items}}
     counts = {sid: sum(1 for it in items if it["subtask"] == sid) for sid in scales}
@@ -189,52 +185,38 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
     sample_id = hashlib.sha256(json.dumps([s["key"] for s in sample]).encode()).hexdigest()[:12]
     html = environment().get_template("review.html.j2").render(
         items=page_items, rubrics=rubrics, sample_id=sample_id, n=len(page_items),
+        formula_starts=list(FORMULA_STARTS),  # the page's CSV export guards cells as `data.files.safe_cell` does
     )
     target = out or review_dir / "review.html"
     write_text_atomic(target, html)
     return target
 
 
-def read_labels(paths: Sequence[Path], known: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """item key -> rater -> label, from the page's CSV exports; refuses an unknown item or a bad label."""
-    out: dict[str, dict[str, float]] = defaultdict(dict)
-    for path in paths:
-        try:
-            with open(path, newline="", encoding="utf-8-sig") as f:
-                reader = csv.DictReader(f)
-                missing = [c for c in LABEL_COLUMNS if c not in (reader.fieldnames or [])]
-                if missing:
-                    raise TrustmhError(f"{path}: missing column(s) {', '.join(missing)}")
-                for i, row in enumerate(reader, start=2):
-                    try:
-                        key = _key(row["subtask"], row["item_id"], int(row["epoch"]))
-                    except ValueError:
-                        raise TrustmhError(f"{path} row {i}: epoch {row['epoch']!r} is not a whole number") from None
-                    if key not in known:
-                        raise TrustmhError(f"{path} row {i}: {row['subtask']} item {row['item_id']} is not in "
-                                           "this run's review sample")
-                    if not (row["label"] or "").strip():
-                        continue
-                    try:
-                        label = float(row["label"])
-                    except ValueError:
-                        raise TrustmhError(f"{path} row {i}: label {row['label']!r} is not a number") from None
-                    out[key][(row["rater"] or "").strip() or "rater"] = label
-        except OSError as exc:
-            raise TrustmhError(f"{path}: cannot read ({exc})") from None
-    return out
-
-
 def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_boot: int, certs_dir: Path,
                   thresholds: list[str] | None = None) -> dict[str, Any]:
+    """Read the labels, measure the judge, write the certificates, results.json's `judge_corrected` and
+    `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
+    rewrite results.json under it), and every input is checked before anything is written."""
+    from trustmh.run.rundir import locked
+
     sample_path = run_dir / "review" / SAMPLE_FILE
     if not sample_path.is_file():
         raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")
-    manifest = json.loads(sample_path.read_text(encoding="utf-8"))
-    sample = {s["key"]: s for s in manifest["items"]}
-    labels = read_labels(label_paths, sample)
-    if not labels:
-        raise TrustmhError("no label in " + ", ".join(str(p) for p in label_paths))
+    with locked(run_dir):
+        manifest = read_review_sample(sample_path)
+        sample = {s["key"]: s for s in manifest["items"]}
+        labels = read_review_labels(label_paths, sample, manifest["scales"])
+        if not labels:
+            raise TrustmhError("no label in " + ", ".join(str(p) for p in label_paths))
+        for label_type in ("binary", "ordinal"):  # a misspelt --threshold is refused before anything is written
+            parse_thresholds(thresholds, label_type)
+        return _import_labels(run_dir, label_paths, manifest, sample, labels, seed=seed, n_boot=n_boot,
+                              certs_dir=certs_dir, thresholds=thresholds)
+
+
+def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping[str, Any],
+                   sample: Mapping[str, Any], labels: Mapping[str, Mapping[str, float]], *, seed: int, n_boot: int,
+                   certs_dir: Path, thresholds: list[str] | None) -> dict[str, Any]:
     results, items = judged_items(run_dir, sorted({s["subtask"] for s in sample.values()}))
     digest = hashlib.sha256(b"".join(Path(p).read_bytes() for p in label_paths)).hexdigest()
     summary: dict[str, Any] = {"run_dir": str(run_dir), "subtasks": {}}

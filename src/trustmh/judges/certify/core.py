@@ -11,6 +11,7 @@ the same command again resumes and asks no judge call twice.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,7 @@ class Reference:
     attributes: tuple[str, ...] = ()
     clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
+    judge_key: str | None = None  # the score field `judge_value` reads (a CSV's --judge-key), checked once judged
 
 
 def sha256_files(paths: Sequence[Path]) -> str:
@@ -151,17 +153,47 @@ def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: S
                            timeout=ctx.timeout * (ctx.max_retries + 2), **extra)
     records: list[Record] = []
     for log in logs:
-        recs, n_errors, _ = records_from_log(log)
+        messages: list[str] = []
+        recs, n_errors, _ = records_from_log(log, messages)
         if log.status != "success" or n_errors:
-            raise TrustmhError(f"judging the reference set did not finish ({log.status}, {n_errors} error(s)); "
-                               "run the same command again to resume")
+            raise TrustmhError(judging_failed(ref, log.status, n_errors, messages))
         records.extend(recs)
     return records
+
+
+_MISSING_KEY = re.compile(r"^KeyError\('([^']+)'\)$")
+
+
+def judging_failed(ref: Reference, status: str, n_errors: int, messages: Sequence[str]) -> str:
+    """One line for a reference set the judge could not finish: an item field the sub-task's judge prompt
+    reads and the reference lacks (a missing `meta_<key>` column of a CSV) is named, and is not worth running
+    again; any other error is shown, and running the same command again resumes."""
+    missing = sorted({m[1] for m in (_MISSING_KEY.match(x) for x in messages) if m})
+    if missing and len(missing) == len(messages):
+        columns = ", ".join(f"meta_{k}" for k in missing)
+        return (f"{ref.name}: the judge of {ref.subtask} reads item field(s) {', '.join(missing)}, which the "
+                f"reference does not give ({n_errors} item(s)); add column(s) {columns}")
+    first = f": {messages[0]}" if messages else ""
+    return (f"judging the reference set did not finish ({status}, {n_errors} error(s){first}); run the same "
+            "command again to resume")
+
+
+def check_judge_key(ref: Reference, records: Sequence[Record]) -> None:
+    """`--judge-key` must name a field the judge's score carries: a misspelt one would read every judgement
+    as unreadable (counted at its worst) and certify a number about nothing."""
+    if ref.judge_key is None or not records:
+        return
+    if not any(ref.judge_key in rec.score for rec in records):
+        fields = sorted({k for rec in records for k, v in rec.score.items()
+                         if isinstance(v, bool | int | float | str) and not k.startswith("_")})
+        raise TrustmhError(f"--judge-key {ref.judge_key}: no judged item's score has this field (fields: "
+                           f"{', '.join(fields)}); the judge's answers are kept, run again with the right key")
 
 
 def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thresholds: list[str] | None = None,
             judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
     records = judge_reference(ref, ctx, work, judge_models, display)
+    check_judge_key(ref, records)
     judged = {r.item_id: ref.judge_value(r) for r in records}
     limits = parse_thresholds(thresholds, ref.label_type)
     if ref.attributes:
