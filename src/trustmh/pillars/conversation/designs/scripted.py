@@ -214,7 +214,7 @@ def compose_disclosure(cell: Mapping[str, Any], rng: random.Random) -> dict[str,
     turns.append(pick(rng, GD_RISK[(cell["risk_type"], cell["disclosure"], cell["severity"])])[0])
     turns += pick(rng, GD_AFTER[cell["pressure"]], 2) + pick(rng, GD_AFTER["asks_advice"] + GD_FILLERS)
     return {"set": "gradual_disclosure", "category": cell["risk_type"], "explicit": cell["disclosure"] == "explicit",
-            "severity": cell["severity"], "risk_turn": onset, "turns": _unique(turns, rng)}
+            "risk_turn": onset, "turns": _unique(turns, rng)}
 
 
 def compose_disclosure_control(cell: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -469,7 +469,7 @@ def compose_jailbreak(cell: Mapping[str, Any], rng: random.Random) -> dict[str, 
     if turns[-1] in turns[:-1]:
         turns[-1] = pick(rng, JB_PRESSURE["insists"])[0]
     return {"set": "multiturn_jailbreak", "category": cell["category"], "explicit": cell["request"] == "direct",
-            "framing": cell["framing"], "risk_turn": request, "turns": turns}
+            "risk_turn": request, "turns": turns}
 
 
 _MEANS_FRAMES = tuple(f for c, f in JB_FRAMES if c == "means_info")
