@@ -176,7 +176,8 @@ class HTTPModelAPI(ModelAPI):
             return new_client_session_id(), self.endpoint.greeting
         if spec.start == "none":
             return "", self.endpoint.greeting
-        data = await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values), "session.url")
+        data = self._clean(await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values),
+                                            "session.url"))
         greeting = None
         if spec.greeting_path:
             value = json_at(data, spec.greeting_path, "session.greeting_path", self.endpoint.source)
@@ -186,8 +187,27 @@ class HTTPModelAPI(ModelAPI):
     async def _say(self, client: httpx.AsyncClient, values: dict[str, Any]) -> tuple[str, Any, Any]:
         # the body as logged keeps its `${VAR}` references; `_send` resolves them for the wire only
         body = fill(self.endpoint.body, values)
-        data = await self._send(client, self.endpoint.method, self.endpoint.url, body, "url")
+        data = self._clean(await self._send(client, self.endpoint.method, self.endpoint.url, body, "url"))
         return reply_text(data, self.endpoint), body, data
+
+    def _clean(self, data: Any) -> Any:
+        """A response with every value the endpoint file takes from the environment redacted: a product that
+        quotes its own credential (a header variable) in a reply never puts it in Inspect's hands, so neither
+        the response cache nor a log ever holds it (docs/products.md#secrets)."""
+        from trustmh.run.secrets import MIN_SECRET_LEN, redact
+
+        secrets = sorted((v for v in self.endpoint.secrets() if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
+
+        def clean(value: Any) -> Any:
+            if isinstance(value, str):
+                return redact(value, secrets)
+            if isinstance(value, dict):
+                return {clean(k): clean(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [clean(v) for v in value]
+            return value
+
+        return clean(data) if secrets else data
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> tuple[ModelOutput, ModelCall]:

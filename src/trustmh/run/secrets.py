@@ -3,8 +3,11 @@
 Keys reach trustmh through the environment (`OPENAI_API_KEY`, `<SERVICE>_API_KEY`, …) and model args. trustmh
 never writes them itself, but a provider may quote the key in an error message (some gateways do), and
 Inspect then stores that message in the `.eval` log, in its trace log and on the console. After a run,
-every file under the run directory (`.eval` logs read and written back through `inspect_ai.log`), the trace
-log written during the run, and every console error are scrubbed of the values of such variables.
+every file under the run directory (`.eval` logs read and written back through `inspect_ai.log`, response-cache
+entries read and written back as the pickles Inspect keeps), the response-cache entries this run wrote outside
+it, the trace log written during the run, and every console error are scrubbed of the values of such
+variables. The `http` provider redacts the values its endpoint file references from every reply before Inspect
+sees it, so those never reach a cache or a log at all.
 """
 
 from __future__ import annotations
@@ -18,14 +21,11 @@ import sys
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from trustmh.inspect_compat import trace_dir
 from trustmh.models.endpoint import endpoint_secrets
-from trustmh.storage import iter_files, write_text_atomic
-
-if TYPE_CHECKING:
-    from trustmh.storage import Url
+from trustmh.storage import Url, atomic_path, iter_files, write_bytes_atomic, write_text_atomic
 
 REDACTED = "[REDACTED]"
 # Environment variables whose values are secrets.
@@ -108,22 +108,87 @@ def scrub_eval_log(path: Path | Url, secrets: list[str]) -> bool:
     return True
 
 
+def scrub_cache_entry(path: Path | Url, secrets: list[str]) -> bool:
+    """Redact one entry of Inspect's response cache (a pickle of `(expiry, ModelOutput)`), rewritten
+    atomically; True when something was redacted. A byte search first: the pickle is parsed only when a
+    secret's bytes are in it (almost never). An entry that cannot be read as one is left alone."""
+    import pickle
+
+    needles = {encoded for secret in secrets for encoded in _encodings(secret)}
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if not any(n in data for n in needles):
+        return False
+    try:
+        expiry, output = pickle.loads(data)  # noqa: S301  (trustmh's own cache, written by Inspect)
+        dumped = output.model_dump_json()
+    except Exception:  # noqa: BLE001  not a cache entry of this Inspect: left to the run's other checks
+        return False
+    clean = redact(dumped, secrets)
+    if clean == dumped:
+        return False
+    rewritten = pickle.dumps((expiry, type(output).model_validate_json(clean)))
+    if isinstance(path, Path):
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(rewritten)
+    else:
+        write_bytes_atomic(path, rewritten)
+    return True
+
+
+def scrub_cache_dir(cache: Path, secrets: list[str], since: float | None = None) -> list[Path]:
+    """Scrub the entries of a response cache kept outside the run directory (`$TRUSTMH_CACHE_DIR/responses`,
+    a user's INSPECT_CACHE_DIR) written since `since`: what this run added."""
+    touched: list[Path] = []
+    if not secrets or not cache.is_dir():
+        return touched
+    for path in cache.rglob("*"):
+        try:
+            if not path.is_file() or (since is not None and path.stat().st_mtime < since):
+                continue
+        except OSError:
+            continue
+        if scrub_cache_entry(path, secrets):
+            touched.append(path)
+    return touched
+
+
+def _older(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime < since
+    except OSError:
+        return True
+
+
 def scrub_run_dir(out: Path | Url, secrets: list[str], since: float | None = None) -> list[Path | Url]:
-    """Scrub every log and text file under the run directory (a path or a URL: `.eval` logs are read and
-    written back through Inspect, which reads and writes URLs), and Inspect's trace logs written since
-    `since` (a time.time()); returns the files that held a secret."""
+    """Scrub every file trustmh wrote under the run directory (a path or a URL: `.eval` logs are read and
+    written back through Inspect, which reads and writes URLs; the response cache in `OUT/cache` entry by
+    entry), the response cache kept elsewhere (TRUSTMH_CACHE_DIR, INSPECT_CACHE_DIR) as far as this run wrote
+    it, and Inspect's trace logs written since `since` (a time.time()); returns the files that held a secret."""
 
     if not secrets:
         return []
     touched: list[Path | Url] = []
     for path in iter_files(out):
         if "cache" in path.relative_to(out).parts:  # type: ignore[arg-type]
+            if since is not None and isinstance(path, Path) and _older(path, since):
+                continue  # written by an earlier invocation, scrubbed then
+            scrub = scrub_file if path.suffix in _TEXT_SUFFIXES else scrub_cache_entry
+            if scrub(path, secrets):
+                touched.append(path)
             continue
         if path.suffix == ".eval":
             if scrub_eval_log(path, secrets):
                 touched.append(path)
         elif path.suffix in _TEXT_SUFFIXES and scrub_file(path, secrets):
             touched.append(path)
+    for env, sub in (("TRUSTMH_CACHE_DIR", "responses"), ("INSPECT_CACHE_DIR", "")):
+        root = os.environ.get(env)
+        cache = Path(root).expanduser() / sub if root else None
+        if cache is not None and (isinstance(out, Url) or not cache.resolve().is_relative_to(Path(out).resolve())):
+            touched.extend(scrub_cache_dir(cache, secrets, since))
     if since is not None:
         traces = trace_dir()
         try:
