@@ -20,7 +20,7 @@ from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, S
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.http import last_failure
-from trustmh.run.usage import note_call
+from trustmh.run.usage import held, note_call
 
 ITEM_KEY = "trustmh_item"
 
@@ -35,15 +35,19 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
     return Item(**metadata[ITEM_KEY])
 
 
-async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0) -> TaskState:
+async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0,
+                        max_tokens: int | None = None) -> TaskState:
     """One reply of the model under test, cached. A provider that answers 200 with no choices at all
     (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
     already cached the empty answer, which would otherwise come back on every retry, now and on resume.
     `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own."""
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
-            state = await generate(state, cache=cache_policy(ctx, attempt))
-            note_call("model", str(ctx.options.get("model") or state.output.model), state.output)
+            # the call's planned upper cost is reserved before it is sent (`--budget`; `max_tokens`: its cap)
+            name = str(ctx.options.get("model") or get_model())
+            with held(name, [{"role": m.role, "content": m.text} for m in state.messages], max_tokens) as hold:
+                state = await generate(state, cache=cache_policy(ctx, attempt))
+                note_call("model", str(ctx.options.get("model") or state.output.model), state.output, hold)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -100,11 +104,12 @@ async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: in
 
     async def ask(attempt: int) -> str:
         # each attempt has its own cache entry, so a re-ask reaches the judge again
-        try:
-            output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
-        except RetryError as exc:  # retries used up: report what the last attempt met
-            raise last_failure(exc, model.api) from None
-        note_call(role, str(model), output)
+        with held(str(model), req.prompt, config.max_tokens) as hold:
+            try:
+                output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+            except RetryError as exc:  # retries used up: report what the last attempt met
+                raise last_failure(exc, model.api) from None
+            note_call(role, str(model), output, hold)
         return output.completion
 
     return await ask_until_valid(ask, req.validate)

@@ -43,11 +43,12 @@ from trustmh.run.calls import (
     ask_judge,
     bounded_config,
     cache_policy,
+    capped,
     generate_once,
     item_from_metadata,
     judge_model,
 )
-from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
+from trustmh.run.usage import USAGE_KEY, check_budget, held, note_call, sample_usage
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -77,6 +78,8 @@ def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
 def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     system = read_system_prompt(ctx)
     model_label = str(ctx.options.get("model") or "model")
+    cap = capped(subtask.generation(ctx).max_tokens, ctx)  # each reply's limit, for its budget reservation
+    patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         check_budget()
@@ -97,8 +100,9 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 async def patient_line(attempt: int, asked: Model = patient, messages: Any = move.messages,
                                        said_by: list[str | None] = said_by) -> str:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
-                    out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt))
-                    note_call("patient", str(asked), out)
+                    with held(str(asked), list(messages or []), patient_cap) as hold:
+                        out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt))
+                        note_call("patient", str(asked), out, hold)
                     said_by.append(out.model)
                     return out.completion
 
@@ -112,7 +116,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 nonlocal state
                 if attempt > 1 and state.messages and state.messages[-1].role == "assistant":
                     state.messages.pop()  # the empty reply: the same conversation is asked again
-                state = await generate_once(state, generate, ctx, reask=attempt - 1)
+                state = await generate_once(state, generate, ctx, reask=attempt - 1, max_tokens=cap)
                 return state.output.completion
 
             await ask_until_valid(model_reply, said_something)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -621,7 +622,7 @@ def _run(opts: RunOptions, out: Path | Url) -> tuple[dict[str, Any], int]:
     write_text_atomic(out / "plan.json", to_json(plan.planned))
     spent_before = _spent(out)
     if opts.budget is not None:
-        usage.METER = usage.Meter(budget=opts.budget, prices=dict(opts.prices), spent=spent_before)
+        usage.METER = usage.BudgetMeter(budget=opts.budget, prices=dict(opts.prices), spent=spent_before)
         if usage.METER.reached:
             _log(f"{spent_before:.4f} already spent of the budget {opts.budget:g}: no sample will start")
     try:
@@ -634,11 +635,12 @@ def _run(opts: RunOptions, out: Path | Url) -> tuple[dict[str, Any], int]:
         write_text_atomic(out / SPEND_FILE, json.dumps({"spent": meter.spent, "unpriced": sorted(meter.unpriced)},
                                                        indent=2) + "\n")
         unfinished = sum(plan.n_errors.values())
-        if meter.reached and unfinished:
+        # a call or a sample refused for the budget (`trustmh.run.reserve`) is a stop, whatever was spent
+        if (meter.reached or meter.refused) and unfinished:
             stopped = True
             plan.errors[:] = [e for e in plan.errors if "sample(s) errored" not in e]
             extra["budget"] = {"amount": opts.budget, "spent": meter.spent, "stopped": True,
-                               "unfinished_samples": unfinished,
+                               "unfinished_samples": unfinished, "refused_calls": meter.refused,
                                "notice": f"stopped at the budget: {unfinished} sample(s) not run; the same "
                                          "command with a higher --budget continues without paying again for "
                                          "anything finished"}
@@ -655,9 +657,13 @@ def _run(opts: RunOptions, out: Path | Url) -> tuple[dict[str, Any], int]:
 def _spent(out: Path | Url) -> float:
     """What earlier invocations of this run spent (`spend.json`), so a budget bounds the whole run."""
     try:
-        return float(json.loads((out / SPEND_FILE).read_text(encoding="utf-8"))["spent"])
+        spent = float(json.loads((out / SPEND_FILE).read_text(encoding="utf-8"))["spent"])
     except (OSError, ValueError, KeyError, TypeError):
         return 0.0
+    if not math.isfinite(spent) or spent < 0:  # written with a NaN price by an earlier version
+        raise TrustmhError(f"{out / SPEND_FILE}: spent = {spent!r} is not an amount; the budget cannot be kept "
+                           "(remove the file to count from 0, or start a new --out)")
+    return spent
 
 
 @contextmanager

@@ -95,6 +95,8 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
     """Generate; while the reply does not parse, ask again with the sub-task's format reminder (up to
     MAX_ATTEMPTS in all)."""
 
+    cap = capped(subtask.generation(ctx).max_tokens, ctx)  # each call's reply limit, for its budget reservation
+
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         check_budget()
         state.metadata["reasks"] = 0
@@ -104,7 +106,7 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
             stored = state.metadata[ITEM_KEY]["metadata"].get("stored_response")
             state.output = ModelOutput.from_content(model="none", content=str(stored or ""))
             return state
-        state = await generate_once(state, generate, ctx)
+        state = await generate_once(state, generate, ctx, max_tokens=cap)
         if subtask.format_reminder is None:
             return state
         item = item_from_metadata(state.metadata)
@@ -112,7 +114,7 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
                and not subtask.parse_valid(item, state.output.completion, ctx)):
             state.messages.append(ChatMessageUser(content=subtask.format_reminder))
             state.metadata["reasks"] += 1
-            state = await generate_once(state, generate, ctx)
+            state = await generate_once(state, generate, ctx, max_tokens=cap)
         return state
 
     return solve

@@ -9,47 +9,42 @@ the provider itself reported as read from its prompt cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from trustmh.prices import Price, cost
 from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
+from trustmh.run.reserve import BudgetMeter, BudgetReached, Hold
+
+__all__ = ["METER", "USAGE_KEY", "BudgetMeter", "BudgetReached", "check_budget", "held", "note_call",
+           "sample_usage"]
 
 _STORE_KEY = "trustmh_usage"
 
 
-class BudgetReached(Exception):
-    """Raised when a sample would start after the run's counted cost reached its budget."""
-
-
-@dataclass
-class Meter:
-    """The counted cost of a run against its budget."""
-
-    budget: float
-    prices: dict[str, Price]
-    spent: float = 0.0
-    unpriced: set[str] = field(default_factory=set)
-
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        value = cost(self.prices.get(model), input_tokens, output_tokens, cached_tokens)
-        if value is None:
-            self.unpriced.add(model)
-        else:
-            self.spent += value
-
-    @property
-    def reached(self) -> bool:
-        return self.spent >= self.budget
-
-
-METER: Meter | None = None  # set by `trustmh.run.execute` for the duration of a run with --budget
+METER: BudgetMeter | None = None  # set by `trustmh.run.execute` for the duration of a run with --budget
 
 
 def check_budget() -> None:
     """Called before a sample makes its first call: no new sample once the budget is reached."""
     if METER is not None and METER.reached:
+        METER.refused += 1
         raise BudgetReached(f"budget reached: {METER.spent:.4f} of {METER.budget:g} spent; no new sample started")
+
+
+@contextmanager
+def held(model: str, messages: Iterable[Mapping[str, Any]] | str, max_output: int | None) -> Iterator[Hold | None]:
+    """Around one call: its planned upper cost reserved before it is sent (`BudgetReached` if that would pass
+    the budget: the call is not sent), released if it fails; `note_call` settles it (`trustmh.run.reserve`)."""
+    if METER is None:
+        yield None
+        return
+    listed = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    hold = METER.reserve_messages(model, listed, int(max_output or 0))
+    try:
+        yield hold
+    finally:
+        METER.release(hold)
 
 
 def _last_call_cached() -> bool:
@@ -62,8 +57,9 @@ def _last_call_cached() -> bool:
     return False
 
 
-def note_call(role: str, model: str, output: Any) -> None:
-    """Count one finished call of this sample (and charge it to the budget unless the cache answered it)."""
+def note_call(role: str, model: str, output: Any, hold: Hold | None = None) -> None:
+    """Count one finished call of this sample (and charge it to the budget unless the cache answered it,
+    settling its reservation `hold`)."""
     from inspect_ai.util import store
 
     cached = _last_call_cached()
@@ -71,6 +67,8 @@ def note_call(role: str, model: str, output: Any) -> None:
     row = sample_usage().setdefault(role, {}).setdefault(model, {
         "calls": 0, "cached_calls": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
     row["calls"] += 1
+    if METER is not None and hold is not None:
+        METER.release(hold)
     if cached:
         row["cached_calls"] += 1
     elif usage is not None:
