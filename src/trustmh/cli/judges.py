@@ -1,6 +1,6 @@
 """`trustmh judge certify` and `trustmh review export|import` (docs/judges.md).
 
-    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|mentalalign|FILE.csv
+    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference siri2|crisis-study|mentalalign|FILE.csv
                           [--reference-path PATH] [--limit N] [--subtask ID] [--certificates DIR] [--seed N] ...
     trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
     trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
@@ -29,6 +30,8 @@ from trustmh.run.certify import (
 )
 from trustmh.run.review import export_review, import_review
 
+SIRI2_REFERENCE = "siri2"  # trustmh.judges.siri2_reference (imported when used: it reads the pillar)
+
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificates", metavar="DIR",
@@ -43,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--judge", action="append", required=True, metavar="MODEL",
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
+                   help="siri2 (the SIRI-2 expert panel: the judge rates crisis replies -3..+3), crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
                    "the MentalBench judge) or a tidy CSV (docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
                    help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
@@ -98,6 +101,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
                           timeout=args.timeout, max_retries=args.max_retries)
     ctx.n_boot = args.n_boot
+    if args.reference == SIRI2_REFERENCE:
+        return _certify_siri2(args, ctx)
     if args.reference == CRISIS_REFERENCE:
         if args.subtask and args.subtask != CRISIS_SUBTASK:
             raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
@@ -132,6 +137,39 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
+    print(f"certificate: {path}")
+    return 0 if cert["verdict"] == "pass" else 1
+
+
+def _certify_siri2(args: argparse.Namespace, ctx: Any) -> int:
+    """`--reference siri2`: the judge rates the SIRI-2 replies; its certificate against the expert panel."""
+    from trustmh.cli.rescore import _bounded_judge
+    from trustmh.core import JudgeRequest
+    from trustmh.judges.siri2_reference import siri2_certificate
+
+    if len(args.judge) > 1:
+        raise TrustmhError(f"--reference {SIRI2_REFERENCE}: one --judge at a time")
+    if args.subtask and args.subtask != "clinical/siri2":
+        raise TrustmhError(f"--reference {SIRI2_REFERENCE} certifies a SIRI-2 rater, not {args.subtask}")
+    judge = _bounded_judge(args.judge[0], args.seed)
+
+    def ask(prompt: str) -> str:
+        # the re-ask loop is siri2_certificate's: one attempt per call here
+        return judge(JudgeRequest(name="siri2", prompt=prompt, validate=lambda _t: True, max_tokens=64))
+
+    cert, path = siri2_certificate(ask, ctx, certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
+    a = cert["agreement"]
+
+    def show(metric: str) -> str:
+        fig, ci = a[metric], a[metric].get("ci") or [None, None]
+        num = [("n/a" if x is None else f"{float(x):.2f}") for x in (fig.get("value"), *ci)]
+        return f"{metric} {num[0]} (95% CI {num[1]} to {num[2]}; max {cert['thresholds'].get(metric, {}).get('max', '-')})"
+
+    quality = cert["reference_quality"]
+    print(f"clinical/siri2: judge {args.judge[0]} on the SIRI-2 expert panel (n = {cert['n']}, "
+          f"{cert['n_judge_invalid']} invalid): {cert['verdict'].upper()}")
+    print(f"  {show('siri2_total')}; mae {a['mae']['value']:.3f}; {show('inappropriate_bias')}")
+    print(f"  expert floor {quality['expert_floor']:.2f} (below it: not distinguishable from an expert)")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 

@@ -12,8 +12,10 @@ from pathlib import Path
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
+from trustmh.pillars.fairness.stigma_rescore import rescore_moore_stigma
 from trustmh.pillars.privacy.rescore import rescore_privacy
 from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
@@ -31,6 +33,13 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt in ("siri2", "moore-stigma"):
+        if judges:
+            raise TrustmhError(f"rescore --format {fmt}: takes no --judge (the released results are rescored as "
+                               "they stand)")
+        if fmt == "siri2":
+            return rescore_siri2(source, out, seed=seed)
+        return rescore_moore_stigma(source, out, seed=seed)
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():
