@@ -5,7 +5,7 @@ Layout under `--from DIR` (the repository): `instrument/siri2_expert_scores.csv`
 `experiment-results/model_scores_by_condition.csv` (per condition and reply, the mean of the ten ratings) and,
 to compare with, `experiment-results/siri2_total_scores.csv` (the published totals, two decimals). Each
 condition's total is Σ |mean rating − expert mean| over the 48 validated replies (item 14 left out), with the
-figures of `siri2_scoring`; a condition that does not have all 48 replies is named and its total not compared.
+figures of `siri2_scoring`; a condition that lacks a mean for any reply of the expert file (48 in the real one) is named and its total not compared.
 Writes `siri2_rescore.json` and `siri2_rescore.md` (a table) under `--out`.
 """
 
@@ -22,7 +22,6 @@ from trustmh.pillars.clinical.norms import COMPILED_FROM, norms_json
 from trustmh.pillars.clinical.siri2_data import (
     EXPERT_FILE,
     MEANS_FILE,
-    N_VALIDATED,
     TOTALS_FILE,
     load_condition_means,
     load_experts,
@@ -52,11 +51,12 @@ def rescore_siri2(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
         fig = siri2_figures({r: [v] for r, v in by_reply.items()}, experts,
                             clusters={r: r[:-1] for r in by_reply}, seed=seed, n_boot=n_boot)
         fig.pop("per_reply", None)
-        complete = fig["n_replies"] == N_VALIDATED and not fig["unknown_replies"]
+        missing = sorted(set(experts) - set(by_reply))
+        complete = not missing and not fig["unknown_replies"]
         if not complete:
-            report.add(RowProblem(MEANS_FILE, -1, "/".join(key), f"{fig['n_replies']} of {N_VALIDATED} validated "
-                                  "replies (" + ", ".join(fig["unknown_replies"]) + " without an expert score)",
-                                  "total not compared"))
+            what = [f"no mean for {', '.join(missing)}"] if missing else []
+            what += [f"{', '.join(fig['unknown_replies'])} without an expert score"] if fig["unknown_replies"] else []
+            report.add(RowProblem(MEANS_FILE, -1, "/".join(key), "; ".join(what), "total not compared"))
         pub = None if published is None else published.get(key)
         rows.append({"model": model, "temperature": temperature, "prompt": prompt,
                      "total": fig["total_sum"], "mae": fig["mae"], "ci_items": fig["ci_items"],

@@ -87,8 +87,9 @@ def siri2_figures(ratings: Mapping[str, Sequence[float | None]], experts: Mappin
     invalid = ~np.isfinite(raw)
     filled = np.where(invalid, np.array([worst_rating(m) for m in mu])[:, None], raw)
     abs_err = np.abs(filled.mean(axis=1) - mu)
-    with np.errstate(invalid="ignore"):
-        valid_mean = np.nanmean(np.where(invalid, np.nan, raw), axis=1) if (~invalid).any() else np.full(len(ids), np.nan)
+    n_valid = (~invalid).sum(axis=1)
+    valid_sum = np.where(invalid, 0.0, raw).sum(axis=1)
+    valid_mean = np.where(n_valid > 0, valid_sum / np.maximum(n_valid, 1), np.nan)
     scale = float(N_VALIDATED)
     total = float(abs_err.mean() * scale)
     groups = [clusters.get(r, r) if clusters else r for r in ids]
