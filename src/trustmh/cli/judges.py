@@ -30,7 +30,7 @@ from trustmh.run.certify import (
 )
 from trustmh.run.review import export_review, import_review
 
-SIRI2_REFERENCE = "siri2"  # trustmh.judges.siri2_reference (imported when used: it reads the pillar)
+SIRI2_REFERENCE = "siri2"  # certified by trustmh.pillars.clinical.judge_check
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -143,9 +143,10 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def _certify_siri2(args: argparse.Namespace, ctx: Any) -> int:
     """`--reference siri2`: the judge rates the SIRI-2 replies; its certificate against the expert panel."""
+    # imported when the command runs, not at start-up
     from trustmh.cli.rescore import _bounded_judge
     from trustmh.core import JudgeRequest
-    from trustmh.judges.siri2_reference import siri2_certificate
+    from trustmh.pillars.clinical.judge_check import siri2_certificate
 
     if len(args.judge) > 1:
         raise TrustmhError(f"--reference {SIRI2_REFERENCE}: one --judge at a time")

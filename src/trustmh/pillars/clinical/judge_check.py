@@ -1,4 +1,5 @@
-"""`trustmh judge certify --reference siri2` (docs/judges.md#siri2): the SIRI-2 as a check of a crisis judge.
+"""`trustmh judge certify --reference siri2` (docs/judges.md#siri2): the SIRI-2 as a check of a crisis judge
+(kept in the pillar that owns the instrument: the judges/ floor sits below the pillars).
 
 The candidate judge rates each of the 48 validated helper replies on the inventory's -3..+3 scale under the
 same prompt as `clinical/siri2` (`siri2_rate`, temperature 0, the run's seed; an unreadable rating re-asked by
