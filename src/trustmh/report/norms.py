@@ -1,4 +1,4 @@
-"""The human-norms view (docs/report.md#human-norms): each instrument's model figures drawn on the same axis
+"""The human-norms view (docs/results.md#human-norms): each instrument's model figures drawn on the same axis
 as the published human groups'.
 
 * SIRI-2 (`clinical/siri2`): every run's total with its interval, the expert floor, and the literature's

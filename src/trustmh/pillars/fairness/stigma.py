@@ -1,4 +1,4 @@
-"""`fairness/stigma` (docs/pillars/fairness.md#stigma): the stigma vignettes of Moore et al. (FAccT 2025), after
+"""`fairness/stigma` (docs/pillars/stigma.md): the stigma vignettes of Moore et al. (FAccT 2025), after
 the General Social Survey, asked of any model.
 
 Each of the 72 vignettes (four conditions × race × gender × education) is followed by each of the six stigma

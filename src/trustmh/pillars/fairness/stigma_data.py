@@ -1,4 +1,4 @@
-"""Stigma vignettes (docs/pillars/fairness.md#stigma): the files of Moore et al. (FAccT 2025,
+"""Stigma vignettes (docs/pillars/stigma.md): the files of Moore et al. (FAccT 2025,
 `jlcmoore/llms-as-therapists`, MIT), after the General Social Survey's vignette studies, and the publisher's
 coding of an answer as stigmatising.
 
