@@ -18,6 +18,7 @@ from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import LABELS as CRISIS_LABELS
 from trustmh.pillars.crisis.escalation import human_triple_requests
 from trustmh.run.calls import JUDGE_JSON, judge_response_schema
+from trustmh.starter import starter_path
 
 REPLY = "I hear you, that sounds hard. Answer: A"
 # Requests whose answer is free text, not JSON (the faithful privacy proxy question).
@@ -111,6 +112,8 @@ def _contexts() -> list[tuple[Any, RunContext]]:
     out = []
     for info in catalogue.ALL_TASKS:
         subtask = catalogue.get_subtask(info.id)
+        if subtask.judge_use == "no" and not starter_path(subtask.id).is_file():
+            continue  # no judge and no starter items (clinical/siri2, fairness/stigma: publishers' files only)
         for mode in subtask.modes:
             if info.pillar == "mentalbench":
                 ctx = RunContext(mode=mode, suite="mentalbench", judge=JudgeInfo(model="j", validated=False),

@@ -1,6 +1,6 @@
 """`trustmh judge certify` and `trustmh review export|import` (docs/judges.md).
 
-    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference siri2|crisis-study|mentalalign|FILE.csv
+    trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|mentalalign|FILE.csv
                           [--reference-path PATH] [--limit N] [--subtask ID] [--certificates DIR] [--seed N] ...
     trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
     trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
@@ -12,25 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.judges.certificates import certificates_dir, threshold_gaps
-from trustmh.run.certify import (
-    CRISIS_REFERENCE,
-    CRISIS_SUBTASK,
-    MENTALALIGN_REFERENCE,
-    MENTALBENCH_SUBTASK,
-    certify,
-    certify_context,
-    crisis_reference,
-    csv_reference,
-    mentalalign_reference,
-)
-from trustmh.run.review import export_review, import_review
-
-SIRI2_REFERENCE = "siri2"  # certified by trustmh.pillars.clinical.judge_check
+from trustmh.judges.certify.core import certify, certify_context
+from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
+from trustmh.judges.review import export_review, import_review
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -46,11 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--judge", action="append", required=True, metavar="MODEL",
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help="siri2 (the SIRI-2 expert panel: the judge rates crisis replies -3..+3), crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
-                   "the MentalBench judge) or a tidy CSV (docs/judges.md#reference-csv)")
+                   help=", ".join(f"{name} ({source.help})" for name, source in reference_sources().items()
+                                  if source.subtask) + ", or a tidy CSV (docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
-                   help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
-                   "file holding the rated replies' texts (else the data registry's copy)")
+                   help="where the named reference's files are (see --reference; else the data registry's copy)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
@@ -101,26 +88,16 @@ def cmd_certify(args: argparse.Namespace) -> int:
     ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
                           timeout=args.timeout, max_retries=args.max_retries)
     ctx.n_boot = args.n_boot
-    if args.reference == SIRI2_REFERENCE:
-        return _certify_siri2(args, ctx)
-    if args.reference == CRISIS_REFERENCE:
-        if args.subtask and args.subtask != CRISIS_SUBTASK:
-            raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
-        ref = crisis_reference(ctx, args.reference_path)
-    elif args.reference == MENTALALIGN_REFERENCE:
-        if args.subtask and args.subtask != MENTALBENCH_SUBTASK:
-            raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE} certifies {MENTALBENCH_SUBTASK}, not "
-                               f"{args.subtask}")
-        ref = mentalalign_reference(ctx, args.reference_path)
-    else:
-        path = Path(args.reference)
-        if not path.is_file():
-            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
-                               f"{MENTALALIGN_REFERENCE} nor a CSV file")
-        ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
+    source, request = find_reference(args.reference, ReferenceRequest(
+        path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     certs = certificates_dir(args.certificates)
-    work = Path(args.work) if args.work else certs / "work" / ref.name
-    cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+    if source.certify is not None:  # a reference that measures the judge its own way (the SIRI-2)
+        cert, path = source.certify(ctx, request, certs, args.threshold)
+    else:
+        assert source.load is not None
+        ref = source.load(ctx, request)
+        work = Path(args.work) if args.work else certs / "work" / ref.name
+        cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:
@@ -137,40 +114,6 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
-    print(f"certificate: {path}")
-    return 0 if cert["verdict"] == "pass" else 1
-
-
-def _certify_siri2(args: argparse.Namespace, ctx: Any) -> int:
-    """`--reference siri2`: the judge rates the SIRI-2 replies; its certificate against the expert panel."""
-    # imported when the command runs, not at start-up
-    from trustmh.cli.rescore import _bounded_judge
-    from trustmh.core import JudgeRequest
-    from trustmh.pillars.clinical.judge_check import siri2_certificate
-
-    if len(args.judge) > 1:
-        raise TrustmhError(f"--reference {SIRI2_REFERENCE}: one --judge at a time")
-    if args.subtask and args.subtask != "clinical/siri2":
-        raise TrustmhError(f"--reference {SIRI2_REFERENCE} certifies a SIRI-2 rater, not {args.subtask}")
-    judge = _bounded_judge(args.judge[0], args.seed)
-
-    def ask(prompt: str) -> str:
-        # the re-ask loop is siri2_certificate's: one attempt per call here
-        return judge(JudgeRequest(name="siri2", prompt=prompt, validate=lambda _t: True, max_tokens=64))
-
-    cert, path = siri2_certificate(ask, ctx, certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
-    a = cert["agreement"]
-
-    def show(metric: str) -> str:
-        fig, ci = a[metric], a[metric].get("ci") or [None, None]
-        num = [("n/a" if x is None else f"{float(x):.2f}") for x in (fig.get("value"), *ci)]
-        return f"{metric} {num[0]} (95% CI {num[1]} to {num[2]}; max {cert['thresholds'].get(metric, {}).get('max', '-')})"
-
-    quality = cert["reference_quality"]
-    print(f"clinical/siri2: judge {args.judge[0]} on the SIRI-2 expert panel (n = {cert['n']}, "
-          f"{cert['n_judge_invalid']} invalid): {cert['verdict'].upper()}")
-    print(f"  {show('siri2_total')}; mae {a['mae']['value']:.3f}; {show('inappropriate_bias')}")
-    print(f"  expert floor {quality['expert_floor']:.2f} (below it: not distinguishable from an expert)")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 

@@ -1,5 +1,6 @@
 """`trustmh judge certify --reference siri2` (docs/judges.md#siri2): the SIRI-2 as a check of a crisis judge
-(kept in the pillar that owns the instrument: the judges/ floor sits below the pillars).
+(plain Python in the pillar that owns the instrument; `trustmh.judges.certify.references.siri2` binds it to a
+judge model).
 
 The candidate judge rates each of the 48 validated helper replies on the inventory's -3..+3 scale under the
 same prompt as `clinical/siri2` (`siri2_rate`, temperature 0, the run's seed; an unreadable rating re-asked by
@@ -19,7 +20,7 @@ below which a judge is not distinguishable from an expert. It is written into th
 the judge reached it, and a threshold set below it is refused (no judge can be asked to beat the experts'
 own agreement).
 
-Plain Python: the judge is a `prompt -> text` function (the command line builds it on an Inspect model).
+Plain Python: the judge is a `prompt -> text` function.
 """
 
 from __future__ import annotations
