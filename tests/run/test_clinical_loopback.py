@@ -85,8 +85,9 @@ def test_invalid_ratings_are_counted_and_entered_at_the_worst_case(tmp_path: Pat
     assert (siri2["n_invalid"], siri2["metrics"]["total_sum"]) == (2, 17.0)
 
 
-@pytest.mark.parametrize(("model", "verdict", "code"), [("expert", "pass", 0), ("zero", "fail", 1)])
-def test_judge_certify_with_the_siri2_reference(model: str, verdict: str, code: int, tmp_path: Path,
+@pytest.mark.parametrize(("model", "verdict", "code", "status"), [("expert", "pass", 0, "certified"),
+                                                                 ("zero", "fail", 1, "not certified")])
+def test_judge_certify_with_the_siri2_reference(model: str, verdict: str, code: int, status: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(respond, max_requests=60, max_seconds=60) as server:
         for key, value in server.env().items():
@@ -94,4 +95,4 @@ def test_judge_certify_with_the_siri2_reference(model: str, verdict: str, code: 
         got = main(["judge", "certify", "--judge", server.model_name(model), "--reference", "siri2",
                     "-O", f"siri2_dir={SIRI2}", "--certificates", str(tmp_path), "--n-boot", "200"])
     cert = json.loads(next(tmp_path.glob("*.json")).read_text())
-    assert (got, cert["verdict"], cert["reference_quality"]["expert_floor"] > 0) == (code, verdict, True)
+    assert (got, cert["verdict"], cert["reference_quality"]["status"]) == (code, verdict, status)

@@ -17,8 +17,9 @@ Reference quality. The "humans" here are not raters but the expert panel's mean 
 is no rater-vs-rater agreement to report; the panel's own scatter plays that part: the expert floor
 (Σ SD·√(2/π), the total one panel member would be expected to score against the panel mean) is the total
 below which a judge is not distinguishable from an expert. It is written into the certificate, with whether
-the judge reached it, and a threshold set below it is refused (no judge can be asked to beat the experts'
-own agreement).
+the judge reached it and the rule's status (certified when the upper bound of the judge's total is at or
+below the floor), and a threshold set below it is refused (no judge can be asked to beat the experts' own
+agreement).
 
 Plain Python: the judge is a `prompt -> text` function.
 """
@@ -102,8 +103,14 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     files = resolved_files().get("siri2", {})
     reference = {"name": REFERENCE, "source": "public", "n_items": len(items),
                  "sha256": canonical_sha256(files)}
+    upper = (fig.get("ci_items") or [None, None])[1]
+    as_close = None if floor is None or upper is None else upper <= floor
     extra = {"reference_quality": {
                  "expert_floor": floor, "below_expert_floor": fig["below_expert_floor"],
+                 # the reference-quality rule (judge as close to the humans as a human is), read on the panel
+                 "status": {True: "certified", False: "not certified", None: "reference cannot certify"}[as_close],
+                 "rule": "certified when the upper bound of the judge's total is at or below the expert floor: "
+                         "it is then as close to the panel's means as one panel member is expected to be",
                  "how": "the panel's mean and SD per reply stand for the humans; its floor, sum of SD x "
                         "sqrt(2/pi), is the total one expert would be expected to score against the panel mean: "
                         "a judge at or below it is not distinguishable from an expert, and no threshold may be "
