@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError
+from trustmh.core import RunContext, TrustmhError
 from trustmh.data.locate import find_local, resolve
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.registry import offline
@@ -24,6 +24,15 @@ def publisher_file(rel: str, options: Mapping[str, Any], *, dataset: str, option
                                f"{get_dataset(dataset).source})")
         return resolve(dataset, f"{base}/{rel}", path)
     return resolve(dataset, f"{base}/{rel}")
+
+
+def unavailable_reason(ctx: RunContext, files: tuple[str, ...], *, starter_reason: str, dataset: str, option: str,
+                       base: str) -> str | None:
+    """Why a sub-task read only from a publisher's files cannot run: the starter suite has none of its
+    items (`starter_reason`), or the files are not to be had offline; else None."""
+    if ctx.suite == "starter":
+        return starter_reason
+    return missing_reason(ctx.options, files, dataset=dataset, option=option, base=base)
 
 
 def missing_reason(options: Mapping[str, Any], files: tuple[str, ...], *, dataset: str, option: str,

@@ -34,7 +34,7 @@ from trustmh.pillars.clinical.siri2_data import (
     load_experts,
     load_replies,
     siri2_file,
-    siri2_missing,
+    siri2_unavailable,
 )
 from trustmh.pillars.clinical.siri2_scoring import figure_notes, parse_rating, siri2_figures, worst_rating
 from trustmh.prompts import render
@@ -73,12 +73,7 @@ class Siri2(Subtask):
         return GenConfig(temperature=0.0, max_tokens=64, epochs=int(ctx.options.get("siri2_epochs", 1)))
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is not None:
-            return reason
-        if ctx.suite == "starter":
-            return STARTER_REASON
-        return siri2_missing(ctx.options, (ITEMS_FILE, EXPERT_FILE))
+        return super().not_computed_reason(ctx) or siri2_unavailable(ctx, STARTER_REASON)
 
     def experts(self, ctx: RunContext) -> dict[str, Expert]:
         return load_experts(siri2_file(EXPERT_FILE, ctx.options))

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError
-from trustmh.data.publisher import missing_reason, publisher_file
+from trustmh.core import RunContext, TrustmhError
+from trustmh.data.publisher import publisher_file, unavailable_reason
 from trustmh.data.rows import RowProblem, RowReport
 
 DATASET = "siri2"
@@ -60,8 +60,9 @@ def siri2_file(rel: str, options: Mapping[str, Any]) -> Path:
     return publisher_file(rel, options, dataset=DATASET, option=OPTION, base=BASE)
 
 
-def siri2_missing(options: Mapping[str, Any], files: tuple[str, ...]) -> str | None:
-    return missing_reason(options, files, dataset=DATASET, option=OPTION, base=BASE)
+def siri2_unavailable(ctx: RunContext, starter_reason: str) -> str | None:
+    return unavailable_reason(ctx, (ITEMS_FILE, EXPERT_FILE), starter_reason=starter_reason, dataset=DATASET,
+                              option=OPTION, base=BASE)
 
 
 def _number(value: Any) -> float | None:

@@ -47,7 +47,7 @@ from trustmh.pillars.fairness.stigma_data import (
     load_questions,
     load_vignettes,
     moore_file,
-    moore_missing,
+    moore_unavailable,
     public_condition_rates,
 )
 from trustmh.prompts import render
@@ -130,12 +130,7 @@ class Stigma(Subtask):
         return GenConfig(temperature=0.0, max_tokens=16)
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
-        reason = super().not_computed_reason(ctx)
-        if reason is not None:
-            return reason
-        if ctx.suite == "starter":
-            return STARTER_REASON
-        return moore_missing(ctx.options, (VIGNETTES_FILE, QUESTIONS_FILE, HUMAN_FILE))
+        return super().not_computed_reason(ctx) or moore_unavailable(ctx, STARTER_REASON)
 
     def items(self, ctx: RunContext) -> list[Item]:
         report = RowReport()

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError
-from trustmh.data.publisher import missing_reason, publisher_file
+from trustmh.core import RunContext, TrustmhError
+from trustmh.data.publisher import publisher_file, unavailable_reason
 from trustmh.data.rows import RowProblem, RowReport
 
 DATASET = "moore_stigma"
@@ -48,8 +48,9 @@ def moore_file(rel: str, options: Mapping[str, Any]) -> Path:
     return publisher_file(rel, options, dataset=DATASET, option=OPTION, base=BASE)
 
 
-def moore_missing(options: Mapping[str, Any], files: tuple[str, ...]) -> str | None:
-    return missing_reason(options, files, dataset=DATASET, option=OPTION, base=BASE)
+def moore_unavailable(ctx: RunContext, starter_reason: str) -> str | None:
+    return unavailable_reason(ctx, (VIGNETTES_FILE, QUESTIONS_FILE, HUMAN_FILE), starter_reason=starter_reason,
+                              dataset=DATASET, option=OPTION, base=BASE)
 
 
 @dataclass(frozen=True)
