@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,16 @@ def test_rescore_names_the_unreadable_row_and_the_incomplete_condition(rescored:
 def test_rescore_table_lists_each_condition(rescored: dict) -> None:
     rows = [line for line in rescored["_table"].splitlines() if line.startswith(("| m1 ", "| m2 ", "| m3 "))]
     assert len(rows) == 3
+
+
+def test_a_reply_without_an_expert_score_is_not_asked_and_is_named(tmp_path: Path) -> None:
+    (tmp_path / "instrument").mkdir()
+    (tmp_path / "instrument" / "siri2_items.json").write_text(
+        (SIRI2 / "instrument" / "siri2_items.json").read_text())
+    lines = (SIRI2 / "instrument" / "siri2_expert_scores.csv").read_text().splitlines()
+    (tmp_path / "instrument" / "siri2_expert_scores.csv").write_text(
+        "\n".join(line for line in lines if not line.startswith("3B")) + "\n")
+    items = Siri2().items(RunContext(options={"siri2_dir": str(tmp_path)}))
+    assert ("3B" not in [i.id for i in items],
+            "instrument/siri2_expert_scores.csv: 3B no expert score; reply not asked" in items[0].metadata["unusable_rows"]
+            ) == (True, True)

@@ -25,7 +25,7 @@ from trustmh.core import (
     SubtaskResult,
     same_anchors,
 )
-from trustmh.data.rows import RowReport
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.clinical.norms import COMPILED_FROM, norms_json
 from trustmh.pillars.clinical.siri2_data import (
     EXPERT_FILE,
@@ -85,13 +85,16 @@ class Siri2(Subtask):
         items = []
         for reply in replies:
             expert = experts.get(reply.reply_id)
-            if expert is None:
-                continue  # counted in aggregate from the expert file, never asked without a reference
+            if expert is None:  # never asked without a reference; named in the result's notes
+                report.add(RowProblem(EXPERT_FILE, -1, reply.reply_id, "no expert score", "reply not asked"))
+                continue
             items.append(Item(id=reply.reply_id, prompt=render("siri2_rate", client=reply.client,
                                                                 helper=reply.helper),
                               target=expert.mean, cluster=str(reply.scenario),
                               metadata={"expert_mean": expert.mean, "expert_sd": expert.sd,
-                                        "scenario": reply.scenario, "unusable_rows": report.lines()}))
+                                        "scenario": reply.scenario}))
+        for item in items:
+            item.metadata["unusable_rows"] = report.lines()
         # --limit keeps replies the experts call appropriate and inappropriate in proportion
         return apply_limit(items, ctx, stratum=lambda it: str(it.metadata["expert_mean"] < 0))
 
