@@ -92,7 +92,9 @@ def test_judge_certify_with_the_siri2_reference(model: str, verdict: str, code: 
     with LoopbackServer(respond, max_requests=60, max_seconds=60) as server:
         for key, value in server.env().items():
             monkeypatch.setenv(key, value)
-        got = main(["judge", "certify", "--judge", server.model_name(model), "--reference", "siri2",
-                    "-O", f"siri2_dir={SIRI2}", "--certificates", str(tmp_path), "--n-boot", "200"])
+        # the files' folder by -O (as in a run) or --reference-path (as for every reference)
+        where = ["-O", f"siri2_dir={SIRI2}"] if model == "expert" else ["--reference-path", str(SIRI2)]
+        got = main(["judge", "certify", "--judge", server.model_name(model), "--reference", "siri2", *where,
+                    "--certificates", str(tmp_path), "--n-boot", "200"])
     cert = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert (got, cert["verdict"], cert["reference_quality"]["status"]) == (code, verdict, status)
