@@ -12,6 +12,7 @@ from pathlib import Path
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.crisis.moore_rescore import rescore_moore
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
 from trustmh.pillars.privacy.rescore import rescore_privacy
@@ -31,6 +32,11 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt == "moore-interjections":
+        if judges:
+            raise TrustmhError("rescore --format moore-interjections takes no --judge (the published verdicts are "
+                               "summarised; certify a judge with `trustmh judge certify --reference moore-interjections`)")
+        return rescore_moore(source, out, seed=seed)
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():
