@@ -211,6 +211,9 @@ class Interjections(Subtask):
         human, why = self.human_therapists({r.metadata.get("interjection") for r in judged}, ctx)
         if human is not None:
             metrics["human_therapists"] = human
+            # the one shape the report and the leaderboard show beside a sub-task's value
+            metrics["human_baseline"] = {"who": "human therapists (Moore et al. 2025)", "value": human["value"],
+                                         "ci": human["ci"], "n": human["n"], "k": human["k"]}
             notes.append(f"human_therapists: {human['k']}/{human['n']} replies of {human['n_therapists']} human "
                          "therapists judged appropriate by people on the same interjections (the publisher's figure, "
                          "not re-judged)")
