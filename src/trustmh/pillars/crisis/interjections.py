@@ -133,6 +133,7 @@ class Interjections(Subtask):
                    "behaviour), each reply judged by its yes/no verification question; human therapists beside")
     anchors = same_anchors(0.0, 1.0)
     default_only = True
+    modes = ("default",)
     options = OPTIONS
     per_item = {"default": _appropriate}
     datasets = (DATASET,)
