@@ -82,6 +82,7 @@ class Row:
     transcript: str | None = None
     message_number: str | None = None
     participant: str | None = None  # human therapists: the participant id
+    messages: tuple[str, ...] = ()  # the interjection as stored in the row (client, (bot, client)*)
 
     def appropriate(self, rater: str) -> bool:
         """The publisher's `correct_response`: the rater's answer equals the appropriate answer."""
@@ -264,8 +265,26 @@ def _rows(raw: Sequence[Mapping[str, Any]], rel: str, raters: Sequence[str], rep
         out.append(Row(file=rel, index=i, key=key or f"{name}#{i}", name=name, condition=condition,  # type: ignore[arg-type]
                        appropriate_answer=correct, reply=reply, answers=answers,  # type: ignore[arg-type]
                        transcript=id_of(r.get("transcript_index")), message_number=id_of(r.get("message_number")),
-                       participant=id_of(r.get("participant_id"))))
+                       participant=id_of(r.get("participant_id")), messages=messages_of(r.get("interjection"))))
     return out
+
+
+def messages_of(value: Any) -> tuple[str, ...]:
+    """An interjection cell: one message, a JSON list, or a list written by Python's repr (the CSVs); a cell
+    that is neither (unbalanced quotes in a hand-made copy) is kept as one message."""
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    text = text_of(value)
+    if text is None:
+        return ()
+    if text.lstrip().startswith("["):
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return (text,)
+        if isinstance(parsed, list | tuple) and all(isinstance(v, str) for v in parsed):
+            return tuple(parsed)
+    return (text,)
 
 
 def read_result_files(root: Path, report: RowReport) -> list[ResultFile]:
