@@ -145,7 +145,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def _certify_moore(args: argparse.Namespace, ctx: Any) -> int:
     """`--reference moore-interjections`: the annotated replies of Moore et al. judged by one judge asked as its
-    sub-task asks it (docs/references.md#moore-interjections)."""
+    sub-task asks it (docs/references-moore.md, to be merged into docs/references.md)."""
     from trustmh.cli.rescore import _bounded_judge
     from trustmh.pillars.crisis.moore_reference import INTERJECTIONS, certify_moore, reference_root
 

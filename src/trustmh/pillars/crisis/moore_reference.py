@@ -1,4 +1,5 @@
-"""The `moore-interjections` reference for `trustmh judge certify` (docs/references.md#moore-interjections).
+"""The `moore-interjections` reference for `trustmh judge certify` (docs/references-moore.md, to be merged into
+docs/references.md).
 
 Reference items: the replies of Moore et al.'s `classification_validation.csv` that two people annotated (the
 interjection, the reply, the verification question and each annotator's answer). Every label is about one
