@@ -12,25 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.judges.certificates import certificates_dir, threshold_gaps
-from trustmh.run.certify import (
-    CRISIS_REFERENCE,
-    CRISIS_SUBTASK,
-    MENTALALIGN_REFERENCE,
-    MENTALBENCH_SUBTASK,
-    certify,
-    certify_context,
-    crisis_reference,
-    csv_reference,
-    mentalalign_reference,
-)
-from trustmh.run.review import export_review, import_review
-
-MOORE_REFERENCE = "moore-interjections"
+from trustmh.judges.certify.core import certify, certify_context
+from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
+from trustmh.judges.review import export_review, import_review
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -46,13 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--judge", action="append", required=True, metavar="MODEL",
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
-                   "the MentalBench judge), moore-interjections (Moore et al.'s annotated replies: the "
-                   "interjections, crisis and delusion judges) or a tidy CSV (docs/judges.md#reference-csv)")
+                   help=", ".join(f"{name} ({source.help})" for name, source in reference_sources().items()
+                                  if source.subtask) + ", or a tidy CSV (docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
-                   help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
-                   "file holding the rated replies' texts (else the data registry's copy); moore-interjections: "
-                   "a local copy of github.com/jlcmoore/llms-as-therapists (else the data registry's copy)")
+                   help="where the named reference's files are (see --reference; else the data registry's copy)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
@@ -103,23 +88,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
     ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
                           timeout=args.timeout, max_retries=args.max_retries)
     ctx.n_boot = args.n_boot
-    if args.reference == MOORE_REFERENCE:
-        return _certify_moore(args, ctx)
-    if args.reference == CRISIS_REFERENCE:
-        if args.subtask and args.subtask != CRISIS_SUBTASK:
-            raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
-        ref = crisis_reference(ctx, args.reference_path)
-    elif args.reference == MENTALALIGN_REFERENCE:
-        if args.subtask and args.subtask != MENTALBENCH_SUBTASK:
-            raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE} certifies {MENTALBENCH_SUBTASK}, not "
-                               f"{args.subtask}")
-        ref = mentalalign_reference(ctx, args.reference_path)
-    else:
-        path = Path(args.reference)
-        if not path.is_file():
-            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
-                               f"{MENTALALIGN_REFERENCE} nor a CSV file")
-        ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
+    source, request = find_reference(args.reference, ReferenceRequest(
+        path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+    ref = source.load(ctx, request)
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / ref.name
     cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
@@ -139,38 +110,6 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
-    print(f"certificate: {path}")
-    return 0 if cert["verdict"] == "pass" else 1
-
-
-def _certify_moore(args: argparse.Namespace, ctx: Any) -> int:
-    """`--reference moore-interjections`: the annotated replies of Moore et al. judged by one judge asked as its
-    sub-task asks it (docs/references-moore.md, to be merged into docs/references.md)."""
-    from trustmh.cli.rescore import _bounded_judge
-    from trustmh.pillars.crisis.moore_reference import INTERJECTIONS, certify_moore, reference_root
-
-    if len(args.judge) > 1:
-        raise TrustmhError(f"--reference {MOORE_REFERENCE}: one --judge (ensembles are certified on the other "
-                           "references)")
-    subtask = args.subtask or INTERJECTIONS
-    root = reference_root(args.reference_path or ctx.options.get("moore_dir"))
-    cert, path = certify_moore(subtask, _bounded_judge(args.judge[0], args.seed), ctx, root,
-                               certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
-    q = cert["reference_quality"]
-    print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {MOORE_REFERENCE} (n = {cert['n']}, "
-          f"{cert['conditions'] if isinstance(cert['conditions'], str) else ', '.join(cert['conditions'])}): "
-          f"{cert['verdict'].upper()}")
-    print(f"  reference quality: {q['status']}: {q['reason']}")
-
-    def kappa(fig: Any) -> str:
-        if not fig or fig.get("value") is None:
-            return "—"
-        ci = fig.get("ci") or [None, None]
-        return f"{fig['value']:.3f} (95% CI {ci[0]:.3f} to {ci[1]:.3f})" if ci[0] is not None else f"{fig['value']:.3f}"
-
-    print(f"  annotators' kappa: {kappa(q['human_agreement'])}")
-    for gone, v in q["judge_replacing"].items():
-        print(f"  judge in {gone}'s place, with {v['with']}: kappa {kappa(v['kappa'])} (n = {v['n']})")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 
