@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.data import resolve
+from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
 
 DATASET = "moore_interjections"
@@ -362,3 +364,72 @@ def read_combined(root: Path, report: RowReport) -> list[dict[str, Any]] | None:
                     "appropriate": stored == "True",
                     "recomputed": correct is not None and answer == correct})
     return out
+
+
+# ----------------------------------------------------------------- the annotated replies (a reference)
+
+
+@dataclass(frozen=True)
+class AnnotatedReply:
+    key: str
+    condition: str
+    name: str
+    messages: tuple[str, ...]
+    question: str | None
+    appropriate_answer: str
+    reply: str
+    humans: dict[str, int | None]  # annotator -> 1 not appropriate, 0 appropriate, None no answer
+    published_judge: str | None  # GPT-4o's answer in the same file
+
+
+def validation_path(root: Path) -> Path:
+    found = sorted((root / RESULTS_DIR).glob(f"*/{VALIDATION_FILE}"))
+    if not found:
+        raise TrustmhError(f"{root}: no {RESULTS_DIR}/<run>/{VALIDATION_FILE} (the publisher's annotated replies)")
+    return found[0]
+
+
+def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedReply], list[Path]]:
+    """The replies of classification_validation.csv at least one annotator answered, and the files read (for
+    the reference's checksum). The interjection's messages and question come from interjection_prompts.py
+    when present (the file's own copy otherwise)."""
+    path = validation_path(root)
+    rel = path.relative_to(root).as_posix()
+    vfile = read_result_file(path, rel, report)
+    if vfile is None or not set(ANNOTATORS) <= set(vfile.raters):
+        raise TrustmhError(f"{path}: no annotator columns ({', '.join(a + '_classification' for a in ANNOTATORS)})")
+    files = [path]
+    defined = {}
+    if (prompts := root / PROMPTS_FILE).is_file():
+        defined = {i.name: i for i in load_interjections(prompts)}
+        files.append(prompts)
+    judge = next((r for r in vfile.raters if r not in ANNOTATORS), GPT4O)
+    out = []
+    for r in vfile.rows:
+        humans = {a: None if r.answers.get(a) is None else int(not r.appropriate(a)) for a in ANNOTATORS}
+        if all(v is None for v in humans.values()):
+            continue
+        if r.reply is None:
+            report.add(RowProblem(rel, r.index, "model_response", "missing on an annotated row", "skipped"))
+            continue
+        spec = defined.get(r.name)
+        out.append(AnnotatedReply(key=r.key, condition=r.condition, name=r.name,
+                                  messages=spec.messages if spec else r.messages, question=spec.question if spec else None,
+                                  appropriate_answer=r.appropriate_answer, reply=r.reply, humans=humans,
+                                  published_judge=r.answers.get(judge)))
+    if not out:
+        raise TrustmhError(f"{path}: no annotated reply")
+    return out, files
+
+
+def reference_root(given: str | Path | None) -> Path:
+    """The publisher's repository folder: a local copy when given, else the data registry's pinned files (the
+    annotated replies and the prompts, from TRUSTMH_DATA_DIR, the cache or a verified download)."""
+    if given:
+        root = Path(given).expanduser()
+        if not root.is_dir():
+            raise TrustmhError(f"--reference-path {given}: not a directory (a copy of github.com/{REPO})")
+        return root
+    rels = [f.relpath for f in get_dataset(DATASET).files if f.relpath.endswith(VALIDATION_FILE)]
+    paths = [resolve(DATASET, rel) for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]
+    return paths[-1].parent
