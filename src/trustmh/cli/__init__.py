@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
     res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original",
-                                                                          "moore-interjections"])
+                                                                          "mindeval", "moore-interjections"])
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")

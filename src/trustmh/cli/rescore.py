@@ -14,6 +14,7 @@ from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.moore_rescore import rescore_moore
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
@@ -38,6 +39,10 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             raise TrustmhError("rescore --format moore-interjections takes no --judge (the published verdicts are "
                                "summarised; certify a judge with `trustmh judge certify --reference moore-interjections`)")
         return rescore_moore(source, out, seed=seed)
+    if fmt == "mindeval":
+        if not source.is_dir():
+            raise TrustmhError(f"--from {source}: not a directory (give a copy of SWORDHealth/mind-eval)")
+        return rescore_mindeval(source, out, seed=seed)
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():

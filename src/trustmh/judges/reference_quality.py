@@ -63,6 +63,7 @@ import numpy as np
 from trustmh.core import TrustmhError
 from trustmh.stats.agreement import fleiss_kappa, krippendorff_alpha, ratings_to_table
 from trustmh.stats.bootstrap import DEFAULT_N_BOOT, cluster_codes, cluster_indices, percentile_ci
+from trustmh.stats.icc import icc_a1
 
 CERTIFIED = "certified"
 NOT_CERTIFIED = "not certified"
@@ -110,8 +111,6 @@ def _agreement(m: np.ndarray, statistic: str, n_codes: int) -> float:
     with np.errstate(all="ignore"):
         try:
             if statistic == "icc_a1":
-                from trustmh.stats.icc import icc_a1  # scipy loads only when an ICC is asked for
-
                 return float(icc_a1(m))
             if statistic == "fleiss_kappa":
                 return fleiss_kappa(ratings_to_table(m, categories=list(range(n_codes))))
