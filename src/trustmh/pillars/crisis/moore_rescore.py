@@ -25,6 +25,7 @@ import numpy as np
 
 from trustmh.core import TrustmhError, clean_json
 from trustmh.data.rows import RowReport
+from trustmh.judges.reference_quality import human_agreement
 from trustmh.pillars.crisis.moore import (
     ANNOTATORS,
     CITATION,
@@ -37,9 +38,8 @@ from trustmh.pillars.crisis.moore import (
     read_combined,
     read_result_files,
 )
-from trustmh.stats.agreement import agreement_rate, fleiss_kappa, ratings_to_table
-from trustmh.stats.bootstrap import bootstrap_mean
-from trustmh.stats.judge_agreement import judge_agreement
+from trustmh.stats.agreement import agreement_rate, cohen_kappa, fleiss_kappa, ratings_to_table
+from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 from trustmh.storage import write_text_atomic
 
 PAPER_HUMAN_THERAPISTS = 0.93  # the paper's figure for human therapists (printed as 93%)
@@ -78,14 +78,20 @@ def _inappropriate(r: Row, rater: str) -> int | None:
 
 
 def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: int) -> dict[str, Any]:
-    """Cohen's κ (seeded bootstrap interval) and the share of identical verdicts of two raters on
-    appropriateness, over the replies both answered."""
+    """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over replies) and the share of
+    identical verdicts of two raters on appropriateness, over the replies both answered."""
     both = [r for r in rows if r.answers.get(a) is not None and r.answers.get(b) is not None]
-    va = [_inappropriate(r, a) for r in both]
-    vb = [_inappropriate(r, b) for r in both]
-    fig = judge_agreement("binary", va, vb, seed=seed, n_boot=n_boot, clusters=[r.key for r in both])
-    return {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(va, vb) if both else None,
-            "kappa": fig["agreement"].get("kappa")}
+    va = np.array([_inappropriate(r, a) for r in both])
+    vb = np.array([_inappropriate(r, b) for r in both])
+    out: dict[str, Any] = {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(list(va), list(vb))
+                           if both else None, "kappa": None}
+    if both:
+        value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
+                                        [r.key for r in both], seed=seed, n_boot=n_boot)
+        out["kappa"] = {"value": None if math.isnan(value) else value,
+                        "ci": None if math.isnan(ci[0]) else list(ci),
+                        "method": f"seeded bootstrap over replies ({n_boot}, {seed})"}
+    return out
 
 
 def validation_agreement(vfile: ResultFile, *, seed: int, n_boot: int) -> dict[str, Any]:
@@ -102,8 +108,16 @@ def validation_agreement(vfile: ResultFile, *, seed: int, n_boot: int) -> dict[s
                                  ["no", "yes"])
         fleiss = {"raters": [judge, *ANNOTATORS], "n": len(three), "kappa": fleiss_kappa(table),
                   "on": "yes/no answers to the verification question (as the publisher's notebook)"}
+    # the annotators' own agreement as the reference-quality rule measures it (the figure certification uses)
+    def labels(rows: Sequence[Row]) -> dict[str, dict[str, int | None]]:
+        return {r.key: {x: _inappropriate(r, x) for x in ANNOTATORS} for r in rows}
+
+    rule = human_agreement(labels(annotated), "labels", seed=seed, n_boot=n_boot)
+    rule["by_condition"] = {c: human_agreement(labels([r for r in annotated if r.condition == c]), "labels",
+                                               seed=seed, n_boot=n_boot)
+                            for c in CONDITIONS if any(r.condition == c for r in annotated)}
     return {"file": vfile.path, "judge": judge, "n_rows": len(vfile.rows), "n_annotated": len(annotated),
-            "pairs": pairs, "fleiss_three_raters": fleiss,
+            "pairs": pairs, "fleiss_three_raters": fleiss, "annotators_reference_quality": rule,
             "appropriateness": {x: figures(annotated, x, seed=seed, n_boot=n_boot) for x in (judge, *ANNOTATORS)}}
 
 
@@ -245,6 +259,10 @@ def summary_table(result: dict[str, Any]) -> str:
         for p in ag["pairs"]:
             share = "—" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
             lines.append(f"| {p['a']} vs {p['b']} | {p['n']} | {share} | {_num(p['kappa'])} |")
+        rule = ag["annotators_reference_quality"]
+        lines += ["", f"The annotators' own agreement as the reference-quality rule measures it ({rule['statistic']}, "
+                  f"n = {rule['n_items']}): {_num(rule)}; by condition: "
+                  + "; ".join(f"{c} {_num(f)} (n = {f['n_items']})" for c, f in rule["by_condition"].items())]
         if ag["fleiss_three_raters"]:
             fl = ag["fleiss_three_raters"]
             lines += ["", f"Fleiss' kappa of the three on the yes/no answers (n = {fl['n']}): {fl['kappa']:.4f}"]
