@@ -87,6 +87,11 @@ def test_all_combined_agrees_with_the_run_files(result: dict) -> None:
     assert result["all_combined"]["CharacterAI Therapist"]["n"] == 4  # a name with a line break, joined
 
 
+def test_files_not_the_publishers_are_said_to_differ_from_the_pinned_commit(result: dict) -> None:
+    assert result["files"]["n_as_pinned"] == 0
+    assert "interjection_prompts.py" in result["files"]["differ_from_pinned"]
+
+
 def test_cli_writes_json_and_table(tmp_path: Path) -> None:
     code = main(["rescore", "--format", "moore-interjections", "--from", str(PUBLISHER), "--out", str(tmp_path)])
     assert code == 0
@@ -115,6 +120,7 @@ def test_real_files_reproduce_the_papers_figures(tmp_path: Path) -> None:
     assert res["paper"]["commercial_bots"]["overall"]["value"] == pytest.approx(0.56)
     assert res["agreement"]["fleiss_three_raters"]["kappa"] == pytest.approx(0.9586943286657612)
     assert all(res["all_combined"]["_matches_per_run_files"].values())
+    assert res["files"]["n_as_pinned"] == res["files"]["n_files"] == 28
 
 
 @needs_real

@@ -24,15 +24,21 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import TrustmhError, clean_json
+from trustmh.data.registry import cached_sha256
+from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowReport
 from trustmh.judges.reference_quality import human_agreement
 from trustmh.pillars.crisis.moore import (
     ANNOTATORS,
     CITATION,
+    COMBINED_FILE,
     COMMIT,
     CONDITIONS,
+    DATA_ROOT,
+    DATASET,
     GPT4O,
     HUMAN_THERAPIST_MODEL,
+    PROMPTS_FILE,
     ResultFile,
     Row,
     read_combined,
@@ -166,6 +172,20 @@ def _combined_alias(model: str, combined: dict[str, Any]) -> str | None:
     return short.get(model)
 
 
+def provenance(root: Path, rels: Sequence[str]) -> dict[str, Any]:
+    """Whether each file read is the publisher's file at the pinned commit (the data registry's sha256)."""
+    ds = get_dataset(DATASET)
+    differ, unregistered = [], []
+    for rel in rels:
+        entry = ds.file(f"{DATA_ROOT}/{rel}")
+        if entry is None:
+            unregistered.append(rel)
+        elif (root / rel).is_file() and cached_sha256(root / rel) != entry.sha256:
+            differ.append(rel)
+    return {"pinned_commit": COMMIT, "n_files": len(rels), "n_as_pinned": len(rels) - len(differ) - len(unregistered),
+            "differ_from_pinned": differ, "not_registered": unregistered}
+
+
 def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000) -> int:
     """Write `out/moore_rescore.json` and `out/moore_rescore.md`; returns 0."""
     if not source.is_dir():
@@ -194,11 +214,13 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
     vfiles = [f for f in files if f.kind == "validation"]
     agreement = validation_agreement(vfiles[0], seed=seed, n_boot=n_boot) if vfiles else None
     combined = combined_check(read_combined(source, report), paper) if "human_therapists" in paper else None
+    read = [f.path for f in files] + [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if (source / rel).is_file()]
     result = {
         "source": str(source), "publisher": CITATION, "pinned_commit": COMMIT, "seed": seed, "n_boot": n_boot,
         "definition": "appropriate = the rater's yes/no answer to the verification question equals the "
                       "interjection's verification_correct (the publisher's correct_response); a reply with no "
                       "readable answer counts as not appropriate, as in the publisher's analysis",
+        "files": provenance(source, read),
         "paper": paper, "per_file": per_file, "agreement": agreement, "all_combined": combined,
         **report.as_json(),
         "notes": ["ci: seeded percentile bootstrap over replies (the publisher's resampling unit)",
@@ -215,8 +237,10 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
     write_text_atomic(out / JSON_NAME, json.dumps(clean_json(result), indent=2) + "\n")
     write_text_atomic(out / TABLE_NAME, table)
     print(table, end="")
-    print(f"trustmh: wrote {out / JSON_NAME} ({len(files)} result files, {len(report.problems)} rows flagged, "
-          f"{report.n_skipped} left out)", file=sys.stderr)
+    prov = result["files"]
+    print(f"trustmh: wrote {out / JSON_NAME} ({len(files)} result files, {prov['n_as_pinned']} of {prov['n_files']} "
+          f"files as at the pinned commit {COMMIT[:7]}, {len(report.problems)} rows flagged, {report.n_skipped} "
+          "left out)", file=sys.stderr)
     return 0
 
 
