@@ -114,6 +114,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
+    if quality := cert.get("reference_quality"):
+        print(f"  reference quality: {quality['status']}: {quality['reason']}")
     print(f"certificate: {path}")
     return 0 if cert["verdict"] == "pass" else 1
 

@@ -16,6 +16,7 @@ from trustmh.data.locate import reset_resolved
 from trustmh.judges.certify.core import bounded_judge
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
+from trustmh.pillars.crisis.moore_rescore import rescore_moore
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
 from trustmh.pillars.fairness.stigma_rescore import rescore_moore_stigma
@@ -40,6 +41,11 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
         if fmt == "siri2":
             return rescore_siri2(source, out, seed=seed)
         return rescore_moore_stigma(source, out, seed=seed)
+    if fmt == "moore-interjections":
+        if judges:
+            raise TrustmhError("rescore --format moore-interjections takes no --judge (the published verdicts are "
+                               "summarised; certify a judge with `trustmh judge certify --reference moore-interjections`)")
+        return rescore_moore(source, out, seed=seed)
     if fmt == "mindeval":
         if not source.is_dir():
             raise TrustmhError(f"--from {source}: not a directory (give a copy of SWORDHealth/mind-eval)")

@@ -32,6 +32,7 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.reask import ask_until_valid
+from trustmh.judges.reference_quality import certify_criterion
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import bounded_config, cache_policy, judge_role
@@ -60,6 +61,11 @@ class Reference:
     attributes: tuple[str, ...] = ()
     clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
+    # Set ("labels" or "ratings"): the reference-quality rule decides the verdict (judges/reference_quality.py):
+    # the humans' own agreement must clear its floor and the judge in a rater's place must do as well. The
+    # fixed thresholds then apply only when given (--threshold).
+    quality_kind: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
 
 
 def sha256_files(paths: Sequence[Path]) -> str:
@@ -166,7 +172,7 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
             judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
     records = judge_reference(ref, ctx, work, judge_models, display)
     judged = {r.item_id: ref.judge_value(r) for r in records}
-    limits = parse_thresholds(thresholds, ref.label_type)
+    limits = parse_thresholds(thresholds, ref.label_type) if thresholds or not ref.quality_kind else {}
     if ref.attributes:
         figures, extra = attribute_figures(ref, judged, limits, seed=ctx.seed, n_boot=ctx.n_boot)
     else:
@@ -174,11 +180,18 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
+    quality = None
+    if ref.quality_kind:
+        quality = certify_criterion(ref.humans, judged, ref.quality_kind, seed=ctx.seed, n_boot=ctx.n_boot,
+                                    clusters=ref.clusters, scale=ref.scale)
+        extra["reference_quality"] = quality.to_dict()
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
-                            extra={**extra, "notes": ref.notes})
+                            extra={**ref.extra, **extra, "notes": ref.notes})
+    if quality is not None and not quality.certified:
+        cert["verdict"] = "fail"  # never a pass where the rule does not certify (or the reference cannot)
     return cert, write_certificate(certs_dir, cert)
 
 

@@ -46,6 +46,7 @@ class ReferenceSource:
     help: str = ""
     # set: the reference certifies the judge itself (no agreement with raters; see the module docstring)
     certify: Callable[[RunContext, ReferenceRequest, Path, list[str] | None], tuple[dict[str, Any], Path]] | None = None
+    also: tuple[str, ...] = ()  # other sub-tasks whose judges it certifies too (`--subtask`; `subtask` by default)
 
 
 @cache
@@ -75,6 +76,7 @@ def find_reference(name: str, request: ReferenceRequest) -> tuple[ReferenceSourc
         source = sources[CSV_REFERENCE]
         request = ReferenceRequest(path=name, subtask=request.subtask, label_type=request.label_type,
                                    judge_key=request.judge_key)
-    elif request.subtask and source.subtask and request.subtask != source.subtask:
-        raise TrustmhError(f"--reference {source.name} certifies {source.subtask}, not {request.subtask}")
+    elif request.subtask and source.subtask and request.subtask not in (source.subtask, *source.also):
+        raise TrustmhError(f"--reference {source.name} certifies {' or '.join((source.subtask, *source.also))}, "
+                           f"not {request.subtask}")
     return source, request
