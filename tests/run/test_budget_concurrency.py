@@ -7,7 +7,6 @@ with a message."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
