@@ -215,3 +215,30 @@ def test_a_refused_connection_names_the_endpoint_file(refused: tuple[Path, str])
 
 def test_a_refused_connection_names_the_network_error(refused: tuple[Path, str]) -> None:
     assert "ConnectError" in refused[1]
+
+
+def _hang(history: list[dict[str, str]], system: str) -> str:
+    time.sleep(4)  # past the run's --timeout of 1 s
+    return "late"
+
+
+@pytest.fixture(scope="module")
+def hung(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    tmp = tmp_path_factory.mktemp("hung")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ACME_AUTH", TOKEN)
+        with ChatbotServer(respond=_hang) as server:
+            endpoint = server.endpoint_file(tmp / "acme.toml")
+            code = main(["run", "--model", "http/acme", "--endpoint", str(endpoint), "--suite", "starter",
+                         "--subtasks", "knowledge", "--limit", "1", "--no-judge", "--out", str(tmp / "out"),
+                         "--display", "none", "--timeout", "1", "--max-retries", "0", "--n-boot", "200"])
+            assert code == 1
+    return endpoint, " ".join(json.loads((tmp / "out" / "results.json").read_text())["errors"])
+
+
+def test_a_hang_names_the_endpoint_file(hung: tuple[Path, str]) -> None:
+    assert str(hung[0]) in hung[1]
+
+
+def test_a_hang_is_not_reported_as_a_retry_future(hung: tuple[Path, str]) -> None:
+    assert "RetryError" not in hung[1]
