@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import read_text_bounded
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,6 @@ def load_prices(path: str | Path | None) -> dict[str, Price]:
     cached_input, each per million tokens). A clear error naming the file and model for anything else."""
     if path is None:
         return {}
-    from trustmh.data.files import read_text_bounded
-
     try:
         raw = tomllib.loads(read_text_bounded(path, MAX_PRICE_FILE_BYTES, f"--prices {path}"))
     except tomllib.TOMLDecodeError as exc:

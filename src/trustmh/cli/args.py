@@ -14,7 +14,7 @@ BUDGET_EXIT = 3
 MIN_N_BOOT = 200
 MAX_N_BOOT = 100_000
 
-# The stated ranges of the other counts (docs/cli.md): far above any real use, far below what exhausts a machine.
+# The stated ranges of the other counts (docs/running.md#ranges): far above any real use, far below what exhausts a machine.
 MAX_LIMIT = 1_000_000  # items per sub-task (the largest dataset has about 100,000 rows)
 MAX_TIMEOUT = 86_400  # seconds per model request: a day
 MAX_RETRIES = 100
