@@ -123,7 +123,9 @@ def parse_thresholds(specs: list[str] | None, label_type: str) -> dict[str, dict
     # the metrics a certificate of this label type carries, with their ranges: the gate's one table
     from trustmh.gate.policy import JUDGE_METRICS
 
-    ranges = JUDGE_METRICS[label_type]
+    # a label type the gate does not know (a reference measured its own way, the SIRI-2): its default
+    # thresholds' metrics, unbounded
+    ranges = dict(JUDGE_METRICS.get(label_type) or {m: (-math.inf, math.inf) for m in DEFAULT_THRESHOLDS[label_type]})
     out = {k: dict(v) for k, v in DEFAULT_THRESHOLDS[label_type].items()}
     for spec in specs or []:
         metric, sep, value = spec.partition("=")
