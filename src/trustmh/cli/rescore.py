@@ -21,7 +21,7 @@ from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
 from trustmh.run.calls import bounded_config, cache_policy
-from trustmh.run.execute import check_model_name
+from trustmh.run.config import check_model_name
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "

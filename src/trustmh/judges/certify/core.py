@@ -32,7 +32,8 @@ from trustmh.judges.certificates import (
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import judge_role
-from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, response_cache_dir
+from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS
+from trustmh.run.execute import response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
@@ -122,10 +123,9 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
     opts = dict(options or {})
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
-    if len(judges) > 1:
-        opts["judges"] = list(judges)
-    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit,
-                      judge=JudgeInfo(model=judges[0], validated=False, seed=seed), options=opts,
+    judge = JudgeInfo(model=judges[0], validated=False, seed=seed,
+                      members=tuple(judges) if len(judges) > 1 else ())
+    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit, judge=judge, options=opts,
                       timeout=timeout, max_retries=max_retries, cache=cache)
 
 
