@@ -14,6 +14,7 @@ from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
 from trustmh.pillars.privacy.rescore import rescore_privacy
@@ -32,6 +33,10 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt == "mindeval":
+        if not source.is_dir():
+            raise TrustmhError(f"--from {source}: not a directory (give a copy of SWORDHealth/mind-eval)")
+        return rescore_mindeval(source, out, seed=seed)
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():
