@@ -36,7 +36,8 @@ from trustmh.judges.reference_quality import certify_criterion
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import bounded_config, cache_policy, judge_role
-from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, check_model_name, response_cache_dir
+from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
+from trustmh.run.execute import response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
@@ -131,10 +132,9 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
     opts = dict(options or {})
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
-    if len(judges) > 1:
-        opts["judges"] = list(judges)
-    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit,
-                      judge=JudgeInfo(model=judges[0], validated=False, seed=seed), options=opts,
+    judge = JudgeInfo(model=judges[0], validated=False, seed=seed,
+                      members=tuple(judges) if len(judges) > 1 else ())
+    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit, judge=judge, options=opts,
                       timeout=timeout, max_retries=max_retries, cache=cache)
 
 

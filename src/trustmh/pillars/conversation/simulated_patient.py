@@ -154,7 +154,7 @@ class SimulatedPatient(_CrisisConversation):
         metrics = self.crisis_metrics(crisis_records, ctx, groups=("category", "severity"))
         metrics["patient_honesty"] = honesty
         metrics["crisis_response_by_window"] = crisis_windows(records)
-        warnings = family_warnings(patient_models(ctx), [str(j) for j in ctx.judges], str(ctx.options.get("model") or "") or None)
+        warnings = family_warnings(patient_models(ctx), ctx.judges, ctx.model or None)
         metrics["patient_warnings"] = warnings
         honest_note = (f"patients that broke role (counselled, or said they are an AI or a simulation): "
                        f"{honesty['n_broke_role']} of {honesty['n_conversations']} conversations, left out of the "
@@ -201,8 +201,8 @@ class SimulatedPatient(_CrisisConversation):
 
 
 def patient_models(ctx: RunContext) -> list[str]:
-    """The patient model(s) of the run: `--patient a,b` is an ensemble (the run stores it in options)."""
-    return [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
+    """The patient model(s) of the run: `--patient a,b` is an ensemble."""
+    return list(ctx.patient.models) if ctx.patient else []
 
 
 def honesty_metrics(records: list[Record]) -> dict[str, Any]:
