@@ -29,6 +29,9 @@ from trustmh.run.certify import (
 )
 from trustmh.run.review import export_review, import_review
 
+# pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
+VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
+
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificates", metavar="DIR",
@@ -132,8 +135,14 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
+    quality = cert.get("reference_quality") or {}
+    if quality:
+        print(f"reference quality (docs/references.md#the-rule; floor {quality['floor']:g} at the humans' lower "
+              f"bound): {quality['status']}")
+        for name, crit in quality["criteria"].items():
+            print(f"  {name}: {crit['status']}: {crit['reason']}")
     print(f"certificate: {path}")
-    return 0 if cert["verdict"] == "pass" else 1
+    return VERDICT_EXIT.get(cert["verdict"], 1)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

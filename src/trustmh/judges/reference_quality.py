@@ -47,6 +47,9 @@ API
     from the humans' mean on that item (`scale`, default the humans' observed range); for labels it is a
     label of its own, agreeing with no human.
 
+`certify_reference(humans, judged, *, label_type, seed, ...)`: the rule on every criterion (attribute) of a
+reference set, as a judge certificate records it (`judges.certificates.make_certificate`).
+
 `overall_status(verdicts)`: one status for a judge certified on several criteria: "not certified" if any
 criterion is, else "reference cannot certify" if any criterion cannot be certified, else "certified".
 """
@@ -304,3 +307,34 @@ def overall_status(verdicts: Iterable[CriterionVerdict | Mapping[str, Any] | str
     if not statuses or CANNOT_CERTIFY in statuses:
         return CANNOT_CERTIFY
     return CERTIFIED
+
+
+# A certificate's label type -> the rule's kind.
+KIND_OF = {"ordinal": "ratings", "binary": "labels", "categorical": "labels"}
+
+
+def certify_reference(humans: Mapping[Hashable, Mapping[Hashable, Any]], judged: Mapping[Hashable, Any], *,
+                      label_type: str, seed: int, n_boot: int = DEFAULT_N_BOOT, attributes: Sequence[str] = (),
+                      criterion: str = "score", clusters: Mapping[Hashable, Hashable] | None = None,
+                      scale: tuple[float, float] | None = None, floor: float | None = None,
+                      margin: float = 0.0) -> dict[str, Any]:
+    """The rule on every criterion of a reference set, for a judge certificate:
+    {"status", "floor", "margin", "criteria": {name: CriterionVerdict.to_dict()}}.
+
+    `humans`: item -> rater -> label, or with `attributes` item -> rater -> {attribute: label}; `judged`: item ->
+    the judge's label (or {attribute: label}); items the judge was not asked about are left out. A single-label
+    reference names its one criterion `criterion`."""
+    kind = KIND_OF[label_type]
+    names = list(attributes) or [criterion]
+    items = [i for i in humans if i in judged]
+    criteria: dict[str, Any] = {}
+    for name in names:
+        def pick(value: Any, name: str = name) -> Any:
+            return (value or {}).get(name) if attributes else value
+
+        h = {i: {r: pick(v) for r, v in humans[i].items()} for i in items}
+        j = {i: pick(judged[i]) for i in items}
+        criteria[name] = certify_criterion(h, j, kind, seed=seed, n_boot=n_boot, floor=floor, margin=margin,
+                                           clusters=clusters, scale=scale).to_dict()
+    return {"status": overall_status(criteria.values()), "floor": FLOORS[kind] if floor is None else floor,
+            "margin": margin, "criteria": criteria}
