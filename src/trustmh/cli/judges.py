@@ -21,11 +21,14 @@ from trustmh.run.certify import (
     CRISIS_SUBTASK,
     MENTALALIGN_REFERENCE,
     MENTALBENCH_SUBTASK,
+    MINDEVAL_REFERENCE,
+    MINDEVAL_SUBTASK,
     certify,
     certify_context,
     crisis_reference,
     csv_reference,
     mentalalign_reference,
+    mindeval_reference,
 )
 from trustmh.run.review import export_review, import_review
 
@@ -47,10 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
                    help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
-                   "the MentalBench judge) or a tidy CSV (docs/judges.md#reference-csv)")
+                   "the MentalBench judge), mindeval (MindEval's clinicians, the simulated-patient rubric judge) "
+                   "or a tidy CSV (docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
                    help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
-                   "file holding the rated replies' texts (else the data registry's copy)")
+                   "file holding the rated replies' texts (else the data registry's copy); mindeval: a copy of "
+                   "SWORDHealth/mind-eval (else the data registry's)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
@@ -105,6 +110,10 @@ def cmd_certify(args: argparse.Namespace) -> int:
         if args.subtask and args.subtask != CRISIS_SUBTASK:
             raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
         ref = crisis_reference(ctx, args.reference_path)
+    elif args.reference == MINDEVAL_REFERENCE:
+        if args.subtask and args.subtask != MINDEVAL_SUBTASK:
+            raise TrustmhError(f"--reference {MINDEVAL_REFERENCE} certifies {MINDEVAL_SUBTASK}, not {args.subtask}")
+        ref = mindeval_reference(ctx, args.reference_path)
     elif args.reference == MENTALALIGN_REFERENCE:
         if args.subtask and args.subtask != MENTALBENCH_SUBTASK:
             raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE} certifies {MENTALBENCH_SUBTASK}, not "
@@ -114,7 +123,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
         path = Path(args.reference)
         if not path.is_file():
             raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
-                               f"{MENTALALIGN_REFERENCE} nor a CSV file")
+                               f"{MENTALALIGN_REFERENCE}, {MINDEVAL_REFERENCE} nor a CSV file")
         ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / ref.name

@@ -35,6 +35,8 @@ from trustmh.judges.certificates import (
 from trustmh.judges.reference_quality import certify_reference
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
+from trustmh.pillars.conversation import mindeval
+from trustmh.pillars.conversation.scoring import RUBRIC_KEYS
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
@@ -52,6 +54,8 @@ CRISIS_REFERENCE = "crisis-study"
 CRISIS_SUBTASK = "crisis/crisis_escalation"
 MENTALALIGN_REFERENCE = "mentalalign"
 MENTALBENCH_SUBTASK = MentalBenchGeneration.id
+MINDEVAL_REFERENCE = "mindeval"
+MINDEVAL_SUBTASK = mindeval.SIMULATED_PATIENT
 CSV_REQUIRED = ("item_id", "response")
 
 
@@ -148,6 +152,29 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
                      subtask=MENTALBENCH_SUBTASK, label_type="ordinal", items=items, humans=humans,
                      judge_value=_attribute_scores, scale=(1.0, 5.0), notes=notes, attributes=ATTRIBUTES,
                      clusters=clusters, counts={"rated_replies": len(rated.replies), "left_out": rated.skipped})
+
+
+def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
+    """MindEval's clinicians' ratings (four per conversation, five criteria, 1-6) of its 60 conversations,
+    judged by the rubric judge of conversation/simulated_patient on each whole transcript
+    (`trustmh.pillars.conversation.mindeval`: the files are read in place from `path`, a copy of the
+    repository, else from the data registry). `ctx.limit`: a seeded sample, stratified by therapist model."""
+    ann = mindeval.read_annotations(mindeval.locate(Path(path) if path else None, mindeval.ANNOTATIONS))
+    items, humans = mindeval.reference_items(ann)
+    chosen = apply_limit(items, ctx, lambda it: str(it.metadata.get("model")), min_per_stratum=True)
+    ids = {it.id for it in chosen}
+    notes = [f"criteria: {mindeval.MAPPING_SOURCE}",
+             "0 = not applicable: never a score; a clinician's criterion rating is the mean of their applicable "
+             "ratings over its fields", *ann.report.lines()]
+    if len(chosen) < len(items):
+        notes.append(f"--limit: a seeded sample of {len(chosen)} of {len(items)} conversations (stratified by "
+                     "therapist model)")
+    return Reference(name="mindeval-clinicians", source="public", sha256=ann.sha256, subtask=MINDEVAL_SUBTASK,
+                     label_type="ordinal", items=chosen, humans={i: h for i, h in humans.items() if i in ids},
+                     judge_value=lambda rec: rec.score.get("rubric"), scale=(1.0, 6.0), notes=notes,
+                     attributes=RUBRIC_KEYS, clusters=ann.clusters, judging=mindeval.StoredConversationRubric(),
+                     counts={"conversations": len(ann.conversations), "judgeable": len(items),
+                             "unusable_rows": ann.report.n_skipped})
 
 
 def _number(value: str) -> float | None:
