@@ -6,9 +6,11 @@ sub-task's own `aggregate`, so a rescore exercises exactly the scorers of a live
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
+from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
@@ -21,7 +23,6 @@ from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
 from trustmh.run.calls import bounded_config, cache_policy
 from trustmh.run.execute import check_model_name
-from trustmh.run.rejudge_mentalbench import rescore_mentalbench
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -121,3 +122,8 @@ def _bounded_judge(model: str, seed: int):  # noqa: ANN202
         return asyncio.run(ask_until_valid(attempt_once, req.validate))
 
     return ask
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                   limit=args.limit)

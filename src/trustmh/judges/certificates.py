@@ -93,14 +93,6 @@ def judge_fingerprint(subtask: type[Subtask] | Subtask, ctx: RunContext) -> str:
     return fingerprint_of(fingerprint_settings(subtask, ctx))
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 CANNOT_CERTIFY = "cannot certify"  # a certificate's verdict when its reference's humans do not agree enough
 
 

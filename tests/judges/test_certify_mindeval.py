@@ -27,7 +27,8 @@ def _clinician(rater: str) -> dict[str, dict[str, float | None]]:
 
 
 def _certify(tmp: Path, reply) -> dict:  # noqa: ANN001
-    from trustmh.run.certify import certify, certify_context, mindeval_reference
+    from trustmh.judges.certify.core import certify, certify_context
+    from trustmh.judges.certify.references.mindeval import mindeval_reference
 
     ctx = certify_context(["mockllm/judge-a"], seed=0)
     ctx.n_boot = 200
@@ -98,6 +99,12 @@ def test_the_certificate_is_the_simulated_patient_judges(copying: dict) -> None:
 
 def test_the_reference_is_public_and_hashed(copying: dict) -> None:
     assert (copying["reference"]["name"], len(copying["reference"]["sha256"])) == ("mindeval-clinicians", 64)
+
+
+def test_mindeval_is_found_by_its_name() -> None:
+    from trustmh.judges.certify.references import reference_sources
+
+    assert reference_sources()["mindeval"].subtask == "conversation/simulated_patient"
 
 
 def test_the_bootstrap_resamples_member_profiles(copying: dict) -> None:
