@@ -163,7 +163,8 @@ def read_annotations(path: Path) -> Annotations:
     report = RowReport()
     name = path.name
     rows: list[tuple[int, dict[str, Any]]] = []
-    for i, line in enumerate(raw.decode("utf-8-sig", errors="replace").splitlines()):
+    # split on "\n" only: a raw U+2028 inside a JSON string is valid, and str.splitlines would cut the row there
+    for i, line in enumerate(raw.decode("utf-8-sig", errors="replace").split("\n")):
         if not line.strip():
             continue
         try:
@@ -257,7 +258,7 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     text = prompts_path.read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)
     raw_rows: dict[str, dict[str, Any]] = {}
-    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").splitlines():
+    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
         try:
             obj = json.loads(line)
         except ValueError:
