@@ -145,3 +145,16 @@ def test_real_human_turns_read_all_432() -> None:
 
 def test_a_raw_line_separator_inside_a_turn_does_not_split_the_row() -> None:
     assert sum("\u2028" in t for _, t in _human().turns) == 6
+
+
+def test_the_report_shows_the_comparison_per_patient_model(tmp_path: Path) -> None:
+    from synthetic_runs import synthetic_run
+    from trustmh.report import render_page
+
+    results = synthetic_run(tmp_path / "run", "model-a", 0.7)
+    _, result = _run(_ctx(mindeval_dir=str(FIXTURE)))
+    sid = "conversation/simulated_patient"
+    results["subtasks"].setdefault(sid, dict(next(iter(results["subtasks"].values()))))
+    results["subtasks"][sid]["metrics"] = {"patient_realism": result.metrics["patient_realism"]}
+    page = render_page([results], [None], certs_dir=tmp_path / "certs")
+    assert "people (MindEval)" in page and "judge picks the person" in page
