@@ -69,6 +69,8 @@ def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list
     if not isinstance(quality, Mapping):
         return None
     criteria = {str(k): dict(v) for k, v in (quality.get("criteria") or {}).items()}
+    if not criteria and quality.get("status"):  # a reference with one criterion and no breakdown (SIRI-2)
+        criteria = {"score": dict(quality)}
     status = {k: str(v.get("status")) for k, v in criteria.items()}
     name = (cert.get("reference") or {}).get("name")
     missing = []

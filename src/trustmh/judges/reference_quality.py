@@ -316,21 +316,23 @@ def overall_status(verdicts: Iterable[CriterionVerdict | Mapping[str, Any] | str
 
 
 # A certificate's label type -> the rule's kind.
-KIND_OF = {"ordinal": "ratings", "binary": "labels", "categorical": "labels"}
+KIND_OF = {"ordinal": "ratings", "binary": "labels", "categorical": "labels", "siri2": "ratings"}
 
 
 def certify_reference(humans: Mapping[Hashable, Mapping[Hashable, Any]], judged: Mapping[Hashable, Any], *,
                       label_type: str, seed: int, n_boot: int = DEFAULT_N_BOOT, attributes: Sequence[str] = (),
                       criterion: str = "score", clusters: Mapping[Hashable, Hashable] | None = None,
                       scale: tuple[float, float] | None = None, floor: float | None = None,
-                      margin: float = MARGIN) -> dict[str, Any]:
+                      margin: float = MARGIN, kind: str | None = None) -> dict[str, Any]:
     """The rule on every criterion of a reference set, for a judge certificate:
-    {"status", "floor", "margin", "criteria": {name: CriterionVerdict.to_dict()}}.
+    {"status", "floor", "margin", "criteria": {name: CriterionVerdict.to_dict()}}; a reference with one
+    criterion also carries that criterion's verdict at the top ("reason", "humans", "difference", ...).
+    `kind` overrides the one the label type implies (KIND_OF).
 
     `humans`: item -> rater -> label, or with `attributes` item -> rater -> {attribute: label}; `judged`: item ->
     the judge's label (or {attribute: label}); items the judge was not asked about are left out. A single-label
     reference names its one criterion `criterion`."""
-    kind = KIND_OF[label_type]
+    kind = kind or KIND_OF[label_type]
     names = list(attributes) or [criterion]
     items = [i for i in humans if i in judged]
     criteria: dict[str, Any] = {}
@@ -342,5 +344,6 @@ def certify_reference(humans: Mapping[Hashable, Mapping[Hashable, Any]], judged:
         j = {i: pick(judged[i]) for i in items}
         criteria[name] = certify_criterion(h, j, kind, seed=seed, n_boot=n_boot, floor=floor, margin=margin,
                                            clusters=clusters, scale=scale).to_dict()
-    return {"status": overall_status(criteria.values()), "floor": FLOORS[kind] if floor is None else floor,
+    single = criteria[names[0]] if len(names) == 1 else {}
+    return {**single, "status": overall_status(criteria.values()), "floor": FLOORS[kind] if floor is None else floor,
             "margin": margin, "criteria": criteria}
