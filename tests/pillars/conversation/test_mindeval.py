@@ -230,3 +230,9 @@ def test_real_file_reads_without_a_flagged_row() -> None:
 
 def test_a_raw_line_separator_inside_a_message_does_not_split_the_row(ann) -> None:  # noqa: ANN001
     assert any("\u2028" in t["content"] for c in ann.conversations for t in (c.turns or []))
+
+
+@needs_real
+def test_real_file_has_20_profiles_three_conversations_each() -> None:
+    clusters = read_annotations(REAL / ANNOTATIONS).clusters
+    assert sorted({list(clusters.values()).count(c) for c in clusters.values()}) == [3]

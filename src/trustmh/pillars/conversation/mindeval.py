@@ -148,7 +148,9 @@ def _turns(messages: Any) -> tuple[list[dict[str, str]] | None, str | None]:
 
 
 def _profile_key(row: Mapping[str, Any]) -> str:
-    profile = row.get("member_attributes") or row.get("member_profile") or row.get("id")
+    # the rendered profile: 20 in the real file, three conversations each (`member_attributes` also holds
+    # per-conversation fields, so it differs between the three)
+    profile = row.get("member_profile") or row.get("member_attributes") or row.get("id")
     text = json.dumps(profile, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
