@@ -117,7 +117,7 @@ def read_human_turns(path: Path) -> HumanTurns:
     report = RowReport()
     turns: list[tuple[str, str]] = []
     try:
-        # split on "\n" only: the real file holds raw U+2028 inside its strings (valid JSON; splitlines breaks it)
+        # split on "\n" only: 13 rows of the real file hold a raw U+2028 in a string (valid JSON; splitlines cuts them)
         lines = path.read_text(encoding="utf-8-sig").split("\n")
     except OSError as exc:
         raise TrustmhError(f"{path}: cannot read ({exc.strerror or exc})") from None
