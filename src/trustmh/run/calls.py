@@ -44,10 +44,10 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             # the call's planned upper cost is reserved before it is sent (`--budget`; `max_tokens`: its cap)
-            name = str(ctx.options.get("model") or get_model())
+            name = str(ctx.model or get_model())
             with held(name, [{"role": m.role, "content": m.text} for m in state.messages], max_tokens) as hold:
                 state = await generate(state, cache=cache_policy(ctx, attempt))
-                note_call("model", str(ctx.options.get("model") or state.output.model), state.output, hold)
+                note_call("model", str(ctx.model or state.output.model), state.output, hold)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -79,6 +79,11 @@ def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
 def judge_role(index: int) -> str:
     """The Inspect model role of the ensemble's index-th member (the first is Inspect's `grader`)."""
     return "grader" if index == 0 else f"grader_{index + 1}"
+
+
+def patient_role(index: int) -> str:
+    """The Inspect model role of the index-th patient of an ensemble (the first is `patient`)."""
+    return "patient" if index == 0 else f"patient_{index + 1}"
 
 
 def judge_model(ctx: RunContext, index: int = 0) -> Model:
