@@ -28,12 +28,13 @@ def _respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
 def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str, int]:
     tmp = tmp_path_factory.mktemp("budget")
     prices = tmp / "prices.toml"
-    prices.write_text(f'["openai-api/loop/mut"]\ninput = {PRICE}\noutput = 1.0\n', encoding="utf-8")
+    prices.write_text(f'["openai-api/budgetloop/mut"]\ninput = {PRICE}\noutput = 1.0\n', encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp, LoopbackServer(_respond, latency=0.2, max_requests=400,
-                                                            max_seconds=240) as server:
+                                                            max_seconds=240, service="budgetloop") as server:
         for k, v in server.env().items():
             mp.setenv(k, v)
-        # default concurrency: no --max-connections, no --max-tasks; --force: the plan is over the budget
+        # default concurrency: no --max-connections, no --max-tasks; --force: the plan is over the budget. (A
+        # service of its own: Inspect keeps a model's client for the process, and other tests use "loop".)
         import sys
         from io import StringIO
         err, old = StringIO(), sys.stderr
