@@ -25,7 +25,7 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
-from trustmh.data.rows import RowReport
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.judges.parse import strip_reasoning
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import (
@@ -170,7 +170,13 @@ class CrisisEscalation(Subtask):
         # Unusable rows are named on stderr and counted in the note; a file with no usable row at all is bad
         # input: load_rater_pair raises (before any generation).
         report = RowReport()
-        pairs = [p for p in load_rater_pair(h1_path, h2_path, sampled, report) if p["label"] is not None]
+        pairs = []
+        for p in load_rater_pair(h1_path, h2_path, sampled, report):
+            if p["label"] is not None:
+                pairs.append(p)
+            else:  # the study's tied rows: neither rater labelled nor scored them (16 of 206 on the real files)
+                report.add(RowProblem((sampled or h1_path).name, p["index"], "label", "missing in both raters' "
+                                      "files (NaN)", "skipped"))
         report.log()
         if not pairs:
             return [], f"judge_vs_human: skipped, no labelled triples in {h1_path.name}"
