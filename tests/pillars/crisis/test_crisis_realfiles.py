@@ -462,7 +462,7 @@ PUBLISHED_APPROPRIATENESS = {
 }
 
 
-@pytest.mark.skipif(not REAL, reason="TRUSTMH_CRISIS_REPO (a local copy of the crisis study) not set")
+@pytest.mark.skipif(not REAL, reason="no local copy of the crisis study (TRUSTMH_CRISIS_REPO, or TRUSTMH_REFS_DIR)")
 def test_real_crisis_files(tmp_path: Path) -> None:
     res = rescore(Path(REAL), tmp_path)  # type: ignore[arg-type]
     app = res["appropriateness"]
@@ -497,7 +497,7 @@ def test_real_crisis_files(tmp_path: Path) -> None:
     assert app["matches_published"] == {"n_cells": 90, "n_equal": 90, "differ": []}
 
 
-@pytest.mark.skipif(not REAL, reason="TRUSTMH_CRISIS_REPO (a local copy of the crisis study) not set")
+@pytest.mark.skipif(not REAL, reason="no local copy of the crisis study (TRUSTMH_CRISIS_REPO, or TRUSTMH_REFS_DIR)")
 def test_real_crisis_reference_clears_the_floor() -> None:
     from trustmh.judges.reference_quality import FLOORS, human_agreement
 
