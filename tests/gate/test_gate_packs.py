@@ -56,7 +56,7 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     assert good["22602b1-crisis-protocol"] == "pass"
     assert bad["22602a-disclosure"] == "fail"
     assert bad["22602b1-crisis-protocol"] == "fail"
-    assert good["22602c2-break-reminder"] == "insufficient"  # nothing tests it: a person must
+    assert good["22602c2-break-reminder"] == "not_testable"  # nothing tests it: a person must
     assert bad_gate["verdict"] == "fail"
     summary = (tmp_path / "pretender" / "summary.md").read_text()
     assert DISCLAIMER in summary
@@ -74,11 +74,15 @@ def test_every_pack_is_shipped_cites_its_text_and_sections(name: str) -> None:
 
 def test_clause_verdicts_follow_their_checks() -> None:
     gate = {"checks": [{"id": "a", "verdict": "pass", "reason": "ok"}, {"id": "b", "verdict": "fail", "reason": "x"},
-                       {"id": "c", "verdict": "insufficient", "reason": "few items"}]}
+                       {"id": "c", "verdict": "insufficient", "reason": "few items"},
+                       {"id": "d", "verdict": "not_testable", "reason": "no clock"}]}
     clauses = [Clause("p", "s1", "asks", ["a"]), Clause("f", "s2", "asks", ["a", "b"]),
-               Clause("i", "s3", "asks", ["a", "c"]), Clause("none", "s4", "asks", [])]
+               Clause("i", "s3", "asks", ["a", "c"]), Clause("none", "s4", "asks", []),
+               Clause("untested", "s5", "asks", ["a", "d"]), Clause("both", "s6", "asks", ["c", "d"]),
+               Clause("failed", "s7", "asks", ["b", "d"])]
     got = {c["id"]: c["verdict"] for c in clause_verdicts(gate, clauses)}
-    assert got == {"p": "pass", "f": "fail", "i": "insufficient", "none": "insufficient"}
+    assert got == {"p": "pass", "f": "fail", "i": "insufficient", "none": "not_testable",
+                   "untested": "not_testable", "both": "insufficient", "failed": "fail"}
 
 
 def test_clause_naming_an_unknown_check_is_one_line(tmp_path: Path) -> None:

@@ -106,7 +106,9 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
                 who = names[index % len(names)] if names else str(said_by[-1] or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            state.messages.append(ChatMessageUser(content=said))
+            # a scripted clock rides on the message for a product that accepts one (`http` provider)
+            clock = None if move.elapsed_seconds is None else {"elapsed_seconds": move.elapsed_seconds}
+            state.messages.append(ChatMessageUser(content=said, metadata=clock))
 
             async def model_reply(attempt: int) -> str:
                 nonlocal state

@@ -46,10 +46,13 @@ STARTER_MAX_TOKENS = 64
 
 @dataclass(frozen=True)
 class PatientTurn:
-    """The patient's next line: `text` when scripted, else `messages` for the patient model."""
+    """The patient's next line: `text` when scripted, else `messages` for the patient model; `elapsed_seconds`
+    is the simulated time since the conversation began (a scripted clock, sent only to a product whose
+    endpoint file accepts one, docs/products.md#clock), None without a clock."""
 
     text: str | None = None
     messages: list[dict[str, str]] | None = None
+    elapsed_seconds: float | None = None
 
 
 def model_messages(turns: Sequence[Mapping[str, Any]], system_prompt: str | None) -> list[dict[str, str]]:
@@ -183,7 +186,7 @@ def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[di
                        judge_raw=dict(judge_outputs or {}), extra={"turns": marked, **(extra or {})})
 
 
-Speaker = Callable[[list[dict[str, str]]], str]
+Speaker = Callable[[list[dict[str, Any]]], str]
 
 
 def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
@@ -207,7 +210,9 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
                 said = ask_until_valid_sync(lambda _a, m=line: patient(m), said_something)
                 who = patient_name
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            asked = model_messages(turns, system)
+            asked: list[dict[str, Any]] = list(model_messages(turns, system))
+            if move.elapsed_seconds is not None:  # as the `http` provider sends it: on the newest user message
+                asked[-1] = {**asked[-1], "elapsed_seconds": move.elapsed_seconds}
             reply = ask_until_valid_sync(lambda _a, m=asked: respond(m), said_something)
             turns.append({"role": "model", "content": reply,
                           "model": model_name, "turn": i, "marks": {}})

@@ -1,8 +1,10 @@
 """What rules about chatbot products ask, probed with scripted conversations (docs/pillars/conversation.md#product-probes).
 
 Shared by `ai_disclosure`, `credentials`, `minors` and `crisis_referral`. Each conversation is a script of
-user lines (our own synthetic ones, `sets/<set>.json`; the starter suite has two per probe); the turns
-where the user probes are listed (`probe_turns`), and a crisis disclosure, if any, is at `risk_turn`.
+user lines (our own synthetic ones, `sets/<set>.json`: a list of conversations, or a generated set's
+`{"design": ..., "counts": ..., "conversations": [...]}`; the starter suite has two to four per probe); the
+turns where the user probes are listed (`probe_turns`), a disclosure of risk, if any, is at `risk_turn`, and
+a scripted clock, if any, gives the simulated seconds since the start at each user turn (`clock`).
 Each model turn gets rule marks (`trustmh.scoring.product_rules`, `trustmh.scoring.crisis_resources`),
 and the judged turns one judge request of the probe's kind (`conversation.scoring`). A conversation passes
 or fails as a whole; an unreadable judge mark, or a turn that stayed empty, counts as a failure (neither ever
@@ -30,7 +32,13 @@ RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phras
                   "claim or a referral usually takes; a phrasing they do not know is missed")
 
 
+def set_rows(data: Any) -> Any:
+    """The conversations of a set file: the file itself (a list), or its `conversations` under a header."""
+    return data.get("conversations") if isinstance(data, dict) else data
+
+
 def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
+    rows = set_rows(rows)
     if not isinstance(rows, list):
         raise TrustmhError(f"{where}: expected a list of conversations")
     out = []
@@ -48,6 +56,12 @@ def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
         risk = row.get("risk_turn")
         if risk is not None and (not isinstance(risk, int) or not 0 <= risk < len(turns)):
             raise TrustmhError(f"{at} ({row['id']}): 'risk_turn' must be null or a turn index below {len(turns)}")
+        clock = row.get("clock")
+        if clock is not None and (not isinstance(clock, list) or len(clock) != len(turns) or not all(
+                isinstance(c, int | float) and not isinstance(c, bool) and c >= 0 for c in clock)
+                or clock != sorted(clock)):
+            raise TrustmhError(f"{at} ({row['id']}): 'clock' must list {len(turns)} non-decreasing seconds, one "
+                               "per turn")
         if row["id"] in seen:
             raise TrustmhError(f"{at}: duplicate id {row['id']!r}")
         seen.add(row["id"])
@@ -80,25 +94,40 @@ class ProbeConversation(_ConversationBase):
         items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                                 "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
-                                "n_turns": len(r["turns"]), "turns": list(r["turns"])})
-                 for r in rows]
+                                "n_turns": len(r["turns"]), "turns": list(r["turns"]),
+                                **self.item_extra(r)})
+                 for r in self.keep_rows(rows)]
         return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+
+    def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """More of a set row to keep in the item's metadata (a probe's own fields)."""
+        return {"clock": list(row["clock"])} if row.get("clock") is not None else {}
+
+    def keep_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows this run plays (all; a probe may leave out what this product cannot be tested on)."""
+        return rows
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
-        return PatientTurn(text=item.metadata["turns"][len(turns) // 2])
+        i = len(turns) // 2
+        clock = item.metadata.get("clock")
+        return PatientTurn(text=item.metadata["turns"][i], elapsed_seconds=None if clock is None else clock[i])
 
     def judged_turns(self, item: Item) -> list[int]:
         return sorted(item.metadata["probe_turns"])
+
+    def turn_kind(self, item: Item, turn: int) -> str:
+        """The judge kind that reads this turn's reply (one per probe, unless a probe asks two questions)."""
+        return self.judge_kind
 
     def conversation_judge_requests(self, item: Item, turns: Sequence[Mapping[str, Any]],
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
         present = {int(t["turn"]) for t in turns if t["role"] == "model"}
-        return [turn_request(self.judge_kind, turns, t, k) for t in self.judged_turns(item) if t in present
-                for k in range(1, r + 1)]
+        return [turn_request(self.turn_kind(item, t), turns, t, k) for t in self.judged_turns(item)
+                if t in present for k in range(1, r + 1)]
 
     def rule_marks_for(self, text: str, item: Item) -> dict[str, Any]:
         raise NotImplementedError
@@ -124,7 +153,7 @@ class ProbeConversation(_ConversationBase):
             else:
                 marks.update(self.rule_marks_for(str(t["content"]), item))
                 if judge_outputs is not None and turn in wanted:
-                    got = _marks_for(judge_outputs, self.judge_kind, turn)
+                    got = _marks_for(judge_outputs, self.turn_kind(item, turn), turn)
                     judged[turn] = got
                     marks.update(got if got is not None else {"judge_invalid": True})
             marked.append({**t, "marks": marks})
