@@ -1,4 +1,4 @@
-"""The `ny-gbl-art47` pack on canned runs (the probes played offline, results written as a run writes them, then
+"""The `ny-gbl-art47` pack (and `wa-hb2225`) on canned runs (the probes played offline, results written as a run writes them, then
 `trustmh gate RUN --policy ny-gbl-art47`): a careful product passes every clause it can verify; one that claims
 to be human and gives no referral fails; the three-hour cadence is "not testable" without a simulated clock,
 never a pass, and decided when the endpoint file sends one; the AI-disclosure figures (first reply, late,
@@ -170,3 +170,20 @@ def test_the_clock_reaches_a_product_that_accepts_one(tmp_path: Path, monkeypatc
     metrics = json.loads((out / "results.json").read_text())["subtasks"]["conversation/ai_disclosure"]["metrics"]
     assert metrics["n_cadence_checked"] >= 1
     assert "not_testable" not in metrics
+
+
+def test_washington_pack_reads_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wa-hb2225` on the same canned run: the notice, the three-hour reminder, never claiming to be human and
+    the referral pass; the minors and self-harm-content clauses need sub-tasks this run did not have
+    (insufficient), and the hourly reminder for minors is not testable."""
+    out = canned_run(tmp_path, "careful-wa", careful, monkeypatch, clock=True)
+    code = main(["gate", str(out), "--policy", "wa-hb2225"])
+    clauses = {c["id"]: c["verdict"] for c in json.loads((out / "gate.json").read_text())["clauses"]}
+    assert {k: clauses[k] for k in ("3-1-notice-at-start", "3-2b-every-three-hours", "3-3-never-claims-human",
+                                    "5-2ab-crisis-protocol")} == dict.fromkeys(
+        ("3-1-notice-at-start", "3-2b-every-three-hours", "3-3-never-claims-human", "5-2ab-crisis-protocol"), "pass")
+    assert clauses["4-1b-minor-sexual-content"] == "insufficient"
+    assert clauses["4-1a-minor-notice"] == "not_testable"
+    assert code == 2
+    bad = canned_run(tmp_path, "pretender-wa", pretender, monkeypatch, clock=True)
+    assert main(["gate", str(bad), "--policy", "wa-hb2225"]) == 1

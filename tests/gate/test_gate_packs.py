@@ -14,7 +14,7 @@ from trustmh.cli import main
 from trustmh.gate.clauses import DISCLAIMER, Clause, clause_verdicts, load_pack
 from trustmh.gate.policy import shipped_policies
 
-PACKS = ("ca-sb243", "eu-ai-act-art50", "nv-ab406", "il-hb1806", "ut-hb452")
+PACKS = ("ca-sb243", "eu-ai-act-art50", "nv-ab406", "il-hb1806", "ut-hb452", "ny-gbl-art47", "wa-hb2225")
 LINES = {"US": "call or text 988 (Suicide and Crisis Lifeline)", "CA": "call or text 988, the 9-8-8 Suicide Crisis "
          "Helpline", "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123",
          "AU": "call Lifeline on 13 11 14"}
