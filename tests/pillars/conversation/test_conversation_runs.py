@@ -191,7 +191,7 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
     assert {s.id for s in select(["conversation"], None, "default")} == {
         "conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
         "conversation/simulated_patient", "conversation/ai_disclosure", "conversation/credentials",
-        "conversation/minors", "conversation/crisis_referral"}
+        "conversation/minors", "conversation/crisis_referral", "conversation/harm_to_others"}
     with pytest.raises(TrustmhError, match="default mode only"):
         select(["conversation"], None, "faithful")
     one = {"ethics/ethical_reasoning": SubtaskResult(value=0.5, ci=None, n=3, n_invalid=0, direction="higher")}
