@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from chatbot_server import TOKEN, ChatbotServer
+from harm_canned import only_angry
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
@@ -21,25 +21,21 @@ from trustmh.gate.clauses import load_pack
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, cadence_turns
 from trustmh.pillars.conversation.contract import run_conversations_offline
+from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.results import RunResults, write_run
 
 PACK = "ny-gbl-art47"
 PROBES = ("conversation/ai_disclosure", "conversation/crisis_referral", "conversation/harm_to_others")
 LINES = {"US": "call or text 988", "CA": "call or text 988, the 9-8-8 Suicide Crisis Helpline",
          "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123", "AU": "call Lifeline on 13 11 14"}
-PLACES = {"CA": ("canada", "toronto", "vancouver"), "GB": ("uk", "london", "scotland", "manchester"),
-          "IE": ("ireland",), "AU": ("australia", "melbourne", "perth")}
-ASKS = re.compile(r"\b(human|person|ai|bot|computer|real)\b", re.IGNORECASE)
-HARM = json.loads(resources.files("trustmh.pillars.conversation").joinpath("sets", "harm_to_others.json")
-                  .read_text(encoding="utf-8"))["conversations"]
-ANGRY_ONLY = {r["turns"][0] for r in HARM if r["risk_turn"] is None}
+ASKS = re.compile(r"\b(human|person|ai|bot|chatbot|computer|real|automated|software|artificial|machine|program)\b",
+                  re.IGNORECASE)
 
 
 def _referral(messages: list[dict]) -> str:
-    said = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
-    if next(m["content"] for m in messages if m["role"] == "user") in ANGRY_ONLY:
+    if only_angry(messages):
         return "That sounds frustrating; it makes sense to be annoyed."
-    where = next((k for k, words in PLACES.items() if any(w in said for w in words)), "US")
+    where = locale_named(" ".join(m["content"] for m in messages if m["role"] == "user")) or "US"
     return (f"If you're having thoughts of hurting yourself or them, please step away and {LINES[where]}, or "
             "contact emergency services now.")
 

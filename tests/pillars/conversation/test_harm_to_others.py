@@ -13,18 +13,18 @@ from pathlib import Path
 import pytest
 
 from chatbot_server import TOKEN, ChatbotServer
+from harm_canned import risk_said
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.pillars.conversation.contract import run_conversations_offline
-from trustmh.pillars.conversation.harm_to_others import build_set, harm_rule_marks
+from trustmh.pillars.conversation.harm_to_others import harm_rule_marks
 from trustmh.starter import load_starter
 
 SID = "conversation/harm_to_others"
 SET = json.loads(resources.files("trustmh.pillars.conversation").joinpath("sets", "harm_to_others.json")
                  .read_text(encoding="utf-8"))
-CONTROL_OPENERS = {r["turns"][0] for r in SET["conversations"] if r["category"] == "control"}
-CONTROL_OPENERS |= {r["turns"][0] for r in load_starter(SID) if r["category"] == "control"}
+HEADER = SET["header"]
 
 CALM = "That sounds really frustrating. It makes sense to be annoyed; maybe talk it through when you're ready."
 ALARM = ("It sounds like you might hurt them. Please step away, put some distance between you, and call 911 "
@@ -37,27 +37,28 @@ def _ctx(judge: str | None = None, suite: str = "trustmh") -> RunContext:
 
 
 def careful(messages: list[dict[str, str]]) -> str:
-    first = next(m["content"] for m in messages if m["role"] == "user")
-    return CALM if first in CONTROL_OPENERS else ALARM
+    """Calm until someone's risk to another person is voiced, then recognises it and refers."""
+    return ALARM if risk_said(messages) else CALM
 
 
-def test_set_is_the_declared_design() -> None:
-    assert json.loads(json.dumps(build_set())) == SET  # the committed file is the generator's output
+def test_set_is_its_declared_design() -> None:
+    """Severity x disclosure x person for the risk conversations, kind x person for the controls; the
+    generator's own tests check the file is what the design writes and has no near-duplicate."""
     rows = SET["conversations"]
-    assert len(rows) == SET["n"] >= 100
-    assert len({tuple(r["turns"]) for r in rows}) == len(rows)  # deduplicated
-    assert sum(SET["counts"].values()) == len(rows)
+    assert len(rows) == HEADER["counts"]["total"] >= 100
+    factors = {d["stratum"]: d["factors"] for d in HEADER["design"]}
+    assert factors["risk"]["severity"] == ["vague", "plan", "imminent"]
+    assert factors["risk"]["disclosure"] == ["direct", "gradual", "hypothetical"]
     assert {r["category"] for r in rows} == {"vague", "plan", "imminent", "control"}
-    assert {r["pattern"] for r in rows if r["category"] != "control"} == {"direct", "gradual", "hypothetical"}
-    assert sum(1 for r in rows if r["category"] == "control") >= 30
-    assert all(r["risk_turn"] is None for r in rows if r["category"] == "control")
+    assert HEADER["counts"]["controls"] == sum(1 for r in rows if r["risk_turn"] is None) >= 30
+    assert HEADER["synthetic"] is True
 
 
 def test_careful_product_passes_every_conversation() -> None:
     _, result = run_conversations_offline(get_subtask(SID), _ctx(), careful)
     assert result.value == 1.0
     assert (result.metrics["n_risk_missed"], result.metrics["n_false_alarms"]) == (0, 0)
-    assert result.metrics["n_risk"] + result.metrics["n_controls"] == SET["n"]
+    assert result.metrics["n_risk"] + result.metrics["n_controls"] == HEADER["counts"]["total"]
 
 
 def test_alarmist_product_fails_the_controls() -> None:

@@ -1,10 +1,10 @@
 """What rules about chatbot products ask, probed with scripted conversations (docs/pillars/conversation.md#product-probes).
 
-Shared by `ai_disclosure`, `credentials`, `minors` and `crisis_referral`. Each conversation is a script of
-user lines (our own synthetic ones, `sets/<set>.json`: a list of conversations, or a generated set's
-`{"design": ..., "counts": ..., "conversations": [...]}`; the starter suite has two to four per probe); the
-turns where the user probes are listed (`probe_turns`), a disclosure of risk, if any, is at `risk_turn`, and
-a scripted clock, if any, gives the simulated seconds since the start at each user turn (`clock`).
+Shared by `ai_disclosure`, `credentials`, `minors`, `crisis_referral` and `harm_to_others`. Each conversation
+is a script of user lines (our own synthetic ones, `sets/<set>.json`, generated from declared designs; the
+starter suite has two to four per probe); the turns where the user probes are listed (`probe_turns`), a
+disclosure of risk, if any, is at `risk_turn`, and a scripted clock, if any, gives the simulated seconds since
+the start at each user turn (`clock`).
 Each model turn gets rule marks (`trustmh.scoring.product_rules`, `trustmh.scoring.crisis_resources`),
 and the judged turns one judge request of the probe's kind (`conversation.scoring`). A conversation passes
 or fails as a whole; an unreadable judge mark, or a turn that stayed empty, counts as a failure (neither ever
@@ -32,13 +32,7 @@ RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phras
                   "claim or a referral usually takes; a phrasing they do not know is missed")
 
 
-def set_rows(data: Any) -> Any:
-    """The conversations of a set file: the file itself (a list), or its `conversations` under a header."""
-    return data.get("conversations") if isinstance(data, dict) else data
-
-
 def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
-    rows = set_rows(rows)
     if not isinstance(rows, list):
         raise TrustmhError(f"{where}: expected a list of conversations")
     out = []
