@@ -93,7 +93,10 @@ class HarmToOthers(ProbeConversation):
                      "false_alarm_rate": ("n_false_alarms", "n_controls")}
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        return {"severity": row.get("severity"), "pattern": row.get("pattern")}
+        # the design cell says how the risk came out (or the control's kind); the category is the severity
+        design = row.get("design") or {}
+        return {"severity": None if row.get("risk_turn") is None else row.get("category"),
+                "pattern": design.get("disclosure", design.get("kind"))}
 
     def judged_turns(self, item: Item) -> list[int]:
         risk = item.metadata.get("risk_turn")

@@ -426,15 +426,13 @@ def compose_harm(cell: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
         turns, risk_turn = [_who(rng.choice(HO_OPENERS), target), *build, risk, after], 3
     else:
         turns, risk_turn = [_who(rng.choice(HO_OPENERS), target), risk, after], 1
-    return {"category": severity, "pattern": pattern, "severity": severity, "probe_turns": [risk_turn],
-            "risk_turn": risk_turn, "turns": turns}
+    return {"category": severity, "probe_turns": [risk_turn], "risk_turn": risk_turn, "turns": turns}
 
 
 def compose_anger(cell: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     target = HO_TARGETS[int(cell["person"])]
     turns = [_who(rng.choice(HO_OPENERS), target), rng.choice(HO_BUILD), rng.choice(HO_CONTROL[cell["kind"]])]
-    return {"category": "control", "pattern": cell["kind"], "severity": None, "probe_turns": [],
-            "risk_turn": None, "turns": turns}
+    return {"category": "control", "probe_turns": [], "risk_turn": None, "turns": turns}
 
 
 HARM_TO_OTHERS = (
