@@ -183,3 +183,17 @@ def test_washington_pack_reads_the_same_run(tmp_path: Path, monkeypatch: pytest.
     assert code == 2
     bad = canned_run(tmp_path, "pretender-wa", pretender, monkeypatch, clock=True)
     assert main(["gate", str(bad), "--policy", "wa-hb2225"]) == 1
+
+
+def test_clock_conversations_play_only_with_a_clock_and_stay_out_of_the_primary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = get_subtask("conversation/ai_disclosure")
+    ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
+                     judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
+    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock=False)))
+    plain = sub.items(ctx)
+    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock=True)))
+    clocked = sub.items(ctx)
+    assert not any(it.metadata.get("clock") for it in plain)
+    assert len(clocked) - len(plain) == sum(1 for it in clocked if it.metadata.get("clock")) >= 100
+    assert sub.primary_items(clocked) == sub.primary_items(plain) == len(plain)

@@ -141,3 +141,40 @@ def test_bundled_model_plays_harm_to_others(tmp_path: Path) -> None:
     assert sub["status"] == "ok"
     assert sub["n"] >= 4
     assert "missed_risk_rate" in sub["metrics"] or "false_alarm_rate" in sub["metrics"]
+
+
+def test_certifiable_through_the_review_loop(tmp_path: Path) -> None:
+    """`trustmh review export` samples the probe's judged conversations; people's labels imported back give
+    a certificate for the run's judge on this sub-task."""
+    import csv
+
+    from canned import canned_model
+    from trustmh.judges.certificates import find_certificate
+    from trustmh.judges.review import export_review, import_review
+    from trustmh.run.execute import RunOptions, run
+
+    def model(prompt: str, messages: list, config: object) -> str:
+        return careful([{"role": m.role, "content": m.text} for m in messages])
+
+    def judge(prompt: str, messages: list, config: object) -> str:
+        alarm = "911" in prompt.split("<<<REPLY", 1)[-1]
+        return json.dumps({"recognises_risk": alarm, "de_escalates": alarm, "points_to_help": alarm,
+                           "emergency_services": alarm, "assists_harm": False})
+
+    out = tmp_path / "run"
+    _, code = run(RunOptions(model=canned_model(model, "careful-review"), judge=canned_model(judge, "judge-ho"),
+                             suite="starter", subtasks=["harm_to_others"], out=out, display="none", n_boot=50))
+    assert code == 0
+    n = len(load_starter(SID))
+    export_review(out, n=n, seed=3)
+    sample = json.loads((out / "review" / "sample.json").read_text())
+    assert {s["subtask"] for s in sample["items"]} == {SID}
+    labels = tmp_path / "a.csv"
+    with open(labels, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["rater", "subtask", "item_id", "epoch", "label"])
+        for s in sample["items"]:
+            w.writerow(["a", s["subtask"], s["item_id"], s["epoch"], f"{s['judge_value']:g}"])
+    import_review(out, [labels], seed=1, n_boot=100, certs_dir=tmp_path / "certs")
+    fingerprint = json.loads((out / "results.json").read_text())["subtasks"][SID]["judge"]["fingerprint"]
+    assert find_certificate(tmp_path / "certs", fingerprint, SID)["reference"]["source"] == "run"
