@@ -32,7 +32,8 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
 def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
-    with ChatbotServer(respond=respond, max_requests=4000) as server:
+    # about 3,400 requests (the disclosure probe's long chats included): minutes on a shared machine
+    with ChatbotServer(respond=respond, max_requests=6000, max_seconds=1500) as server:
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
         code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks",
                      "ai_disclosure,crisis_referral,minors", "--no-judge", "--out", str(out), "--display", "none",
