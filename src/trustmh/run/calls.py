@@ -41,7 +41,7 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             state = await generate(state, cache=cache_policy(ctx, attempt))
-            note_call("model", str(ctx.options.get("model") or state.output.model), state.output)
+            note_call("model", str(ctx.model or state.output.model), state.output)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -71,6 +71,11 @@ def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
 def judge_role(index: int) -> str:
     """The Inspect model role of the ensemble's index-th member (the first is Inspect's `grader`)."""
     return "grader" if index == 0 else f"grader_{index + 1}"
+
+
+def patient_role(index: int) -> str:
+    """The Inspect model role of the index-th patient of an ensemble (the first is `patient`)."""
+    return "patient" if index == 0 else f"patient_{index + 1}"
 
 
 def judge_model(ctx: RunContext, index: int = 0) -> Model:

@@ -238,7 +238,7 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     ctx = r.ctx
     key = f"{item.id}#{epoch}"
     system = read_system_prompt(ctx)
-    patient = str(ctx.options.get("patient") or "patient")
+    patient = ctx.patient.label if ctx.patient else "patient"
     patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
     turns: list[dict[str, Any]] = []
     for i in range(subtask.n_turns(item, ctx)):
@@ -324,7 +324,8 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     from trustmh.run.calls import ITEM_KEY
 
     ctx: RunContext = plan.ctx
-    model = str(plan.model)
+    spec = plan.spec
+    model = spec.model
     tokenizers: dict[str, Tokenizer] = {}
     subtasks: dict[str, Any] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
@@ -364,11 +365,11 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     for sid in plan.hidden:
         subtasks.get(sid, {})["note"] = "run only for a derived sub-task"
     totals = _totals(all_tallies, settings.prices)
-    connections = plan.opts.max_connections or DEFAULT_CONNECTIONS
+    connections = spec.max_connections or DEFAULT_CONNECTIONS
     wall = wall_time(totals["calls"]["min"], totals["calls"]["max"], chain, connections, settings.latency)
     return {
-        "model": model, "suite": plan.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
-        "judges": ctx.judges, "patient": plan.patient,
+        "model": model, "suite": spec.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
+        "judges": ctx.judges, "patient": spec.patient.to_json() if spec.patient else None,
         "assumptions": {
             "expected_output_tokens": settings.expected, "latency_seconds": settings.latency,
             "max_connections": connections,
