@@ -383,6 +383,12 @@ class Subtask:
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         raise NotImplementedError
 
+    def primary_items(self, items: list[Item]) -> int:
+        """How many of `items` the primary is over: all of them, unless the sub-task leaves some out (a
+        missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
+        sizes the gate's checks on the primary by it."""
+        return len(items)
+
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 
     def warnings_before_run(self, ctx: RunContext) -> list[str]:

@@ -20,6 +20,9 @@ from trustmh.judges.certify.core import certify, certify_context
 from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
 from trustmh.judges.review import export_review, import_review
 
+# pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
+VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
+
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificates", metavar="DIR",
@@ -90,10 +93,14 @@ def cmd_certify(args: argparse.Namespace) -> int:
     ctx.n_boot = args.n_boot
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
-    ref = source.load(ctx, request)
     certs = certificates_dir(args.certificates)
-    work = Path(args.work) if args.work else certs / "work" / ref.name
-    cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+    if source.certify is not None:  # a reference that measures the judge its own way (the SIRI-2)
+        cert, path = source.certify(ctx, request, certs, args.threshold)
+    else:
+        assert source.load is not None
+        ref = source.load(ctx, request)
+        work = Path(args.work) if args.work else certs / "work" / ref.name
+        cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:
@@ -110,8 +117,17 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
+    quality = cert.get("reference_quality") or {}
+    if quality:  # docs/references.md#the-rule
+        criteria = quality.get("criteria") or {}
+        rule = (f" (floor {quality['floor']:g} at the humans' lower bound, margin {quality['margin']:g})"
+                if "floor" in quality and "margin" in quality else "")
+        single = len(criteria) <= 1 and quality.get("reason")
+        print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
+        for name, crit in criteria.items() if not single else ():
+            print(f"    {name}: {crit['status']}: {crit['reason']}")
     print(f"certificate: {path}")
-    return 0 if cert["verdict"] == "pass" else 1
+    return VERDICT_EXIT.get(cert["verdict"], 1)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

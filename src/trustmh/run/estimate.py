@@ -205,6 +205,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     subtasks: dict[str, Any] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
+    primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
     samples_per: dict[str, int] = {}
     chain = 0
     for task in plan.tasks:
@@ -214,8 +215,10 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
         cap = int(plan.generation[sid]["max_tokens"])
         epochs = int(plan.generation[sid]["samples"])
         n_items = 0
+        planned: list[Item] = []
         for sample in task.dataset:
             item = Item(**sample.metadata[ITEM_KEY])
+            planned.append(item)
             n_items += 1
             for epoch in range(1, epochs + 1):
                 before = sum(t.calls_min for t in r.tallies.values())
@@ -225,6 +228,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
                     replay_single(r, subtask, item, epoch, model, cap)
                 chain = max(chain, sum(t.calls_min for t in r.tallies.values()) - before)
         items_per[sid] = n_items
+        primary_per[sid] = subtask.primary_items(planned)
         samples_per[sid] = n_items * epochs
         subtasks[sid] = {"items": n_items, "samples": n_items * epochs,
                          "roles": [_priced(t, settings.prices, tokenizers) for t in r.tallies.values()]}
@@ -251,7 +255,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
         },
         "priced": bool(settings.prices), "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
         "not_run": {sid: res.reason for sid, res in plan.results.items()},
-        "gate": gate_outlook(samples_per, items_per, settings, ctx),
+        "gate": gate_outlook(samples_per, items_per, settings, ctx, primary_per),
         **({"power": power(plan, items_per, settings)}
            if settings.target_width is not None or settings.detect_difference is not None else {}),
     }

@@ -46,14 +46,17 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
 
 
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
-                 ctx: RunContext) -> dict[str, Any]:
-    """For each check of the gate policy: the items the run will score against min_n, and the interval width
-    expected at the stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
+                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """For each check of the gate policy: the items the run will score against min_n (for a check on the
+    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
+    stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rows = []
     for check in policy.checks:
         n = items.get(check.subtask, 0)
+        if check.metric == "value" and primary and check.subtask in primary:
+            n = primary[check.subtask]
         limit = check.max if check.max is not None else check.min
         row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
                                "items": n, "min_n": policy.min_n, "in_run": check.subtask in items}

@@ -10,6 +10,7 @@ the same command again resumes and asks no judge call twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +19,10 @@ from typing import Any
 
 from inspect_ai import Task, eval_set
 from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import get_model
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, Record, RunContext, TrustmhError
+from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, TrustmhError
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -29,11 +31,13 @@ from trustmh.judges.certificates import (
     worst_attribute,
     write_certificate,
 )
+from trustmh.judges.reask import ask_until_valid
+from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
-from trustmh.run.calls import judge_role
+from trustmh.run.calls import bounded_config, cache_policy, judge_role
 from trustmh.run.collect import records_from_log
-from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS
+from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
 from trustmh.run.inspect_eval import response_cache_dir
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
@@ -58,6 +62,14 @@ class Reference:
     attributes: tuple[str, ...] = ()
     clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
+    # Asks and scores the judge when the sub-task's own scorer cannot take a stored item (a stored
+    # conversation): it sends the very requests a run sends (None: the sub-task itself).
+    judging: Subtask | None = None
+    # Set ("labels" or "ratings"): the reference-quality rule decides the verdict (judges/reference_quality.py):
+    # the humans' own agreement must clear its floor and the judge in a rater's place must do as well. The
+    # fixed thresholds then apply only when given (--threshold).
+    quality_kind: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
 
 
 def sha256_files(paths: Sequence[Path]) -> str:
@@ -132,7 +144,7 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
 def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
                     display: str = "none") -> list[Record]:
     """Judge the reference items through Inspect (resumable eval set in `work/logs`, response cache)."""
-    subtask = get_subtask(ref.subtask)
+    subtask = ref.judging or get_subtask(ref.subtask)
     task = Task(name=f"certify_{ref.subtask.replace('/', '_')}",
                 dataset=MemoryDataset([item_to_sample(i) for i in ref.items], name=ref.name),
                 solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
@@ -163,7 +175,7 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
             judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
     records = judge_reference(ref, ctx, work, judge_models, display)
     judged = {r.item_id: ref.judge_value(r) for r in records}
-    limits = parse_thresholds(thresholds, ref.label_type)
+    limits = parse_thresholds(thresholds, ref.label_type) if thresholds or not ref.quality_kind else {}
     if ref.attributes:
         figures, extra = attribute_figures(ref, judged, limits, seed=ctx.seed, n_boot=ctx.n_boot)
     else:
@@ -171,11 +183,16 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
+    # reference quality before judge quality (docs/references.md#the-rule): per criterion, the humans' own
+    # agreement must clear the floor and the judge, in place of one rater, must match it
+    quality = certify_reference(ref.humans, judged, label_type=ref.label_type, seed=ctx.seed, n_boot=ctx.n_boot,
+                                attributes=ref.attributes, clusters=ref.clusters, scale=ref.scale,
+                                kind=ref.quality_kind or KIND_OF[ref.label_type])
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
-                            extra={**extra, "notes": ref.notes})
+                            extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
     return cert, write_certificate(certs_dir, cert)
 
 
@@ -200,3 +217,21 @@ def attribute_figures(ref: Reference, judged: Mapping[str, Any], thresholds: Map
                      "raters": sorted({r for h in ref.humans.values() for r in h}),
                      "consensus": "mean of the raters, per attribute",
                      "headline": "per metric, the attribute with the weakest protective bound"}
+
+
+def bounded_judge(model: str, seed: int) -> Callable[[JudgeRequest], str]:
+    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
+    every judge of a run, up to three attempts (rescoring with trustmh's own judge, the SIRI-2 reference)."""
+    check_model_name(model, "--judge")
+    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
+    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
+
+    def ask(req: JudgeRequest) -> str:
+        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
+
+        async def attempt_once(attempt: int) -> str:
+            return (await judge_model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
+
+        return asyncio.run(ask_until_valid(attempt_once, req.validate))
+
+    return ask

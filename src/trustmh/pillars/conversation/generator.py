@@ -187,7 +187,7 @@ def generate_set(name: str, *, description: str, strata: Sequence[Stratum], seed
     for stratum in strata:
         for cell in balanced_cells(stratum, rng):
             for _ in range(MAX_DRAWS):
-                draw = random.Random(rng.random())
+                draw = random.Random(rng.getrandbits(64))
                 row = stratum.compose(cell, draw)
                 this = _Compared.of(row)
                 if identity(row) in seen or any(this.near(c, near_duplicate, share) for c in compared):
