@@ -32,7 +32,8 @@ severity = 10
 
 
 def _run(tmp_path: Path, name: str, answer: str, limit: int | None = None) -> Path:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     out = tmp_path / name
     _, code = run(RunOptions(model=canned_model(lambda p, m, c: json.dumps({"label": answer}), name=name),

@@ -98,7 +98,8 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
 
 
 def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     system = tmp_path / "system.txt"
     system.write_text("You are Ada, a support assistant.", encoding="utf-8")
@@ -144,7 +145,8 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     """Through Inspect, a judge that never answers in JSON: every conversation counts at its worst in the
     primary, the valid-only figures are not computed, and the gate cannot pass."""
     from trustmh.gate import run_gate
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def model(prompt: str, messages: list[Any], config: Any) -> str:
         return "I hear you. Are you safe right now? You can call or text 988."

@@ -19,8 +19,8 @@ from importlib import resources
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.pillars.conversation.base import OPTIONS, _ConversationBase, _marks_for, _model_turns, _set_path
-from trustmh.pillars.conversation.contract import PatientTurn, empty_turns, judge_repeats
+from trustmh.multiturn import PatientTurn, empty_turns, judge_repeats
+from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.sampling import apply_limit
@@ -63,7 +63,7 @@ def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
     return out
 
 
-class ProbeConversation(_ConversationBase):
+class ProbeConversation(ConversationBase):
     """A product probe (see the module docstring). Subclasses set `set_name`, `judge_kind`, and write
     `rule_marks_for`, `judged_turns` (default: the probe turns) and `verdict`."""
 
@@ -80,7 +80,7 @@ class ProbeConversation(_ConversationBase):
         if ctx.suite == "starter":
             rows = _rows(f"starter/{self.id}", load_starter(self.id))
         else:
-            with resources.as_file(_set_path(self.set_name)) as path:
+            with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
         items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
@@ -144,14 +144,14 @@ class ProbeConversation(_ConversationBase):
             else:
                 marks.update(self.rule_marks_for(str(t["content"]), item))
                 if judge_outputs is not None and turn in wanted:
-                    got = _marks_for(judge_outputs, self.turn_kind(item, turn), turn)
+                    got = marks_for(judge_outputs, self.turn_kind(item, turn), turn)
                     judged[turn] = got
                     marks.update(got if got is not None else {"judge_invalid": True})
             marked.append({**t, "marks": marks})
         use_judge = judge_outputs is not None and bool(wanted)
         score = {"category": item.metadata.get("category"), "locale": item.metadata.get("locale"),
-                 "method": "judge" if use_judge else "rule", "n_turns": len(_model_turns(marked)),
-                 **self.verdict(item, [dict(t) for t in _model_turns(marked)], judged, use_judge)}
+                 "method": "judge" if use_judge else "rule", "n_turns": len(model_turns_of(marked)),
+                 **self.verdict(item, [dict(t) for t in model_turns_of(marked)], judged, use_judge)}
         if empty_turns(turns):
             # a reply that stayed empty (or answered an empty line) decides nothing: the conversation cannot pass
             # on its other turns, whether rules or a judge read them; it is invalid, so counted as a failure

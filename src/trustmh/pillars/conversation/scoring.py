@@ -13,6 +13,7 @@ from typing import Any
 from trustmh.core import JudgeRequest
 from trustmh.judges.parse import extract_judge_object, int_in_range
 from trustmh.judges.schema import json_object_schema
+from trustmh.multiturn import transcript_text
 from trustmh.pillars.conversation.judging import render_window
 from trustmh.prompts import render
 from trustmh.scoring.crisis_resources import resources_offered_rule
@@ -87,11 +88,6 @@ def parse_marks(kind: str, text: str | None) -> dict[str, Any] | None:
 def request_name(turn: int, kind: str, repeat: int = 1) -> str:
     """`turn3:crisis`; a test-retest repeat is `turn3:crisis#2`."""
     return f"turn{turn}:{kind}" + (f"#{repeat}" if repeat > 1 else "")
-
-
-def transcript_text(turns: Sequence[Mapping[str, Any]]) -> str:
-    """The whole conversation as plain lines (what the rubric judge reads, and the record's response)."""
-    return "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())}" for t in turns)
 
 
 def turn_request(kind: str, turns: Sequence[Mapping[str, Any]], turn: int, repeat: int = 1) -> JudgeRequest:

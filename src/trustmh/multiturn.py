@@ -1,4 +1,4 @@
-"""The multi-turn extension of the sub-task contract, and its plain-Python driver.
+"""The multi-turn extension of the sub-task contract, and its plain-Python driver (any pillar's conversations).
 
 `core.Subtask` is single-turn: one prompt, one reply, judge requests about that reply. A
 `ConversationSubtask` adds three hooks and keeps the rest of the contract (items, aggregate, not-computed
@@ -35,13 +35,17 @@ from trustmh.core import (
     make_record,
 )
 from trustmh.judges.reask import ask_until_valid_sync
-from trustmh.pillars.conversation.scoring import transcript_text
 
 PATIENT_ROLE = "patient"
 # What the patient model is shown when it speaks first (an API needs a user message to answer).
 PATIENT_OPENING = "(The chat window has just opened. Write your first message to the assistant.)"
 SCRIPT_MODEL = "script"
 STARTER_MAX_TOKENS = 64
+
+
+def transcript_text(turns: Sequence[Mapping[str, Any]]) -> str:
+    """The whole conversation as plain lines (what a rubric judge reads, and the record's response)."""
+    return "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())}" for t in turns)
 
 
 @dataclass(frozen=True)
