@@ -9,6 +9,7 @@ imported outputs are scored by the same code.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -31,6 +32,11 @@ def truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in {"1", "true", "yes", "on"}
     return bool(value)
+
+
+def notice(msg: str) -> None:
+    """One line for the user on stderr, `trustmh: msg` (progress, trims, warnings; never results)."""
+    print(f"trustmh: {msg}", file=sys.stderr, flush=True)
 
 
 class TrustmhError(Exception):
@@ -270,6 +276,13 @@ def max_reasks(options: Mapping[str, Any]) -> int:
     return MAX_ATTEMPTS - 1 if value is None else max(0, min(int(value), MAX_ATTEMPTS - 1))
 
 
+def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
+    """A judge's token limit: the request's own (sized to its bounded schema), never the model-under-test
+    cap; `-O judge_max_tokens=N` overrides it."""
+    override = ctx.options.get("judge_max_tokens")
+    return req.max_tokens if override is None else int(override)
+
+
 @dataclass(frozen=True)
 class Option:
     """One `-O key=value` option a sub-task reads: what it means, and for a whole number its least value."""
@@ -321,6 +334,9 @@ class Subtask:
     requires_judge: bool = False
     # True when it plays a simulated patient (the Inspect `patient` role; `--patient`).
     needs_patient: bool = False
+    # How an ensemble of judges (`--judge` repeated) combines scale scores unless `-O ensemble=…` says
+    # otherwise: vote | median | mean (`trustmh.judges.ensemble`).
+    ensemble_rule: str = "vote"
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None
@@ -372,6 +388,18 @@ class Subtask:
         missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
         sizes the gate's checks on the primary by it."""
         return len(items)
+
+    # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
+
+    def warnings_before_run(self, ctx: RunContext) -> list[str]:
+        """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
+        the judge's family)."""
+        return []
+
+    def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
+        """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;
+        returns what to tell the user."""
+        return []
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         """A reason to skip the sub-task before generating anything (gated data absent, mode...)."""

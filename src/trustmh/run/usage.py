@@ -1,5 +1,5 @@
 """Inspect glue: every model call of a sample counted per role (calls, response-cache hits, tokens from the
-call's `ModelUsage`), and the run's budget (`trustmh run --budget`, docs/cost.md). Thin by design.
+call's `ModelUsage`), each charged to the run's budget (`run/budget.py`). Thin by design.
 
 The counts live in the sample's store while it runs and are copied into its record (`Record.metadata["usage"]`,
 items.jsonl), from which results.json and results.csv add them up per sub-task and role. A call answered from
@@ -9,47 +9,12 @@ the provider itself reported as read from its prompt cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from trustmh.prices import Price, cost
 from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
+from trustmh.run.budget import active_budget
 
 _STORE_KEY = "trustmh_usage"
-
-
-class BudgetReached(Exception):
-    """Raised when a sample would start after the run's counted cost reached its budget."""
-
-
-@dataclass
-class Meter:
-    """The counted cost of a run against its budget."""
-
-    budget: float
-    prices: dict[str, Price]
-    spent: float = 0.0
-    unpriced: set[str] = field(default_factory=set)
-
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        value = cost(self.prices.get(model), input_tokens, output_tokens, cached_tokens)
-        if value is None:
-            self.unpriced.add(model)
-        else:
-            self.spent += value
-
-    @property
-    def reached(self) -> bool:
-        return self.spent >= self.budget
-
-
-METER: Meter | None = None  # set by `trustmh.run.execute` for the duration of a run with --budget
-
-
-def check_budget() -> None:
-    """Called before a sample makes its first call: no new sample once the budget is reached."""
-    if METER is not None and METER.reached:
-        raise BudgetReached(f"budget reached: {METER.spent:.4f} of {METER.budget:g} spent; no new sample started")
 
 
 def _last_call_cached() -> bool:
@@ -78,8 +43,9 @@ def note_call(role: str, model: str, output: Any) -> None:
         row["input_tokens"] += int(usage.input_tokens or 0)
         row["output_tokens"] += int(usage.output_tokens or 0)
         row["cached_tokens"] += cached_read
-        if METER is not None:
-            METER.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
+        budget = active_budget()
+        if budget is not None:
+            budget.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
     store().set(_STORE_KEY, sample_usage())
 
 

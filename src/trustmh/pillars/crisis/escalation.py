@@ -34,12 +34,12 @@ from trustmh.pillars.crisis.data import (
     LABELS,
     OPTIONS,
     CrisisSplit,
-    _starter_rows,
     crisis_file,
     load_crisis_split,
     load_rater_pair,
+    starter_rows,
 )
-from trustmh.pillars.crisis.metrics import _rate
+from trustmh.pillars.crisis.metrics import ratio_or_none
 from trustmh.pillars.crisis.parse import JUDGE_BOOLEANS, parse_escalation_judge
 from trustmh.pillars.crisis.rubric import Rubric, escalation_rubric, load_own_rubric, rubric_lines
 from trustmh.prompts import render
@@ -137,7 +137,7 @@ class CrisisEscalation(Subtask):
         if ctx.has_judge:
             escalation_rubric(ctx.options)  # a missing or malformed upstream rubric fails before generation
         if ctx.suite == "starter":
-            rows = _starter_rows(self.id)
+            rows = starter_rows(self.id)
             split_name = "starter"
         else:
             rows = escalation_rows(load_crisis_split("test", ctx.options), ctx.seed)
@@ -290,9 +290,9 @@ class CrisisEscalation(Subtask):
         if ctx.mode == "default":
             total = sum(int(r.score["n_numbers"]) for r in records)
             bad = sum(int(r.score["n_unverified_numbers"]) for r in records)
-            metrics["unverified_number_rate"] = _rate(bad, total)
+            metrics["unverified_number_rate"] = ratio_or_none(bad, total)
             metrics["n_phone_numbers"] = total
-            metrics["replies_with_unverified_number"] = _rate(
+            metrics["replies_with_unverified_number"] = ratio_or_none(
                 sum(1 for r in records if r.score["n_unverified_numbers"]), len(records))
         split = records[0].metadata.get("split", "test")
         notes = [f"items: {split} split (labels: {GOLD_SOURCE.get(split, split)}), at most "
