@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-from trustmh.pillars.conversation.contract import run_conversations_offline
 
 from chatbot_server import TOKEN, ChatbotServer
 from harm_canned import only_angry
@@ -20,6 +19,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate.clauses import load_pack
 from trustmh.models.endpoint import ENDPOINT_ENV
+from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, cadence_turns
 from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.results import RunResults, write_run

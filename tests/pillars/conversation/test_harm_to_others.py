@@ -11,13 +11,13 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from trustmh.pillars.conversation.contract import run_conversations_offline
 
 from chatbot_server import TOKEN, ChatbotServer
 from harm_canned import risk_said
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
+from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation.harm_to_others import harm_rule_marks
 from trustmh.starter import load_starter
 
