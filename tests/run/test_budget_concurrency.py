@@ -1,6 +1,6 @@
 """A budget that concurrency cannot overshoot (issue 34). Before: at default concurrency (every sample started
 before the first cost was counted) a run with `--budget 0.4` spent 1.24, recorded `stopped: false` and exited 0.
-Now each call reserves its planned upper cost before it is sent (`trustmh.run.reserve`): the recorded spend
+Now each call reserves its planned upper cost before it is sent (`trustmh.run.budget`): the recorded spend
 stays within the budget plus the planned cost of the calls in flight, and the stop is `stopped: true`, exit 3,
 with a message."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from loopback_server import LoopbackServer
 from trustmh.cli import main
+from trustmh.run.budget import Budget, BudgetReached
 from trustmh.run.execute import BUDGET_EXIT
-from trustmh.run.reserve import BudgetMeter, BudgetReached
 
 BUDGET = 2.0
 PRICE = 1000.0  # per million input tokens: a prompt of a few hundred tokens costs a few tenths
@@ -71,10 +71,10 @@ def test_not_every_sample_was_paid_for(stopped_run: tuple[int, dict, str, int]) 
 
 
 # the meter itself, call by call
-def _meter(budget: float = 1.0) -> BudgetMeter:
+def _meter(budget: float = 1.0) -> Budget:
     from trustmh.prices import Price
 
-    return BudgetMeter(budget=budget, prices={"m": Price(input=1e6, output=1e6)})  # 1 per token
+    return Budget(amount=budget, prices={"m": Price(input=1e6, output=1e6)})  # 1 per token
 
 
 def test_a_call_that_would_pass_the_budget_is_not_sent() -> None:
@@ -95,7 +95,8 @@ def test_a_refused_call_is_counted() -> None:
 def test_a_settled_call_spends_its_counted_cost_not_its_reservation() -> None:
     meter = _meter(budget=10)
     hold = meter.reserve("m", 2, 5)
-    meter.settle(hold, "m", 2, 1, 0)
+    meter.release(hold)
+    meter.charge("m", 2, 1, 0)
     assert (meter.spent, meter.reserved) == (3.0, 0.0)
 
 
@@ -120,4 +121,4 @@ def test_calls_in_flight_never_hold_more_than_the_budget() -> None:
     with pytest.raises(BudgetReached):
         while True:
             holds.append(meter.reserve("m", 0, 1))
-    assert meter.spent + meter.reserved <= meter.budget
+    assert meter.spent + meter.reserved <= meter.amount

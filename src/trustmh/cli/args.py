@@ -6,9 +6,6 @@ import argparse
 import math
 import re
 
-# `trustmh run --budget`: the exit code of a run stopped at its budget (trustmh.run.execute.BUDGET_EXIT).
-BUDGET_EXIT = 3
-
 # Fewer bootstrap replicates than this give intervals too coarse to publish; more than MAX_N_BOOT change no
 # published digit and cost minutes of CPU and gigabytes of memory per figure.
 MIN_N_BOOT = 200

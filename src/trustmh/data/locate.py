@@ -16,12 +16,12 @@ from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
 from trustmh.data.registry import (
     DataFile,
     Dataset,
-    _norm_relpath,
     cache_dir,
     cached_sha256,
     data_dir,
     get,
     git_blob_id_file,
+    norm_relpath,
 )
 
 
@@ -132,7 +132,7 @@ def _resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None) 
         return p
     if ds.gated:
         raise _gated_error(ds)
-    rel = _norm_relpath(relpath)
+    rel = norm_relpath(relpath)
     df = ds.file(rel)
     if df is not None:
         return _resolve_file(ds, df)

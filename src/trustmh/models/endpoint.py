@@ -23,8 +23,12 @@ here to build each request and read each reply. See docs/products.md for the fil
 Placeholders: `{{message}}` (the newest user message), `{{messages}}` (the conversation as a list of
 `{role, content}`; a value that is exactly this placeholder becomes the list), `{{session_id}}`,
 `{{system}}` (the system prompt trustmh would send, or null), `{{max_tokens}}` and `{{temperature}}`
-(numbers, or null). A JSON path is dot-separated keys and list indices: `choices.0.message.content`
-(a leading `$.` is allowed).
+(numbers, or null), and `{{elapsed_seconds}}` (optional: the simulated time since the conversation began,
+for a product that accepts a simulated clock; a number, or null when the sub-task sets no clock). A file that
+uses `{{elapsed_seconds}}` declares that the product reads it (`Endpoint.clock`): the AI-disclosure probe then
+plays its clock conversations, which move that time past three hours. Placeholders are filled in the body, the
+session body and the header values. A JSON path is dot-separated keys and list indices:
+`choices.0.message.content` (a leading `$.` is allowed).
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from trustmh.core import TrustmhError
 SEND_MODES = ("latest", "conversation")
 SESSION_STARTS = ("none", "client", "request")
 METHODS = ("POST", "PUT", "GET")
-PLACEHOLDERS = ("message", "messages", "session_id", "system", "max_tokens", "temperature")
+PLACEHOLDERS = ("message", "messages", "session_id", "system", "max_tokens", "temperature", "elapsed_seconds")
+CLOCK = "elapsed_seconds"  # the optional simulated-clock placeholder (docs/products.md#clock)
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_KEYS = {"url", "method", "send", "headers", "body", "reply", "session", "greeting"}
@@ -90,6 +95,11 @@ class Endpoint:
         return {"url": self.url, "headers": dict(self.header_templates), "body": self.body,
                 "session.url": self.session.url, "session.body": self.session.body}
 
+    @property
+    def clock(self) -> bool:
+        """The product accepts a simulated clock: the file sends `{{elapsed_seconds}}` somewhere."""
+        return any(_uses(part, CLOCK) for part in (self.body, self.session.body, dict(self.header_templates)))
+
     def env_names(self) -> list[str]:
         """The environment variables the file references (in any field: url, headers, body, session)."""
         return sorted({name for _, name in _env_refs(self._fields(), "")})
@@ -122,9 +132,15 @@ class Endpoint:
             return [self.resolve(v, f"{where}.{i}", env) for i, v in enumerate(value)]
         return value
 
-    def headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The headers with `${VAR}` resolved; a missing variable is an error naming the header."""
-        return {k: self.resolve(v, f"headers.{k}", environ) for k, v in self.header_templates.items()}
+    def headers(self, environ: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None
+                ) -> dict[str, str]:
+        """The headers with `${VAR}` resolved and `{{placeholders}}` filled from `values` (as text); a variable
+        not set or empty is an error naming the header."""
+        def filled(name: str, template: str) -> str:
+            got = fill(self.resolve(template, f"headers.{name}", environ), values or {})
+            return "" if got is None else str(got)
+
+        return {k: filled(k, v) for k, v in self.header_templates.items()}
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Values that must never be written: every environment value the file references."""
@@ -212,6 +228,7 @@ def parse_endpoint(raw: Mapping[str, Any], source: str) -> Endpoint:
     headers = raw.get("headers", {})
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise EndpointError(f"{_where(source, 'headers')} must be a table of strings")
+    _check_placeholders(dict(headers), source, "headers")
     body = raw.get("body")
     if body is None:
         raise EndpointError(f"{_where(source, 'body')} is missing (the request body template)")
@@ -347,6 +364,18 @@ def session_id_from(data: Any, endpoint: Endpoint) -> str:
         raise EndpointError(f"{endpoint.source}: session.id_path = {endpoint.session.id_path!r}: expected an id, "
                             f"got {value!r}")
     return str(value)
+
+
+def endpoint_has_clock(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run's endpoint file (`TRUSTMH_ENDPOINT`) sends a simulated clock; False without a file, or
+    when it cannot be read (the run reports that file's error itself)."""
+    path = (os.environ if environ is None else environ).get(ENDPOINT_ENV)
+    if not path:
+        return False
+    try:
+        return load_endpoint(path).clock
+    except EndpointError:
+        return False
 
 
 def endpoint_secrets(environ: dict[str, str] | None = None) -> list[str]:

@@ -1,5 +1,5 @@
 """Inspect glue: every model call of a sample counted per role (calls, response-cache hits, tokens from the
-call's `ModelUsage`), and the run's budget (`trustmh run --budget`, docs/cost.md). Thin by design.
+call's `ModelUsage`), each charged to the run's budget (`run/budget.py`). Thin by design.
 
 The counts live in the sample's store while it runs and are copied into its record (`Record.metadata["usage"]`,
 items.jsonl), from which results.json and results.csv add them up per sub-task and role. A call answered from
@@ -14,37 +14,25 @@ from contextlib import contextmanager
 from typing import Any
 
 from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
-from trustmh.run.reserve import BudgetMeter, BudgetReached, Hold
-
-__all__ = ["METER", "USAGE_KEY", "BudgetMeter", "BudgetReached", "check_budget", "held", "note_call",
-           "sample_usage"]
+from trustmh.run.budget import Hold, active_budget
 
 _STORE_KEY = "trustmh_usage"
 
 
-METER: BudgetMeter | None = None  # set by `trustmh.run.execute` for the duration of a run with --budget
-
-
-def check_budget() -> None:
-    """Called before a sample makes its first call: no new sample once the budget is reached."""
-    if METER is not None and METER.reached:
-        METER.refused += 1
-        raise BudgetReached(f"budget reached: {METER.spent:.4f} of {METER.budget:g} spent; no new sample started")
-
-
 @contextmanager
 def held(model: str, messages: Iterable[Mapping[str, Any]] | str, max_output: int | None) -> Iterator[Hold | None]:
-    """Around one call: its planned upper cost reserved before it is sent (`BudgetReached` if that would pass
-    the budget: the call is not sent), released if it fails; `note_call` settles it (`trustmh.run.reserve`)."""
-    if METER is None:
+    """Around one call: its planned upper cost reserved before it is sent (`BudgetReached`, and the call is not
+    sent, when that would pass the budget), given back when it fails; `note_call` settles it (run/budget.py)."""
+    budget = active_budget()
+    if budget is None:
         yield None
         return
     listed = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
-    hold = METER.reserve_messages(model, listed, int(max_output or 0))
+    hold = budget.reserve_messages(model, listed, int(max_output or 0))
     try:
         yield hold
     finally:
-        METER.release(hold)
+        budget.release(hold)
 
 
 def _last_call_cached() -> bool:
@@ -63,12 +51,13 @@ def note_call(role: str, model: str, output: Any, hold: Hold | None = None) -> N
     from inspect_ai.util import store
 
     cached = _last_call_cached()
+    budget = active_budget()
+    if budget is not None and hold is not None:
+        budget.release(hold)
     usage = getattr(output, "usage", None)
     row = sample_usage().setdefault(role, {}).setdefault(model, {
         "calls": 0, "cached_calls": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
     row["calls"] += 1
-    if METER is not None and hold is not None:
-        METER.release(hold)
     if cached:
         row["cached_calls"] += 1
     elif usage is not None:
@@ -76,8 +65,8 @@ def note_call(role: str, model: str, output: Any, hold: Hold | None = None) -> N
         row["input_tokens"] += int(usage.input_tokens or 0)
         row["output_tokens"] += int(usage.output_tokens or 0)
         row["cached_tokens"] += cached_read
-        if METER is not None:
-            METER.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
+        if budget is not None:
+            budget.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
     store().set(_STORE_KEY, sample_usage())
 
 
