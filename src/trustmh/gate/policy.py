@@ -22,15 +22,8 @@ from typing import Any
 from trustmh.catalogue import catalogue
 from trustmh.core import TrustmhError
 from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
+from trustmh.stats.judge_agreement import JUDGE_METRICS
 
-# Judge agreement metrics a certificate can carry (CERTIFICATE.md, docs/judges.md), by label type, with the
-# range a threshold on them may take. `recall_<class>` is accepted for categorical judges.
-JUDGE_METRICS: dict[str, dict[str, tuple[float, float]]] = {
-    "binary": {"sensitivity": (0.0, 1.0), "specificity": (0.0, 1.0), "kappa": (-1.0, 1.0)},
-    "ordinal": {"weighted_kappa": (-1.0, 1.0), "icc_a1": (-1.0, 1.0), "mae": (0.0, math.inf),
-                "within_1": (0.0, 1.0)},
-    "categorical": {"kappa": (-1.0, 1.0)},
-}
 LABEL_TYPES = tuple(JUDGE_METRICS)
 _TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "judge_min", "judge_max", "check",
              "rule", "clause"}  # rule and clause: policy packs mapped to a law (trustmh.gate.clauses)

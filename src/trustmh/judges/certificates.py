@@ -30,7 +30,7 @@ from trustmh.judges.ensemble import ensemble_settings
 from trustmh.judges.reference_quality import CERTIFIED, NOT_CERTIFIED
 from trustmh.judges.schema import judge_json_mode
 from trustmh.prompts import template_sha256
-from trustmh.stats.judge_agreement import meets, metric_direction
+from trustmh.stats.judge_agreement import JUDGE_METRICS, meets, metric_direction
 from trustmh.storage import write_text_atomic
 
 FORMAT = 2
@@ -139,9 +139,7 @@ def threshold_gaps(cert: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def parse_thresholds(specs: list[str] | None, label_type: str) -> dict[str, dict[str, float]]:
     """DEFAULT_THRESHOLDS[label_type] overridden by `metric=value` specs (floor or ceiling by metric)."""
-    # the metrics a certificate of this label type carries, with their ranges: the gate's one table
-    from trustmh.gate.policy import JUDGE_METRICS
-
+    # the metrics a certificate of this label type carries, with their ranges (the gate's table too)
     # a label type the gate does not know (a reference measured its own way, the SIRI-2): its default
     # thresholds' metrics, unbounded
     ranges = dict(JUDGE_METRICS.get(label_type) or {m: (-math.inf, math.inf) for m in DEFAULT_THRESHOLDS[label_type]})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data.files import MAX_SMALL_FILE_BYTES, read_text_bounded
+from trustmh.data.files import FORMULA_STARTS, MAX_SMALL_FILE_BYTES, read_text_bounded
 from trustmh.stats.judge_agreement import LABEL_TYPES
 
 REQUIRED_COLUMNS = ("item_id", "response")
@@ -145,8 +146,6 @@ def review_key(subtask: str, item_id: str, epoch: int) -> str:
 def read_review_sample(path: Path) -> dict[str, Any]:
     """`review/sample.json` as `review export` wrote it, checked field by field: a damaged or hand-edited file
     is one line naming the file and the field, never a KeyError or a JSONDecodeError."""
-    import json
-
     text = read_text_bounded(path, MAX_SMALL_FILE_BYTES, str(path))
     try:
         manifest = json.loads(text)
@@ -184,8 +183,6 @@ def read_review_sample(path: Path) -> dict[str, Any]:
 def plain_cell(value: str) -> str:
     """A cell as it was before `trustmh.data.files.safe_cell` guarded it: the apostrophe put before a
     formula-like cell is taken off again (a CSV written by trustmh, read back)."""
-    from trustmh.data.files import FORMULA_STARTS
-
     if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
         return value[1:]
     return value

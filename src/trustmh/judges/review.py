@@ -37,6 +37,7 @@ from trustmh.judges.labels import read_review_labels, read_review_sample, review
 from trustmh.prompts import load_template
 from trustmh.report import environment
 from trustmh.results import load_items, load_results
+from trustmh.run.rundir import locked
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
 
@@ -197,8 +198,6 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     """Read the labels, measure the judge, write the certificates, results.json's `judge_corrected` and
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
-    from trustmh.run.rundir import locked
-
     sample_path = run_dir / "review" / SAMPLE_FILE
     if not sample_path.is_file():
         raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import read_text_bounded
 
 SEND_MODES = ("latest", "conversation")
 SESSION_STARTS = ("none", "client", "request")
@@ -283,8 +284,6 @@ MAX_ENDPOINT_FILE_BYTES = 1 << 20
 def load_endpoint(path: str | Path, environ: Mapping[str, str] | None = None, *, check_env: bool = True) -> Endpoint:
     """Read and validate an endpoint file (TOML); with `check_env`, every `${VAR}` it references must be set
     and non-empty (`Endpoint.check_env`)."""
-    from trustmh.data.files import read_text_bounded
-
     source = str(path)
     try:
         text = read_text_bounded(Path(path).expanduser(), MAX_ENDPOINT_FILE_BYTES, f"--endpoint {source}")

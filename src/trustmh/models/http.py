@@ -56,6 +56,7 @@ from trustmh.models.endpoint import (
     reply_text,
     session_id_from,
 )
+from trustmh.redaction import MIN_SECRET_LEN, redact
 
 RETRY_STATUSES = {408, 409, 425, 429}
 GONE_STATUSES = {404, 410}  # a continued session the server no longer knows: start again and replay
@@ -205,8 +206,6 @@ class HTTPModelAPI(ModelAPI):
         """A response with every value the endpoint file takes from the environment redacted: a product that
         quotes its own credential (a header variable) in a reply never puts it in Inspect's hands, so neither
         the response cache nor a log ever holds it (docs/products.md#secrets)."""
-        from trustmh.run.secrets import MIN_SECRET_LEN, redact
-
         secrets = sorted((v for v in self.endpoint.secrets() if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
 
         def clean(value: Any) -> Any:
@@ -286,17 +285,16 @@ def last_failure(exc: BaseException, api: Any = None) -> BaseException:
     `RetryError(<Future …>)`, which names neither the endpoint nor what went wrong, so its last attempt's own
     error is reported instead; for the `http` provider an error that does not name the endpoint file (a time-out
     of the attempt) is named with it. Any other exception is returned as it is."""
-    from tenacity import RetryError
-
-    if not isinstance(exc, RetryError):
+    attempt = getattr(exc, "last_attempt", None)  # tenacity's RetryError (Inspect's dependency, not ours)
+    if type(exc).__name__ != "RetryError" or attempt is None:
         return exc
-    last = exc.last_attempt.exception() if exc.last_attempt.failed else None
+    last = attempt.exception() if attempt.failed else None
     if last is None:
         return exc
     if isinstance(api, HTTPModelAPI) and not isinstance(last, EndpointError):
         detail = " ".join(str(last).split()) or "no detail"
         return EndpointUnavailable(f"{api.endpoint.source}: url {api.endpoint.url}: {type(last).__name__} ({detail}) "
-                                   f"after {exc.last_attempt.attempt_number} attempt(s)")
+                                   f"after {attempt.attempt_number} attempt(s)")
     return last
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError, notice
 from trustmh.prices import Price, cost
+from trustmh.run.tokens import Tokenizer
 from trustmh.storage import Url, write_text_atomic
 
 # The exit code of a run stopped because its counted cost reached the budget.
@@ -125,8 +126,6 @@ _TOKENIZERS: dict[str, Any] = {}
 
 def plan_tokens(model: str, messages: Iterable[Mapping[str, Any]]) -> int:
     """A prompt's input tokens as the plan counts them (one tokenizer per model, kept for the process)."""
-    from trustmh.run.tokens import Tokenizer
-
     if model not in _TOKENIZERS:
         _TOKENIZERS[model] = Tokenizer(model)
     return int(_TOKENIZERS[model].prompt_tokens(messages))

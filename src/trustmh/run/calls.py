@@ -14,7 +14,6 @@ from inspect_ai.model import CachePolicy, GenerateConfig, Model, ResponseSchema,
 from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
-from tenacity import RetryError
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
 from trustmh.judges.reask import ask_until_valid
@@ -52,8 +51,11 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
-        except RetryError as exc:  # retries used up: report what the last attempt met, naming the endpoint
-            raise last_failure(exc, get_model().api) from None
+        except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by name
+            failure = last_failure(exc, get_model().api)
+            if failure is exc:
+                raise
+            raise failure from None
     raise AssertionError("unreachable")
 
 
@@ -105,8 +107,11 @@ async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: in
         with held(str(model), req.prompt, config.max_tokens) as hold:
             try:
                 output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
-            except RetryError as exc:  # retries used up: report what the last attempt met
-                raise last_failure(exc, model.api) from None
+            except Exception as exc:  # retries used up (RetryError): report what the last attempt met
+                failure = last_failure(exc, model.api)
+                if failure is exc:
+                    raise
+                raise failure from None
             note_call(role, str(model), output, hold)
         return output.completion
 

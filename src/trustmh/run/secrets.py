@@ -25,13 +25,11 @@ from typing import Any, TextIO
 
 from trustmh.inspect_compat import trace_dir
 from trustmh.models.endpoint import endpoint_secrets
+from trustmh.redaction import MIN_SECRET_LEN, REDACTED, redact
 from trustmh.storage import Url, atomic_path, iter_files, write_bytes_atomic, write_text_atomic
 
-REDACTED = "[REDACTED]"
 # Environment variables whose values are secrets.
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.I)
-# Shorter values are not worth scrubbing (and "none", "1"… would match everywhere).
-MIN_SECRET_LEN = 8
 _TEXT_SUFFIXES = {".json", ".jsonl", ".csv", ".html", ".md", ".txt", ".log"}
 
 
@@ -44,13 +42,6 @@ def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str]
     # whatever the variables are called, the values an endpoint file's headers take from the environment
     values.update(endpoint_secrets(dict(env)))
     return sorted((v for v in values if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for value in secrets:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
 
 
 def scrub_file(path: Path | Url, secrets: list[str]) -> bool:

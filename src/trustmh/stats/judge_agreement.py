@@ -17,6 +17,7 @@ never dropped: it counts against the judge — a miss on a harmful item and a fa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,16 @@ from trustmh.stats.agreement import cohen_kappa
 from trustmh.stats.bootstrap import DEFAULT_N_BOOT, bootstrap
 
 LABEL_TYPES = ("binary", "ordinal", "categorical")
+
+# Judge agreement metrics a certificate can carry (CERTIFICATE.md, docs/judges.md), by label type, with the
+# range a threshold on them may take (the gate's policies and `--threshold`). `recall_<class>` is accepted for
+# categorical judges.
+JUDGE_METRICS: dict[str, dict[str, tuple[float, float]]] = {
+    "binary": {"sensitivity": (0.0, 1.0), "specificity": (0.0, 1.0), "kappa": (-1.0, 1.0)},
+    "ordinal": {"weighted_kappa": (-1.0, 1.0), "icc_a1": (-1.0, 1.0), "mae": (0.0, math.inf),
+                "within_1": (0.0, 1.0)},
+    "categorical": {"kappa": (-1.0, 1.0)},
+}
 INVALID_CLASS = "(invalid)"
 
 # metric -> "min" (higher is better) or "max" (lower is better)
