@@ -73,3 +73,129 @@ def cache_urls_moved(moved: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         _cache._cache_key = original
+
+
+@contextmanager
+def journaled_batches(journal_dir: Path | None) -> Iterator[None]:
+    """While the block runs, Inspect's OpenAI provider batches through `JournaledOpenAIBatcher` (built by
+    `openai_batcher_class`): every submitted batch is journaled in `journal_dir` and a resumed run collects
+    finished batches before submitting anything (`trustmh.models.batch`); a call trustmh did not mark for
+    batching goes live; a failed or expired line fails only its own request, with an error Inspect retries.
+    Inspect 0.3.285 builds `OpenAIBatcher` by name in `inspect_ai.model._providers.openai`."""
+    try:
+        from inspect_ai.model._providers import openai as openai_provider
+    except ImportError:  # pragma: no cover  the provider's SDK is not installed: nothing to batch
+        yield
+        return
+    original = openai_provider.OpenAIBatcher
+    openai_provider.OpenAIBatcher = openai_batcher_class(original, journal_dir)
+    try:
+        yield
+    finally:
+        openai_provider.OpenAIBatcher = original
+
+
+def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
+    """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
+    import anyio
+    import httpx2
+
+    from trustmh.models.batch import WANT_BATCH, Journal, Recovered, request_hash
+
+    journal = Journal.open(journal_dir) if journal_dir is not None else None
+
+    class JournaledOpenAIBatcher(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._recovered = Recovered()
+            self._waiting: dict[str, set[str]] = {}  # journaled batch still running -> its request hashes
+            self._recovery_lock = anyio.Lock()
+            self._recovery_started = False
+
+        async def generate_for_request(self, request: dict[str, Any]) -> Any:
+            if not WANT_BATCH.get():  # a live call (e.g. a conversation turn) on a model that also batches
+                create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
+                          else self._openai_client.chat.completions.create)
+                return await create(**request)
+            h = request_hash(request)
+            if journal is not None:
+                answer = await self._recovered_answer(h)
+                if answer is not None:
+                    return self._response_cls.model_validate(answer)
+            return await super().generate_for_request(request)
+
+        async def _recovered_answer(self, h: str) -> dict[str, Any] | None:
+            async with self._recovery_lock:
+                if not self._recovery_started:
+                    self._recovery_started = True
+                    await self._recover()
+            answer = self._recovered.take(h)
+            while answer is None and any(h in hashes for hashes in self._waiting.values()):
+                await anyio.sleep(self._tick)
+                async with self._recovery_lock:
+                    await self._poll_waiting()
+                answer = self._recovered.take(h)
+            return answer
+
+        async def _recover(self) -> None:
+            """Read every journaled batch: results already kept, finished ones downloaded, running ones
+            remembered so that their requests wait for them instead of being submitted again."""
+            assert journal is not None
+            for batch_id, entry in journal.batches.items():
+                if entry.get("model") != self._model_label():
+                    continue
+                self._waiting[batch_id] = set((entry.get("requests") or {}).values())
+            await self._poll_waiting()
+
+        async def _poll_waiting(self) -> None:
+            assert journal is not None
+            for batch_id in list(self._waiting):
+                entry = journal.batches[batch_id]
+                files = entry.get("files")
+                if files is None:
+                    try:
+                        info = await self._openai_client.batches.retrieve(batch_id)
+                    except Exception:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
+                        del self._waiting[batch_id]
+                        continue
+                    if info.status in ("validating", "in_progress", "finalizing", "cancelling"):
+                        continue
+                    files = [f for f in (info.output_file_id, info.error_file_id) if f]
+                for file_id in files:
+                    data = journal.kept_result(file_id)
+                    if data is None:
+                        data = await self._download_result_file(file_id)
+                    self._recovered.add(entry, data)
+                del self._waiting[batch_id]
+
+        def _model_label(self) -> str:
+            return str(getattr(self._openai_client, "base_url", ""))
+
+        async def _create_batch(self, batch: list[Any]) -> str:
+            batch_id: str = await super()._create_batch(batch)
+            if journal is not None:
+                journal.submitted(batch_id, self._model_label(),
+                                  {r.custom_id: request_hash(r.request) for r in batch})
+            return batch_id
+
+        async def _download_result_file(self, file_id: str) -> bytes:
+            data: bytes = await super()._download_result_file(file_id)
+            if journal is not None:
+                journal.keep_result(file_id, data)
+            return data
+
+        def _parse_jsonl_line(self, line_data: dict[str, Any]) -> tuple[str, Any]:
+            error = line_data.get("error")
+            if error is None:
+                return super()._parse_jsonl_line(line_data)
+            # one failed or expired line fails its own request with an error the provider retries (Inspect
+            # builds it without a request, which raises and fails the whole batch); an expired line
+            # ("batch_expired") is asked again in a new batch, within --max-retries
+            code = error.get("code")
+            status = code if isinstance(code, int) and code >= 400 else 503
+            response = httpx2.Response(status_code=status, text=str(error.get("message") or code),
+                                       request=httpx2.Request("POST", self.endpoint))
+            return str(line_data.get("custom_id") or ""), \
+                self._openai_client._make_status_error_from_response(response)
+
+    return JournaledOpenAIBatcher

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trustmh.prices import Price, cost
-from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
+from trustmh.prices import Price, cost_of_counts
+from trustmh.results.usage import USAGE_KEY, count_call  # noqa: F401  (USAGE_KEY: the record key, defined once)
 
 _STORE_KEY = "trustmh_usage"
 
@@ -31,8 +31,9 @@ class Meter:
     spent: float = 0.0
     unpriced: set[str] = field(default_factory=set)
 
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        value = cost(self.prices.get(model), input_tokens, output_tokens, cached_tokens)
+    def charge(self, model: str, counts: dict[str, int]) -> None:
+        """Charge tokens counted as `trustmh.results.usage.count_call` counts them, each at its own rate."""
+        value = cost_of_counts(self.prices.get(model), counts)
         if value is None:
             self.unpriced.add(model)
         else:
@@ -62,24 +63,15 @@ def _last_call_cached() -> bool:
     return False
 
 
-def note_call(role: str, model: str, output: Any) -> None:
-    """Count one finished call of this sample (and charge it to the budget unless the cache answered it)."""
+def note_call(role: str, model: str, output: Any, batched: bool = False) -> None:
+    """Count one finished call of this sample (and charge it to the budget unless the cache answered it);
+    `batched`: it went through the provider's batch API (billed at the batch rates)."""
     from inspect_ai.util import store
 
-    cached = _last_call_cached()
-    usage = getattr(output, "usage", None)
-    row = sample_usage().setdefault(role, {}).setdefault(model, {
-        "calls": 0, "cached_calls": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
-    row["calls"] += 1
-    if cached:
-        row["cached_calls"] += 1
-    elif usage is not None:
-        cached_read = int(usage.input_tokens_cache_read or 0)
-        row["input_tokens"] += int(usage.input_tokens or 0)
-        row["output_tokens"] += int(usage.output_tokens or 0)
-        row["cached_tokens"] += cached_read
-        if METER is not None:
-            METER.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
+    row = sample_usage().setdefault(role, {}).setdefault(model, {})
+    added = count_call(row, getattr(output, "usage", None), _last_call_cached(), batched)
+    if METER is not None and added:
+        METER.charge(model, added)
     store().set(_STORE_KEY, sample_usage())
 
 
