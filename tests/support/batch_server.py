@@ -110,6 +110,8 @@ class BatchServer:
         return f"openai/{model}"
 
     def start(self) -> BatchServer:
+        if self._httpd is not None:
+            return self
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},

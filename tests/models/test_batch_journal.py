@@ -1,0 +1,121 @@
+"""Batch mode through Inspect's OpenAI provider against the loopback Batch API (tests/support/batch_server.py):
+a partly failed batch re-asks only its failed requests, an expired batch is submitted again (bounded), a
+call not marked for batching goes live, and a run that stops with a batch in flight collects that batch when
+it starts again instead of submitting its requests anew (the journal, trustmh.models.batch)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_server import BatchServer
+from inspect_ai.model import BatchConfig, GenerateConfig, get_model
+
+from trustmh.inspect_compat import journaled_batches
+from trustmh.models.batch import JOURNAL, batching
+
+QUESTIONS = ["one", "two", "three"]
+
+
+def model(retries: int = 3) -> Any:
+    return get_model(BatchServer.model_name(), memoize=False, config=GenerateConfig(
+        batch=BatchConfig(size=len(QUESTIONS), send_delay=0.2, tick=0.1), max_retries=retries, seed=0))
+
+
+async def ask_all(m: Any) -> list[str]:
+    with batching(True):
+        outs = await asyncio.gather(*[m.generate(f"question {q}") for q in QUESTIONS])
+    return [o.completion for o in outs]
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def use(server: BatchServer) -> BatchServer:
+        server.start()
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        return server
+    return use
+
+
+def echo(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
+    return f"answer to {messages[-1]['content']}"
+
+
+@pytest.mark.slow  # Inspect's back-off before a retry: seconds
+def test_a_partly_failed_batch_asks_again_only_its_failed_request(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model()))
+    assert answers == [f"answer to question {q}" for q in QUESTIONS]
+    assert sorted(server.submitted_bodies.values()) == [1, 1, 2]
+
+
+@pytest.mark.slow
+def test_a_partly_failed_batch_answers_each_request_once(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        asyncio.run(ask_all(model()))
+    assert server.twice() == {}
+
+
+@pytest.mark.slow
+def test_an_expired_batch_is_submitted_again(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, expire_batches=1)) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model()))
+    statuses = [b.status for b in server.batches.values()]
+    assert (answers, statuses[0], set(statuses[1:]), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], "expired", {"completed"}, {})
+
+
+@pytest.mark.slow
+def test_batches_that_keep_expiring_stop_after_the_retries(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, expire_batches=100)) as server, journaled_batches(tmp_path):
+        with pytest.raises(Exception, match="InternalServerError"):  # the expired line, retried and given up
+            asyncio.run(ask_all(model(retries=1)))
+    assert max(server.submitted_bodies.values()) == 2  # the first submission and one retry (--max-retries 1)
+
+
+def test_a_call_not_marked_for_batching_goes_live_on_a_model_that_batches(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo)) as server, journaled_batches(tmp_path):
+        m = model()
+
+        async def both() -> str:
+            await ask_all(m)
+            return (await m.generate("a live turn")).completion
+        assert (asyncio.run(both()), len(server.live_bodies)) == ("answer to a live turn", 1)
+
+
+def killed_with_batch_in_flight(env: Any, server: BatchServer, journal: Path) -> None:
+    """A first run whose process stops while its batch is at the provider (its tasks are cancelled, and
+    nothing of its batcher survives: the second run builds a new model and a new batcher)."""
+    async def first() -> None:
+        task = asyncio.ensure_future(ask_all(model()))
+        while not (journal / JOURNAL).exists():
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with journaled_batches(journal):
+        asyncio.run(first())
+
+
+def test_a_restarted_run_collects_its_batch_in_flight_instead_of_submitting_again(env: Any,
+                                                                                   tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model()))
+    assert (answers, len(server.batches), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, {})
+
+
+def test_a_restarted_run_after_its_batch_finished_pays_nothing_again(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=0.5)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        while next(iter(server.batches.values())).status == "in_progress":  # the provider finishes it alone
+            server._advance(next(iter(server.batches.values())))
+        with journaled_batches(tmp_path):
+            asyncio.run(ask_all(model()))
+    assert (sum(server.answered_bodies.values()), sum(server.submitted_bodies.values())) == (3, 3)
