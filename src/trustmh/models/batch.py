@@ -164,3 +164,16 @@ class Recovered:
     def take(self, h: str) -> dict[str, Any] | None:
         bodies = self.answers.get(h)
         return bodies.pop(0) if bodies else None
+
+
+def call_settings(model: str, conversation: bool = False, mode: BatchMode | None = None) -> dict[str, Any]:
+    """GenerateConfig fields for one call under the run's batch mode (`ACTIVE` unless `mode` is given): for a
+    batched call, Inspect's BatchConfig and a wait as long as a batch may take (the run's per-attempt timeout
+    would abandon the wait and submit the request again, paying twice); {} for a live call."""
+    mode = ACTIVE if mode is None else mode
+    if mode is None or not mode.batches(model, conversation):
+        return {}
+    from inspect_ai.model import BatchConfig
+
+    return {"batch": BatchConfig(size=mode.size or None, send_delay=mode.send_delay, tick=mode.tick),
+            "attempt_timeout": BATCH_WAIT_SECONDS, "timeout": BATCH_WAIT_SECONDS}
