@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, at_least
+from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, add_batch_arguments, at_least
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     add_price_arguments(run)
     add_budget_arguments(run)
+    add_batch_arguments(run)
 
     pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
                          "(takes the arguments of `run`)",
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         if action.dest == "out":
             action.help = "write plan.json into this directory (default: print the table only)"
     add_price_arguments(pln)
+    add_batch_arguments(pln)
     pln.add_argument("--target-width", type=_positive_float, metavar="W",
                      help="items needed per sub-task for a 95%% interval of total width W")
     pln.add_argument("--detect-difference", type=_positive_float, metavar="D",
@@ -276,7 +278,9 @@ def run_options(args: argparse.Namespace) -> Any:
                       certificates=getattr(args, "certificates", None),
                       patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
                       expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
-                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None))
+                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None),
+                      batch=args.batch, batch_conversations=args.batch_conversations,
+                      prompt_cache=not args.no_prompt_cache)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -65,6 +65,8 @@ def live_providers(models: list[str]) -> list[str]:
 
 
 ACTIVE: BatchMode | None = None  # set by `trustmh run` for the duration of a run with --batch
+# False for the duration of a run with --no-prompt-cache (Inspect's `cache_prompt`, on by default).
+PROMPT_CACHE = True
 # Set around a call trustmh means to batch: Inspect's OpenAI provider sends every later call of a model
 # through its batcher once one call was batched, so the journaled batcher sends unmarked calls live.
 WANT_BATCH: ContextVar[bool] = ContextVar("trustmh_want_batch", default=False)
@@ -169,11 +171,13 @@ class Recovered:
 def call_settings(model: str, conversation: bool = False, mode: BatchMode | None = None) -> dict[str, Any]:
     """GenerateConfig fields for one call under the run's batch mode (`ACTIVE` unless `mode` is given): for a
     batched call, Inspect's BatchConfig and a wait as long as a batch may take (the run's per-attempt timeout
-    would abandon the wait and submit the request again, paying twice); {} for a live call."""
+    would abandon the wait and submit the request again, paying twice); `cache_prompt=False` under
+    --no-prompt-cache; {} for a live call with prompt caching left on (Inspect's default)."""
     mode = ACTIVE if mode is None else mode
+    fields: dict[str, Any] = {} if PROMPT_CACHE else {"cache_prompt": False}
     if mode is None or not mode.batches(model, conversation):
-        return {}
+        return fields
     from inspect_ai.model import BatchConfig
 
-    return {"batch": BatchConfig(size=mode.size or None, send_delay=mode.send_delay, tick=mode.tick),
+    return {**fields, "batch": BatchConfig(size=mode.size or None, send_delay=mode.send_delay, tick=mode.tick),
             "attempt_timeout": BATCH_WAIT_SECONDS, "timeout": BATCH_WAIT_SECONDS}

@@ -27,11 +27,12 @@ from trustmh.core import (
 )
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, model_provider_known
+from trustmh.inspect_compat import cache_urls_moved, journaled_batches, model_provider_known
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
-from trustmh.models import BUNDLED_MODEL
+from trustmh.models import BUNDLED_MODEL, batch
+from trustmh.models.batch import BatchMode, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
@@ -112,6 +113,11 @@ class RunOptions:
     force: bool = False
     latency: float | None = None
     expect_reply_tokens: int | None = None
+    # `--batch [N]` (None: live; 0: Inspect's batch size), `--batch-conversations`, `--no-prompt-cache`
+    # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
+    batch: int | None = None
+    batch_conversations: bool = False
+    prompt_cache: bool = True
 
 
 def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
@@ -412,7 +418,8 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
     else:
         max_tasks = DEFAULT_MAX_TASKS
     display = opts.display or (None if sys.stderr.isatty() else "plain")
-    with response_cache_dir(out), cache_urls_moved(opts.cache_moved):
+    mode = batch_mode(plan, out)
+    with response_cache_dir(out), cache_urls_moved(opts.cache_moved), provider_discounts(mode, opts.prompt_cache):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -433,6 +440,45 @@ def execute(plan: RunPlan, out: Path | Url) -> list[Any]:
             **kwargs,
         )
     return list(logs)
+
+
+def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
+    """The run's batch mode (`--batch`), its journal in the run directory, and which models run live."""
+    opts = plan.opts
+    if opts.batch is None:
+        return None
+    models = [plan.model, *plan.ctx.judges, *patient_names((plan.patient or {}).get("model") or [])]
+    live = live_providers([str(m) for m in models])
+    if live:
+        _log(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
+    conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]
+    if conversations and not opts.batch_conversations:
+        _log(f"--batch: the turns of {', '.join(conversations)} stay live (--batch-conversations batches them: "
+             "hours per turn); their judges are batched")
+    return BatchMode(size=opts.batch or None, conversations=opts.batch_conversations,
+                     journal_dir=None if isinstance(out, Url) else Path(out),
+                     tick=_env_seconds("TRUSTMH_BATCH_TICK"), send_delay=_env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
+
+
+def _env_seconds(name: str) -> float | None:
+    """Inspect's batch polling interval / send delay from the environment (tests and benchmarks shorten them)."""
+    value = os.environ.get(name)
+    return float(value) if value else None
+
+
+@contextmanager
+def provider_discounts(mode: BatchMode | None, prompt_cache: bool) -> Iterator[None]:
+    """For the eval's duration: the batch mode every call reads (`trustmh.models.batch.call_settings`), the
+    journaled OpenAI batcher, and --no-prompt-cache."""
+    batch.ACTIVE, batch.PROMPT_CACHE = mode, prompt_cache
+    try:
+        if mode is None:
+            yield
+        else:
+            with journaled_batches(mode.journal_dir):
+                yield
+    finally:
+        batch.ACTIVE, batch.PROMPT_CACHE = None, True
 
 
 def log_settings(opts: RunOptions, display: str | None) -> dict[str, Any]:

@@ -1,0 +1,73 @@
+"""`trustmh run --batch` against the loopback Batch API (tests/support/batch_server.py): every item scored,
+results equal to the live run's, usage that separates batched tokens; and a run killed with batches in
+flight, started again, pays for no finished request twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_server import BatchServer
+from loopback_server import message_text
+
+from trustmh.cli import main
+
+SUBTASKS = "knowledge,ethical_reasoning"
+
+
+def respond(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
+    text = message_text(messages[-1])
+    if "sc1" in text:  # the ethics judge
+        return '{"sc1": 4, "sc2": 4, "sc3": 5, "sc4": 3, "sc5": 4, "sc1_reason": "ok"}'
+    if "Scenario:" in text:  # the ethics question
+        return '{"choice": "A", "reasoning": "Synthetic reasoning."}'
+    return "Answer: A"
+
+
+def run(out: Path, *more: str) -> dict[str, Any]:
+    code = main(["run", "--model", "openai/gpt-4o-mini", "--judge", "openai/gpt-4o", "--suite", "trustmh",
+                 "--subtasks", SUBTASKS, "--limit", "3", "--seed", "5", "--out", str(out), "--display", "none",
+                 "--n-boot", "200", *more])
+    assert code == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def scores(results: dict[str, Any]) -> dict[str, Any]:
+    return {sid: (sub["value"], sub["n"], sub["metrics"].get("sc1")) for sid, sub in results["subtasks"].items()}
+
+
+@pytest.fixture(scope="module")
+def live_and_batch(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One live run, then the same run with --batch, against one loopback server (Inspect keeps one client
+    per model name in a process, so both runs must see the same base URL)."""
+    tmp = tmp_path_factory.mktemp("batch-run")
+    with BatchServer(respond) as server, pytest.MonkeyPatch.context() as mp:
+        for k, v in {**server.env(), "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(k, v)
+        live = run(tmp / "live")
+        live_calls = sum(server.live_bodies.values())
+        batched = run(tmp / "batch", "--batch")
+    return live, batched, server, live_calls
+
+
+@pytest.mark.slow
+def test_a_batch_run_scores_every_item_as_the_live_run_does(live_and_batch: Any) -> None:
+    live, batched, _, _ = live_and_batch
+    assert (scores(batched), [sub["n"] for sub in batched["subtasks"].values()]) == (scores(live), [3, 3])
+
+
+@pytest.mark.slow
+def test_a_batch_run_sends_every_call_through_batches(live_and_batch: Any) -> None:
+    _, batched, server, live_calls = live_and_batch
+    assert (sum(server.live_bodies.values()), sum(server.answered_bodies.values()) > 0, server.twice()) == (
+        live_calls, True, {})
+
+
+@pytest.mark.slow
+def test_usage_counts_batched_tokens_apart(live_and_batch: Any) -> None:
+    live, batched, _, _ = live_and_batch
+    assert (batched["usage"]["totals"]["input_tokens"], batched["usage"]["totals"]["batch_calls"] > 0,
+            batched["usage"]["totals"]["batch_input_tokens"]) == (
+        0, True, live["usage"]["totals"]["input_tokens"])
