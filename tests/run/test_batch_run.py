@@ -5,6 +5,11 @@ flight, started again, pays for no finished request twice."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,7 @@ from batch_server import BatchServer
 from loopback_server import message_text
 
 from trustmh.cli import main
+from trustmh.models.batch import JOURNAL
 
 SUBTASKS = "knowledge,ethical_reasoning"
 
@@ -71,3 +77,41 @@ def test_usage_counts_batched_tokens_apart(live_and_batch: Any) -> None:
     assert (batched["usage"]["totals"]["input_tokens"], batched["usage"]["totals"]["batch_calls"] > 0,
             batched["usage"]["totals"]["batch_input_tokens"]) == (
         0, True, live["usage"]["totals"]["input_tokens"])
+
+
+def batch_command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "trustmh.cli", "run", "--model", "openai/gpt-4o-mini", "--judge",
+            "openai/gpt-4o", "--suite", "trustmh", "--subtasks", SUBTASKS, "--limit", "3", "--seed", "5",
+            "--out", str(out), "--display", "none", "--n-boot", "200", "--batch"]
+
+
+def submitted(server: BatchServer) -> int:
+    return len(server.batches)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batches_before_kill", [1, 2])
+def test_sigkill_with_batches_in_flight_then_the_same_command_pays_for_nothing_twice(
+        tmp_path: Path, batches_before_kill: int) -> None:
+    out = tmp_path / "run"
+    # each batch takes 2 s at the provider, so the run is killed while its latest batch is in flight
+    with BatchServer(respond, delay=2.0, max_seconds=240) as server:
+        env = {k: v for k, v in {**os.environ, **server.env(), "TRUSTMH_BATCH_TICK": "0.1",
+                                 "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items()
+               if k not in ("TRUSTMH_CACHE_DIR", "INSPECT_CACHE_DIR")}
+        proc = subprocess.Popen(batch_command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while submitted(server) < batches_before_kill and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the provider has accepted the batch and answered its creation
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        in_flight = [b.id for b in server.batches.values() if b.status == "in_progress"]
+        submitted_before = sum(server.submitted_bodies.values())
+        time.sleep(2.5)  # the provider finishes the batches of the dead process
+        again = subprocess.run(batch_command(out), env=env, capture_output=True, text=True, timeout=180)
+        counts = (server.twice(), max(server.submitted_bodies.values()))
+    assert (again.returncode, in_flight != [], submitted_before > 0, counts) == (0, True, True, ({}, 1))
+    assert (out / JOURNAL).is_file()
+    results = json.loads((out / "results.json").read_text())
+    assert [sub["n"] for sub in results["subtasks"].values()] == [3, 3]

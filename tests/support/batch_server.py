@@ -19,7 +19,7 @@ What a batch does is scripted:
 Every request a batch answers is counted, per custom_id (`answered_ids`) and per request body
 (`answered_bodies`, the body's canonical JSON), so a test can show that no finished request was sent twice
 even across a client restart (whose custom_ids are new). A request is "answered" when its batch completes
-with a reply for it (what a provider bills); a failed or expired line is not. The server is bounded: it
+with a reply for it (what a provider bills), polled or not (`finish_due`); a failed or expired line is not. The server is bounded: it
 stops after `max_requests` HTTP requests or `max_seconds`, and when its `with` block exits. It can also be
 run as a process (`python batch_server.py --port-file F ...`) that writes its counts to a JSON file after
 every completed batch, so a test can SIGKILL a client and run it again against the same server.
@@ -145,8 +145,16 @@ class BatchServer:
     def wait_stopped(self) -> None:
         self._stopped.wait()
 
+    def finish_due(self) -> None:
+        """Finish every batch whose time has come, polled or not (a provider works on, and bills, a batch
+        whether or not its client is still there to ask)."""
+        with self._lock:
+            for job in self.batches.values():
+                self._advance(job)
+
     def twice(self) -> dict[str, int]:
         """Request bodies a batch answered more than once (none, when no finished request was paid twice)."""
+        self.finish_due()
         return {k: n for k, n in self.answered_bodies.items() if n > 1}
 
     def counts(self) -> dict[str, Any]:
