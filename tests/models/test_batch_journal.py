@@ -25,8 +25,10 @@ def model(retries: int = 3) -> Any:
 
 
 async def ask_all(m: Any) -> list[str]:
+    # the call's own retries: Inspect lets an earlier eval's retry settings reach a model's later calls
+    config = GenerateConfig(max_retries=m.config.max_retries)
     with batching(True):
-        outs = await asyncio.gather(*[m.generate(f"question {q}") for q in QUESTIONS])
+        outs = await asyncio.gather(*[m.generate(f"question {q}", config=config) for q in QUESTIONS])
     return [o.completion for o in outs]
 
 

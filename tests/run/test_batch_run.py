@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from batch_server import BatchServer
 from loopback_server import message_text
-
 from trustmh.cli import main
 from trustmh.models.batch import JOURNAL
 
