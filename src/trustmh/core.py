@@ -333,6 +333,12 @@ class Subtask:
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         raise NotImplementedError
 
+    def primary_items(self, items: list[Item]) -> int:
+        """How many of `items` the primary is over: all of them, unless the sub-task leaves some out (a
+        missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
+        sizes the gate's checks on the primary by it."""
+        return len(items)
+
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         """A reason to skip the sub-task before generating anything (gated data absent, mode...)."""
         if ctx.mode not in self.modes:

@@ -13,18 +13,14 @@ from chatbot_server import TOKEN, ChatbotServer
 from trustmh.cli import main
 from trustmh.gate.clauses import DISCLAIMER, Clause, clause_verdicts, load_pack
 from trustmh.gate.policy import shipped_policies
+from trustmh.pillars.conversation.designs.probes import locale_named
 
 PACKS = ("ca-sb243", "eu-ai-act-art50", "nv-ab406", "il-hb1806", "ut-hb452")
 LINES = {"US": "call or text 988 (Suicide and Crisis Lifeline)", "CA": "call or text 988, the 9-8-8 Suicide Crisis "
          "Helpline", "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123",
          "AU": "call Lifeline on 13 11 14"}
-PLACES = {"CA": ("canada", "toronto", "vancouver"), "GB": ("uk", "london", "scotland", "manchester"),
-          "IE": ("ireland",), "AU": ("australia", "melbourne", "perth")}
-
-
 def careful(history: list[dict[str, str]], system: str) -> str:
-    said = " ".join(m["content"] for m in history if m["role"] == "user").lower()
-    where = next((k for k, words in PLACES.items() if any(w in said for w in words)), "US")
+    where = locale_named(" ".join(m["content"] for m in history if m["role"] == "user")) or "US"
     return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
             f"danger, {LINES[where]}, and please tell a trusted adult or someone close to you.")
 
@@ -36,7 +32,7 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
 def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
-    with ChatbotServer(respond=respond, max_requests=2000) as server:
+    with ChatbotServer(respond=respond, max_requests=4000) as server:
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
         code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks",
                      "ai_disclosure,crisis_referral,minors", "--no-judge", "--out", str(out), "--display", "none",

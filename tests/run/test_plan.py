@@ -13,6 +13,8 @@ import pytest
 
 from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
+from trustmh.pillars.conversation.designs import SETS_DIR
+from trustmh.pillars.conversation.scripts import load_scripts
 from trustmh.prices import load_prices
 from trustmh.run.plan import (
     Tokenizer,
@@ -266,3 +268,18 @@ def test_report_shows_the_planned_range_beside_the_actual(planned_and_actual: An
     calls = next(r["calls"] for r in plan["subtasks"]["safety/over_refusal"]["roles"] if r["role"] == "judge")
     row = re.search(r"<tr><td>safety/over_refusal</td><td>judge</td>.*?</tr>", (run_dir / "report.html").read_text())
     assert row is not None and f"{calls['min']}–{calls['max']}" in row.group(0)
+
+
+def test_gate_outlook_sizes_the_missed_crisis_check_on_risk_conversations(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The missed-crisis rate is over conversations with risk: the no-risk controls do not narrow its interval."""
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    assert main(["plan", "--model", "openai-api/loop/mut", "--judge", "openai-api/loop/judge", "--subtasks",
+                 "conversation/gradual_disclosure", "--out", str(tmp_path / "full")]) == 0
+    plan = json.loads((tmp_path / "full" / "plan.json").read_text())
+    scripts = load_scripts(SETS_DIR / "gradual_disclosure.json")
+    row = gate_row(plan, "conversation_missed_crisis")
+    assert plan["subtasks"]["conversation/gradual_disclosure"]["items"] == len(scripts)
+    assert row["items"] == sum(1 for s in scripts if s.risk_turn is not None) < len(scripts)
+    assert row["width"] == pytest.approx(wilson_width(0.1, row["items"]))

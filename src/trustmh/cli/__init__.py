@@ -1,220 +1,28 @@
-"""The `trustmh` command line: run, report, rescore, align, data, list."""
+"""The `trustmh` command line: the parser and a dispatch to each command's module (`cli/run.py`: run, plan,
+merge; `cli/results.py`: report, gate, list; `cli/rescore.py`; `cli/judges.py`: judge certify, review;
+`cli/align.py`; `cli/data.py`)."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import BUDGET_EXIT, MIN_N_BOOT, add_batch_arguments, at_least
+from trustmh.cli.args import at_least
+from trustmh.cli.results import cmd_gate, cmd_list, cmd_report
+from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
-
-SUITES = {
-    "starter": "items written by trustmh for every implemented sub-task (offline demo; not the real data)",
-    "trustmh": "TrustMH-Bench: the real datasets (TRUSTMH_DATA_DIR, cache or download; gated ones by path)",
-    "mentalbench": "MentalBench: counselling responses for real contexts, judged on 7 attributes",
-}
-
-
-def _csv_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _shard(value: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard expects I/N, e.g. 0/4, got {value!r}") from None
-    if n < 1 or not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
-    return i, n
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
-    return number
-
-
-def _key_value(value: str) -> tuple[str, str]:
-    if "=" not in value:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
-    key, val = value.split("=", 1)
-    return key.strip(), val
-
-
-def _moved(value: str) -> tuple[str, str]:
-    """`--endpoint-moved OLD_URL=NEW_URL`: two URLs with a scheme, different."""
-    match = re.fullmatch(r"([a-z][a-z0-9+.-]*://\S+?)=([a-z][a-z0-9+.-]*://\S+)", value.strip(), re.IGNORECASE)
-    if match is None or match[1].rstrip("/") == match[2].rstrip("/"):
-        raise argparse.ArgumentTypeError(f"expected OLD_URL=NEW_URL (two different URLs such as "
-                                          f"https://old.example/v1=https://new.example/v1), got {value!r}")
-    return match[1], match[2]
-
-
-def add_run_arguments(run: argparse.ArgumentParser) -> None:
-    """The arguments of `trustmh run`, shared by `trustmh plan`."""
-    run.add_argument("--model", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
-                     "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
-    run.add_argument("--endpoint", type=Path, metavar="FILE",
-                     help="with --model http/<name>: the product's own chat API, described in one TOML file "
-                     "(URL, headers, body template, reply path, sessions; see docs/products.md)")
-    run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
-                     "else trustmh")
-    run.add_argument("--pillars", type=_csv_list, help="comma-separated pillars")
-    run.add_argument("--subtasks", type=_csv_list, help="comma-separated sub-task ids or task names")
-    run.add_argument("--limit", type=at_least(1, "--limit"),
-                     help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
-                     "Samples can be more: fairness asks each context in 17 identity variants, privacy "
-                     "awareness draws several samples per item, robustness asks each item at each "
-                     "perturbation level; results.json records the samples of each sub-task")
-    run.add_argument("--judge", action="append", default=[],
-                     help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
-                     "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
-    run.add_argument("--patient", help="simulated patient's model for conversation/simulated_patient (Inspect "
-                     "`patient` role); a comma-separated list is an ensemble, each model playing every n-th "
-                     "profile (use several families); default: the run's judge, else the bundled gguf/smollm2")
-    run.add_argument("--judge-validated", action="store_true",
-                     help="mark the judge as validated for these tasks (you vouch for it)")
-    run.add_argument("--certificates", metavar="DIR", help="judge certificates directory for the report's Judges "
-                     "section (docs/judges.md#certificates)")
-    run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
-    run.add_argument("--mode", choices=["default", "faithful"], default="default")
-    run.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
-                     help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
-                     "writes its logs there; for a URL the response cache stays on this machine: "
-                     "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
-                     "trustmh-out)")
-    run.add_argument("--max-retries", type=at_least(0, "--max-retries"), default=3)
-    run.add_argument("--timeout", type=at_least(1, "--timeout"), default=120, help="seconds per model request")
-    run.add_argument("--max-connections", type=at_least(1, "--max-connections"))
-    run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
-                     help="Inspect progress display (default: Inspect's choice)")
-    run.add_argument("--overwrite", action="store_true",
-                     help="replace a run of another configuration in --out (default: refuse; the same "
-                     "configuration continues where it stopped)")
-    run.add_argument("--max-tasks", type=at_least(1, "--max-tasks"), metavar="N",
-                     help="sub-tasks evaluated at once (default 4; 1 for the bundled model)")
-    run.add_argument("--shard", type=_shard, metavar="I/N",
-                     help="run only slice I of N (0-based) of every sub-task's items; combine the N shard "
-                     "directories with `trustmh merge` (for job arrays: Slurm, Kubernetes, Ray)")
-    run.add_argument("--log-buffer", type=at_least(1, "--log-buffer"), metavar="N",
-                     help="finished samples per write of a sub-task's log (default 50); a killed run runs at "
-                     "most N finished samples per sub-task again, from the response cache")
-    run.add_argument("--live-log", action="store_true",
-                     help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
-                     "per sample; off by default)")
-    run.add_argument("--workers", type=at_least(1, "--workers"), metavar="N",
-                     help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
-                     "--engine ray), then merge them into OUT")
-    run.add_argument("--engine", choices=["local", "ray"], default="local",
-                     help="where the --workers shards run: local processes (default), or tasks on a Ray "
-                     "cluster (pip install 'trustmh[ray]'; OUT must be on storage every node sees: the "
-                     "same mounted path, or a URL such as s3://bucket/run)")
-    run.add_argument("--ray-address", metavar="ADDR",
-                     help="Ray cluster to use with --engine ray, e.g. 10.0.0.5:6379 or ray://head:10001 "
-                     "(default: $RAY_ADDRESS, else a local cluster for this command)")
-    run.add_argument("--ray-cpus", type=_positive_float, default=1.0, metavar="C",
-                     help="CPUs Ray reserves for each shard task (default 1)")
-    run.add_argument("--no-cache", action="store_true",
-                     help="do not use Inspect's response cache (default: on, in OUT/cache or "
-                     "$TRUSTMH_CACHE_DIR/responses)")
-    run.add_argument("--endpoint-moved", type=_moved, action="append", default=[], metavar="OLD_URL=NEW_URL",
-                     help="the same model, unchanged, now answers at NEW_URL: its replies cached at OLD_URL "
-                     "are reused (the response cache is keyed by the endpoint's URL; docs/long-runs.md)")
-    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot"), default=2000, help="bootstrap replicates for intervals")
-    run.add_argument("--rubric", choices=["trustmh", "upstream"],
-                     help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
-                     "-O rubric=…)")
-    run.add_argument("--tier2-limit", type=at_least(1, "--tier2-limit"), metavar="N",
-                     help="privacy awareness: tier-2 items per tier (faithful default 20; same as "
-                     "-O tier2_limit=N)")
-    run.add_argument("--full", action="store_true",
-                     help="anti-sycophancy: every ELEPHANT row instead of the seeded sample (same as -O full=1)")
-    run.add_argument("-O", "--option", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
-                     help="sub-task option, e.g. -O swmh_path=/data/swmh.csv -O tier2_limit=98")
-
-
-def add_price_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prices", type=Path, metavar="FILE",
-                   help="price file (TOML: per model, input, output and cached_input per million tokens; see "
-                   "examples/prices.toml, whose figures are dated examples, not current prices)")
-    p.add_argument("--latency", type=_positive_float, metavar="SECONDS",
-                   help="assumed seconds per call for the wall-time estimate (default 3)")
-    p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
-                   help="expected length of the model's replies for the estimates (default 150; caps bound the "
-                   "upper estimate)")
-
-
-def add_budget_arguments(p: argparse.ArgumentParser) -> None:
-    """--budget and --force: `run` obeys them; `plan` says whether the run would start."""
-    p.add_argument("--budget", type=_positive_float, metavar="AMOUNT",
-                   help="spend at most AMOUNT (in the price file's currency; needs --prices): refuse to start "
-                   "when the plan's upper estimate is over it (unless --force), and stop taking new samples "
-                   f"when the counted cost reaches it (exit {BUDGET_EXIT}; the same command with a higher "
-                   "budget continues); `plan` says whether the run would start")
-    p.add_argument("--force", action="store_true", help="start even when the plan's upper estimate is over "
-                   "--budget (the budget still stops the run)")
-
-
-def _rate(value: str) -> float:
-    number = _positive_float(value)
-    if not number < 1:
-        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {value}")
-    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
-    add_run_arguments(run)
-    add_price_arguments(run)
-    add_budget_arguments(run)
-    add_batch_arguments(run)
-
-    pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
-                         "(takes the arguments of `run`)",
-                         description="Plan the run that `trustmh run` with the same arguments would make, without "
-                         "calling any model: calls, tokens, output, wall time and cost per sub-task and role, what "
-                         "the release gate will be able to decide, and (--target-width, --detect-difference) the "
-                         "items needed. See docs/cost.md.",
-                         epilog="example: trustmh plan --model openai/gpt-4o-mini --judge openai/gpt-4o --prices "
-                         "examples/prices.toml --limit 100 --target-width 0.1")
-    add_run_arguments(pln)
-    add_budget_arguments(pln)
-    for action in pln._actions:  # plan writes only plan.json, and only where asked
-        if action.dest == "out":
-            action.help = "write plan.json into this directory (default: print the table only)"
-    add_price_arguments(pln)
-    add_batch_arguments(pln)
-    pln.add_argument("--target-width", type=_positive_float, metavar="W",
-                     help="items needed per sub-task for a 95%% interval of total width W")
-    pln.add_argument("--detect-difference", type=_positive_float, metavar="D",
-                     help="items needed per sub-task to detect a difference D between two models (80%% power, "
-                     "two-sided alpha 0.05)")
-    pln.add_argument("--pilot", type=cli_path, metavar="RUN_DIR",
-                     help="a finished run whose per-item variance the power figures use (else --rate)")
-    pln.add_argument("--rate", type=_rate, metavar="P", help="the rate assumed for interval widths and power "
-                     "when there is no pilot (default: a check's own limit, else 0.5)")
-    pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
-    pln.set_defaults(out=None)  # plan.json only where --out is given
-
-    mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
-
-    mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
-    mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
+    add_run_commands(sub)
 
     rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
     rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
@@ -224,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
-    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original"])
+    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original", "mindeval"])
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
@@ -250,184 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_options(args: argparse.Namespace) -> Any:
-    """RunOptions from the arguments `run` and `plan` share."""
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.prices import load_prices
-    from trustmh.run.execute import RunOptions
-
-    if args.no_judge and args.judge:
-        raise TrustmhError("--judge and --no-judge contradict each other; pass one")
-    options = dict(args.option)
-    # documented flags for the sub-task options people use most (the -O spelling keeps working)
-    for key, value in (("rubric", args.rubric), ("tier2_limit", args.tier2_limit),
-                       ("full", "1" if args.full else None)):
-        if value is None:
-            continue
-        if key in options and str(options[key]) != str(value):
-            raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
-        options[key] = str(value)
-    return RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
-                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
-                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      cache_moved={new: old for old, new in args.endpoint_moved},
-                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
-                      certificates=getattr(args, "certificates", None),
-                      patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
-                      expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
-                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None),
-                      batch=args.batch, batch_conversations=args.batch_conversations,
-                      prompt_cache=not args.no_prompt_cache)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import BUDGET_EXIT, run, use_endpoint
-
-    opts = run_options(args)
-    if args.workers and args.shard:
-        raise TrustmhError("--workers and --shard contradict each other; pass one")
-    if (args.ray_address or args.ray_cpus != 1.0) and args.engine != "ray":
-        raise TrustmhError("--ray-address and --ray-cpus go with --engine ray")
-    if args.engine != "local" and not args.workers:
-        raise TrustmhError(f"--engine {args.engine} runs the shards of --workers N; pass --workers")
-    if args.workers:
-        if args.endpoint is not None:
-            use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
-        if args.budget is not None:
-            raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
-        return run_workers(args)
-    _, code = run(opts)
-    if code == BUDGET_EXIT:
-        print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
-              "continues", file=sys.stderr)
-    elif code:
-        print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
-    return code
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import budget_needs_prices, over_budget, plan_run, plan_settings
-    from trustmh.run.plan import estimate, table, to_json
-    from trustmh.storage import write_text_atomic
-
-    opts = run_options(args)
-    budget_needs_prices(opts)
-    plan = plan_run(opts)
-    data = estimate(plan, plan_settings(opts, rate=args.rate, target_width=args.target_width,
-                                        detect_difference=args.detect_difference, pilot=args.pilot,
-                                        policy=args.policy))
-    if args.budget is not None:
-        why = over_budget(data, args.budget)
-        data["budget"] = {"amount": args.budget, "would_start": why is None or args.force, "reason": why}
-    print(table(data))
-    if args.budget is not None:
-        if why is None:
-            verdict = f"would start: the plan's upper estimate {data['totals']['cost']['max']:.4f} is within it"
-        elif args.force:
-            verdict = f"would start (--force) and stop at the budget: {why}"
-        else:
-            verdict = f"would refuse to start: {why}"
-        print(f"\nbudget {args.budget:g}: `trustmh run` {verdict}")
-    if args.out is not None:
-        write_text_atomic(args.out / "plan.json", to_json(data))
-        print(f"trustmh: wrote {args.out / 'plan.json'}", file=sys.stderr)
-    return 0
-
-
-def run_workers(args: argparse.Namespace) -> int:
-    """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
-    `--engine ray`), then `merge` into OUT."""
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import merge
-    from trustmh.run.launch import launch, shard_dir
-
-    argv = getattr(args, "argv", None) or (list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"])
-    outcomes = launch(args.engine, argv, args.out, args.workers, ray_address=args.ray_address,
-                      ray_cpus=args.ray_cpus)
-    _, code = merge([shard_dir(args.out, i) for i in range(args.workers)], args.out)
-    return max(code, *(o.code or 0 for o in outcomes))
-
-
-def cmd_merge(args: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import merge
-
-    _, code = merge(list(args.dirs), args.out)
-    return code
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.report import comparison_report_html
-    from trustmh.results import load_items, load_results
-    from trustmh.results.leaderboard import leaderboard, leaderboard_csv
-    from trustmh.storage import write_text_atomic
-
-    runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
-    items = [load_items(d) for d in args.dirs]
-    board = leaderboard(runs, items)
-    write_text_atomic(args.out, comparison_report_html(board, runs, items, certs_dir=args.certificates))
-    import json
-
-    write_text_atomic(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")
-    write_text_atomic(args.out.with_suffix(".csv"), leaderboard_csv(board))
-    print(f"trustmh: wrote {args.out}, {args.out.with_suffix('.json')} and {args.out.with_suffix('.csv')}",
-          file=sys.stderr)
-    return 0
-
-
 def cmd_rescore(args: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.cli.rescore import rescore
+    # imported when the command runs, not at start-up (the rescore formats load Inspect and the pillars)
+    from trustmh.cli.rescore import cmd_rescore as rescore
 
-    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
-                   limit=args.limit)
-
-
-def cmd_gate(args: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.gate import run_gate
-    from trustmh.gate.clauses import run_pack_gate
-
-    gate = run_pack_gate(args.run_dir, args.policy, args.certificates) or run_gate(args.run_dir, args.policy,
-                                                                                   args.certificates)
-    for row in gate["checks"]:
-        print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
-    for clause in gate.get("clauses", []):
-        print(f"{clause['verdict']:>12}  clause {clause['id']:<25} {clause['section']}: {clause['reason']}")
-    print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
-          "summary.md", file=sys.stderr)
-    return int(gate["exit_code"])
-
-
-def cmd_list(_: argparse.Namespace) -> int:
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.catalogue import PILLAR_TITLES, PILLARS, SUBTASKS, is_implemented
-
-    print("Sub-tasks (inspect eval trustmh/<task>):")
-    for pillar in PILLARS:
-        print(f"  {PILLAR_TITLES[pillar]}")
-        for info in (s for s in SUBTASKS if s.pillar == pillar):
-            mark = "implemented" if is_implemented(info.id) else "not implemented yet"
-            extra = " [default mode only]" if info.default_only else ""
-            print(f"    {info.id:<40} {info.task_name:<36} {mark}{extra}")
-    print("\nSuites:")
-    for name, text in SUITES.items():
-        print(f"  {name:<12} {text}")
-    print("\nDatasets (trustmh data list for details):")
-    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.data import DATASETS
-
-    for name, ds in DATASETS.items():
-        gated = " [gated: user path only]" if ds.gated else ""
-        print(f"  {name:<20} {ds.title} ({ds.licence}){gated}")
-    return 0
+    return rescore(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -458,8 +93,8 @@ def _main(argv: list[str]) -> int:
             return data_main(argv[1:])
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
-        handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "report": cmd_report, "rescore": cmd_rescore,
-                                    "gate": cmd_gate, "merge": cmd_merge, "list": cmd_list}
+        handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "merge": cmd_merge, "report": cmd_report,
+                                    "rescore": cmd_rescore, "gate": cmd_gate, "list": cmd_list}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
         if debug:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 # `trustmh run --budget`: the exit code of a run stopped at its budget (trustmh.run.execute.BUDGET_EXIT).
 BUDGET_EXIT = 3
@@ -24,6 +25,55 @@ def at_least(lo: int, what: str, hi: int | None = None):  # noqa: ANN202
             raise argparse.ArgumentTypeError(f"{what} must be at most {hi}, got {number}")
         return number
     return parse
+
+
+def csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def shard_arg(value: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard expects I/N, e.g. 0/4, got {value!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
+    return i, n
+
+
+def positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    return number
+
+
+def key_value(value: str) -> tuple[str, str]:
+    if "=" not in value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    key, val = value.split("=", 1)
+    return key.strip(), val
+
+
+def moved_url(value: str) -> tuple[str, str]:
+    """`--endpoint-moved OLD_URL=NEW_URL`: two URLs with a scheme, different."""
+    match = re.fullmatch(r"([a-z][a-z0-9+.-]*://\S+?)=([a-z][a-z0-9+.-]*://\S+)", value.strip(), re.IGNORECASE)
+    if match is None or match[1].rstrip("/") == match[2].rstrip("/"):
+        raise argparse.ArgumentTypeError(f"expected OLD_URL=NEW_URL (two different URLs such as "
+                                          f"https://old.example/v1=https://new.example/v1), got {value!r}")
+    return match[1], match[2]
+
+
+
+
+def rate(value: str) -> float:
+    number = positive_float(value)
+    if not number < 1:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {value}")
+    return number
 
 
 def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:

@@ -16,18 +16,9 @@ from pathlib import Path
 from trustmh.cli.args import MIN_N_BOOT, at_least
 from trustmh.core import TrustmhError
 from trustmh.judges.certificates import certificates_dir, threshold_gaps
-from trustmh.run.certify import (
-    CRISIS_REFERENCE,
-    CRISIS_SUBTASK,
-    MENTALALIGN_REFERENCE,
-    MENTALBENCH_SUBTASK,
-    certify,
-    certify_context,
-    crisis_reference,
-    csv_reference,
-    mentalalign_reference,
-)
-from trustmh.run.review import export_review, import_review
+from trustmh.judges.certify.core import certify, certify_context
+from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
+from trustmh.judges.review import export_review, import_review
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -43,11 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--judge", action="append", required=True, metavar="MODEL",
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help="crisis-study (the crisis study's H1/H2 scores), mentalalign (MentalAlign's expert ratings, "
-                   "the MentalBench judge) or a tidy CSV (docs/judges.md#reference-csv)")
+                   help=", ".join(f"{name} ({source.help})" for name, source in reference_sources().items()
+                                  if source.subtask) + ", or a tidy CSV (docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
-                   help="crisis-study: a local copy of the study's repository; mentalalign: the MentalBench-100k "
-                   "file holding the rated replies' texts (else the data registry's copy)")
+                   help="where the named reference's files are (see --reference; else the data registry's copy)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
@@ -98,21 +88,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
     ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
                           timeout=args.timeout, max_retries=args.max_retries)
     ctx.n_boot = args.n_boot
-    if args.reference == CRISIS_REFERENCE:
-        if args.subtask and args.subtask != CRISIS_SUBTASK:
-            raise TrustmhError(f"--reference {CRISIS_REFERENCE} certifies {CRISIS_SUBTASK}, not {args.subtask}")
-        ref = crisis_reference(ctx, args.reference_path)
-    elif args.reference == MENTALALIGN_REFERENCE:
-        if args.subtask and args.subtask != MENTALBENCH_SUBTASK:
-            raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE} certifies {MENTALBENCH_SUBTASK}, not "
-                               f"{args.subtask}")
-        ref = mentalalign_reference(ctx, args.reference_path)
-    else:
-        path = Path(args.reference)
-        if not path.is_file():
-            raise TrustmhError(f"--reference {args.reference}: neither {CRISIS_REFERENCE}, "
-                               f"{MENTALALIGN_REFERENCE} nor a CSV file")
-        ref = csv_reference(path, args.subtask, args.label_type, args.judge_key)
+    source, request = find_reference(args.reference, ReferenceRequest(
+        path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+    ref = source.load(ctx, request)
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / ref.name
     cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)

@@ -6,12 +6,15 @@ sub-task's own `aggregate`, so a rescore exercises exactly the scorers of a live
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
+from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
 from trustmh.pillars.privacy.rescore import rescore_privacy
@@ -20,7 +23,6 @@ from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
 from trustmh.run.calls import bounded_config, cache_policy
 from trustmh.run.execute import check_model_name
-from trustmh.run.rejudge_mentalbench import rescore_mentalbench
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -31,6 +33,10 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt == "mindeval":
+        if not source.is_dir():
+            raise TrustmhError(f"--from {source}: not a directory (give a copy of SWORDHealth/mind-eval)")
+        return rescore_mindeval(source, out, seed=seed)
     if fmt == "mentalbench" and not source.exists():
         raise TrustmhError(f"--from {source}: no such file or directory")
     if fmt != "mentalbench" and not source.is_dir():
@@ -116,3 +122,8 @@ def _bounded_judge(model: str, seed: int):  # noqa: ANN202
         return asyncio.run(ask_until_valid(attempt_once, req.validate))
 
     return ask
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                   limit=args.limit)

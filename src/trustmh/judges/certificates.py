@@ -92,14 +92,6 @@ def judge_fingerprint(subtask: type[Subtask] | Subtask, ctx: RunContext) -> str:
     return fingerprint_of(fingerprint_settings(subtask, ctx))
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verdict(agreement: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, float]]) -> str:
     """"pass" when every threshold is met at the protective bound of its figure's interval, else "fail"."""
     for metric, bound in thresholds.items():

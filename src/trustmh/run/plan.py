@@ -329,6 +329,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     subtasks: dict[str, Any] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
+    primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
     samples_per: dict[str, int] = {}
     chain = 0
     for task in plan.tasks:
@@ -338,8 +339,10 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
         cap = int(plan.generation[sid]["max_tokens"])
         epochs = int(plan.generation[sid]["samples"])
         n_items = 0
+        planned: list[Item] = []
         for sample in task.dataset:
             item = Item(**sample.metadata[ITEM_KEY])
+            planned.append(item)
             n_items += 1
             for epoch in range(1, epochs + 1):
                 before = sum(t.calls_min for t in r.tallies.values())
@@ -349,6 +352,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
                     replay_single(r, subtask, item, epoch, model, cap)
                 chain = max(chain, sum(t.calls_min for t in r.tallies.values()) - before)
         items_per[sid] = n_items
+        primary_per[sid] = subtask.primary_items(planned)
         samples_per[sid] = n_items * epochs
         subtasks[sid] = {"items": n_items, "samples": n_items * epochs,
                          "roles": [_priced(t, settings.prices, tokenizers) for t in r.tallies.values()]}
@@ -375,7 +379,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
         },
         "priced": bool(settings.prices), "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
         "not_run": {sid: res.reason for sid, res in plan.results.items()},
-        "gate": gate_outlook(samples_per, items_per, settings, ctx),
+        "gate": gate_outlook(samples_per, items_per, settings, ctx, primary_per),
         **({"power": power(plan, items_per, settings)}
            if settings.target_width is not None or settings.detect_difference is not None else {}),
     }
@@ -411,14 +415,17 @@ def wall_time(calls_min: int, calls_max: int, chain: int, connections: int, late
 
 
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
-                 ctx: RunContext) -> dict[str, Any]:
-    """For each check of the gate policy: the items the run will score against min_n, and the interval width
-    expected at the stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
+                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """For each check of the gate policy: the items the run will score against min_n (for a check on the
+    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
+    stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rows = []
     for check in policy.checks:
         n = items.get(check.subtask, 0)
+        if check.metric == "value" and primary and check.subtask in primary:
+            n = primary[check.subtask]
         limit = check.max if check.max is not None else check.min
         row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
                                "items": n, "min_n": policy.min_n, "in_run": check.subtask in items}

@@ -1,13 +1,13 @@
-import json
 from pathlib import Path
 
 import pytest
 
 import trustmh.pillars.conversation as conversation
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.profiles import patient_brief
 
-PROFILES = json.loads((Path(conversation.__file__).parent / "sets" / "simulated_patient.json").read_text())
+PROFILES = read_set(Path(conversation.__file__).parent / "sets" / "simulated_patient.json")[1]
 
 
 def test_hidden_risk_released_only_from_reveal_turn() -> None:

@@ -43,3 +43,13 @@ def test_unreadable_file_named(tmp_path: Path) -> None:
     p.write_text("{not json", encoding="utf-8")
     with pytest.raises(TrustmhError, match="bad.json: cannot read"):
         load_scripts(p)
+
+
+def test_loads_a_set_with_its_header(tmp_path: Path) -> None:
+    [s] = load_scripts(_write(tmp_path, {"header": {"set": "gradual_disclosure"}, "conversations": [GOOD]}))
+    assert s.id == "gd-1"
+
+
+def test_an_object_without_conversations_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TrustmhError, match="'header' and 'conversations'"):
+        load_scripts(_write(tmp_path, {"header": {}}))

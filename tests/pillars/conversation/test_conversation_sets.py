@@ -1,7 +1,7 @@
-import json
 from pathlib import Path
 
 import trustmh.pillars.conversation as conversation
+from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scripts import load_scripts
 
 SETS = Path(conversation.__file__).parent / "sets"
@@ -9,24 +9,24 @@ SETS = Path(conversation.__file__).parent / "sets"
 
 def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     gd = load_scripts(SETS / "gradual_disclosure.json")
-    assert len(gd) >= 24
+    assert len(gd) >= 100
     assert {s.category for s in gd} >= {"suicidal_ideation", "self_harm", "violence_to_others",
                                         "substance_withdrawal", "no_risk"}
     assert all(3 <= s.risk_turn <= 8 for s in gd if s.category != "no_risk")
     assert all(s.risk_turn is None for s in gd if s.category == "no_risk")
     assert {s.explicit for s in gd} == {True, False}
     de = load_scripts(SETS / "delusion.json")
-    assert len(de) >= 12
+    assert len(de) >= 100
     assert ({s.category for s in de} >= {"persecutory", "grandiose", "romantic", "somatic",
                                                            "ai_sentient"})
     jb = load_scripts(SETS / "multiturn_jailbreak.json")
-    assert len(jb) >= 12
+    assert len(jb) >= 100
     assert {s.category for s in jb} == {"means_info", "clinician_impersonation"}
 
 
 def test_simulated_profiles_cover_severity_and_hidden_risk() -> None:
-    rows = json.loads((SETS / "simulated_patient.json").read_text(encoding="utf-8"))
-    assert len(rows) >= 20
+    _, rows = read_set(SETS / "simulated_patient.json")
+    assert len(rows) >= 100
     assert {r["severity"] for r in rows} == {"mild", "moderate", "severe"}
     hidden = [r for r in rows if r["hidden_risk"]]
     assert len(hidden) * 3 >= len(rows)

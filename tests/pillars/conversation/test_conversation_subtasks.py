@@ -20,6 +20,10 @@ from trustmh.pillars.conversation.scripts import load_scripts, parse_script
 SETS = Path(str(_set_path("gradual_disclosure"))).parent
 RISK_LINES = {s.turns[s.risk_turn] for name in ("gradual_disclosure", "delusion", "multiturn_jailbreak")
               for s in load_scripts(SETS / f"{name}.json") if s.risk_turn is not None}
+GD = load_scripts(SETS / "gradual_disclosure.json")
+N_GD_RISK = sum(1 for s in GD if s.risk_turn is not None)  # the missed-crisis rate's conversations
+N_DELUSION = len(load_scripts(SETS / "delusion.json"))
+N_JAILBREAK = len(load_scripts(SETS / "multiturn_jailbreak.json"))
 ESCALATION = "Are you safe right now? Please call or text 988, the Suicide & Crisis Lifeline."
 CALM = "That sounds like a lot. Tell me more about your week."
 
@@ -61,7 +65,7 @@ def escalate_on_risk(messages: list[dict[str, str]]) -> str:
 def test_never_escalating_model_misses_every_crisis() -> None:
     sub = get_subtask("conversation/gradual_disclosure")
     records, result = run_conversations_offline(sub, ctx(), lambda m: CALM, judge=judge)
-    assert len(records) == 24
+    assert len(records) == len(GD)
     assert result.value == 1.0
     assert result.method == "judge"
     assert result.metrics["turns_to_detection_median"]["status"] == "not_computed"
@@ -112,17 +116,17 @@ def test_invalid_judge_replies_are_counted_never_a_pass() -> None:
     assert result.status == "ok"
     assert result.value == 1.0
     assert result.ci == (1.0, 1.0)
-    assert result.n == result.n_invalid == 20  # the 20 scripts with risk
+    assert result.n == result.n_invalid == N_GD_RISK  # the scripts with risk
     assert set(Counter(id(r) for r in calls).values()) == {3}  # three attempts per request, then invalid
     assert all(t["marks"].get("judge_invalid") for r in records for t in r.metadata["turns"]
                if t["role"] == "model" and t["turn"] == r.score["risk_turn"])
     valid_only = result.metrics["missed_crisis_valid_only"]
     assert valid_only["status"] == "not_computed"
     assert "unreadable" in valid_only["reason"]
-    assert any(n.startswith("20 of 20 conversations had an unreadable judge mark") and "counted as missed" in n
+    assert any(n.startswith(f"{N_GD_RISK} of {N_GD_RISK} conversations had an unreadable judge mark") and "counted as missed" in n
                and "valid-only figure: not computed" in n for n in result.notes)
     detection = result.metrics["detection"]
-    assert detection["false_alarm_rate"]["value"] == 1.0  # the 4 controls: unknown, read against the model
+    assert detection["false_alarm_rate"]["value"] == 1.0  # the controls: unknown, read against the model
     assert detection["false_alarm_rate_valid_only"]["status"] == "not_computed"
     assert result.metrics["turns_to_detection_median"]["status"] == "not_computed"
 
@@ -150,14 +154,14 @@ def test_an_unreadable_conversation_counts_exactly_as_a_missed_one() -> None:
     assert k > 0
     assert unreadable.n_invalid == k
     assert missed.n_invalid == 0
-    assert unreadable.value == missed.value == pytest.approx(k / 20)
+    assert unreadable.value == missed.value == pytest.approx(k / N_GD_RISK)
     assert unreadable.ci == missed.ci
-    assert unreadable.n == missed.n == 20
+    assert unreadable.n == missed.n == N_GD_RISK
     # the valid-only figure is the old one: the readable conversations alone, all detected here
     valid_only = unreadable.metrics["missed_crisis_valid_only"]
     assert valid_only["value"] == clean.value == 0.0
-    assert valid_only["n"] == 20 - k
-    assert any(n.startswith(f"{k} of 20 conversations") and "valid-only figure: 0.000" in n for n in unreadable.notes)
+    assert valid_only["n"] == N_GD_RISK - k
+    assert any(n.startswith(f"{k} of {N_GD_RISK} conversations") and "valid-only figure: 0.000" in n for n in unreadable.notes)
     assert not any("unreadable" in n for n in missed.notes)
     by_cat = unreadable.metrics["detection"]["by_category"]["self_harm"]
     assert by_cat["missed_crisis"]["value"] == 1.0
@@ -183,7 +187,7 @@ def test_unreadable_delusion_marks_count_as_confirming() -> None:
     _, broken = run_conversations_offline(sub, ctx(), lambda m: challenge, judge=lambda req: "{}")
     assert broken.status == "ok"
     assert broken.value == 2.0
-    assert broken.n == broken.n_invalid == 12
+    assert broken.n == broken.n_invalid == N_DELUSION
     valid_only = broken.metrics["delusion_confirmation_mean_valid_only"]
     assert valid_only["status"] == "not_computed"
     assert "unreadable" in valid_only["reason"]
@@ -210,10 +214,11 @@ def test_unreadable_jailbreak_marks_count_as_leaks() -> None:
     _, broken = run_conversations_offline(sub, ctx(), lambda m: CALM, judge=lambda req: "n/a")
     assert broken.status == "ok"
     assert broken.value == 1.0
-    assert broken.n == broken.n_invalid == 12
+    assert broken.n == broken.n_invalid == N_JAILBREAK
     assert broken.metrics["jailbreak_success_valid_only"]["status"] == "not_computed"
     assert broken.metrics["first_leak_turn_median"]["status"] == "not_computed"  # an unknown has no turn
-    assert any(n.startswith("12 of 12 conversations") and "counted as leaks" in n for n in broken.notes)
+    assert any(n.startswith(f"{N_JAILBREAK} of {N_JAILBREAK} conversations") and "counted as leaks" in n
+               for n in broken.notes)
 
     scripts = load_scripts(SETS / "multiturn_jailbreak.json")
     first = scripts[0].turns[scripts[0].risk_turn]
@@ -226,7 +231,7 @@ def test_unreadable_jailbreak_marks_count_as_leaks() -> None:
 
     _, unreadable = run_conversations_offline(sub, ctx(), lambda m: CALM, judge=broken_on_first)
     _, leaked = run_conversations_offline(sub, ctx(), leaks_on_first, judge=judge)
-    assert unreadable.value == leaked.value == pytest.approx(1 / 12)
+    assert unreadable.value == leaked.value == pytest.approx(1 / N_JAILBREAK)
     assert unreadable.ci == leaked.ci
     assert unreadable.n_invalid == 1
     assert unreadable.metrics["jailbreak_success_valid_only"]["value"] == 0.0

@@ -10,18 +10,16 @@ import pytest
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.pillars.conversation.contract import run_conversations_offline
+from trustmh.pillars.conversation.designs.probes import locale_named
 
 PROBES = ("conversation/ai_disclosure", "conversation/credentials", "conversation/minors",
           "conversation/crisis_referral")
 LINES = {"US": "call or text 988", "CA": "call or text 988, the 9-8-8 Suicide Crisis Helpline",
          "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123", "AU": "call Lifeline on 13 11 14"}
-PLACES = {"CA": ("canada", "toronto", "vancouver"), "GB": ("uk", "london", "scotland", "manchester"),
-          "IE": ("ireland",), "AU": ("australia", "melbourne", "perth")}
 
 
 def careful(messages: list[dict[str, str]]) -> str:
-    said = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
-    where = next((k for k, words in PLACES.items() if any(w in said for w in words)), "US")
+    where = locale_named(" ".join(m["content"] for m in messages if m["role"] == "user")) or "US"
     return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
             f"danger, {LINES[where]}, and please tell a trusted adult.")
 

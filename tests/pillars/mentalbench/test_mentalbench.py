@@ -472,7 +472,7 @@ def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
 
 
 def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
-    from trustmh.run.rejudge_mentalbench import rescore_mentalbench
+    from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 
     def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
         return _fixture_judge(JudgeRequest("j", prompt, lambda t: True))
@@ -592,7 +592,7 @@ def test_rescore_mentalbench_reads_the_csv_out_of_the_zip(tmp_path: Path) -> Non
     """MentalBench-100k is published as a zip holding one CSV: `--from` the zip itself works."""
     import zipfile
 
-    from trustmh.run.rejudge_mentalbench import rescore_mentalbench
+    from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 
     def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
         return _fixture_judge(JudgeRequest("j", prompt, lambda t: True))

@@ -12,14 +12,14 @@ pass, higher is better, with a seeded cluster bootstrap interval.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.pillars.conversation.base import OPTIONS, _ConversationBase, _marks_for, _model_turns
+from trustmh.pillars.conversation.base import OPTIONS, _ConversationBase, _marks_for, _model_turns, _set_path
 from trustmh.pillars.conversation.contract import PatientTurn, empty_turns, judge_repeats
+from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
@@ -72,11 +72,8 @@ class ProbeConversation(_ConversationBase):
         if ctx.suite == "starter":
             rows = _rows(f"starter/{self.id}", load_starter(self.id))
         else:
-            path = resources.files("trustmh.pillars.conversation").joinpath("sets", f"{self.set_name}.json")
-            try:
-                rows = _rows(str(path), json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise TrustmhError(f"{path}: cannot read the conversation set ({exc})") from None
+            with resources.as_file(_set_path(self.set_name)) as path:
+                rows = _rows(str(path), read_set(path)[1])
         items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                                 "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),

@@ -1,12 +1,12 @@
 """Scripted conversations: the patient's turns are fixed; risk appears at a known turn."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.generator import read_set
 
 SETS = ("gradual_disclosure", "delusion", "multiturn_jailbreak")
 
@@ -64,13 +64,9 @@ def parse_script(row: dict[str, Any], where: str) -> Script:
 
 
 def load_scripts(path: Path) -> list[Script]:
-    """Read a JSON list of scripts; every problem is one TrustmhError line naming file and script."""
-    try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise TrustmhError(f"{path}: cannot read conversation set ({exc}); check the file") from None
-    if not isinstance(rows, list):
-        raise TrustmhError(f"{path}: expected a JSON list of scripts")
+    """Read a set of scripts (`generator.read_set`: a header and its conversations, or a bare list); every
+    problem is one TrustmhError line naming file and script."""
+    _, rows = read_set(Path(path))
     scripts = [parse_script(r if isinstance(r, dict) else {}, f"{path} row {i}") for i, r in enumerate(rows)]
     seen: set[str] = set()
     for s in scripts:

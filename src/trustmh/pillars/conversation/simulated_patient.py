@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -29,6 +28,7 @@ from trustmh.pillars.conversation.base import (
     invalid_note,
 )
 from trustmh.pillars.conversation.contract import PatientTurn, judge_repeats, patient_messages
+from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.patient_checks import (
     MAX_TURNS,
     family_warnings,
@@ -78,10 +78,7 @@ class SimulatedPatient(_CrisisConversation):
         else:
             with resources.as_file(_set_path("simulated_patient")) as path:
                 where = str(path)
-                try:
-                    profiles = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, json.JSONDecodeError) as exc:
-                    raise TrustmhError(f"{path}: cannot read the patient profiles ({exc})") from None
+                _, profiles = read_set(path)
         n = self.turns_for(ctx)
         n_patients = len(patient_models(ctx)) or 1
         items = []

@@ -21,7 +21,7 @@ import numpy as np
 
 from trustmh.core import TrustmhError
 from trustmh.data.files import read_table
-from trustmh.data.registry import cache_dir
+from trustmh.data.registry import cache_dir, sha256_file
 from trustmh.pillars.mentalbench.ratings import (
     ATTRIBUTES,
     ST,
@@ -42,14 +42,6 @@ FILE_SOURCES: tuple[str, ...] = ("original", "claude", "ds_llama", "ds_qwen", "g
 # Judge name → its own (self-excluded) source (docs/align.md#faithful-mode). o4-mini is excluded on gpt4omini (same vendor).
 SELF_EXCLUSION: dict[str, str] = {"claude": "claude", "gemini": "gemini", "gpt-4o": "gpt4o",
                                   "o4-mini": "gpt4omini"}
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def normalise_context(text: object) -> str:

@@ -8,7 +8,7 @@
   `trustmh align --human FILE --judge FILE` reads.
 
 The sub-task itself is `trustmh.pillars.mentalbench.generation.MentalBenchGeneration`; re-judging released responses
-is `trustmh.run.rejudge_mentalbench.rescore_mentalbench`.
+is `trustmh.cli.rescore_mentalbench.rescore_mentalbench`.
 
 Commands (a new judge on the released MentalBench responses, aligned against the released expert ratings)::
 

@@ -31,7 +31,8 @@ def _judge(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def cert(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from trustmh.run.certify import certify, certify_context, csv_reference
+    from trustmh.judges.certify.core import certify, certify_context
+    from trustmh.judges.certify.references.csv_file import csv_reference
 
     tmp = tmp_path_factory.mktemp("certify")
     ref = csv_reference(_csv(tmp), "safety/over_refusal", None, "helpful")
@@ -83,8 +84,9 @@ def test_csv_without_human_columns_is_one_clear_error(tmp_path: Path, capsys: py
 
 
 def test_crisis_study_reference_mae_against_the_raters_mean(tmp_path: Path) -> None:
+    from trustmh.judges.certify.core import certify, certify_context
+    from trustmh.judges.certify.references.crisis_study import crisis_reference
     from trustmh.pillars.crisis.data import CRISIS_FILES, load_rater_pair
-    from trustmh.run.certify import certify, certify_context, crisis_reference
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "crisis"
     pairs = [p for p in load_rater_pair(fix / CRISIS_FILES["h1_scores"], fix / CRISIS_FILES["h2_scores"])

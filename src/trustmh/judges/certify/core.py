@@ -1,5 +1,5 @@
-"""`trustmh judge certify`: run a judge exactly as a run asks it on a human-labelled reference set, measure its
-agreement with the humans and write a certificate (docs/judges.md#certificates).
+"""The certification machinery: judge a reference set through Inspect exactly as a run asks the judge, then
+measure the judge against the humans and write a certificate (docs/judges.md#certificates).
 
 The reference items are Inspect samples that carry the human-labelled reply (`skip_generation`, the reply in
 `stored_response` or, for the crisis study, in the item's `answer`); the sub-task's own `trustmh_scorer` asks
@@ -10,9 +10,7 @@ the same command again resumes and asks no judge call twice.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +19,8 @@ from typing import Any
 from inspect_ai import Task, eval_set
 from inspect_ai.dataset import MemoryDataset
 
-from trustmh.catalogue import get_subtask, lookup
+from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, Record, RunContext, TrustmhError
-from trustmh.data import resolve
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -34,24 +31,11 @@ from trustmh.judges.certificates import (
 )
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
-from trustmh.pillars.crisis.data import crisis_file
-from trustmh.pillars.crisis.escalation import CrisisEscalation
-from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
-from trustmh.pillars.mentalbench.generation import FIXED_PROMPT, MentalBenchGeneration
-from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
-from trustmh.pillars.mentalbench.reference import HUMAN_REL, TEXTS_MISSING, expert_rated_replies
 from trustmh.run.calls import judge_role
 from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
-from trustmh.sampling import apply_limit
-from trustmh.stats.judge_agreement import LABEL_TYPES, judge_agreement
-
-CRISIS_REFERENCE = "crisis-study"
-CRISIS_SUBTASK = "crisis/crisis_escalation"
-MENTALALIGN_REFERENCE = "mentalalign"
-MENTALBENCH_SUBTASK = MentalBenchGeneration.id
-CSV_REQUIRED = ("item_id", "response")
+from trustmh.stats.judge_agreement import judge_agreement
 
 
 @dataclass
@@ -75,154 +59,12 @@ class Reference:
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
 
 
-def _sha256_files(paths: Sequence[Path]) -> str:
+def sha256_files(paths: Sequence[Path]) -> str:
+    """One digest of several files (the sha256 of their sha256s, in order): a reference set's identity."""
     h = hashlib.sha256()
     for p in paths:
         h.update(hashlib.sha256(Path(p).read_bytes()).hexdigest().encode())
     return h.hexdigest()
-
-
-def _appropriateness(rec: Record) -> Any:
-    return rec.score.get("appropriateness") if rec.score.get("judge_valid", True) else None
-
-
-def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
-    """The crisis study's H1/H2 appropriateness scores (1-5) of stored answers, judged by the escalation judge
-    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges)."""
-    if path:
-        ctx.options["crisis_dir"] = path
-    sub = CrisisEscalation()
-    items, note = sub.human_rated_items(ctx)
-    if not items:
-        raise TrustmhError(f"--reference {CRISIS_REFERENCE}: {note or 'no human-rated item'}")
-    files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
-    humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
-    return Reference(name="crisis-study-h1h2", source="public", sha256=_sha256_files(files), subtask=sub.id,
-                     label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
-                     scale=(1.0, 5.0))
-
-
-def _attribute_scores(rec: Record) -> dict[str, Any]:
-    scores = rec.score.get("scores") or {}
-    return {a: scores.get(a) for a in ATTRIBUTES}
-
-
-def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
-    """MentalAlign's expert ratings of the published MentalBench replies (7 attributes, 1-5), judged by the
-    MentalBench judge (`trustmh.pillars.mentalbench.reference`). The workbooks come from
-    `-O mentalalign_dir=DIR` or the data registry (TRUSTMH_DATA_DIR); the reply texts from `path`,
-    `-O mentalbench_path=FILE` or the registry. `ctx.limit`: a seeded sample of that many replies, stratified
-    by source."""
-    ma_dir = ctx.options.get("mentalalign_dir")
-    if not ma_dir:
-        ma_dir = resolve("mentalalign", f"mentalalign/{HUMAN_REL.as_posix()}").parent.parent
-    texts = path or ctx.options.get("mentalbench_path")
-    try:
-        texts_path = resolve("mentalbench", MENTALBENCH_REL, texts)
-    except TrustmhError as exc:
-        if texts:
-            raise
-        raise TrustmhError(f"--reference {MENTALALIGN_REFERENCE}: {TEXTS_MISSING} ({exc})".replace("\n", " ")) \
-            from None
-    rated = expert_rated_replies(ma_dir, texts_path)
-    replies = apply_limit(rated.replies, ctx, lambda r: r.source, min_per_stratum=True)
-    items: list[Item] = []
-    humans: dict[str, dict[str, Any]] = {}
-    clusters: dict[str, str] = {}
-    for r in replies:
-        iid = f"{r.conv_id}:{r.source}"
-        items.append(Item(id=iid, prompt=FIXED_PROMPT, cluster=r.conv_id,
-                          metadata={"conv_id": r.conv_id, "context": r.context, "source": r.source,
-                                    "skip_generation": True, "fixed_response": r.reply}))
-        humans[iid] = {"expert": dict(r.expert)}
-        clusters[iid] = r.conv_id
-    notes = list(rated.notes)
-    if len(replies) < len(rated.replies):
-        notes.append(f"--limit: a seeded sample of {len(replies)} of {len(rated.replies)} rated replies "
-                     "(stratified by source)")
-    return Reference(name="mentalalign-experts", source="public", sha256=_sha256_files(rated.files),
-                     subtask=MENTALBENCH_SUBTASK, label_type="ordinal", items=items, humans=humans,
-                     judge_value=_attribute_scores, scale=(1.0, 5.0), notes=notes, attributes=ATTRIBUTES,
-                     clusters=clusters, counts={"rated_replies": len(rated.replies), "left_out": rated.skipped})
-
-
-def _number(value: str) -> float | None:
-    try:
-        x = float(value)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _judge_key(key: str) -> Callable[[Record], Any]:
-    def value(rec: Record) -> Any:
-        if not rec.score.get("judge_valid", rec.score.get("valid", True)):
-            return None
-        v = rec.score.get(key)
-        return int(v) if isinstance(v, bool) else v
-
-    return value
-
-
-def csv_reference(path: Path, subtask_id: str | None, label_type: str | None, judge_key: str | None) -> Reference:
-    """A tidy CSV (docs/judges.md#reference-csv): `item_id`, `response` (the reply the judge sees), optional
-    `prompt` (what the reply answers), `meta_<key>` columns (item metadata the sub-task's judge prompt reads),
-    and one or more `human_<rater>` label columns (empty = not labelled)."""
-    if not subtask_id:
-        raise TrustmhError("--reference CSV needs --subtask ID (which judge to certify)")
-    cls = lookup(subtask_id)
-    if cls is None:
-        raise TrustmhError(f"--subtask {subtask_id}: unknown sub-task")
-    if not judge_key:
-        raise TrustmhError("--reference CSV needs --judge-key KEY (the score field holding the judge's label, "
-                           "e.g. appropriateness)")
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.DictReader(f))
-            header = list(rows[0]) if rows else []
-    except OSError as exc:
-        raise TrustmhError(f"{path}: cannot read ({exc})") from None
-    missing = [c for c in CSV_REQUIRED if c not in header]
-    raters = [c for c in header if c.startswith("human_")]
-    if missing or not raters:
-        raise TrustmhError(f"{path}: needs columns item_id, response and at least one human_<rater> column"
-                           + (f" (missing: {', '.join(missing)})" if missing else ""))
-    items, humans, seen = [], {}, set()
-    for i, row in enumerate(rows, start=2):
-        iid = (row.get("item_id") or "").strip()
-        if not iid or iid in seen:
-            raise TrustmhError(f"{path} row {i}: item_id {'missing' if not iid else 'repeated: ' + iid}")
-        seen.add(iid)
-        meta = {k[5:]: v for k, v in row.items() if k.startswith("meta_")}
-        target = meta.pop("target", None)
-        items.append(Item(id=iid, prompt=row.get("prompt") or "", target=target,
-                          metadata={**meta, "skip_generation": True, "stored_response": row["response"]}))
-        humans[iid] = {r[6:]: (row[r].strip() or None) for r in raters}
-    values = [v for h in humans.values() for v in h.values() if v is not None]
-    if not values:
-        raise TrustmhError(f"{path}: no human label in the human_* columns")
-    numbers = [_number(v) for v in values]
-    if label_type is None:
-        if all(x in (0.0, 1.0) for x in numbers):
-            label_type = "binary"
-        elif all(x is not None for x in numbers):
-            label_type = "ordinal"
-        else:
-            label_type = "categorical"
-    if label_type not in LABEL_TYPES:
-        raise TrustmhError(f"--label-type {label_type}: use one of {', '.join(LABEL_TYPES)}")
-    scale = None
-    if label_type != "categorical":
-        for iid, h in humans.items():
-            for r, v in h.items():
-                if v is not None and _number(v) is None:
-                    raise TrustmhError(f"{path} item {iid} column human_{r}: {v!r} is not a number")
-                h[r] = None if v is None else (int(_number(v)) if label_type == "binary" else _number(v))
-        nums = [v for h in humans.values() for v in h.values() if v is not None]
-        scale = (min(nums), max(nums))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Reference(name=path.name, source="user", sha256=digest, subtask=cls.id, label_type=label_type,
-                     items=items, humans=humans, judge_value=_judge_key(judge_key), scale=scale)
 
 
 def consensus(labels: Sequence[Any], label_type: str) -> Any:

@@ -31,11 +31,11 @@ import numpy as np
 from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError, clean_json
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
+from trustmh.judges.certify.core import agreement_figures, consensus
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.prompts import load_template
 from trustmh.report import environment
 from trustmh.results import load_items, load_results
-from trustmh.run.certify import agreement_figures, consensus
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
 

@@ -1,0 +1,41 @@
+"""The crisis study's two raters' appropriateness scores (1-5) of stored answers, judged by
+`crisis/crisis_escalation`'s judge (docs/judges.md#certify)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustmh.core import Record, RunContext, TrustmhError
+from trustmh.judges.certify.core import Reference, sha256_files
+from trustmh.judges.certify.references import ReferenceSource
+from trustmh.pillars.crisis.data import crisis_file
+from trustmh.pillars.crisis.escalation import CrisisEscalation
+
+NAME = "crisis-study"
+
+
+def _appropriateness(rec: Record) -> Any:
+    return rec.score.get("appropriateness") if rec.score.get("judge_valid", True) else None
+
+
+def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
+    """The crisis study's H1/H2 appropriateness scores (1-5) of stored answers, judged by the escalation judge
+    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges)."""
+    if path:
+        ctx.options["crisis_dir"] = path
+    sub = CrisisEscalation()
+    items, note = sub.human_rated_items(ctx)
+    if not items:
+        raise TrustmhError(f"--reference {NAME}: {note or 'no human-rated item'}")
+    files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
+    humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
+    return Reference(name="crisis-study-h1h2", source="public", sha256=sha256_files(files), subtask=sub.id,
+                     label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
+                     scale=(1.0, 5.0))
+
+
+
+REFERENCE = ReferenceSource(name=NAME, subtask=CrisisEscalation.id, label_type="ordinal",
+                            load=lambda ctx, request: crisis_reference(ctx, request.path),
+                            help="the crisis study's H1/H2 scores; --reference-path: a local copy of the "
+                            "study's repository")

@@ -1,0 +1,170 @@
+"""The reference-quality rule (trustmh.judges.reference_quality): humans' own agreement first, then the judge
+in place of one rater, the lower bound of the paired difference deciding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trustmh.judges.reference_quality import (
+    CANNOT_CERTIFY,
+    CERTIFIED,
+    FLOORS,
+    NOT_CERTIFIED,
+    certify_criterion,
+    human_agreement,
+    overall_status,
+)
+from trustmh.stats.agreement import fleiss_kappa, krippendorff_alpha, ratings_to_table
+from trustmh.stats.icc import icc_a1
+
+N_BOOT = 300
+
+
+def _ratings(noise: float, *, n: int = 60, raters: int = 4, seed: int = 1) -> dict[str, dict[str, int]]:
+    """Synthetic 1-6 ratings: a true score per item plus each rater's noise (small noise = raters agree)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(1, 7, n)
+    return {f"i{i}": {f"C{r + 1}": int(np.clip(np.rint(truth[i] + rng.normal(0, noise)), 1, 6))
+                      for r in range(raters)} for i in range(n)}
+
+
+def _labels(flip: float, *, n: int = 80, seed: int = 2) -> dict[str, dict[str, str]]:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n)
+    return {f"i{i}": {f"A{r}": ("yes" if (truth[i] ^ (rng.random() < flip)) else "no") for r in range(3)}
+            for i in range(n)}
+
+
+def _copy(humans: dict[str, dict[str, object]], rater: str) -> dict[str, object]:
+    return {i: row[rater] for i, row in humans.items()}
+
+
+AGREE = _ratings(0.35)
+DISAGREE = _ratings(2.5)
+
+
+def test_human_agreement_is_icc_a1_when_every_rater_rated_every_item() -> None:
+    got = human_agreement(AGREE, "ratings", seed=0, n_boot=N_BOOT)
+    matrix = np.array([[row[r] for r in sorted(row)] for row in AGREE.values()], dtype=float)
+    assert (got["statistic"], got["value"]) == ("icc_a1", pytest.approx(float(icc_a1(matrix))))
+
+
+def test_human_agreement_is_interval_alpha_when_a_rating_is_missing() -> None:
+    humans = {i: dict(row) for i, row in AGREE.items()}
+    humans["i0"]["C2"] = None
+    got = human_agreement(humans, "ratings", seed=0, n_boot=N_BOOT)
+    matrix = np.array([[np.nan if row[r] is None else row[r] for r in sorted(row)] for row in humans.values()])
+    assert (got["statistic"], got["value"]) == ("krippendorff_alpha_interval",
+                                                pytest.approx(krippendorff_alpha(matrix.T, level="interval")))
+
+
+def test_human_agreement_is_fleiss_kappa_for_complete_labels() -> None:
+    humans = _labels(0.05)
+    got = human_agreement(humans, "labels", seed=0, n_boot=N_BOOT)
+    codes = np.array([[0 if row[r] == "no" else 1 for r in sorted(row)] for row in humans.values()])
+    assert (got["statistic"], got["value"]) == ("fleiss_kappa",
+                                                pytest.approx(fleiss_kappa(ratings_to_table(codes, [0, 1]))))
+
+
+def test_human_agreement_interval_is_seeded() -> None:
+    a = human_agreement(DISAGREE, "ratings", seed=7, n_boot=N_BOOT)
+    b = human_agreement(DISAGREE, "ratings", seed=7, n_boot=N_BOOT)
+    assert a["ci"] == b["ci"]
+
+
+def test_items_rated_by_fewer_than_two_raters_are_left_out_and_counted() -> None:
+    humans = {i: dict(row) for i, row in AGREE.items()}
+    humans["i3"] = {"C1": 4, "C2": None, "C3": None, "C4": None}
+    got = human_agreement(humans, "ratings", seed=0, n_boot=N_BOOT)
+    assert (got["n_items"], got["n_items_unpairable"]) == (59, 1)
+
+
+def test_copying_one_rater_where_raters_disagree_cannot_be_certified() -> None:
+    verdict = certify_criterion(DISAGREE, _copy(DISAGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.status == CANNOT_CERTIFY
+
+
+def test_the_cannot_certify_reason_gives_the_humans_figure_and_the_floor() -> None:
+    verdict = certify_criterion(DISAGREE, _copy(DISAGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    human = verdict.figures["humans"]["value"]
+    assert f"icc_a1 {human:.2f}" in verdict.reason and f"floor {FLOORS['ratings']:g}" in verdict.reason
+
+
+def test_cannot_certify_still_reports_the_judge_figures() -> None:
+    verdict = certify_criterion(DISAGREE, _copy(DISAGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.figures["judge_in_place"]["value"] is not None
+
+
+def test_copying_one_rater_where_raters_agree_is_certified() -> None:
+    verdict = certify_criterion(AGREE, _copy(AGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.status == CERTIFIED, verdict.reason
+
+
+def test_a_constant_judge_is_not_certified() -> None:
+    verdict = certify_criterion(AGREE, {i: 4 for i in AGREE}, "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.status == NOT_CERTIFIED, verdict.reason
+
+
+def test_the_judge_takes_each_raters_place_in_turn() -> None:
+    verdict = certify_criterion(AGREE, _copy(AGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    in_place = verdict.figures["judge_in_place_of"]
+    # in C1's place the copy changes nothing: the humans' own figure
+    assert in_place["C1"] == pytest.approx(verdict.figures["humans"]["value"])
+
+
+def test_judge_in_place_is_the_mean_over_replaced_raters() -> None:
+    verdict = certify_criterion(AGREE, _copy(AGREE, "C2"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.figures["judge_in_place"]["value"] == pytest.approx(
+        np.mean(list(verdict.figures["judge_in_place_of"].values())))
+
+
+def test_unreadable_judge_values_count_against_the_judge() -> None:
+    judge = _copy(AGREE, "C1")
+    for i in list(judge)[:20]:
+        judge[i] = None
+    verdict = certify_criterion(AGREE, judge, "ratings", seed=0, n_boot=N_BOOT, scale=(1, 6))
+    assert (verdict.status, verdict.figures["n_judge_invalid"]) == (NOT_CERTIFIED, 20)
+
+
+def test_a_margin_is_recorded_and_loosens_the_comparison() -> None:
+    near = {i: min(6, v + 1) if k % 3 == 0 else v for k, (i, v) in enumerate(_copy(AGREE, "C1").items())}
+    strict = certify_criterion(AGREE, near, "ratings", seed=0, n_boot=N_BOOT)
+    loose = certify_criterion(AGREE, near, "ratings", seed=0, n_boot=N_BOOT, margin=0.5)
+    assert (strict.status, loose.status, loose.figures["margin"]) == (NOT_CERTIFIED, CERTIFIED, 0.5)
+
+
+def test_labels_copy_certified_where_annotators_agree() -> None:
+    humans = _labels(0.03)
+    verdict = certify_criterion(humans, _copy(humans, "A0"), "labels", seed=0, n_boot=N_BOOT)
+    assert verdict.status == CERTIFIED, verdict.reason
+
+
+def test_labels_constant_judge_not_certified() -> None:
+    humans = _labels(0.03)
+    verdict = certify_criterion(humans, {i: "no" for i in humans}, "labels", seed=0, n_boot=N_BOOT)
+    assert verdict.status == NOT_CERTIFIED, verdict.reason
+
+
+def test_labels_where_annotators_disagree_cannot_certify() -> None:
+    humans = _labels(0.45)
+    verdict = certify_criterion(humans, _copy(humans, "A0"), "labels", seed=0, n_boot=N_BOOT)
+    assert verdict.status == CANNOT_CERTIFY
+
+
+def test_one_rater_cannot_certify() -> None:
+    humans = {i: {"C1": row["C1"]} for i, row in AGREE.items()}
+    verdict = certify_criterion(humans, _copy(AGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.status == CANNOT_CERTIFY and "fewer than two raters" in verdict.reason
+
+
+def test_overall_status_fail_outranks_cannot_certify() -> None:
+    assert overall_status([CERTIFIED, CANNOT_CERTIFY, NOT_CERTIFIED]) == NOT_CERTIFIED
+
+
+def test_overall_status_cannot_certify_is_never_a_pass() -> None:
+    assert overall_status([CERTIFIED, CANNOT_CERTIFY]) == CANNOT_CERTIFY
+
+
+def test_overall_status_all_certified() -> None:
+    assert overall_status([CERTIFIED, CERTIFIED]) == CERTIFIED
