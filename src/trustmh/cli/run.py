@@ -115,8 +115,9 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 def add_price_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", type=Path, metavar="FILE",
-                   help="price file (TOML: per model, input, output and cached_input per million tokens; see "
-                   "examples/prices.toml, whose figures are dated examples, not current prices)")
+                   help="price file (TOML: per model, input and output per million tokens, optionally "
+                   "cached_input, cache_write, batch_input and batch_output; see examples/prices.toml, whose "
+                   "figures are dated examples, not current prices)")
     p.add_argument("--latency", type=positive_float, metavar="SECONDS",
                    help="assumed seconds per call for the wall-time estimate (default 3)")
     p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
