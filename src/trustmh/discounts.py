@@ -96,11 +96,10 @@ def money(x: Any) -> str:
     return f"{x:.4f}" if x < 1 else f"{x:,.2f}"
 
 
-def table_lines(totals: Mapping[str, Any], mode: BatchMode | None, live_providers: list[str],
-                shares: Iterable[Mapping[str, Any]], wall: Mapping[str, float] | None) -> list[str]:
-    """The plan's discount section as text lines."""
-    lines = ["", "cost with discounts (expected / max; batch rates and cached reads from --prices, a missing "
-                 "rate priced at the live rate)"]
+def table_lines(totals: Mapping[str, Any], batch: Mapping[str, Any], shares: Iterable[Mapping[str, Any]],
+                fallbacks: Mapping[str, list[str]]) -> list[str]:
+    """The plan's discount section as text lines (`batch`: plan.json's batch section)."""
+    lines = ["", "cost with discounts (expected / max), from the same price file:"]
     for s in SCENARIOS:
         t = totals.get(s)
         if t is None:
@@ -109,16 +108,18 @@ def table_lines(totals: Mapping[str, Any], mode: BatchMode | None, live_provider
         ratio = saving(totals, s)
         share = f"  ({ratio:.0%} of live)" if ratio is not None and s != "live" else ""
         lines.append(f"  {s:<12} {money(t['expected'])} / {money(t['max'])}{share}")
-    if mode is not None:
-        what = "judges and single-turn model calls" + (", and conversation turns" if mode.conversations else
-                                                       "; conversation turns live (--batch-conversations)")
-        lines.append(f"  this run batches: {what}")
-        if live_providers:
-            lines.append(f"  no batch API (live): {', '.join(live_providers)}")
-    if wall is not None:
-        lines.append(f"  wall time in batch mode: {wall['min'] / 3600:.1f} h (typical batch turnaround "
-                     f"{BATCH_LATENCY_SECONDS['typical'] // 60} min) to {wall['max'] / 3600:.0f} h (every batch "
-                     "taking the providers' 24 h window)")
+    for model, missing in fallbacks.items():
+        lines.append(f"  {model}: no rate for {', '.join(m.split(' as ')[0] for m in missing)} in the price file: "
+                     "priced at the live rate")
+    what = "judges and single-turn model calls" + (", and conversation turns" if batch["conversations"] else
+                                                   "; conversation turns live (--batch-conversations batches them)")
+    lines.append(f"  {'this run batches' if batch['on'] else 'with --batch, the run would batch'}: {what}")
+    if batch["live_providers"]:
+        lines.append(f"  no batch API (always live): {', '.join(batch['live_providers'])}")
+    wall = batch["wall_seconds"]
+    lines.append(f"  wall time with --batch: {batch['batched_rounds']} batch round(s) in a sample's longest chain: "
+                 f"{wall['min'] / 3600:.1f} h at {BATCH_LATENCY_SECONDS['typical'] // 60} min a round, up to "
+                 f"{wall['max'] / 3600:.0f} h if every batch takes the providers' 24 h")
     shares = list(shares)
     if shares:
         lines.append("\nprompt caching: shared prefix per judge template (share = shared prefix tokens over all "

@@ -31,19 +31,50 @@ def min_cacheable(model: str) -> int | None:
     return max([base, *(n for key, n in HIGHER_MINIMUM.items() if key in name)])
 
 
+def common_prefix(a: str, b: str) -> str:
+    n = 0
+    limit = min(len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _at_word_boundary(prefix: str, whole: str) -> str:
+    """A common prefix cut back to the last whitespace unless it is a whole prompt (a token boundary)."""
+    if prefix == whole:
+        return prefix
+    cut = max(prefix.rfind(" "), prefix.rfind("\n"))
+    return prefix[: cut + 1] if cut >= 0 else ""
+
+
 def shared_prefix(prompts: Sequence[str]) -> str:
     """The text every prompt starts with, cut back to the last whitespace (a token boundary in practice)."""
     if len(prompts) < 2:
         return ""
     lo, hi = min(prompts), max(prompts)  # the common prefix of all is that of the extremes
-    n = 0
-    while n < len(lo) and lo[n] == hi[n]:
-        n += 1
-    prefix = lo[:n]
-    if n < len(lo):
-        cut = max(prefix.rfind(" "), prefix.rfind("\n"))
-        prefix = prefix[: cut + 1] if cut >= 0 else ""
-    return prefix
+    return _at_word_boundary(common_prefix(lo, hi), lo)
+
+
+@dataclass
+class PrefixTracker:
+    """The shared prefix of a template's prompts, kept as they come (memory: one prefix, not every prompt)."""
+
+    prefix: str | None = None
+    whole: str = ""
+    calls: int = 0
+    total_tokens: int = 0
+
+    def add(self, prompt: str, tokens: int) -> None:
+        self.prefix = prompt if self.prefix is None else common_prefix(self.prefix, prompt)
+        self.whole = prompt
+        self.calls += 1
+        self.total_tokens += tokens
+
+    def share(self, template: str, model: str, count: Callable[[str], int]) -> PrefixShare:
+        prefix = _at_word_boundary(self.prefix or "", self.whole) if self.calls > 1 else ""
+        return PrefixShare(template=template, model=model, calls=self.calls,
+                           prefix_tokens=count(prefix) if prefix else 0, total_tokens=self.total_tokens,
+                           minimum=min_cacheable(model))
 
 
 @dataclass(frozen=True)

@@ -588,6 +588,8 @@ def plan_settings(opts: RunOptions, **more: Any) -> Any:
     if opts.expect_reply_tokens:
         expected["model"] = int(opts.expect_reply_tokens)
     settings = PlanSettings(prices=dict(opts.prices), expected=expected, **more)
+    if opts.batch is not None:
+        settings.batch = BatchMode(size=opts.batch or None, conversations=opts.batch_conversations)
     if opts.latency:
         settings.latency = float(opts.latency)
     return settings
@@ -604,8 +606,11 @@ def over_budget(planned: dict[str, Any], budget: float) -> str | None:
     cost = planned["totals"]["cost"]
     if cost["price_unknown"]:
         return f"price unknown for {', '.join(cost['price_unknown'])}: the run's cost cannot be bounded"
-    if cost["max"] > budget:
-        return f"the plan's upper estimate {cost['max']:.4f} is over the budget {budget:g}"
+    top, what = cost["max"], "the plan's upper estimate"
+    if (planned.get("batch") or {}).get("on"):  # a batched run is bounded at the batch rates
+        top, what = planned["totals"]["cost_scenarios"]["batch"]["max"], "the plan's upper estimate at batch rates"
+    if top > budget:
+        return f"{what} {top:.4f} is over the budget {budget:g}"
     return None
 
 
