@@ -43,6 +43,7 @@ from trustmh.discounts import (
 from trustmh.gate import load_policy
 from trustmh.judges.ensemble import fans_out
 from trustmh.models.batch import BatchMode, live_providers
+from trustmh.models.batch import provider as provider_of
 from trustmh.pillars.conversation.contract import (
     PATIENT_ROLE,
     ConversationSubtask,
@@ -50,7 +51,7 @@ from trustmh.pillars.conversation.contract import (
     read_system_prompt,
 )
 from trustmh.prices import Price, cost, load_prices  # noqa: F401  (load_prices: the CLI's entry)
-from trustmh.prompt_cache import PrefixTracker
+from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixTracker, min_cacheable
 from trustmh.results import load_items, load_results
 from trustmh.results.item_scores import item_scores
 
@@ -153,6 +154,8 @@ class RoleTally:
     output_expected: int = 0
     output_max: int = 0  # every call at its cap, every re-ask made
     chain: int = 0  # the longest chain of calls one sample makes in this role (no re-asks)
+    cached_read: int = 0  # input a prefix cache could read: a conversation turn's earlier turns
+    cache_write: int = 0  # ... and the input it would write (explicit caches, e.g. Anthropic's)
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "model": self.model, "samples": self.samples,
@@ -181,12 +184,20 @@ class _Replay:
 
     def call(self, sample_key: str, role: str, model: str, messages: list[dict[str, str]], cap: int,
              expected: int, attempts: int = 1, reask_messages: list[list[dict[str, str]]] | None = None,
-             template: str | None = None) -> None:
+             template: str | None = None, cached_prefix: int = 0) -> int:
         """One call (and what its re-asks would add: `attempts` in all, `reask_messages` when they differ);
-        `template`: the judge request's name, whose prompts' shared prefix a prompt cache could read."""
+        `template`: the judge request's name, whose prompts' shared prefix a prompt cache could read;
+        `cached_prefix`: the tokens of this call's prompt that an earlier call of the sample sent (a
+        conversation's earlier turns), read from the cache when the provider's minimum allows. Returns the
+        call's input tokens."""
         tally = self.tallies.setdefault((role, model), RoleTally(role=role, model=model))
         tok = self.tokenizer(model)
         n = tok.prompt_tokens(messages)
+        minimum = min_cacheable(model)
+        if cached_prefix and minimum is not None and cached_prefix >= minimum:
+            tally.cached_read += cached_prefix
+            if provider_of(model) in EXPLICIT_CACHE:
+                tally.cache_write += n - cached_prefix
         if template is not None:
             self.prefixes.setdefault((role, model, template), PrefixTracker()).add(
                 str(messages[-1].get("content") or ""), n)
@@ -204,6 +215,7 @@ class _Replay:
         if (sample_key, role, model) not in self._seen:
             self._seen.add((sample_key, role, model))
             tally.samples += 1
+        return n
 
 
 def template_of(request_name: str) -> str:
@@ -269,15 +281,18 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     patient = str(ctx.options.get("patient") or "patient")
     patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
     turns: list[dict[str, Any]] = []
+    sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
         if move.text is not None:
             said = move.text
         else:
-            r.call(key, "patient", patient, list(move.messages or []), patient_cap, r.expected["patient"])
+            sent["patient"] = r.call(key, "patient", patient, list(move.messages or []), patient_cap,
+                                     r.expected["patient"], cached_prefix=sent["patient"])
             said = placeholder(min(patient_cap, r.expected["patient"]))
         turns.append({"role": PATIENT_ROLE, "content": said, "model": patient, "turn": i, "marks": {}})
-        r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"])
+        sent["model"] = r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"],
+                               cached_prefix=sent["model"])
         turns.append({"role": "model", "content": placeholder(min(cap, r.expected["model"])), "model": model,
                       "turn": i, "marks": {}})
     if ctx.has_judge:  # the requests already carry their test-retest repeats ("name#2")
@@ -399,7 +414,8 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
             mine = [x for x, key in zip(sub_shares, r.prefixes, strict=True) if key[:2] == (t.role, t.model)]
             tokens = RoleTokens(t.role, t.model, isinstance(subtask, ConversationSubtask), t.input_min,
                                 t.input_max, t.output_expected, t.output_max,
-                                sum(x.cached_read for x in mine), sum(x.cache_write for x in mine))
+                                t.cached_read + sum(x.cached_read for x in mine),
+                                t.cache_write + sum(x.cache_write for x in mine))
             row["cost_scenarios"] = scenario_costs(tokens, settings.prices.get(t.model), mode)
             row["batched"] = batched(tokens, mode)
             discounted.append((tokens, row["cost_scenarios"]))
