@@ -21,6 +21,19 @@ from trustmh.cli import main
 from trustmh.models.batch import JOURNAL
 
 SUBTASKS = "knowledge,ethical_reasoning"
+# made-up rates: batch at half the live ones
+PRICES = """["openai/gpt-4o-mini"]
+input = 100.0
+output = 400.0
+batch_input = 50.0
+batch_output = 200.0
+
+["openai/gpt-4o"]
+input = 1000.0
+output = 4000.0
+batch_input = 500.0
+batch_output = 2000.0
+"""
 
 
 def respond(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
@@ -52,31 +65,52 @@ def live_and_batch(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with BatchServer(respond) as server, pytest.MonkeyPatch.context() as mp:
         for k, v in {**server.env(), "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
             mp.setenv(k, v)
-        live = run(tmp / "live")
+        prices = tmp / "prices.toml"
+        prices.write_text(PRICES)
+        live = run(tmp / "live", "--prices", str(prices))
         live_calls = sum(server.live_bodies.values())
-        batched = run(tmp / "batch", "--batch")
-    return live, batched, server, live_calls
+        batched = run(tmp / "batch", "--batch", "--prices", str(prices))
+    return live, batched, server, live_calls, tmp
 
 
 @pytest.mark.slow
 def test_a_batch_run_scores_every_item_as_the_live_run_does(live_and_batch: Any) -> None:
-    live, batched, _, _ = live_and_batch
+    live, batched, _, _, _ = live_and_batch
     assert (scores(batched), [sub["n"] for sub in batched["subtasks"].values()]) == (scores(live), [3, 3])
 
 
 @pytest.mark.slow
 def test_a_batch_run_sends_every_call_through_batches(live_and_batch: Any) -> None:
-    _, batched, server, live_calls = live_and_batch
+    _, batched, server, live_calls, _ = live_and_batch
     assert (sum(server.live_bodies.values()), sum(server.answered_bodies.values()) > 0, server.twice()) == (
         live_calls, True, {})
 
 
 @pytest.mark.slow
 def test_usage_counts_batched_tokens_apart(live_and_batch: Any) -> None:
-    live, batched, _, _ = live_and_batch
+    live, batched, _, _, _ = live_and_batch
     assert (batched["usage"]["totals"]["input_tokens"], batched["usage"]["totals"]["batch_calls"] > 0,
             batched["usage"]["totals"]["batch_input_tokens"]) == (
         0, True, live["usage"]["totals"]["input_tokens"])
+
+
+@pytest.mark.slow
+def test_a_batch_run_costs_half_the_live_run_at_half_rates(live_and_batch: Any) -> None:
+    live, batched, _, _, _ = live_and_batch
+    assert batched["usage"]["totals"]["cost"] == pytest.approx(live["usage"]["totals"]["cost"] / 2)
+
+
+@pytest.mark.slow
+def test_results_put_the_planned_batch_cost_beside_the_actual_one(live_and_batch: Any) -> None:
+    _, batched, _, _, _ = live_and_batch
+    row = batched["usage"]["subtasks"]["ethics/ethical_reasoning"][0]
+    assert row["planned"]["cost_scenarios"]["batch"]["expected"] < row["planned"]["cost_scenarios"]["live"]["expected"]
+
+
+@pytest.mark.slow
+def test_the_report_has_the_batch_columns(live_and_batch: Any) -> None:
+    page = (live_and_batch[4] / "batch" / "report.html").read_text()
+    assert "batch calls" in page and "planned cost (live / batch)" in page
 
 
 def batch_command(out: Path) -> list[str]:

@@ -74,7 +74,8 @@ def usage_rows(records: Mapping[str, Sequence[Record]], prices: Mapping[str, Pri
             p = plan_roles.get((role, model))
             if p is not None:
                 row["planned"] = {"calls": p["calls"], "input_tokens": p["input_tokens"],
-                                  "output_tokens": p["output_tokens"], "cost": p["cost"]}
+                                  "output_tokens": p["output_tokens"], "cost": p["cost"],
+                                  **({"cost_scenarios": p["cost_scenarios"]} if "cost_scenarios" in p else {})}
             rows.append(row)
         if rows:
             out[sid] = rows

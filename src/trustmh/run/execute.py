@@ -554,7 +554,8 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     extra = {**(extra or {}), "usage": usage_rows(records, plan.opts.prices, planned.get("subtasks"))}
     if planned:
         extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
-                         "assumptions": planned["assumptions"]}
+                         "assumptions": planned["assumptions"],
+                         **({"batch": planned["batch"]} if "batch" in planned else {})}
     run_results = RunResults(model=plan.model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors,
                              extra={"generation": plan.generation,
