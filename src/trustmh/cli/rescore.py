@@ -14,6 +14,7 @@ from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.judges.reask import ask_until_valid
+from trustmh.models.batch import mode_from_args, provider_discounts
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
@@ -125,5 +126,12 @@ def _bounded_judge(model: str, seed: int):  # noqa: ANN202
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
-                   limit=args.limit)
+    mode = mode_from_args(args, args.out)
+    if mode is not None and (args.fmt != "mentalbench" or not args.judge):
+        # crisis-original asks its judge one request at a time: a batch per request would take hours each
+        print(f"trustmh: --batch applies to `rescore --format mentalbench` with a --judge; {args.fmt} runs live",
+              file=sys.stderr)
+        mode = None
+    with provider_discounts(mode, prompt_cache=not args.no_prompt_cache):
+        return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                       limit=args.limit)

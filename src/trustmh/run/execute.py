@@ -27,12 +27,12 @@ from trustmh.core import (
 )
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, journaled_batches, model_provider_known
+from trustmh.inspect_compat import cache_urls_moved, model_provider_known
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
-from trustmh.models import BUNDLED_MODEL, batch
-from trustmh.models.batch import BatchMode, live_providers
+from trustmh.models import BUNDLED_MODEL
+from trustmh.models.batch import BatchMode, env_seconds, live_providers, provider_discounts
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
@@ -457,28 +457,7 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
              "hours per turn); their judges are batched")
     return BatchMode(size=opts.batch or None, conversations=opts.batch_conversations,
                      journal_dir=None if isinstance(out, Url) else Path(out),
-                     tick=_env_seconds("TRUSTMH_BATCH_TICK"), send_delay=_env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
-
-
-def _env_seconds(name: str) -> float | None:
-    """Inspect's batch polling interval / send delay from the environment (tests and benchmarks shorten them)."""
-    value = os.environ.get(name)
-    return float(value) if value else None
-
-
-@contextmanager
-def provider_discounts(mode: BatchMode | None, prompt_cache: bool) -> Iterator[None]:
-    """For the eval's duration: the batch mode every call reads (`trustmh.models.batch.call_settings`), the
-    journaled OpenAI batcher, and --no-prompt-cache."""
-    batch.ACTIVE, batch.PROMPT_CACHE = mode, prompt_cache
-    try:
-        if mode is None:
-            yield
-        else:
-            with journaled_batches(mode.journal_dir):
-                yield
-    finally:
-        batch.ACTIVE, batch.PROMPT_CACHE = None, True
+                     tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 
 def log_settings(opts: RunOptions, display: str | None) -> dict[str, Any]:
