@@ -74,6 +74,10 @@ class BatchServer:
     fail_once: Callable[[dict[str, Any]], bool] | None = None
     expire_batches: int = 0
     cached_tokens: Callable[[dict[str, Any]], int] | None = None
+    # `usage` counts (default: whitespace words per message and reply), so a benchmark can count with the
+    # plan's own tokenizer
+    prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None
+    completion_tokens: Callable[[str], int] | None = None
     max_requests: int = 2000
     max_seconds: float = 120.0
     api_key: str = "batch-test-key"
@@ -167,8 +171,10 @@ class BatchServer:
     def _reply(self, body: dict[str, Any], n: int) -> dict[str, Any]:
         messages = body.get("messages") or []
         text = (self.respond or (lambda m, b: "OK"))(messages, body)
-        prompt = sum(count_tokens(message_text(m)) for m in messages)
-        completion = count_tokens(text)
+        texts = [{**m, "content": message_text(m)} for m in messages]
+        prompt = (self.prompt_tokens(texts) if self.prompt_tokens is not None
+                  else sum(count_tokens(m["content"]) for m in texts))
+        completion = (self.completion_tokens or count_tokens)(text)
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                                  "total_tokens": prompt + completion}
         if self.cached_tokens is not None:
