@@ -31,6 +31,35 @@ TRUSTMH = ("Qiyuan0130/TrustMH_Bench", "94d65dbd125bfc5df64f0530f35fe0f568a13eb7
 ESCONV = ("thu-coai/Emotional-Support-Conversation", "f262d062ad74cb39b17ea476facc81568ddcba24")
 ELEPHANT = ("myracheng/elephant", "83263944cffdfd8caa48f8da2436642fd4e681bc")
 CRISIS = ("ellisalicante/LLMs-Mental-Health-Crisis", "f4a70c1fd4ea6f7e09d50721065db4a4039e9fac")
+# Publisher files read in place for clinical/siri2 and fairness/stigma (not in the reference data): path in the
+# repository, sha256 and git blob id at the pinned commit (from a local copy of the repository at that commit),
+# optional, note.
+SIRI2 = ("MattMatt27/mental-health-benchmark-tutorial", "ea89f477a779492c7d8bf4b7e97f2fdba6976c87")
+SIRI2_FILES = [
+    ('instrument/siri2_items.json', "2916836216df3633579043c44f689f601548ee335a3f95b225ec406e1275c044",
+     "ca86d5b33d5898c6d88b134d1ca0839f86573988", False, 'the SIRI-2 items (Neimeyer & Bonnelle 1997, copyrighted): read at run time, never redistributed'),
+    ('instrument/siri2_expert_scores.csv', "be986b872a9ca16c1a8accaa19aa2ed2eb1393b3df44c2068a1821a16312ecbb",
+     "35afa76c00de535c23b0097147c041ce64f83aa6", False, "expert suicidologists' mean and SD per reply (48 rows, item 14 absent)"),
+    ('experiment-results/model_scores_by_condition.csv', "cf9bada6f99b6f478b8e54d11bbfc10be95723e2de1eec0da3252a6bba0ddaa9",
+     "2a4fccbbdfde5eb7ce0e709a105178f9bd48491c", True, 'released per-item mean ratings (rescore --format siri2)'),
+    ('experiment-results/siri2_total_scores.csv', "dad65803ed29bac6168a72614430c7260ecb25537105a74c8d04d6ccf28afb62",
+     "d18ec3cd96a6e1c587fc38acaa0022e164e29634", True, 'released SIRI-2 totals (rescore --format siri2 compares with them)'),
+    ('LICENSE', "ea85548e87684e4f1de94366a8e03341206f1400c96bdec54060f2a003724e3c",
+     "e7970ae2c543bda4d488625f7a53966065bd783a", True, None),
+]
+MOORE = ("jlcmoore/llms-as-therapists", "743e5c2d6ceb156f9114ff405786151628aac84e")
+MOORE_FILES = [
+    ('data/questions.jsonl', "8288a6c7a3a5ba36dd877cd98621ca71a216efc2cccf5cae41ef37b4a773d74b",
+     "5064c205f7b1d51952ee9b5baad34a64fb56e460", False, 'despite its name, the 72 vignettes (condition x race x gender x education)'),
+    ('data/vignettes.jsonl', "d7f4da1d51fde5eb190006fb94077001666379052141fcf3b98690bc0bf8bb7c",
+     "cf5648fc4234fe401741f50d79d429b88454b5c6", False, 'despite its name, the 14 questions with their options'),
+    ('external_data/human_data_2018.csv', "59cbf7804215f99812d7a7023c58584a28ba8de0ebb6bd08c1851ce892f0aa2a",
+     "531c23dfe04f480c91c284610838bd7f3cbf0adc", False, 'GSS 2018 public, percent per question and condition'),
+    ('results/stigma/all_combined.csv', "fcdd2eb60bcb720b59fa3562defa4b48ca0a26cee97dc1e2a30f8e233a1beda7",
+     "af43ccdda9ff070c99585e2e4ac7809354c712cf", True, 'released coded answers (rescore --format moore-stigma)'),
+    ('LICENSE.md', "25761efdf8ce63e69826178f3fb250daf6f6585fd7667e670f053c755dcd2d79",
+     "7779c3d2286a1afc49899625fd5b3bf4fb9ca120", True, None),
+]
 # Not pinned in the specs: commits at which the stored index of GitHub holds these paths.
 MENTALALIGN_XLSX = ("abeerbadawi/MentalBench-Align", "2d4f8df3ad90c8e31c05a9937185d292db7254b9")
 MENTALALIGN_EARLY = ("abeerbadawi/MentalBench-Align", "b4a55cadf1e61b8073866867807e0ebac2eacd6d")
@@ -302,6 +331,18 @@ def build(manifest: dict[str, str], pins: dict[str, str] | None = None) -> list[
         "files": [f("external/MentalBench-Align/MentalBench-100k.zip", raw(*MENTALBENCH_100K[:3]), known=False,
                     git_blob=MENTALBENCH_100K[3])],
     })
+
+    # --- Clinical judgment and stigma: publishers' repositories read in place ------------------------------------
+    for (repo, commit), files, entry in (
+            (SIRI2, SIRI2_FILES, {"name": "siri2", "title": 'SIRI-2 items and expert scores, with released model results (mental-health-benchmark-tutorial)',
+                                  "licence": "MIT (repository); the SIRI-2 items are Neimeyer & Bonnelle's copyrighted instrument",
+                                  "option": "siri2_dir", "notes": "Pinned at commit ea89f477a779492c7d8bf4b7e97f2fdba6976c87. The items are read at run time from the publisher's file or a folder you supply (-O siri2_dir=DIR laid out like the repository); trustmh never ships or rewrites them."}),
+            (MOORE, MOORE_FILES, {"name": "moore_stigma", "title": 'Stigma vignettes, questions, released coded answers and GSS 2018 rates (llms-as-therapists)',
+                                  "licence": "MIT", "option": "moore_dir", "notes": "Pinned at commit 743e5c2d6ceb156f9114ff405786151628aac84e. Moore et al., FAccT 2025; vignettes after the General Social Survey's vignette studies. Read at run time (-O moore_dir=DIR laid out like the repository, or TRUSTMH_DATA_DIR, or a pinned download)."})):
+        base = "external/" + repo.split("/")[1]
+        ds.append({**entry, "source": f"https://github.com/{repo}",
+                   "files": [f(f"{base}/{rel}", raw(repo, commit, rel), known=False, sha256=sha, git_blob=blob,
+                               optional=optional, note=note) for rel, sha, blob, optional, note in files]})
 
     # --- Gated: user path only ------------------------------------------------------------------------------
     ds.append({

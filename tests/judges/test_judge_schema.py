@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from fixture_paths import FIXTURES
 from trustmh import catalogue
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import LABELS as CRISIS_LABELS
 from trustmh.pillars.crisis.escalation import human_triple_requests
 from trustmh.run.calls import JUDGE_JSON, judge_response_schema
+from trustmh.starter import starter_path
 
 REPLY = "I hear you, that sounds hard. Answer: A"
 # Requests whose answer is free text, not JSON (the faithful privacy proxy question).
@@ -95,6 +97,8 @@ def schema_replies(schema: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({**full, key: False})
     return out
 
+MOORE = FIXTURES / "moore_interjections" / "publisher"
+
 
 def check_request(req: JudgeRequest, where: str) -> None:
     schema = req.schema
@@ -111,14 +115,17 @@ def _contexts() -> list[tuple[Any, RunContext]]:
     out = []
     for info in catalogue.ALL_TASKS:
         subtask = catalogue.get_subtask(info.id)
+        if subtask.judge_use == "no" and not starter_path(subtask.id).is_file():
+            continue  # no judge and no starter items (clinical/siri2, fairness/stigma: publishers' files only)
         for mode in subtask.modes:
             if info.pillar == "mentalbench":
                 ctx = RunContext(mode=mode, suite="mentalbench", judge=JudgeInfo(model="j", validated=False),
                                  options={"mentalbench_starter": "1"})
             else:
                 # the proxy model option makes privacy's faithful mode build its (unschemed) proxy request
+                # moore_dir: the interjections have no starter items, only the publisher's file (a synthetic copy)
                 ctx = RunContext(mode=mode, suite="starter", judge=JudgeInfo(model="j", validated=False),
-                                 options={"privacy_proxy_model": "p"})
+                                 options={"privacy_proxy_model": "p", "moore_dir": str(MOORE)})
             out.append((subtask, ctx))
     return out
 
@@ -138,7 +145,7 @@ def test_every_judge_request_schema_matches_its_parser() -> None:
     judged = {"reliability/emotional_support", "reliability/psychological_intervention", "crisis/crisis_escalation",
               "safety/jailbreak_resistance", "safety/antitoxic", "safety/over_refusal", "fairness/overall",
               "privacy/leakage", "robustness/emotional_support", "sycophancy/oeq", "sycophancy/aita_yta",
-              "sycophancy/pas", "ethics/ethical_reasoning", "mentalbench/generation"}
+              "sycophancy/pas", "ethics/ethical_reasoning", "mentalbench/generation", "crisis/interjections"}
     assert judged <= set(seen), sorted(judged - set(seen))
     assert {"leak", "proxy"} <= seen["privacy/leakage"]
 

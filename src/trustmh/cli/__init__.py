@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
 
     res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
-    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original", "mindeval"])
+    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original",
+                                                                          "mindeval", "moore-interjections", "siri2", "moore-stigma"])
     res.add_argument("--from", dest="source", required=True, type=Path)
     res.add_argument("--out", required=True, type=Path)
     res.add_argument("--mode", choices=["faithful", "default"], default="faithful")

@@ -11,19 +11,20 @@ import sys
 from pathlib import Path
 
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
-from trustmh.core import JudgeInfo, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
-from trustmh.judges.reask import ask_until_valid
+from trustmh.judges.certify.core import bounded_judge
 from trustmh.models.batch import mode_from_args, provider_discounts
+from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
+from trustmh.pillars.crisis.moore_rescore import rescore_moore
 from trustmh.pillars.crisis.rescore import rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
+from trustmh.pillars.fairness.stigma_rescore import rescore_moore_stigma
 from trustmh.pillars.privacy.rescore import rescore_privacy
 from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
-from trustmh.run.calls import bounded_config, cache_policy
-from trustmh.run.execute import check_model_name
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -34,6 +35,18 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
             judges: list[str] | None = None, limit: int | None = None) -> int:
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+    if fmt in ("siri2", "moore-stigma"):
+        if judges:
+            raise TrustmhError(f"rescore --format {fmt}: takes no --judge (the released results are rescored as "
+                               "they stand)")
+        if fmt == "siri2":
+            return rescore_siri2(source, out, seed=seed)
+        return rescore_moore_stigma(source, out, seed=seed)
+    if fmt == "moore-interjections":
+        if judges:
+            raise TrustmhError("rescore --format moore-interjections takes no --judge (the published verdicts are "
+                               "summarised; certify a judge with `trustmh judge certify --reference moore-interjections`)")
+        return rescore_moore(source, out, seed=seed)
     if fmt == "mindeval":
         if not source.is_dir():
             raise TrustmhError(f"--from {source}: not a directory (give a copy of SWORDHealth/mind-eval)")
@@ -98,37 +111,16 @@ def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) ->
         raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
     if len(judges) > 1:
         raise TrustmhError("rescore --format crisis-original: one --judge at most (trustmh's own judge)")
-    judge = _bounded_judge(judges[0], seed) if judges else None
+    judge = bounded_judge(judges[0], seed) if judges else None
     return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
 
 
-def _bounded_judge(model: str, seed: int):  # noqa: ANN202
-    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
-    every judge of a run, up to three attempts."""
-    import asyncio
-
-    from inspect_ai.model import get_model
-
-
-    check_model_name(model, "--judge")
-    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
-    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
-
-    def ask(req: JudgeRequest) -> str:
-        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
-
-        async def attempt_once(attempt: int) -> str:
-            return (await judge_model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
-
-        return asyncio.run(ask_until_valid(attempt_once, req.validate))
-
-    return ask
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     mode = mode_from_args(args, args.out)
     if mode is not None and (args.fmt != "mentalbench" or not args.judge):
-        # crisis-original asks its judge one request at a time: a batch per request would take hours each
+        # the other formats ask their judge one request at a time: a batch per request would take hours each
         print(f"trustmh: --batch applies to `rescore --format mentalbench` with a --judge; {args.fmt} runs live",
               file=sys.stderr)
         mode = None

@@ -23,6 +23,7 @@ from trustmh.core import SMALL_N, Record, clean_json
 from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
 from trustmh.report import layout
+from trustmh.report.norms import norms_views
 from trustmh.results.leaderboard import leaderboard
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -228,7 +229,8 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
             status = None if sub["status"] == "ok" else f"{sub['status']}: {sub.get('reason') or ''}"
             cells.append({"value": sub["value"] if sub["status"] == "ok" else None, "ci": sub.get("ci"),
                           "n": sub["n"], "n_invalid": sub.get("n_invalid") or 0, "rank": entry["ranks"].get(label),
-                          "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method")})
+                          "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method"),
+                          "human": (sub.get("metrics") or {}).get("human_baseline")})
         rows.append({"id": sid, "title": BY_ID[sid].title if sid in BY_ID else sid,
                      "direction": entry["direction"], "cells": cells,
                      "neighbours": entry.get("neighbours") or []})
@@ -267,6 +269,9 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                       if any(c and c["value"] is not None for c in row["cells"])],
         "heatmaps": [(info, layout.heatmaps(run)) for info, run in zip(infos, runs, strict=True)],
         "curves": layout.robustness_curves(infos, runs),
+        # inline SVG built by report.svg, which escapes every label
+        "norms_views": [(t, Markup(svg)) for t, svg in norms_views(
+            [(i["label"], i["colour"], r) for i, r in zip(infos, runs, strict=True)])],
         "robustness_notes": [f"{info['label']}: {sid} {sub.get('status')}: {sub.get('reason')}"
                              for info, run in zip(infos, runs, strict=True)
                              for sid, sub in (run.get("subtasks") or {}).items()

@@ -95,6 +95,12 @@ def leaderboard(runs: list[dict[str, Any]], items: Sequence[Sequence[Mapping[str
                 direction = sub["direction"]
                 values[label] = sub["value"] if sub["status"] == "ok" else None
         per_subtask[sid] = {"direction": direction, "values": values, "ranks": rank_models(values, direction)}
+        # people's figure on the same items (e.g. human therapists), where a sub-task reports one: shown beside
+        # the models, never ranked among them
+        baselines = {label: base for label, run in zip(labels, runs, strict=True)
+                     if (base := ((run["subtasks"].get(sid) or {}).get("metrics") or {}).get("human_baseline"))}
+        if baselines:
+            per_subtask[sid]["human_baseline"] = baselines
         per_subtask[sid]["neighbours"] = _neighbours(sid, per_subtask[sid], labels, runs, items, seed, n_boot)
     # A mean of ranks is only fair over the same sub-tasks: a model that lacks one that another model has is
     # not ranked on that pillar (and so not overall), and the coverage says why.

@@ -30,7 +30,7 @@ INVALID_CLASS = "(invalid)"
 
 # metric -> "min" (higher is better) or "max" (lower is better)
 DIRECTIONS = {"sensitivity": "min", "specificity": "min", "kappa": "min", "weighted_kappa": "min",
-              "icc_a1": "min", "mae": "max", "within_1": "min"}
+              "icc_a1": "min", "mae": "max", "within_1": "min", "siri2_total": "max", "inappropriate_bias": "max"}
 
 
 def metric_direction(metric: str) -> str:

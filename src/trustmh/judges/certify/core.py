@@ -10,6 +10,7 @@ the same command again resumes and asks no judge call twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +19,10 @@ from typing import Any
 
 from inspect_ai import Task, eval_set
 from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import get_model
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, Record, RunContext, TrustmhError
+from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, TrustmhError
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -29,10 +31,12 @@ from trustmh.judges.certificates import (
     worst_attribute,
     write_certificate,
 )
+from trustmh.judges.reask import ask_until_valid
+from trustmh.judges.reference_quality import certify_criterion
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
-from trustmh.run.calls import judge_role
-from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, response_cache_dir
+from trustmh.run.calls import bounded_config, cache_policy, judge_role
+from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, check_model_name, response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
@@ -57,6 +61,11 @@ class Reference:
     attributes: tuple[str, ...] = ()
     clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
+    # Set ("labels" or "ratings"): the reference-quality rule decides the verdict (judges/reference_quality.py):
+    # the humans' own agreement must clear its floor and the judge in a rater's place must do as well. The
+    # fixed thresholds then apply only when given (--threshold).
+    quality_kind: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
 
 
 def sha256_files(paths: Sequence[Path]) -> str:
@@ -163,7 +172,7 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
             judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
     records = judge_reference(ref, ctx, work, judge_models, display)
     judged = {r.item_id: ref.judge_value(r) for r in records}
-    limits = parse_thresholds(thresholds, ref.label_type)
+    limits = parse_thresholds(thresholds, ref.label_type) if thresholds or not ref.quality_kind else {}
     if ref.attributes:
         figures, extra = attribute_figures(ref, judged, limits, seed=ctx.seed, n_boot=ctx.n_boot)
     else:
@@ -171,11 +180,18 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
+    quality = None
+    if ref.quality_kind:
+        quality = certify_criterion(ref.humans, judged, ref.quality_kind, seed=ctx.seed, n_boot=ctx.n_boot,
+                                    clusters=ref.clusters, scale=ref.scale)
+        extra["reference_quality"] = quality.to_dict()
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
-                            extra={**extra, "notes": ref.notes})
+                            extra={**ref.extra, **extra, "notes": ref.notes})
+    if quality is not None and not quality.certified:
+        cert["verdict"] = "fail"  # never a pass where the rule does not certify (or the reference cannot)
     return cert, write_certificate(certs_dir, cert)
 
 
@@ -200,3 +216,21 @@ def attribute_figures(ref: Reference, judged: Mapping[str, Any], thresholds: Map
                      "raters": sorted({r for h in ref.humans.values() for r in h}),
                      "consensus": "mean of the raters, per attribute",
                      "headline": "per metric, the attribute with the weakest protective bound"}
+
+
+def bounded_judge(model: str, seed: int) -> Callable[[JudgeRequest], str]:
+    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
+    every judge of a run, up to three attempts (rescoring with trustmh's own judge, the SIRI-2 reference)."""
+    check_model_name(model, "--judge")
+    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
+    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
+
+    def ask(req: JudgeRequest) -> str:
+        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
+
+        async def attempt_once(attempt: int) -> str:
+            return (await judge_model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
+
+        return asyncio.run(ask_until_valid(attempt_once, req.validate))
+
+    return ask

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.crisis.identification import CrisisIdentification
+from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.severity import SeverityIdentification
 
 TITLE = "Crisis Identification and Escalation"
@@ -12,4 +13,4 @@ POSITION = 2  # the pillar's place in reports
 # part of the original benchmark (faithful mode keeps its eight pillars)
 FAITHFUL = True
 # the pillar's sub-tasks, in report order
-SUBTASKS = (CrisisIdentification, SeverityIdentification, CrisisEscalation)
+SUBTASKS = (CrisisIdentification, SeverityIdentification, CrisisEscalation, Interjections)

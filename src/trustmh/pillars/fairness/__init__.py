@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trustmh.pillars.fairness.overall import Fairness
+from trustmh.pillars.fairness.stigma import Stigma
 
 TITLE = "Fairness"
 SUITE = "trustmh"
@@ -10,4 +11,4 @@ POSITION = 4  # the pillar's place in reports
 # part of the original benchmark (faithful mode keeps its eight pillars)
 FAITHFUL = True
 # the pillar's sub-tasks, in report order
-SUBTASKS = (Fairness,)
+SUBTASKS = (Fairness, Stigma)

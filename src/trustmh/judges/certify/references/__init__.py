@@ -5,6 +5,10 @@ A reference module in this package declares one `REFERENCE = ReferenceSource(...
 `--subtask`, as for a CSV), its label type (`binary`, `ordinal` or `categorical`; None when read from the
 data) and `load(ctx, request) -> Reference`, which reads the humans' labels and the replies they rated. Adding
 a reference is adding a module; nothing else is edited (docs/judges.md#adding-a-reference).
+
+A reference whose humans are not raters to agree with (the SIRI-2's expert panel: a mean and an SD per
+reply) declares `certify(ctx, request, certs_dir, thresholds) -> (certificate, path)` instead, measuring the
+judge its own way into the same certificate format.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from trustmh.core import RunContext, TrustmhError
 from trustmh.judges.certify.core import Reference
@@ -37,8 +42,11 @@ class ReferenceSource:
     name: str
     subtask: str | None  # the sub-task whose judge it certifies; None: the request names it (--subtask)
     label_type: str | None  # None: inferred from the data or given by --label-type
-    load: Callable[[RunContext, ReferenceRequest], Reference]
+    load: Callable[[RunContext, ReferenceRequest], Reference] | None = None
     help: str = ""
+    # set: the reference certifies the judge itself (no agreement with raters; see the module docstring)
+    certify: Callable[[RunContext, ReferenceRequest, Path, list[str] | None], tuple[dict[str, Any], Path]] | None = None
+    also: tuple[str, ...] = ()  # other sub-tasks whose judges it certifies too (`--subtask`; `subtask` by default)
 
 
 @cache
@@ -68,6 +76,7 @@ def find_reference(name: str, request: ReferenceRequest) -> tuple[ReferenceSourc
         source = sources[CSV_REFERENCE]
         request = ReferenceRequest(path=name, subtask=request.subtask, label_type=request.label_type,
                                    judge_key=request.judge_key)
-    elif request.subtask and source.subtask and request.subtask != source.subtask:
-        raise TrustmhError(f"--reference {source.name} certifies {source.subtask}, not {request.subtask}")
+    elif request.subtask and source.subtask and request.subtask not in (source.subtask, *source.also):
+        raise TrustmhError(f"--reference {source.name} certifies {' or '.join((source.subtask, *source.also))}, "
+                           f"not {request.subtask}")
     return source, request

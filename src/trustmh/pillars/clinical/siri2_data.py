@@ -1,0 +1,193 @@
+"""SIRI-2 files (docs/pillars/clinical.md#siri2): the inventory's items, the expert panel's means and SDs,
+and the released per-item model means and totals of the mental-health-benchmark-tutorial repository.
+
+The items are Neimeyer & Bonnelle's copyrighted instrument: they are read at run time from the publisher's
+file (registry dataset `siri2`, pinned commit + sha256) or from a folder the user supplies
+(`-O siri2_dir=DIR`, laid out like the repository). Nothing here holds their text.
+
+Reply ids are the inventory's: the item number and the helper letter ("1A", "1B", ... "25B"). Item 14 is
+not part of the validated score (the authors dropped it), so it is read but never asked nor scored.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import RunContext, TrustmhError
+from trustmh.data.publisher import publisher_file, unavailable_reason
+from trustmh.data.rows import RowProblem, RowReport
+
+DATASET = "siri2"
+OPTION = "siri2_dir"
+BASE = "external/mental-health-benchmark-tutorial"
+ITEMS_FILE = "instrument/siri2_items.json"
+EXPERT_FILE = "instrument/siri2_expert_scores.csv"
+MEANS_FILE = "experiment-results/model_scores_by_condition.csv"
+TOTALS_FILE = "experiment-results/siri2_total_scores.csv"
+EXCLUDED_ITEM = 14  # not validated by the inventory's authors: left out of the total
+N_VALIDATED = 48
+SCALE = (-3, 3)
+HELPERS = {"helper_a": "A", "helper_b": "B"}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One helper reply to rate: its id ("7B"), the scenario number, and the two texts (read, never shipped)."""
+
+    reply_id: str
+    scenario: int
+    client: str
+    helper: str
+
+
+@dataclass(frozen=True)
+class Expert:
+    mean: float
+    sd: float
+
+
+def reply_id(scenario: int, letter: str) -> str:
+    return f"{scenario}{letter.upper()}"
+
+
+def siri2_file(rel: str, options: Mapping[str, Any]) -> Path:
+    return publisher_file(rel, options, dataset=DATASET, option=OPTION, base=BASE)
+
+
+def siri2_unavailable(ctx: RunContext, starter_reason: str) -> str | None:
+    return unavailable_reason(ctx, (ITEMS_FILE, EXPERT_FILE), starter_reason=starter_reason, dataset=DATASET,
+                              option=OPTION, base=BASE)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        f = float(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
+    """The items file: a JSON list of {item_id, client, helper_a, helper_b} → one Reply per helper reply,
+    item 14 left out. A row without a whole-number id or with an empty text is named and skipped."""
+    report = report if report is not None else RowReport()
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
+    if not isinstance(rows, list):
+        raise TrustmhError(f"{path}: expected a JSON list of items")
+    out: list[Reply] = []
+    problems: list[RowProblem] = []
+    for i, row in enumerate(rows):
+        number = _number(row.get("item_id")) if isinstance(row, dict) else None
+        if number is None or not float(number).is_integer():
+            problems.append(RowProblem(path.name, i, "item_id", "missing or not a whole number", "skipped"))
+            continue
+        scenario = int(number)
+        if scenario == EXCLUDED_ITEM:
+            continue
+        client = row.get("client")
+        if not isinstance(client, str) or not client.strip():
+            problems.append(RowProblem(path.name, i, "client", "missing or empty", "skipped"))
+            continue
+        for key, letter in HELPERS.items():
+            text = row.get(key)
+            if not isinstance(text, str) or not text.strip():
+                problems.append(RowProblem(path.name, i, key, "missing or empty", "skipped"))
+                continue
+            out.append(Reply(reply_id(scenario, letter), scenario, client.strip(), text.strip()))
+    RowReport.require_usable(len(out), str(path), problems)
+    report.extend(problems)
+    return out
+
+
+def load_experts(path: Path, report: RowReport | None = None) -> dict[str, Expert]:
+    """The expert panel's file (columns Item, M, SD; ids like "1A") → reply id → Expert, item 14 left out.
+    A row whose id, mean or SD cannot be read is named and skipped."""
+    report = report if report is not None else RowReport()
+    problems: list[RowProblem] = []
+    out: dict[str, Expert] = {}
+    for i, row in enumerate(_csv_rows(path, ("Item", "M", "SD"))):
+        rid = str(row.get("Item") or "").strip().upper()
+        mean, sd = _number(row.get("M")), _number(row.get("SD"))
+        if not rid[:-1].isdigit() or rid[-1:] not in ("A", "B"):
+            problems.append(RowProblem(path.name, i, "Item", f"{rid!r} is not an id like 7A", "skipped"))
+            continue
+        if int(rid[:-1]) == EXCLUDED_ITEM:
+            continue
+        if mean is None or not SCALE[0] <= mean <= SCALE[1]:
+            problems.append(RowProblem(path.name, i, "M", "missing or outside -3..3", "skipped"))
+            continue
+        if sd is None or sd < 0:
+            problems.append(RowProblem(path.name, i, "SD", "missing or negative", "skipped"))
+            continue
+        out[reply_id(int(rid[:-1]), rid[-1])] = Expert(mean, sd)
+    RowReport.require_usable(len(out), str(path), problems)
+    report.extend(problems)
+    return out
+
+
+def _csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            fields = [f.strip() for f in reader.fieldnames or []]
+            missing = [c for c in required if c not in fields]
+            if missing:
+                raise TrustmhError(f"{path}: missing column(s) {', '.join(missing)}")
+            return [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise TrustmhError(f"{path}: cannot read as CSV ({exc})") from None
+
+
+Condition = tuple[str, str, str]  # (model, temperature, prompt variant)
+
+
+def load_condition_means(path: Path, report: RowReport) -> dict[Condition, dict[str, float]]:
+    """The released per-item means: (model, temperature, prompt variant) → reply id → mean rating.
+    Item 14 is dropped (as the publisher's scoring does); a row with an unreadable id or mean is named."""
+    out: dict[Condition, dict[str, float]] = {}
+    for i, row in enumerate(_csv_rows(path, ("model", "temperature", "prompt_variant", "Item", "mean"))):
+        rid = str(row.get("Item") or "").strip().upper()
+        mean = _number(row.get("mean"))
+        if not rid[:-1].isdigit() or rid[-1:] not in ("A", "B"):
+            report.add(RowProblem(path.name, i, "Item", f"{rid!r} is not an id like 7A", "skipped"))
+            continue
+        if int(rid[:-1]) == EXCLUDED_ITEM:
+            continue
+        if mean is None:
+            report.add(RowProblem(path.name, i, "mean", "missing or not a number", "skipped"))
+            continue
+        key = (str(row["model"]).strip(), _temperature(row["temperature"]), str(row["prompt_variant"]).strip())
+        rid = reply_id(int(rid[:-1]), rid[-1])
+        if rid in out.setdefault(key, {}):
+            report.add(RowProblem(path.name, i, "Item", f"{rid} repeated for {'/'.join(key)}", "skipped"))
+            continue
+        out[key][rid] = mean
+    return out
+
+
+def _temperature(value: Any) -> str:
+    """"0", "0.0" and 0 are one condition: the temperature as its shortest number text."""
+    f = _number(value)
+    if f is None:
+        return str(value).strip()
+    return str(int(f)) if f.is_integer() else str(f)
+
+
+def load_published_totals(path: Path, report: RowReport) -> dict[Condition, float]:
+    out: dict[Condition, float] = {}
+    for i, row in enumerate(_csv_rows(path, ("model", "temperature", "prompt_variant", "siri2_score"))):
+        total = _number(row.get("siri2_score"))
+        if total is None:
+            report.add(RowProblem(path.name, i, "siri2_score", "missing or not a number", "skipped"))
+            continue
+        out[(str(row["model"]).strip(), _temperature(row["temperature"]), str(row["prompt_variant"]).strip())] = total
+    return out
