@@ -93,18 +93,14 @@ def cmd_certify(args: argparse.Namespace) -> int:
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     certs = certificates_dir(args.certificates)
-<<<<<<< HEAD
-    work = Path(args.work) if args.work else certs / "work" / ref.name
-    with provider_discounts(mode_from_args(args, work), prompt_cache=not args.no_prompt_cache):
-=======
     if source.certify is not None:  # a reference that measures the judge its own way (the SIRI-2)
         cert, path = source.certify(ctx, request, certs, args.threshold)
     else:
         assert source.load is not None
         ref = source.load(ctx, request)
         work = Path(args.work) if args.work else certs / "work" / ref.name
->>>>>>> 1ad3c3d35d43db5f2018b2227b6ab1a231b9f045
-        cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+        with provider_discounts(mode_from_args(args, work), prompt_cache=not args.no_prompt_cache):
+            cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:
