@@ -103,13 +103,14 @@ def loopback_batch_run(prices: str, limit: int, tmp: Path) -> None:
         results = json.loads((tmp / "loop" / "results.json").read_text())
         server.finish_due()
         counts = (len(server.batches), sum(server.submitted_bodies.values()), sum(server.answered_bodies.values()),
-                  sum(server.failed_bodies.values()), sum(server.live_bodies.values()))
+                  sum(server.failed_bodies.values()), sum(server.live_bodies.values()), len(server.twice()))
     u = results["usage"]["totals"]
     scen = data["totals"]["cost_scenarios"]
     print(f"\n## 2. loopback batch run: starter suite --limit {limit}, model {LOOP_MODEL}, judge {LOOP_JUDGE}, "
           f"patient {LOOP_PATIENT} (all on 127.0.0.1), exit {code}, {wall:.0f} s")
     print(f"batches {counts[0]}: requests submitted {counts[1]}, answered {counts[2]}, failed {counts[3]}; live "
-          f"calls {counts[4]} (conversation turns and the simulated patient)")
+          f"calls {counts[4]} (conversation turns and the simulated patient); request bodies answered more than "
+          f"once {counts[5]} (identical requests asked at the same moment, before either reply was cached)")
     print("| | planned (min-max, expected cost) | actual |\n|---|---|---|")
     print(f"| calls | {data['totals']['calls']['min']:,}-{data['totals']['calls']['max']:,} | {u['calls']:,} "
           f"({u['batch_calls']:,} batched, {u['cached_calls']:,} answered by the response cache: identical "
