@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trustmh.models import batch as trustmh_batch
+
 
 def fs_options(url: str) -> dict[str, Any]:
     """The fsspec options Inspect uses for `url` (so trustmh's run files and Inspect's logs agree)."""
@@ -76,6 +78,21 @@ def cache_urls_moved(moved: dict[str, str]) -> Iterator[None]:
 
 
 @contextmanager
+def provider_discounts(mode: Any, prompt_cache: bool = True) -> Iterator[None]:
+    """For an eval's duration: the batch mode (a `trustmh.models.batch.BatchMode`, or None) every call reads
+    (`trustmh.models.batch.call_settings`), the journaled OpenAI batcher, and --no-prompt-cache."""
+    trustmh_batch.ACTIVE, trustmh_batch.PROMPT_CACHE = mode, prompt_cache
+    try:
+        if mode is None:
+            yield
+        else:
+            with journaled_batches(mode.journal_dir):
+                yield
+    finally:
+        trustmh_batch.ACTIVE, trustmh_batch.PROMPT_CACHE = None, True
+
+
+@contextmanager
 def journaled_batches(journal_dir: Path | None) -> Iterator[None]:
     """While the block runs, Inspect's OpenAI provider batches through `JournaledOpenAIBatcher` (built by
     `openai_batcher_class`): every submitted batch is journaled in `journal_dir` and a resumed run collects
@@ -97,27 +114,28 @@ def journaled_batches(journal_dir: Path | None) -> Iterator[None]:
 
 def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
     """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
+    import sys
+
     import anyio
-    import httpx2
 
-    from trustmh.models.batch import WANT_BATCH, Journal, Recovered, request_hash
-
-    journal = Journal.open(journal_dir) if journal_dir is not None else None
+    # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
+    httpx2 = sys.modules[base.__module__].httpx2
+    journal = trustmh_batch.Journal.open(journal_dir) if journal_dir is not None else None
 
     class JournaledOpenAIBatcher(base):  # type: ignore[misc,valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._recovered = Recovered()
+            self._recovered = trustmh_batch.Recovered()
             self._waiting: dict[str, set[str]] = {}  # journaled batch still running -> its request hashes
             self._recovery_lock = anyio.Lock()
             self._recovery_started = False
 
         async def generate_for_request(self, request: dict[str, Any]) -> Any:
-            if not WANT_BATCH.get():  # a live call (e.g. a conversation turn) on a model that also batches
+            if not trustmh_batch.WANT_BATCH.get():  # a live call (e.g. a conversation turn) on a model that also batches
                 create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
                           else self._openai_client.chat.completions.create)
                 return await create(**request)
-            h = request_hash(request)
+            h = trustmh_batch.request_hash(request)
             if journal is not None:
                 answer = await self._recovered_answer(h)
                 if answer is not None:
@@ -175,7 +193,7 @@ def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
             batch_id: str = await super()._create_batch(batch)
             if journal is not None:
                 journal.submitted(batch_id, self._model_label(),
-                                  {r.custom_id: request_hash(r.request) for r in batch})
+                                  {r.custom_id: trustmh_batch.request_hash(r.request) for r in batch})
             return batch_id
 
         async def _download_result_file(self, file_id: str) -> bytes:

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from trustmh.cli.args import MIN_N_BOOT, add_batch_arguments, at_least
 from trustmh.core import TrustmhError
+from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certificates import certificates_dir, threshold_gaps
 from trustmh.judges.certify.core import certify, certify_context
 from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
 from trustmh.judges.review import export_review, import_review
-from trustmh.models.batch import mode_from_args, provider_discounts
+from trustmh.models.batch import mode_from_args
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:

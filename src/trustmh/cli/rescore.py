@@ -13,8 +13,9 @@ from pathlib import Path
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
+from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certify.core import bounded_judge
-from trustmh.models.batch import mode_from_args, provider_discounts
+from trustmh.models.batch import mode_from_args
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.moore_rescore import rescore_moore

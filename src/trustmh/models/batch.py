@@ -183,24 +183,6 @@ def call_settings(model: str, conversation: bool = False, mode: BatchMode | None
             "attempt_timeout": BATCH_WAIT_SECONDS, "timeout": BATCH_WAIT_SECONDS}
 
 
-@contextmanager
-def provider_discounts(mode: BatchMode | None, prompt_cache: bool = True) -> Iterator[None]:
-    """For an eval's duration: the batch mode every call reads (`call_settings`), the journaled OpenAI batcher
-    (`trustmh.inspect_compat.journaled_batches`), and --no-prompt-cache."""
-    global ACTIVE, PROMPT_CACHE
-    ACTIVE, PROMPT_CACHE = mode, prompt_cache
-    try:
-        if mode is None:
-            yield
-        else:
-            from trustmh.inspect_compat import journaled_batches
-
-            with journaled_batches(mode.journal_dir):
-                yield
-    finally:
-        ACTIVE, PROMPT_CACHE = None, True
-
-
 def mode_from_args(args: Any, journal_dir: Path | None) -> BatchMode | None:
     """The batch mode of a command's --batch [N] / --batch-conversations (None without --batch)."""
     if getattr(args, "batch", None) is None:

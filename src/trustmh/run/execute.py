@@ -27,12 +27,12 @@ from trustmh.core import (
 )
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, model_provider_known
+from trustmh.inspect_compat import cache_urls_moved, model_provider_known, provider_discounts
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models import BUNDLED_MODEL
-from trustmh.models.batch import BatchMode, env_seconds, live_providers, provider_discounts
+from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.models.gguf import default_parallel
 from trustmh.options import check_options
