@@ -87,3 +87,11 @@ def test_a_batched_call_waits_as_long_as_a_batch_may_take() -> None:
 
 def test_a_live_call_gets_no_batch_settings() -> None:
     assert call_settings("openai/gpt-4o", conversation=True, mode=BatchMode()) == {}
+
+
+def test_no_prompt_cache_turns_cache_prompt_off_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.models import batch
+
+    monkeypatch.setattr(batch, "PROMPT_CACHE", False)
+    assert (call_settings("anthropic/claude-sonnet-4-5", conversation=True, mode=BatchMode())["cache_prompt"],
+            call_settings("openai/gpt-4o", mode=BatchMode())["cache_prompt"]) == (False, False)

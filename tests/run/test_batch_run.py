@@ -113,6 +113,25 @@ def test_the_report_has_the_batch_columns(live_and_batch: Any) -> None:
     assert "batch calls" in page and "planned cost (live / batch)" in page
 
 
+@pytest.mark.slow
+def test_batched_usage_separates_cache_reads_and_writes_and_prices_each(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai/gpt-4o-2024-08-06"]\ninput = 1000.0\noutput = 1000.0\nbatch_input = 500.0\n'
+                      'batch_output = 500.0\ncached_input = 100.0\ncache_write = 2000.0\n')
+    with BatchServer(respond, cached_tokens=lambda body: 3, cache_write_tokens=lambda body: 2) as server, \
+            pytest.MonkeyPatch.context() as mp:
+        for k, v in {**server.env(), "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(k, v)
+        assert main(["run", "--model", "openai/gpt-4o-2024-08-06", "--no-judge", "--suite", "trustmh",
+                     "--subtasks", "knowledge", "--limit", "2", "--out", str(tmp_path / "run"), "--display", "none",
+                     "--n-boot", "200", "--batch", "--prices", str(prices)]) == 0
+    t = json.loads((tmp_path / "run" / "results.json").read_text())["usage"]["totals"]
+    assert (t["batch_calls"], t["cached_tokens"], t["cache_write_tokens"], t["cost"]) == (
+        2, 3 * 2, 2 * 2, pytest.approx(
+            (500 * (t["batch_input_tokens"] + t["batch_output_tokens"]) + 100 * t["cached_tokens"]
+             + 2000 * t["cache_write_tokens"]) / 1e6))
+
+
 def batch_command(out: Path) -> list[str]:
     return [sys.executable, "-m", "trustmh.cli", "run", "--model", "openai/gpt-4o-mini", "--judge",
             "openai/gpt-4o", "--suite", "trustmh", "--subtasks", SUBTASKS, "--limit", "3", "--seed", "5",

@@ -14,7 +14,8 @@ What a batch does is scripted:
   batch's error file, `{"error": {"code": 500, ...}}`) and succeeds when asked again: a partly failed batch;
 * `expire_batches`: the first N batches expire instead of completing (every request in the error file with
   code `batch_expired`, as OpenAI writes it);
-* `cached_tokens(body) -> int`: prompt tokens reported as read from the provider's prompt cache.
+* `cached_tokens(body) -> int`, `cache_write_tokens(body) -> int`: prompt tokens reported as read from and
+  written to the provider's prompt cache.
 
 Every request a batch answers is counted, per custom_id (`answered_ids`) and per request body
 (`answered_bodies`, the body's canonical JSON), so a test can show that no finished request was sent twice
@@ -74,6 +75,7 @@ class BatchServer:
     fail_once: Callable[[dict[str, Any]], bool] | None = None
     expire_batches: int = 0
     cached_tokens: Callable[[dict[str, Any]], int] | None = None
+    cache_write_tokens: Callable[[dict[str, Any]], int] | None = None
     # `usage` counts (default: whitespace words per message and reply), so a benchmark can count with the
     # plan's own tokenizer
     prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None
@@ -177,8 +179,13 @@ class BatchServer:
         completion = (self.completion_tokens or count_tokens)(text)
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                                  "total_tokens": prompt + completion}
+        details: dict[str, int] = {}
         if self.cached_tokens is not None:
-            usage["prompt_tokens_details"] = {"cached_tokens": min(prompt, self.cached_tokens(body))}
+            details["cached_tokens"] = min(prompt, self.cached_tokens(body))
+        if self.cache_write_tokens is not None:
+            details["cache_write_tokens"] = min(prompt - details.get("cached_tokens", 0), self.cache_write_tokens(body))
+        if details:
+            usage["prompt_tokens_details"] = details
         return {"id": f"chatcmpl-batch-{n}", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model") or "loop-batch",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
