@@ -86,10 +86,40 @@ def provider_discounts(mode: Any, prompt_cache: bool = True) -> Iterator[None]:
         if mode is None:
             yield
         else:
-            with journaled_batches(mode.journal_dir):
+            with journaled_batches(mode.journal_dir), batch_messages_to_stderr():
                 yield
     finally:
         trustmh_batch.ACTIVE, trustmh_batch.PROMPT_CACHE = None, True
+
+
+@contextmanager
+def batch_messages_to_stderr() -> Iterator[None]:
+    """Inspect's batcher prints its messages, and its status on every poll, to stdout; while the block runs
+    they go to stderr as trustmh's other progress lines do, the status only when it changes."""
+    import sys
+
+    try:
+        from inspect_ai.model._providers.util import batch_log
+    except ImportError:  # pragma: no cover  moved: Inspect's own printing stays
+        yield
+        return
+    last: list[tuple[int, int, int, int]] = []
+
+    def status(s: Any) -> None:
+        key = (s.batch_count, s.pending_requests, s.completed_requests, s.failed_requests)
+        if s.batch_count and (not last or last[-1] != key):
+            last[:] = [key]
+            print(f"trustmh: batches in flight {s.batch_count}, requests pending {s.pending_requests}, completed "
+                  f"{s.completed_requests}, failed {s.failed_requests}", file=sys.stderr, flush=True)
+
+    batch_log.set_batch_log_callback(lambda message: print(f"trustmh: batch: {message}", file=sys.stderr,
+                                                           flush=True))
+    batch_log.set_batch_status_callback(status)
+    try:
+        yield
+    finally:
+        batch_log.set_batch_log_callback(None)
+        batch_log.set_batch_status_callback(None)
 
 
 @contextmanager
