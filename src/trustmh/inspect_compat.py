@@ -209,7 +209,7 @@ def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
                     if info.status in ("validating", "in_progress", "finalizing", "cancelling"):
                         continue
                     files = [f for f in (info.output_file_id, info.error_file_id) if f]
-                for file_id in files:
+                for file_id in files:  # kept when the batch was collected, else downloaded now
                     data = journal.kept_result(file_id)
                     if data is None:
                         data = await self._download_result_file(file_id)
@@ -225,6 +225,12 @@ def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
                 journal.submitted(batch_id, self._model_label(),
                                   {r.custom_id: trustmh_batch.request_hash(r.request) for r in batch})
             return batch_id
+
+        async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
+            results = await super()._handle_batch_result(batch, completion_info)
+            if journal is not None:
+                journal.collected(batch.id, list(self._uris_from_completion_info(completion_info)))
+            return results
 
         async def _download_result_file(self, file_id: str) -> bytes:
             data: bytes = await super()._download_result_file(file_id)

@@ -105,13 +105,23 @@ class Journal:
                 except json.JSONDecodeError:
                     continue  # a line cut by a kill mid-write: that batch is not known (at worst asked again)
                 if isinstance(entry, dict) and isinstance(entry.get("batch"), str):
-                    journal.batches[entry["batch"]] = entry
+                    # a later line of the same batch adds to it (its result files, once collected)
+                    journal.batches[entry["batch"]] = {**journal.batches.get(entry["batch"], {}), **entry}
         return journal
 
     def submitted(self, batch_id: str, model: str, requests: Mapping[str, str]) -> None:
         """Record a submitted batch (custom_id -> request hash), flushed to disk before the call returns."""
         entry = {"batch": batch_id, "model": model, "requests": dict(requests)}
         self.batches[batch_id] = entry
+        self._append(entry)
+
+    def collected(self, batch_id: str, files: list[str]) -> None:
+        """Record the result files of a finished batch (kept in `batches/`), so a resumed run reads them
+        without asking the provider."""
+        self.batches.setdefault(batch_id, {"batch": batch_id})["files"] = list(files)
+        self._append({"batch": batch_id, "files": list(files)})
+
+    def _append(self, entry: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / JOURNAL, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")

@@ -455,6 +455,9 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
     if conversations and not opts.batch_conversations:
         _log(f"--batch: the turns of {', '.join(conversations)} stay live (--batch-conversations batches them: "
              "hours per turn); their judges are batched")
+    if isinstance(out, Url):
+        _log("--batch with a run directory at a URL: no batch journal is kept, so a run killed while batches are "
+             "in flight submits (and pays for) their requests again when started again")
     return BatchMode(size=opts.batch or None, conversations=opts.batch_conversations,
                      journal_dir=None if isinstance(out, Url) else Path(out),
                      tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
