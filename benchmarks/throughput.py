@@ -111,7 +111,8 @@ def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     from inspect_ai.scorer import match
     from inspect_ai.solver import generate
 
-    from trustmh.run.execute import RunOptions, log_settings
+    from trustmh.run.config import RunOptions, resolve
+    from trustmh.run.execute import log_settings
 
     samples = [Sample(id=p["id"], input=[ChatMessageUser(content=m["content"]) for m in p["messages"]],
                       target=p["target"]) for p in _prompts(args.prompts)]
@@ -119,7 +120,7 @@ def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     task = Task(dataset=MemoryDataset(samples), solver=solver, scorer=match(),
                 config=GenerateConfig(max_tokens=64, temperature=0.0))
     # exactly what `trustmh run --display none` gives Inspect
-    settings = log_settings(RunOptions(display="none"), "none") if tuned else {}
+    settings = log_settings(resolve(RunOptions(display="none")), "none") if tuned else {}
     with tempfile.TemporaryDirectory() as tmp:
         eval(task, model=f"openai-api/{SERVICE}/inspect{'-tuned' if tuned else ''}", max_connections=args.c,
              display="none", log_dir=tmp, **settings)

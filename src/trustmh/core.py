@@ -92,14 +92,35 @@ class JudgeRequest:
 
 @dataclass
 class JudgeInfo:
+    """The run's judges: `model` is the first (Inspect's `grader` role), `members` every member of an
+    ensemble in order (`--judge` repeated; empty for one judge given by `model` alone)."""
+
     model: str | None
     validated: bool
     seed: int | None = None
     temperature: float | None = 0.0
+    members: tuple[str, ...] = ()
 
     @property
     def configured(self) -> bool:
         return self.model is not None
+
+
+@dataclass(frozen=True)
+class Patient:
+    """The simulated patient's model(s): several are an ensemble, each playing every n-th profile."""
+
+    models: tuple[str, ...]
+    source: str  # where it came from: "--patient", "the run's judge" or "the bundled model (...)"
+
+    @property
+    def label(self) -> str:
+        return ",".join(self.models)
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json's `patient` block."""
+        return {"model": self.label, "source": self.source,
+                **({"ensemble": list(self.models)} if len(self.models) > 1 else {})}
 
 
 @dataclass
@@ -118,6 +139,8 @@ class RunContext:
     timeout: int = 120
     max_retries: int = 3
     cache: bool = True  # Inspect's response cache for the model under test and the judges
+    model: str | None = None  # the label of the model under test (sub-tasks that compare sources read it)
+    patient: Patient | None = None  # the simulated patient, when a sub-task of the run plays one
 
     @property
     def has_judge(self) -> bool:
@@ -125,13 +148,22 @@ class RunContext:
 
     @property
     def judges(self) -> list[str]:
-        """The judge ensemble's members (`--judge` repeated, i.e. `options["judges"]`), else the one judge."""
-        members = self.options.get("judges")
-        if isinstance(members, str):
-            members = [m.strip() for m in members.split(",") if m.strip()]
-        if members:
-            return [str(m) for m in members]
+        """The judge ensemble's members, else the one judge, else none."""
+        if self.judge.members:
+            return list(self.judge.members)
         return [self.judge.model] if self.judge.model else []
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as results.json records them: the sub-tasks' options, with the labels of the model
+        under test, the simulated patient and an ensemble's judges beside them."""
+        recorded = dict(self.options)
+        if self.model is not None:
+            recorded["model"] = self.model
+        if self.patient is not None:
+            recorded["patient"] = self.patient.label
+        if len(self.judges) > 1:
+            recorded["judges"] = self.judges
+        return recorded
 
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
@@ -287,6 +319,8 @@ class Subtask:
     format_reminder: str | None = None
     # True when only a judge can score this sub-task (no rule fallback).
     requires_judge: bool = False
+    # True when it plays a simulated patient (the Inspect `patient` role; `--patient`).
+    needs_patient: bool = False
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None

@@ -26,10 +26,6 @@ GLOBAL: dict[str, Option] = {
     "ensemble": Option("how several --judge combine: vote (default), median or mean"),
     "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
-    "judges": Option("ensemble members (set by repeating --judge)"),
-    "model": Option("label of the model under test (set by trustmh)"),
-    "patient": Option("label of the simulated patient's model (set by trustmh from --patient)"),
-    "endpoint": Option("URL of the product's API (set by trustmh from --endpoint, for --model http/...)"),
 }
 
 

@@ -307,3 +307,32 @@ def test_evaluate_is_plain_data_with_a_reason_per_check() -> None:
     gate = evaluate(good_run(), parse_policy('[[check]]\nid = "a"\nsubtask = "safety/over_refusal"\nmin = 0.7\n',
                                             "inline"))
     assert set(gate["checks"][0]) >= {"id", "verdict", "reason", "value", "ci", "n", "limit", "severity"}
+
+
+def _with_quality(cert: dict[str, Any], **statuses: str) -> dict[str, Any]:
+    criteria = {name: {"status": status, "humans": {"value": 0.12}} for name, status in statuses.items()}
+    cert["reference_quality"] = {"status": "x", "floor": 0.5, "margin": 0.05, "criteria": criteria}
+    return cert
+
+
+def test_a_reference_that_cannot_certify_is_not_evidence_and_says_so() -> None:
+    cert = _with_quality(certificate("safety/jailbreak_resistance"), score="reference cannot certify")
+    row = verdict(good_run(), one_check("jailbreak_resistance"), [cert])
+    assert (row["verdict"], "cannot certify score" in row["reason"]) == ("insufficient", True)
+
+
+def test_a_judge_not_certified_by_the_rule_is_said_apart_from_cannot_certify() -> None:
+    cert = _with_quality(certificate("safety/jailbreak_resistance"), score="not certified")
+    row = verdict(good_run(), one_check("jailbreak_resistance"), [cert])
+    assert "judge not certified on score" in row["reason"] and "cannot certify" not in row["reason"]
+
+
+def test_the_rules_status_is_recorded_per_criterion() -> None:
+    cert = _with_quality(certificate("safety/jailbreak_resistance"), score="certified")
+    row = verdict(good_run(), one_check("jailbreak_resistance"), [cert])
+    assert row["judge"]["certificate"]["reference_quality"]["criteria"] == {"score": "certified"}
+
+
+def test_a_judge_certified_by_the_rule_still_meets_the_policy_thresholds() -> None:
+    cert = _with_quality(certificate("safety/jailbreak_resistance"), score="certified")
+    assert verdict(good_run(), one_check("jailbreak_resistance"), [cert])["verdict"] == "pass"

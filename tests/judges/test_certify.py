@@ -61,7 +61,16 @@ def test_labels_are_read_as_binary(cert: dict) -> None:
 
 
 def test_verdict_fails_the_default_thresholds(cert: dict) -> None:
-    assert cert["verdict"] == "fail"
+    assert cert["thresholds_verdict"] == "fail"
+
+
+def test_one_rater_reference_cannot_certify(cert: dict) -> None:
+    # one human column: the humans' own agreement cannot be measured (docs/references.md#the-rule)
+    assert cert["verdict"] == "cannot certify"
+
+
+def test_the_certificate_says_why_per_criterion(cert: dict) -> None:
+    assert "fewer than two raters" in cert["reference_quality"]["criteria"]["score"]["reason"]
 
 
 def test_certificate_is_found_by_the_runs_fingerprint(cert: dict) -> None:

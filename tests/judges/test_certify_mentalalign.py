@@ -181,8 +181,18 @@ def test_intervals_are_seeded_bootstraps(run: dict) -> None:
     assert _attr(run, "Safety")["mae"]["method"] == "seeded bootstrap (200, 0)"
 
 
-def test_verdict_fails_and_exit_code_says_so(run: dict) -> None:
-    assert (run["cert"]["verdict"], run["code"]) == ("fail", 1)
+def test_thresholds_verdict_fails(run: dict) -> None:
+    assert run["cert"]["thresholds_verdict"] == "fail"
+
+
+def test_one_expert_rating_per_reply_cannot_certify_and_exit_code_says_so(run: dict) -> None:
+    # MentalAlign publishes one expert rating per reply: the experts' own agreement cannot be measured
+    assert (run["cert"]["verdict"], run["code"]) == ("cannot certify", 3)
+
+
+def test_every_attribute_is_listed_as_cannot_certify(run: dict) -> None:
+    statuses = {a: c["status"] for a, c in run["cert"]["reference_quality"]["criteria"].items()}
+    assert statuses == dict.fromkeys(run["cert"]["attributes"], "reference cannot certify")
 
 
 def test_judge_is_asked_the_runs_prompt(run: dict) -> None:

@@ -14,8 +14,9 @@ from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.stats.judge_agreement import judge_agreement
 
 
-def ctx(judge: str = "openai/judge-a", **options: object) -> RunContext:
-    return RunContext(judge=JudgeInfo(model=judge, validated=False), options=dict(options))
+def ctx(judge: str = "openai/judge-a", judges: tuple[str, ...] = (), **options: object) -> RunContext:
+    return RunContext(judge=JudgeInfo(model=judges[0] if judges else judge, validated=False, members=judges),
+                      options=dict(options))
 
 
 def test_every_judged_subtask_declares_existing_judge_templates() -> None:
@@ -39,8 +40,8 @@ def test_fingerprint_changes_with_the_judge_model() -> None:
 
 
 def test_fingerprint_changes_with_the_ensemble_rule() -> None:
-    a = ctx(judges=["openai/a", "openai/b"])
-    b = ctx(judges=["openai/a", "openai/b"], ensemble="mean")
+    a = ctx(judges=("openai/a", "openai/b"))
+    b = ctx(judges=("openai/a", "openai/b"), ensemble="mean")
     assert C.judge_fingerprint(CrisisEscalation, a) != C.judge_fingerprint(CrisisEscalation, b)
 
 
@@ -51,8 +52,8 @@ def test_fingerprint_changes_with_the_mode() -> None:
 
 
 def test_fingerprint_ignores_the_order_of_ensemble_members() -> None:
-    a = ctx(judges=["openai/a", "openai/b"])
-    b = ctx(judges=["openai/b", "openai/a"])
+    a = ctx(judges=("openai/a", "openai/b"))
+    b = ctx(judges=("openai/b", "openai/a"))
     assert C.judge_fingerprint(CrisisEscalation, a) == C.judge_fingerprint(CrisisEscalation, b)
 
 

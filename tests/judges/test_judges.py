@@ -65,8 +65,7 @@ def _rta_judge(verdict_for_comply: str):  # noqa: ANN202
 def test_ensemble_on_a_trustmh_subtask_offline() -> None:
     """Two judges that disagree on complied replies: combined by vote (tie → first judge), agreement shown."""
     ctx = RunContext(mode="default", seed=3, n_boot=200, suite="starter",
-                     judge=JudgeInfo(model="judge/a", validated=False),
-                     options={"judges": ["judge/a", "judge/b"]})
+                     judge=JudgeInfo(model="judge/a", validated=False, members=("judge/a", "judge/b")))
 
     def respond(item, prompt):  # noqa: ANN001, ANN202
         return REFUSAL if item.metadata["base_id"] % 2 else "Sure, here you go."

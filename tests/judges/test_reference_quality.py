@@ -10,6 +10,7 @@ from trustmh.judges.reference_quality import (
     CANNOT_CERTIFY,
     CERTIFIED,
     FLOORS,
+    MARGIN,
     NOT_CERTIFIED,
     certify_criterion,
     human_agreement,
@@ -129,9 +130,14 @@ def test_unreadable_judge_values_count_against_the_judge() -> None:
 
 def test_a_margin_is_recorded_and_loosens_the_comparison() -> None:
     near = {i: min(6, v + 1) if k % 3 == 0 else v for k, (i, v) in enumerate(_copy(AGREE, "C1").items())}
-    strict = certify_criterion(AGREE, near, "ratings", seed=0, n_boot=N_BOOT)
+    strict = certify_criterion(AGREE, near, "ratings", seed=0, n_boot=N_BOOT, margin=0.0)
     loose = certify_criterion(AGREE, near, "ratings", seed=0, n_boot=N_BOOT, margin=0.5)
     assert (strict.status, loose.status, loose.figures["margin"]) == (NOT_CERTIFIED, CERTIFIED, 0.5)
+
+
+def test_the_default_margin_is_recorded() -> None:
+    verdict = certify_criterion(AGREE, _copy(AGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT)
+    assert verdict.figures["margin"] == MARGIN == 0.05
 
 
 def test_labels_copy_certified_where_annotators_agree() -> None:

@@ -84,3 +84,29 @@ def test_comparison_shows_each_runs_certificate(tmp_path: Path) -> None:
     page = render_page([_run(tmp_path), other], [None, None], certs_dir=tmp_path / "certs")
     judges = page[page.index('<section id="judges">'):page.index("</section>", page.index('<section id="judges">'))]
     assert "certified</span> on team-labels.csv" in judges and "no fingerprint" in judges
+
+
+def _quality_cert(tmp_path: Path, status: str) -> None:
+    from trustmh.judges.reference_quality import certify_reference
+
+    humans = {f"i{k}": {"A": v, "B": w} for k, (v, w) in enumerate([(1, 5), (5, 1), (2, 4), (4, 2), (3, 3)])}
+    judged = {i: 3 for i in humans}
+    quality = certify_reference(humans, judged, label_type="ordinal", seed=0, n_boot=100)
+    assert quality["status"] == status
+    figures = judge_agreement("ordinal", [3] * 5, [3] * 5, seed=0, n_boot=100)
+    cert = C.make_certificate(settings=_settings(), reference={"name": "two-raters.csv", "sha256": "1" * 64,
+                                                               "source": "user", "n_items": 5},
+                              label_type="ordinal", figures=figures, thresholds={}, seed=0,
+                              reference_quality=quality)
+    C.write_certificate(tmp_path / "certs", cert)
+
+
+def test_a_reference_that_cannot_certify_is_shown_apart_from_failed(tmp_path: Path) -> None:
+    _quality_cert(tmp_path, "reference cannot certify")
+    page = _page(tmp_path, _run(tmp_path))
+    assert 'class="cannot">cannot certify</span> on two-raters.csv' in page
+
+
+def test_the_rule_is_shown_per_criterion(tmp_path: Path) -> None:
+    _quality_cert(tmp_path, "reference cannot certify")
+    assert 'score <span class="cannot">reference cannot certify</span> (humans' in _page(tmp_path, _run(tmp_path))

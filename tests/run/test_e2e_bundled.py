@@ -11,35 +11,41 @@ from pathlib import Path
 import pytest
 
 from trustmh.cli import main
-from trustmh.run.execute import (
+from trustmh.run.config import (
     DEMO_FAIRNESS_VALUES,
     DEMO_JUDGE_TEXT_CHARS,
     DEMO_MAX_TOKENS,
     DEMO_REPLY_CAP,
     RunOptions,
-    plan_run,
+    resolve,
 )
 
 
 def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     """No model call: the bundled model on the starter suite gets the demo's trims; on the full suite only
     its usual reply cap; another judge gets no judge trims."""
-    demo = plan_run(RunOptions(subtasks=["knowledge"]))
-    assert demo.ctx.limit == 2
-    assert demo.ctx.options["max_tokens_cap"] == DEMO_REPLY_CAP
-    assert demo.ctx.options["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
-    real = plan_run(RunOptions(subtasks=["knowledge"], suite="trustmh"))
-    assert real.ctx.limit is None
-    assert real.ctx.options["max_tokens_cap"] == DEMO_MAX_TOKENS
-    assert demo.ctx.options["reasks"] == 0
-    assert demo.ctx.options["fairness_values"] == DEMO_FAIRNESS_VALUES
+    demo = resolve(RunOptions(subtasks=["knowledge"])).context()
+    assert demo.limit == 2
+    assert demo.options["max_tokens_cap"] == DEMO_REPLY_CAP
+    assert demo.options["judge_text_chars"] == DEMO_JUDGE_TEXT_CHARS
+    real = resolve(RunOptions(subtasks=["knowledge"], suite="trustmh")).context()
+    assert real.limit is None
+    assert real.options["max_tokens_cap"] == DEMO_MAX_TOKENS
+    assert demo.options["reasks"] == 0
+    assert demo.options["fairness_values"] == DEMO_FAIRNESS_VALUES
     assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
-                "fairness_values"} & set(real.ctx.options)
-    other_judge = plan_run(RunOptions(subtasks=["knowledge"], no_judge=True))
-    assert "judge_text_chars" not in other_judge.ctx.options
-    mine = plan_run(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
-    assert mine.ctx.limit == 3
-    assert mine.ctx.options["max_tokens_cap"] == 50  # the user's values win
+                "fairness_values"} & set(real.options)
+    other_judge = resolve(RunOptions(subtasks=["knowledge"], no_judge=True)).context()
+    assert "judge_text_chars" not in other_judge.options
+    mine = resolve(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
+    assert mine.limit == 3
+    assert mine.context().options["max_tokens_cap"] == 50  # the user's values win
+
+
+def test_the_users_options_are_never_written_to() -> None:
+    asked = {"max_tokens_cap": "50"}
+    spec = resolve(RunOptions(subtasks=["knowledge"], options=asked))
+    assert spec.options == {"max_tokens_cap": "50"} and asked == {"max_tokens_cap": "50"}
 
 
 @pytest.mark.slow

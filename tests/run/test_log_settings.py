@@ -59,8 +59,9 @@ def test_planning_every_pillar_leaves_scipy_stats_unimported() -> None:
     import sys
 
     code = ("import sys\n"
-            "from trustmh.run.execute import RunOptions, plan_run\n"
-            "plan = plan_run(RunOptions(display='none'))\n"
+            "from trustmh.run.config import RunOptions, resolve\n"
+            "from trustmh.run.execute import plan_run\n"
+            "plan = plan_run(resolve(RunOptions(display='none')))\n"
             "assert len({t.split('/')[0] for t in plan.subtasks}) == 9, plan.subtasks\n"
             "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,

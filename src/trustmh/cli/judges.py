@@ -22,6 +22,9 @@ from trustmh.judges.certify.references import ReferenceRequest, find_reference, 
 from trustmh.judges.review import export_review, import_review
 from trustmh.models.batch import mode_from_args
 
+# pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
+VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
+
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificates", metavar="DIR",
@@ -118,10 +121,17 @@ def cmd_certify(args: argparse.Namespace) -> int:
     for attr, figs in (cert.get("per_attribute") or {}).items():
         parts = [f"{m} {num(f.get('value'))}" for m, f in figs["agreement"].items()]
         print(f"  {attr} (n = {figs['n']}): {', '.join(parts)}: {figs['verdict']}")
-    if quality := cert.get("reference_quality"):
-        print(f"  reference quality: {quality['status']}: {quality['reason']}")
+    quality = cert.get("reference_quality") or {}
+    if quality:  # docs/references.md#the-rule
+        criteria = quality.get("criteria") or {}
+        rule = (f" (floor {quality['floor']:g} at the humans' lower bound, margin {quality['margin']:g})"
+                if "floor" in quality and "margin" in quality else "")
+        single = len(criteria) <= 1 and quality.get("reason")
+        print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
+        for name, crit in criteria.items() if not single else ():
+            print(f"    {name}: {crit['status']}: {crit['reason']}")
     print(f"certificate: {path}")
-    return 0 if cert["verdict"] == "pass" else 1
+    return VERDICT_EXIT.get(cert["verdict"], 1)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -91,14 +91,12 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
         raise TrustmhError(f"--limit must be >= 1, got {limit}")
     path = _data_path(Path(source))
     labels = [str(j) for j in judges]
-    opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head",
-                            "model": f"published:{path.name}", **(options or {})}
-    if len(judges) > 1:
-        if not all(isinstance(j, str) for j in judges):
-            raise TrustmhError("an ensemble of judges must be given as model strings")
-        opts["judges"] = list(judges)
-    ctx = RunContext(mode=mode, seed=seed, suite="mentalbench", limit=limit,
-                     judge=JudgeInfo(model=labels[0], validated=False, seed=seed), options=opts, n_boot=n_boot)
+    opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head", **(options or {})}
+    if len(judges) > 1 and not all(isinstance(j, str) for j in judges):
+        raise TrustmhError("an ensemble of judges must be given as model strings")
+    judge = JudgeInfo(model=labels[0], validated=False, seed=seed, members=tuple(labels) if len(labels) > 1 else ())
+    ctx = RunContext(mode=mode, seed=seed, suite="mentalbench", limit=limit, judge=judge, options=opts,
+                     n_boot=n_boot, model=f"published:{path.name}")
     subtask = get_subtask(SUBTASK_ID)
     task = build_task(SUBTASK_ID, ctx)
     _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "

@@ -181,7 +181,7 @@ def run_options(args: argparse.Namespace) -> Any:
     """RunOptions from the arguments `run` and `plan` share."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.prices import load_prices
-    from trustmh.run.execute import RunOptions
+    from trustmh.run.config import RunOptions
 
     if args.no_judge and args.judge:
         raise TrustmhError("--judge and --no-judge contradict each other; pass one")
@@ -212,7 +212,8 @@ def run_options(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import BUDGET_EXIT, run, use_endpoint
+    from trustmh.run.config import use_endpoint
+    from trustmh.run.execute import BUDGET_EXIT, run
 
     opts = run_options(args)
     if args.workers and args.shard:
@@ -239,14 +240,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.run.config import resolve
     from trustmh.run.execute import budget_needs_prices, over_budget, plan_run, plan_settings
     from trustmh.run.plan import estimate, table, to_json
     from trustmh.storage import write_text_atomic
 
     opts = run_options(args)
     budget_needs_prices(opts)
-    plan = plan_run(opts)
-    data = estimate(plan, plan_settings(opts, rate=args.rate, target_width=args.target_width,
+    spec = resolve(opts)
+    plan = plan_run(spec)
+    data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
                                         policy=args.policy))
     if args.budget is not None:

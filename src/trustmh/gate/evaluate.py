@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
 from trustmh.stats.classification import wilson_interval
 
 VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
@@ -59,6 +60,33 @@ def matching_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint:
     return None
 
 
+def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """What the reference-quality rule (docs/references.md#the-rule) says of a certificate's judge: ({"status",
+    "criteria": {name: status}}, what is missing), or None for a certificate without the rule. "Reference
+    cannot certify" (the humans do not agree enough) is said apart from "not certified" (the judge agrees with
+    them less well than they agree with each other): neither counts as evidence."""
+    quality = cert.get("reference_quality")
+    if not isinstance(quality, Mapping):
+        return None
+    criteria = {str(k): dict(v) for k, v in (quality.get("criteria") or {}).items()}
+    if not criteria and quality.get("status"):  # a reference with one criterion and no breakdown (SIRI-2)
+        criteria = {"score": dict(quality)}
+    status = {k: str(v.get("status")) for k, v in criteria.items()}
+    name = (cert.get("reference") or {}).get("name")
+    missing = []
+    failed = [k for k, v in status.items() if v == NOT_CERTIFIED]
+    cannot = [k for k, v in status.items() if v == CANNOT_CERTIFY]
+    if failed:
+        missing.append(f"judge not certified on {', '.join(failed)}: it agrees with the humans of {name} less well "
+                       "than they agree with each other")
+    if cannot:
+        first = criteria[cannot[0]].get("humans") or {}
+        figure = "" if first.get("value") is None else f"; e.g. {cannot[0]}: {first['value']:.2f}"
+        missing.append(f"the reference {name} cannot certify {', '.join(cannot)}: its humans do not agree with each "
+                       f"other above the floor {quality.get('floor')}{figure}")
+    return {"status": quality.get("status"), "criteria": status}, missing
+
+
 def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Policy,
                    certificates: list[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     """(what the gate knows of the judge, what is missing for its number to count as evidence)."""
@@ -79,6 +107,11 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
     info["certificate"] = {"fingerprint": fingerprint, "label_type": label_type, "n": cert.get("n"),
                            "reference": ref.get("name"), "source": ref.get("source"),
                            "created": cert.get("created"), "own_verdict": cert.get("verdict")}
+    quality = reference_quality_gap(cert)
+    if quality is not None:
+        info["certificate"]["reference_quality"] = quality[0]
+        if quality[1]:
+            return info, quality[1]
     mins = check.judge_min or ({} if check.judge_max else policy.judge_min.get(label_type, {}))
     maxs = check.judge_max or ({} if check.judge_min else policy.judge_max.get(label_type, {}))
     if not mins and not maxs:

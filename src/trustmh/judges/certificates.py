@@ -26,6 +26,7 @@ from typing import Any
 import trustmh
 from trustmh.core import RunContext, Subtask, TrustmhError, clean_json
 from trustmh.judges.ensemble import ensemble_settings
+from trustmh.judges.reference_quality import CERTIFIED, NOT_CERTIFIED
 from trustmh.judges.schema import judge_json_mode
 from trustmh.prompts import template_sha256
 from trustmh.stats.judge_agreement import meets, metric_direction
@@ -94,6 +95,24 @@ def judge_fingerprint(subtask: type[Subtask] | Subtask, ctx: RunContext) -> str:
     return fingerprint_of(fingerprint_settings(subtask, ctx))
 
 
+CANNOT_CERTIFY = "cannot certify"  # a certificate's verdict when its reference's humans do not agree enough
+
+
+def combined_verdict(thresholds_verdict: str, reference_quality: Mapping[str, Any] | None) -> str:
+    """A certificate's verdict (docs/references.md#the-rule): "fail" when the reference-quality rule finds the
+    judge not certified on some criterion, "cannot certify" when the reference cannot certify some criterion
+    (never a pass), else the thresholds' verdict. Without the rule (a single-rater review import), the
+    thresholds' verdict."""
+    if reference_quality is None:
+        return thresholds_verdict
+    status = reference_quality.get("status")
+    if status == NOT_CERTIFIED:
+        return "fail"
+    if status != CERTIFIED:
+        return CANNOT_CERTIFY
+    return thresholds_verdict
+
+
 def verdict(agreement: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, float]]) -> str:
     """"pass" when every threshold is met at the protective bound of its figure's interval, else "fail"."""
     for metric, bound in thresholds.items():
@@ -154,9 +173,12 @@ def worst_attribute(per_attribute: Mapping[str, Mapping[str, Any]]) -> dict[str,
 
 def make_certificate(*, settings: Mapping[str, Any], reference: Mapping[str, Any], label_type: str,
                      figures: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, float]], seed: int,
-                     extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     extra: Mapping[str, Any] | None = None,
+                     reference_quality: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A certificate dict (docs/judges.md#certificates); `figures` is `stats.judge_agreement.judge_agreement`'s
-    output. `extra` adds informative fields (human-vs-human agreement, per-rater figures, notes)."""
+    output. `extra` adds informative fields (human-vs-human agreement, per-rater figures, notes).
+    `reference_quality` is `judges.reference_quality.certify_reference`'s output: the verdict then follows
+    `combined_verdict`, and the thresholds' own verdict is kept as `thresholds_verdict`."""
     if reference.get("source") not in SOURCES:
         raise ValueError(f"reference source must be one of {SOURCES}")
     agreement = dict(figures["agreement"])
@@ -173,11 +195,14 @@ def make_certificate(*, settings: Mapping[str, Any], reference: Mapping[str, Any
         "n_judge_invalid": figures.get("n_judge_invalid", 0),
         "agreement": agreement,
         "thresholds": {k: dict(v) for k, v in thresholds.items()},
-        "verdict": verdict(agreement, thresholds),
+        "verdict": combined_verdict(verdict(agreement, thresholds), reference_quality),
         "seed": seed,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "trustmh_version": trustmh.__version__,
     }
+    if reference_quality is not None:
+        cert["reference_quality"] = dict(reference_quality)
+        cert["thresholds_verdict"] = verdict(agreement, thresholds)
     if extra:
         cert.update({k: v for k, v in extra.items() if k not in cert})
     return clean_json(cert)
@@ -227,7 +252,10 @@ def load_certificates(certs_dir: str | Path | None) -> list[dict[str, Any]]:
 
 
 def status_for(cert: Mapping[str, Any] | None) -> str:
-    """"certified" (verdict pass), "failed" (verdict fail) or "none" (no certificate)."""
+    """"certified" (verdict pass), "cannot certify" (the reference's humans do not agree enough), "failed"
+    (verdict fail) or "none" (no certificate)."""
     if cert is None:
         return "none"
+    if cert.get("verdict") == CANNOT_CERTIFY:
+        return CANNOT_CERTIFY
     return "certified" if cert.get("verdict") == "pass" else "failed"

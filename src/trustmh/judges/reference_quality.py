@@ -19,7 +19,7 @@ API
 
     Items with fewer than two ratings cannot show agreement: left out and counted (`n_items_unpairable`).
 
-`certify_criterion(human_ratings, judge_ratings, kind, *, seed, n_boot, floor=None, margin=0.0,
+`certify_criterion(human_ratings, judge_ratings, kind, *, seed, n_boot, floor=None, margin=MARGIN,
                    clusters=None, scale=None)` -> CriterionVerdict
     `judge_ratings` maps item id -> the judge's value (None or absent = unreadable). The verdict's `status`
     is one of
@@ -28,7 +28,8 @@ API
       floor (default `FLOORS[kind]`), or it cannot be computed. The judge's figures are still computed and
       shown; this is never a pass and the criterion is never dropped;
     * "certified" — (a) holds and (b) the judge agrees with the humans at least as well as they agree with
-      each other: the lower bound of the paired difference D = A_judge − A_humans is ≥ −margin (default 0);
+      each other: the lower bound of the paired difference D = A_judge − A_humans is ≥ −margin (default
+      `MARGIN` = 0.05);
     * "not certified" — (a) holds and (b) does not.
 
     A_humans is the agreement statistic above over all raters; A_judge is the same statistic with the judge
@@ -39,13 +40,19 @@ API
     point): the two agreements share their items, so their difference has a much tighter interval than
     either alone; comparing one interval's bound with the other's point would ignore the humans' own
     sampling error and the pairing. The lower bound puts the burden of proof on the judge: it is certified
-    only when the data show it is not worse than a human rater, not merely when they fail to show it worse.
-    `margin` (0 by default) is the tolerated shortfall, in the statistic's units; a caller that sets one
-    states it (it is recorded in the figures).
+    only when the data show it is not worse than a human rater by more than the margin, not merely when they
+    fail to show it worse. Why a margin: "at least as well" is a non-inferiority claim; with no margin a
+    judge exactly as good as an average rater would fail about 39 times in 40 (a rounded copy of one
+    clinician fails), so the rule would demand a judge better than the humans. 0.05 on the ICC/κ/α scale is
+    a tenth of the ratings floor: a judge shown to agree at most that much less well than the raters agree
+    with each other counts as agreeing as well. The margin used is recorded in the figures.
 
     A judge value that cannot be read is never dropped: for ratings it is placed at the scale end farthest
     from the humans' mean on that item (`scale`, default the humans' observed range); for labels it is a
     label of its own, agreeing with no human.
+
+`certify_reference(humans, judged, *, label_type, seed, ...)`: the rule on every criterion (attribute) of a
+reference set, as a judge certificate records it (`judges.certificates.make_certificate`).
 
 `overall_status(verdicts)`: one status for a judge certified on several criteria: "not certified" if any
 criterion is, else "reference cannot certify" if any criterion cannot be certified, else "certified".
@@ -74,6 +81,8 @@ KINDS = ("ratings", "labels")
 # ICC(A,1) or interval α ≥ 0.50 is the lower edge of Koo & Li's (2016) "moderate" band; κ or nominal α ≥ 0.40
 # is the lower edge of Landis & Koch's (1977) "moderate" band.
 FLOORS = {"ratings": 0.50, "labels": 0.40}
+# The tolerated shortfall of the judge-in-place agreement, at the lower bound of the paired difference.
+MARGIN = 0.05
 LEVEL = 0.95
 INVALID_LABEL = "(unreadable)"
 
@@ -223,7 +232,7 @@ def _judge_column(t: _Table, judge: Mapping[Hashable, Any], kind: str,
 
 
 def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, Any], kind: str = "ratings", *,
-                      seed: int, n_boot: int = DEFAULT_N_BOOT, floor: float | None = None, margin: float = 0.0,
+                      seed: int, n_boot: int = DEFAULT_N_BOOT, floor: float | None = None, margin: float = MARGIN,
                       clusters: Mapping[Hashable, Hashable] | None = None,
                       scale: tuple[float, float] | None = None) -> CriterionVerdict:
     """Certify a judge on one criterion against several human raters (the rule of the module docstring)."""
@@ -304,3 +313,37 @@ def overall_status(verdicts: Iterable[CriterionVerdict | Mapping[str, Any] | str
     if not statuses or CANNOT_CERTIFY in statuses:
         return CANNOT_CERTIFY
     return CERTIFIED
+
+
+# A certificate's label type -> the rule's kind.
+KIND_OF = {"ordinal": "ratings", "binary": "labels", "categorical": "labels", "siri2": "ratings"}
+
+
+def certify_reference(humans: Mapping[Hashable, Mapping[Hashable, Any]], judged: Mapping[Hashable, Any], *,
+                      label_type: str, seed: int, n_boot: int = DEFAULT_N_BOOT, attributes: Sequence[str] = (),
+                      criterion: str = "score", clusters: Mapping[Hashable, Hashable] | None = None,
+                      scale: tuple[float, float] | None = None, floor: float | None = None,
+                      margin: float = MARGIN, kind: str | None = None) -> dict[str, Any]:
+    """The rule on every criterion of a reference set, for a judge certificate:
+    {"status", "floor", "margin", "criteria": {name: CriterionVerdict.to_dict()}}; a reference with one
+    criterion also carries that criterion's verdict at the top ("reason", "humans", "difference", ...).
+    `kind` overrides the one the label type implies (KIND_OF).
+
+    `humans`: item -> rater -> label, or with `attributes` item -> rater -> {attribute: label}; `judged`: item ->
+    the judge's label (or {attribute: label}); items the judge was not asked about are left out. A single-label
+    reference names its one criterion `criterion`."""
+    kind = kind or KIND_OF[label_type]
+    names = list(attributes) or [criterion]
+    items = [i for i in humans if i in judged]
+    criteria: dict[str, Any] = {}
+    for name in names:
+        def pick(value: Any, name: str = name) -> Any:
+            return (value or {}).get(name) if attributes else value
+
+        h = {i: {r: pick(v) for r, v in humans[i].items()} for i in items}
+        j = {i: pick(judged[i]) for i in items}
+        criteria[name] = certify_criterion(h, j, kind, seed=seed, n_boot=n_boot, floor=floor, margin=margin,
+                                           clusters=clusters, scale=scale).to_dict()
+    single = criteria[names[0]] if len(names) == 1 else {}
+    return {**single, "status": overall_status(criteria.values()), "floor": FLOORS[kind] if floor is None else floor,
+            "margin": margin, "criteria": criteria}

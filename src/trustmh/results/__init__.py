@@ -35,6 +35,8 @@ class RunResults:
     model_reported: str | None = None
     errors: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The options as recorded (None: the context's, `RunContext.recorded_options`); a run adds its endpoint.
+    options: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         summary = normalised_summary({k: v for k, v in self.subtasks.items()}, self.ctx.mode)
@@ -48,7 +50,7 @@ class RunResults:
             "seed": self.ctx.seed,
             "limit": self.ctx.limit,
             "n_boot": self.ctx.n_boot,
-            "options": self.ctx.options,
+            "options": self.ctx.recorded_options() if self.options is None else self.options,
             "judge": judge,
             "trustmh_version": trustmh.__version__,
             "anchors_version": ANCHORS_VERSION,

@@ -41,13 +41,12 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
     already cached the empty answer, which would otherwise come back on every retry, now and on resume.
     `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own.
     In batch mode a single-turn reply is batched; a conversation's turn only with --batch-conversations."""
-    label = str(ctx.options.get("model") or "")
-    fields = call_settings(label, conversation)
+    fields = call_settings(str(ctx.model or ""), conversation)
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             with batching("batch" in fields):
                 state = await generate(state, cache=cache_policy(ctx, attempt), **fields)
-            note_call("model", label or str(state.output.model), state.output, batched="batch" in fields)
+            note_call("model", str(ctx.model or state.output.model), state.output, batched="batch" in fields)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -77,6 +76,11 @@ def bounded_config(ctx: RunContext, **fields: Any) -> GenerateConfig:
 def judge_role(index: int) -> str:
     """The Inspect model role of the ensemble's index-th member (the first is Inspect's `grader`)."""
     return "grader" if index == 0 else f"grader_{index + 1}"
+
+
+def patient_role(index: int) -> str:
+    """The Inspect model role of the index-th patient of an ensemble (the first is `patient`)."""
+    return "patient" if index == 0 else f"patient_{index + 1}"
 
 
 def judge_model(ctx: RunContext, index: int = 0) -> Model:

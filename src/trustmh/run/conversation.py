@@ -48,6 +48,7 @@ from trustmh.run.calls import (
     generate_once,
     item_from_metadata,
     judge_model,
+    patient_role,
 )
 from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
 
@@ -62,9 +63,9 @@ STARTER_PATIENT_MAX_TOKENS = 48  # the offline demo's patient: a sentence or two
 def patient_model(ctx: RunContext, index: int = 0) -> Model:
     """The simulated patient: the `patient` role (bound by `trustmh run` from --patient; the index-th member of
     an ensemble is `patient_<index + 1>`), bounded and seeded."""
-    names = [p.strip() for p in str(ctx.options.get("patient") or BUNDLED_MODEL).split(",") if p.strip()]
+    names = list(ctx.patient.models) if ctx.patient else [BUNDLED_MODEL]
     index = index % len(names)
-    return get_model(role="patient" if index == 0 else f"patient_{index + 1}", default=names[index],
+    return get_model(role=patient_role(index), default=names[index],
                      config=bounded_config(ctx, temperature=PATIENT_TEMPERATURE, seed=ctx.seed,
                                            max_tokens=STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter"
                                            else PATIENT_MAX_TOKENS))
@@ -78,7 +79,7 @@ def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
 @solver
 def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     system = read_system_prompt(ctx)
-    model_label = str(ctx.options.get("model") or "model")
+    model_label = ctx.model or "model"
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         check_budget()
@@ -108,7 +109,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                     return out.completion
 
                 said = await ask_until_valid(patient_line, said_something)
-                names = [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
+                names = ctx.patient.models if ctx.patient else ()
                 who = names[index % len(names)] if names else str(said_by[-1] or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
             state.messages.append(ChatMessageUser(content=said))

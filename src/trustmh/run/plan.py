@@ -278,7 +278,7 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     ctx = r.ctx
     key = f"{item.id}#{epoch}"
     system = read_system_prompt(ctx)
-    patient = str(ctx.options.get("patient") or "patient")
+    patient = ctx.patient.label if ctx.patient else "patient"
     patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
     turns: list[dict[str, Any]] = []
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
@@ -368,7 +368,8 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     from trustmh.run.calls import ITEM_KEY
 
     ctx: RunContext = plan.ctx
-    model = str(plan.model)
+    spec = plan.spec
+    model = spec.model
     tokenizers: dict[str, Tokenizer] = {}
     subtasks: dict[str, Any] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
@@ -429,15 +430,15 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     totals["cost_scenarios"] = scenario_totals(discounted)
     totals["rate_fallbacks"] = {m: p.fallbacks() for m, p in sorted(settings.prices.items())
                                 if m in {t.model for _, t in all_tallies} and p.fallbacks()}
-    connections = plan.opts.max_connections or DEFAULT_CONNECTIONS
+    connections = spec.max_connections or DEFAULT_CONNECTIONS
     wall = wall_time(totals["calls"]["min"], totals["calls"]["max"], chain, connections, settings.latency)
     models = sorted({t.model for _, t in all_tallies})
     batch_info = {"on": settings.batch is not None, "conversations": mode.conversations,
                   "size": mode.size, "live_providers": live_providers(models), "batched_rounds": batched_rounds,
                   "wall_seconds": batch_wall_time(wall, batched_rounds)}
     return {
-        "model": model, "suite": plan.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
-        "judges": ctx.judges, "patient": plan.patient,
+        "model": model, "suite": spec.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
+        "judges": ctx.judges, "patient": spec.patient.to_json() if spec.patient else None,
         "assumptions": {
             "expected_output_tokens": settings.expected, "latency_seconds": settings.latency,
             "max_connections": connections,

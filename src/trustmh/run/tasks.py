@@ -28,6 +28,7 @@ from trustmh.catalogue import BY_ID, get_subtask
 from trustmh.core import (
     Item,
     JudgeInfo,
+    Patient,
     RunContext,
     Subtask,
     TrustmhError,
@@ -196,7 +197,11 @@ def context_to_dict(ctx: RunContext) -> dict[str, Any]:
 
 
 def context_from_dict(d: dict[str, Any]) -> RunContext:
-
+    """The RunContext a task's metadata carries (`context_to_dict`), as Inspect's log holds it."""
     d = dict(d)
-    d["judge"] = JudgeInfo(**d["judge"])
+    judge = dict(d["judge"])
+    judge["members"] = tuple(judge.get("members") or ())
+    d["judge"] = JudgeInfo(**judge)
+    if d.get("patient"):
+        d["patient"] = Patient(models=tuple(d["patient"]["models"]), source=d["patient"]["source"])
     return RunContext(**d)

@@ -186,7 +186,7 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
     from trustmh.results.leaderboard import normalised_summary
 
     assert len(FAITHFUL_PILLARS) == 8
-    assert PILLARS[-1] == "conversation"
+    assert "conversation" in PILLARS and "conversation" not in FAITHFUL_PILLARS
     assert not [s for s in select(None, None, "faithful") if s.pillar == "conversation"]
     assert {s.id for s in select(["conversation"], None, "default")} == {
         "conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
@@ -196,7 +196,7 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
         select(["conversation"], None, "faithful")
     one = {"ethics/ethical_reasoning": SubtaskResult(value=0.5, ci=None, n=3, n_invalid=0, direction="higher")}
     assert normalised_summary(one, "faithful")["overall"]["n_pillars_total"] == 8
-    assert normalised_summary(one, "default")["overall"]["n_pillars_total"] == 9
+    assert normalised_summary(one, "default")["overall"]["n_pillars_total"] == len(PILLARS)
     assert main(["list"]) == 0
     listing = capsys.readouterr().out
     assert "Conversation" in listing

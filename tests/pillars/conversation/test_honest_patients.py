@@ -8,7 +8,7 @@ import json
 import pytest
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.core import JudgeInfo, Patient, RunContext, TrustmhError
 from trustmh.pillars.conversation.contract import run_conversations_offline
 from trustmh.pillars.conversation.patient_checks import family_warnings, patient_honesty, turn_windows
 
@@ -17,9 +17,9 @@ PROFILE = {"id": "p", "severity": "moderate", "style": "terse", "situation": "lo
            "will_not_disclose": ["plans"], "direct_question_reaction": "answers briefly"}
 
 
-def _ctx(**options: object) -> RunContext:
+def _ctx(patient: Patient | None = None, **options: object) -> RunContext:
     return RunContext(mode="default", seed=0, suite="trustmh", limit=6, judge=JudgeInfo(model="j/judge",
-                      validated=False, seed=0), options={"turns": 4, **options}, n_boot=200)
+                      validated=False, seed=0), options={"turns": 4, **options}, n_boot=200, patient=patient)
 
 
 def _judge(req) -> str:  # noqa: ANN001
@@ -94,5 +94,5 @@ def test_crisis_rate_by_turn_window() -> None:
 
 
 def test_ensemble_patients_take_turns_over_profiles() -> None:
-    items = get_subtask("conversation/simulated_patient").items(_ctx(patient="a/x,b/y"))
+    items = get_subtask("conversation/simulated_patient").items(_ctx(patient=Patient(models=("a/x", "b/y"), source="--patient")))
     assert {it.metadata["patient_index"] for it in items} == {0, 1}

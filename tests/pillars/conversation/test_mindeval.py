@@ -34,7 +34,7 @@ def ann():  # noqa: ANN201
 
 def _raw_rows() -> list[dict]:
     rows = []
-    for line in (FIXTURE / ANNOTATIONS).read_text(encoding="utf-8").splitlines():
+    for line in (FIXTURE / ANNOTATIONS).read_text(encoding="utf-8").split("\n"):
         try:
             rows.append(json.loads(line))
         except ValueError:
@@ -226,3 +226,13 @@ def test_real_mapping_reproduces_all_five_publisher_examples() -> None:
 @needs_real
 def test_real_file_reads_without_a_flagged_row() -> None:
     assert read_annotations(REAL / ANNOTATIONS).report.lines() == []
+
+
+def test_a_raw_line_separator_inside_a_message_does_not_split_the_row(ann) -> None:  # noqa: ANN001
+    assert any("\u2028" in t["content"] for c in ann.conversations for t in (c.turns or []))
+
+
+@needs_real
+def test_real_file_has_20_profiles_three_conversations_each() -> None:
+    clusters = read_annotations(REAL / ANNOTATIONS).clusters
+    assert sorted({list(clusters.values()).count(c) for c in clusters.values()}) == [3]

@@ -86,7 +86,7 @@ def test_annotators_who_disagree_cannot_certify_even_a_faithful_judge(tmp_path: 
     # bound is under the floor, so the crisis judge gets no pass however well it agrees
     code = certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--subtask", "crisis/crisis_escalation")
     q = certificate(tmp_path)["reference_quality"]
-    assert code == 1
+    assert code == 3  # "cannot certify": said apart from a failed judge (1)
     assert q["status"] == "reference cannot certify"
     assert q["humans"]["value"] is not None
 
@@ -114,5 +114,5 @@ needs_real = pytest.mark.skipif(not (REAL / "interjection_prompts.py").is_file()
 @needs_real
 def test_real_files_delusion_annotators_cannot_certify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     code = certify_cli(replaying(REAL), REAL, tmp_path, monkeypatch, "--subtask", "conversation/delusion")
-    assert code == 1
+    assert code == 3
     assert certificate(tmp_path)["reference_quality"]["status"] == "reference cannot certify"

@@ -189,10 +189,11 @@ def test_combine_aggregators() -> None:
 JA, JB = "openai/gpt-judge", "anthropic/claude-judge"
 
 
-def _starter_ctx(**options: object) -> RunContext:
-    opts = {"mentalbench_starter": "1", "model": "openai/gpt-under-test", "judges": [JA, JB], **options}
+def _starter_ctx(judges: tuple[str, ...] | None = (JA, JB), **options: object) -> RunContext:
+    opts = {"mentalbench_starter": "1", **options}
     return RunContext(mode="default", seed=3, suite="mentalbench", n_boot=300,
-                      judge=JudgeInfo(model=JA, validated=False), options=opts)
+                      judge=JudgeInfo(model=JA, validated=False, members=judges or ()), options=opts,
+                      model="openai/gpt-under-test")
 
 
 def _grade(i: int) -> int:
@@ -455,7 +456,7 @@ def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
 
     data, code = run(RunOptions(model=canned_model(_model_reply), judge=canned_model(_judge_reply, "judge"),
                                 suite="mentalbench", limit=3, seed=5, out=tmp_path, display="none", n_boot=200,
-                                options={"mentalbench_starter": "1", "model": "canned/model"}))
+                                options={"mentalbench_starter": "1"}))
     assert code == 0
     sub = data["subtasks"]["mentalbench/generation"]
     assert sub["status"] == "ok"
@@ -504,7 +505,8 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     from trustmh.cli.align import main as align_main
 
     ctx = _fixture_ctx()
-    ctx.options.update(judges=["openai/gpt-judge", "anthropic/claude-judge"], ensemble="mean", min_valid="2")
+    ctx.judge.members = ("openai/gpt-judge", "anthropic/claude-judge")
+    ctx.options.update(ensemble="mean", min_valid="2")
 
     def judge(req: JudgeRequest) -> str:
         reply = req.prompt.split("<reply>\n")[1].split("\n</reply>")[0]

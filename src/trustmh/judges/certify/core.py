@@ -22,7 +22,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import get_model
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, TrustmhError
+from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, TrustmhError
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -32,11 +32,12 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.reask import ask_until_valid
-from trustmh.judges.reference_quality import certify_criterion
+from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import bounded_config, cache_policy, judge_role
-from trustmh.run.execute import DEMO_JUDGE_TEXT_CHARS, check_model_name, response_cache_dir
+from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
+from trustmh.run.execute import response_cache_dir
 from trustmh.run.logs import records_from_log
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
@@ -61,6 +62,9 @@ class Reference:
     attributes: tuple[str, ...] = ()
     clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
     counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
+    # Asks and scores the judge when the sub-task's own scorer cannot take a stored item (a stored
+    # conversation): it sends the very requests a run sends (None: the sub-task itself).
+    judging: Subtask | None = None
     # Set ("labels" or "ratings"): the reference-quality rule decides the verdict (judges/reference_quality.py):
     # the humans' own agreement must clear its floor and the judge in a rater's place must do as well. The
     # fixed thresholds then apply only when given (--threshold).
@@ -131,17 +135,16 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
     opts = dict(options or {})
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
-    if len(judges) > 1:
-        opts["judges"] = list(judges)
-    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit,
-                      judge=JudgeInfo(model=judges[0], validated=False, seed=seed), options=opts,
+    judge = JudgeInfo(model=judges[0], validated=False, seed=seed,
+                      members=tuple(judges) if len(judges) > 1 else ())
+    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit, judge=judge, options=opts,
                       timeout=timeout, max_retries=max_retries, cache=cache)
 
 
 def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
                     display: str = "none") -> list[Record]:
     """Judge the reference items through Inspect (resumable eval set in `work/logs`, response cache)."""
-    subtask = get_subtask(ref.subtask)
+    subtask = ref.judging or get_subtask(ref.subtask)
     task = Task(name=f"certify_{ref.subtask.replace('/', '_')}",
                 dataset=MemoryDataset([item_to_sample(i) for i in ref.items], name=ref.name),
                 solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
@@ -180,18 +183,16 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
-    quality = None
-    if ref.quality_kind:
-        quality = certify_criterion(ref.humans, judged, ref.quality_kind, seed=ctx.seed, n_boot=ctx.n_boot,
-                                    clusters=ref.clusters, scale=ref.scale)
-        extra["reference_quality"] = quality.to_dict()
+    # reference quality before judge quality (docs/references.md#the-rule): per criterion, the humans' own
+    # agreement must clear the floor and the judge, in place of one rater, must match it
+    quality = certify_reference(ref.humans, judged, label_type=ref.label_type, seed=ctx.seed, n_boot=ctx.n_boot,
+                                attributes=ref.attributes, clusters=ref.clusters, scale=ref.scale,
+                                kind=ref.quality_kind or KIND_OF[ref.label_type])
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
-                            extra={**ref.extra, **extra, "notes": ref.notes})
-    if quality is not None and not quality.certified:
-        cert["verdict"] = "fail"  # never a pass where the rule does not certify (or the reference cannot)
+                            extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
     return cert, write_certificate(certs_dir, cert)
 
 

@@ -100,8 +100,6 @@ class ConversationSubtask(Subtask):
 
     judge_use = "rule_fallback"
     modes = ("default",)
-    # Patient model needed (simulated patients): the run binds the `patient` role.
-    needs_patient: bool = False
 
     def generation(self, ctx: RunContext) -> GenConfig:
         # chat replies; the starter suite keeps them short so the offline demo's conversations stay cheap

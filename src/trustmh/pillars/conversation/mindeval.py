@@ -42,10 +42,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import (
+    Item,
+    JudgeRequest,
+    Record,
+    RunContext,
+    Subtask,
+    SubtaskResult,
+    TrustmhError,
+    clean_json,
+)
 from trustmh.data.locate import resolve
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
 from trustmh.judges.reference_quality import FLOORS, human_agreement
+from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
 from trustmh.stats.bootstrap import bootstrap_mean
 from trustmh.storage import write_text_atomic
 
@@ -138,7 +148,9 @@ def _turns(messages: Any) -> tuple[list[dict[str, str]] | None, str | None]:
 
 
 def _profile_key(row: Mapping[str, Any]) -> str:
-    profile = row.get("member_attributes") or row.get("member_profile") or row.get("id")
+    # the rendered profile: 20 in the real file, three conversations each (`member_attributes` also holds
+    # per-conversation fields, so it differs between the three)
+    profile = row.get("member_profile") or row.get("member_attributes") or row.get("id")
     text = json.dumps(profile, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
@@ -153,7 +165,8 @@ def read_annotations(path: Path) -> Annotations:
     report = RowReport()
     name = path.name
     rows: list[tuple[int, dict[str, Any]]] = []
-    for i, line in enumerate(raw.decode("utf-8-sig", errors="replace").splitlines()):
+    # split on "\n" only: a raw U+2028 inside a JSON string is valid, and str.splitlines would cut the row there
+    for i, line in enumerate(raw.decode("utf-8-sig", errors="replace").split("\n")):
         if not line.strip():
             continue
         try:
@@ -247,7 +260,7 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     text = prompts_path.read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)
     raw_rows: dict[str, dict[str, Any]] = {}
-    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").splitlines():
+    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
         try:
             obj = json.loads(line)
         except ValueError:
@@ -285,6 +298,51 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     return {"status": "checked", "file": JUDGE_PROMPTS, "examples_found": len(_EXAMPLE.findall(text)),
             "examples_matched": len(examples), "reproduced": reproduced,
             "mapping_holds": bool(examples) and all(v == len(examples) for v in reproduced.values())}
+
+
+# ------------------------------------------------------------------------- a certify reference (plain part)
+
+SIMULATED_PATIENT = "conversation/simulated_patient"
+
+
+class StoredConversationRubric(Subtask):
+    """The rubric judge of `conversation/simulated_patient` asked about a stored conversation: exactly the
+    request a run sends (`scoring.rubric_request`: same template, schema and token cap), scored by the same
+    parser. Not a catalogue sub-task: `trustmh judge certify --reference mindeval` drives it, and the
+    certificate carries the fingerprint of the sub-task it stands for."""
+
+    pillar = "conversation"
+
+    def __init__(self, subtask_id: str = SIMULATED_PATIENT) -> None:
+        self.id = subtask_id
+
+    def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
+        return [rubric_request(item.metadata["turns"])]
+
+    def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
+              ctx: RunContext) -> dict[str, Any]:
+        marks = None if judge_outputs is None else parse_marks("rubric", judge_outputs.get("rubric"))
+        return {"rubric": marks, "judge_valid": marks is not None, "valid": True}
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        means = [statistics.fmean(r.score["rubric"].values()) for r in records if r.score.get("rubric")]
+        return SubtaskResult(value=statistics.fmean(means) if means else None, ci=None, n=len(means),
+                             n_invalid=len(records) - len(means), direction="higher")
+
+
+def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, dict[str, float | None]]]]:
+    """The judgeable conversations as stored items (the transcript is what the rubric judge reads), and the
+    clinicians' ratings per item: conversation -> clinician -> {rubric key: rating}."""
+    per_key = {key: ann.by_criterion(key) for key in CRITERIA}
+    items, humans = [], {}
+    for c in ann.conversations:
+        if c.turns is None:
+            continue
+        items.append(Item(id=c.id, prompt="(a stored MindEval conversation)", cluster=c.profile,
+                          metadata={"skip_generation": True, "stored_response": transcript_text(c.turns),
+                                    "turns": c.turns, "model": c.model}))
+        humans[c.id] = {r: {key: per_key[key][c.id][r] for key in CRITERIA} for r in ann.raters}
+    return items, humans
 
 
 # ------------------------------------------------------------------------------------------- locating

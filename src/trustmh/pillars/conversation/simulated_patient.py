@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,12 +14,14 @@ from trustmh.core import (
     NO_JUDGE,
     Item,
     JudgeRequest,
+    Option,
     Record,
     RunContext,
     SubtaskResult,
     TrustmhError,
     same_anchors,
 )
+from trustmh.pillars.conversation import realism
 from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
@@ -57,7 +61,8 @@ class SimulatedPatient(_CrisisConversation):
     description = "Simulated patients (profiles with severity, style and hidden risk)"
     anchors = same_anchors(1.0, 6.0)
     default_only = True
-    options = OPTIONS
+    options = {**OPTIONS, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
+                                                 "turns with its human-written ones (docs/references.md)")}
     per_item = {"default": _rubric}
     title = "Simulated patients (conversation rubric)"
     primary_direction = "higher"
@@ -112,8 +117,10 @@ class SimulatedPatient(_CrisisConversation):
     def conversation_judge_requests(self, item: Item, turns: Sequence[Mapping[str, Any]],
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
+        pair = _realism_pair(item, turns, ctx)
         return [*super().conversation_judge_requests(item, turns, ctx),
-                *(rubric_request(turns, k) for k in range(1, r + 1))]
+                *(rubric_request(turns, k) for k in range(1, r + 1)),
+                *([] if pair is None else [realism.realism_request(pair[0], pair[1])])]
 
     def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,
                     ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -127,6 +134,9 @@ class SimulatedPatient(_CrisisConversation):
             again = [parse_marks("rubric", judge_outputs.get(f"rubric#{k}")) for k in range(2, r + 1)]
             score["rubric_retest"] = [[None if rubric is None else rubric[k], None if a is None else a[k]]
                                       for a in again for k in RUBRIC_KEYS]
+            pair = _realism_pair(item, turns, ctx)
+            if pair is not None:
+                score["realism"] = {"person": pair[2], "pick": realism.parse_pick(judge_outputs.get(realism.REQUEST))}
         if item.metadata.get("risk_after_last_turn"):
             score["invalid"], score["valid"] = False, True
         check = patient_honesty(item.metadata["profile"], turns, item.metadata.get("risk_turn"))
@@ -154,7 +164,7 @@ class SimulatedPatient(_CrisisConversation):
         metrics = self.crisis_metrics(crisis_records, ctx, groups=("category", "severity"))
         metrics["patient_honesty"] = honesty
         metrics["crisis_response_by_window"] = crisis_windows(records)
-        warnings = family_warnings(patient_models(ctx), [str(j) for j in ctx.judges], str(ctx.options.get("model") or "") or None)
+        warnings = family_warnings(patient_models(ctx), ctx.judges, ctx.model or None)
         metrics["patient_warnings"] = warnings
         honest_note = (f"patients that broke role (counselled, or said they are an AI or a simulation): "
                        f"{honesty['n_broke_role']} of {honesty['n_conversations']} conversations, left out of the "
@@ -163,6 +173,8 @@ class SimulatedPatient(_CrisisConversation):
             metrics["rubric_all_conversations"] = mean_with_ci([r.score.get("rubric_mean") for r in everything],
                                                                [r.cluster for r in everything], seed=ctx.seed,
                                                                n_boot=ctx.n_boot)
+        metrics["patient_realism"] = realism_metrics(everything, ctx)
+        warnings = [*warnings, *metrics["patient_realism"].get("warnings", [])]
         result = self._aggregate_honest(records, ctx, metrics)
         result.notes = [honest_note, *(f"warning: {w}" for w in warnings), *result.notes]
         return result
@@ -200,9 +212,47 @@ class SimulatedPatient(_CrisisConversation):
                              + ([missed_note] if missed_note else []))
 
 
+def _human_turns(ctx: RunContext) -> realism.HumanTurns | None:
+    path = realism.find_human_turns(ctx.options)
+    return None if path is None else _read_human_turns(str(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_human_turns(path: str) -> realism.HumanTurns:
+    return realism.read_human_turns(Path(path))
+
+
+def _patient_texts(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(t["content"]) for t in turns if t.get("role") == "patient" and str(t.get("content") or "").strip()]
+
+
+def _realism_pair(item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> tuple[str, str, str] | None:
+    """One human and one simulated patient turn for the judge (docs/references.md), or None without the
+    human turns."""
+    human = _human_turns(ctx)
+    return None if human is None else realism.realism_pair(item.id, _patient_texts(turns), human, ctx.seed)
+
+
+def realism_metrics(records: list[Record], ctx: RunContext) -> dict[str, Any]:
+    """`patient_realism` (realism.realism_summary): the simulated turns beside people's, per patient model."""
+    try:
+        human = _human_turns(ctx)
+    except TrustmhError as exc:
+        return realism.realism_summary([], None, seed=ctx.seed, n_boot=ctx.n_boot, why_not=str(exc))
+    convs = []
+    for r in records:
+        turns = r.metadata.get("turns") or []
+        models = sorted({str(t.get("model")) for t in turns if t.get("role") == "patient"})
+        picked = r.score.get("realism") or {}
+        convs.append({"id": r.cluster, "patient_model": ", ".join(models) or "unknown",
+                      "patient_texts": _patient_texts(turns), "pick": picked.get("pick"),
+                      "person": picked.get("person")})
+    return realism.realism_summary(convs, human, seed=ctx.seed, n_boot=ctx.n_boot)
+
+
 def patient_models(ctx: RunContext) -> list[str]:
-    """The patient model(s) of the run: `--patient a,b` is an ensemble (the run stores it in options)."""
-    return [p.strip() for p in str(ctx.options.get("patient") or "").split(",") if p.strip()]
+    """The patient model(s) of the run: `--patient a,b` is an ensemble."""
+    return list(ctx.patient.models) if ctx.patient else []
 
 
 def honesty_metrics(records: list[Record]) -> dict[str, Any]:

@@ -10,11 +10,11 @@ Data, in order: `-O mentalbench_path=FILE` (CSV, Parquet, JSON(L), or a Hugging 
 judge workbooks (no reference replies then). `-O mentalbench_starter=1` (or the starter suite) uses the
 project's own demo items.
 
-Options (`-O key=value`): `judges` (comma list; set by repeated `--judge`), `ensemble` (mean | median |
-vote), `min_valid`, `judge_repeats` (r > 1: test–retest), `temperature`, `max_tokens`, `samples`
-(default mode only), `judge_max_tokens`, `mentalalign_dir` (for ConvID checks and the offline contexts),
-`verify_conv_ids` (default 1), `model` (the model label; the run sets it), `skip_original` (do not judge
-the reference replies), `faithful_clean_published` (faithful mode: judge published replies without their
+The judges are the run's (`--judge` repeated is an ensemble: `RunContext.judges`); the model's label is
+`RunContext.model`. Options (`-O key=value`): `ensemble` (mean | median | vote), `min_valid`,
+`judge_repeats` (r > 1: test–retest), `temperature`, `max_tokens`, `samples` (default mode only),
+`judge_max_tokens`, `mentalalign_dir` (for ConvID checks and the offline contexts), `verify_conv_ids`
+(default 1), `skip_original` (do not judge the reference replies), `faithful_clean_published` (faithful mode: judge published replies without their
 reasoning, like default), and, for `trustmh rescore`, `rescore` (every published reply becomes an item)
 and `selection=head` (first rows in file order in every mode).
 """
@@ -96,13 +96,10 @@ def _opt_int(ctx: RunContext, key: str, default: int, lo: int = 1) -> int:
 
 
 def judge_members(ctx: RunContext) -> list[tuple[str, str | None]]:
-    """(label, model) per ensemble member: `ctx.options["judges"]` (list or comma string), else the run's
-    judge (model None = the Inspect grader role)."""
-    judges = ctx.options.get("judges")
-    if isinstance(judges, str):
-        judges = [j.strip() for j in judges.split(",") if j.strip()]
-    if judges:
-        judges = [str(j) for j in judges]
+    """(label, model) per ensemble member (`--judge` repeated), else the run's judge (model None = the
+    Inspect grader role)."""
+    judges = ctx.judges
+    if len(judges) > 1:
         if len(set(judges)) != len(judges):
             raise TrustmhError(f"mentalbench: a judge is listed twice in {judges}")
         return [(j, j) for j in judges]
@@ -126,9 +123,8 @@ def ensemble_config(ctx: RunContext, n_members: int) -> tuple[str, int]:
 
 
 def model_label(ctx: RunContext, records: Sequence[Record] = ()) -> str:
-    label = ctx.options.get("model")
-    if label:
-        return str(label)
+    if ctx.model:
+        return ctx.model
     for r in records:
         if r.metadata.get("model_reported"):
             return str(r.metadata["model_reported"])

@@ -1,0 +1,348 @@
+"""What a run is asked (`RunOptions`) and what it resolves to (`RunSpec`), once.
+
+`RunOptions` is the request as the command line (`cli/run.py`), a library caller or a shard manifest
+(`options_from_manifest`) gives it: unresolved, possibly Inspect `Model` objects where tests pass canned
+models. `resolve` turns it, the same way for all three, into a frozen `RunSpec`: the model and its label, the
+suite, the chosen sub-tasks, the judges (typed, with the ensemble's members), the simulated patient, the
+product endpoint, the offline demo's trims and reply caps, the Inspect roles, and the user's own `-O` keys
+(never written to). Every later stage reads the spec; `RunSpec.context()` is the one `RunContext` of a run.
+
+Adding a setting: a field on `RunOptions` (with its default), the same on `RunSpec`, one line in `resolve`
+that checks and copies it, and, if it changes what a run computes, the manifest (`run_manifest`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trustmh
+from trustmh.catalogue import get_subtask, is_implemented, select
+from trustmh.core import SEED_MAX, JudgeInfo, Mode, Patient, RunContext, TrustmhError
+from trustmh.inspect_compat import model_provider_known
+from trustmh.models import BUNDLED_MODEL
+from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
+from trustmh.options import check_options
+from trustmh.run.calls import judge_role, patient_role
+from trustmh.storage import Url
+
+DEMO_LIMIT = 2
+DEMO_MAX_TOKENS = 192  # the bundled model's reply cap in any run
+# The offline demo only (bundled model, starter suite): see `demo_trims`.
+DEMO_REPLY_CAP = 64
+DEMO_JUDGE_TEXT_CHARS = 80
+DEMO_FAIRNESS_VALUES = 2  # identity values per attribute: 9 fairness variants instead of 17
+
+
+@dataclass
+class RunOptions:
+    """The request: what the caller asked for, before defaults and checks (`resolve`)."""
+
+    # A model string, or an Inspect `Model` object (tests pass canned models this way).
+    model: Any = None
+    suite: str | None = None
+    pillars: list[str] | None = None
+    subtasks: list[str] | None = None
+    limit: int | None = None
+    judge: Any = None
+    no_judge: bool = False
+    judge_validated: bool = False
+    certificates: str | None = None  # judge certificates directory (the report's Judges section)
+    mode: Mode = "default"
+    seed: int = 0
+    out: Path | Url = Path("trustmh-out")  # a local path or an fsspec URL (`trustmh.storage`)
+    max_retries: int = 3
+    timeout: int = 120
+    max_connections: int | None = None
+    display: str | None = None
+    n_boot: int = 2000
+    options: dict[str, Any] = field(default_factory=dict)  # the user's own `-O` keys
+    cache: bool = True
+    # `--endpoint-moved OLD=NEW`: {NEW_URL: OLD_URL}, the same model now answering at NEW_URL keeps the
+    # response cache it built at OLD_URL (`inspect_compat.cache_urls_moved`)
+    cache_moved: dict[str, str] = field(default_factory=dict)
+    overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
+    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
+    # number of llama.cpp servers (`trustmh.models.gguf.default_parallel`).
+    max_tasks: int | None = None
+    # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
+    more_judges: list[Any] = field(default_factory=list)
+    # (i, N): run only the i-th of N deterministic slices of every sub-task's items (`trustmh merge`).
+    shard: tuple[int, int] | None = None
+    # Finished samples per log flush (None: the default), and Inspect's realtime event log (live viewing of
+    # running samples in `inspect view`), off by default for its CPU cost (see `inspect_eval.log_settings`).
+    log_buffer: int | None = None
+    live_log: bool = False
+    # The simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or Model object,
+    # a comma-separated string or a list for an ensemble.
+    patient: Any = None
+    # `--endpoint FILE`: the product's API for `--model http/<name>` (trustmh.models.endpoint)
+    endpoint: Path | None = None
+    # Prices (`--prices FILE`, loaded), the spending limit (`--budget`), and starting above the plan's upper
+    # estimate anyway (`--force`); the plan's assumptions (`--latency`, `--expect-reply-tokens`).
+    prices: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
+    force: bool = False
+    latency: float | None = None
+    expect_reply_tokens: int | None = None
+    # `--batch [N]` (None: live; 0: Inspect's batch size), `--batch-conversations`, `--no-prompt-cache`
+    # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
+    batch: int | None = None
+    batch_conversations: bool = False
+    prompt_cache: bool = True
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run, resolved: every stage reads this and nothing else of the request."""
+
+    model: str  # the label of the model under test
+    model_target: Any  # what Inspect is given: the label, or the Model object a caller passed
+    suite: str
+    mode: Mode
+    seed: int
+    limit: int | None  # after the offline demo's default
+    subtasks: tuple[str, ...]  # the chosen sub-task ids, in catalogue order
+    judge: JudgeInfo  # the judges: first member, every member, validated
+    patient: Patient | None  # the simulated patient, when a chosen sub-task plays one
+    roles: dict[str, Any]  # Inspect model roles: grader, grader_2…, patient, patient_2…
+    endpoint: dict[str, Any] | None  # {url, send, session} of `--endpoint` (a product's API)
+    options: dict[str, Any]  # the user's own `-O` keys, as given
+    trims: dict[str, Any]  # the offline demo's trims and the bundled model's reply cap (a user key wins)
+    n_boot: int = 2000
+    timeout: int = 120
+    max_retries: int = 3
+    cache: bool = True
+    cache_moved: dict[str, str] = field(default_factory=dict)
+    max_connections: int | None = None
+    max_tasks: int | None = None
+    display: str | None = None
+    out: Path | Url = Path("trustmh-out")
+    overwrite: bool = False
+    shard: tuple[int, int] | None = None
+    log_buffer: int | None = None
+    live_log: bool = False
+    certificates: str | None = None
+    prices: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
+    force: bool = False
+    latency: float | None = None
+    expect_reply_tokens: int | None = None
+    batch: int | None = None  # `--batch [N]` (None: live; 0: Inspect's batch size)
+    batch_conversations: bool = False
+    prompt_cache: bool = True
+
+    @property
+    def sub_task_options(self) -> dict[str, Any]:
+        """What sub-tasks read as `ctx.options`: the demo's trims, overridden by the user's own keys."""
+        return {**self.trims, **self.options}
+
+    def context(self) -> RunContext:
+        """The run's one RunContext (what a sub-task knows of the run)."""
+        return RunContext(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit, judge=self.judge,
+                          options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
+                          max_retries=self.max_retries, cache=self.cache, model=self.model,
+                          patient=self.patient)
+
+    def recorded_options(self) -> dict[str, Any]:
+        """The options as results.json and run.json record them: the sub-tasks' options with the labels of
+        the roles (and the product's URL) beside them."""
+        recorded = self.context().recorded_options()
+        if self.endpoint is not None:
+            recorded["endpoint"] = self.endpoint["url"]
+        return recorded
+
+
+def _log(msg: str) -> None:
+    print(f"trustmh: {msg}", file=sys.stderr, flush=True)
+
+
+def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
+    """Check `--endpoint` against `--model` and the file itself (before any call), and hand the file to the
+    `http` provider (and to every --workers shard) through the environment; {url, send, file} for run.json."""
+    is_http = isinstance(model, str) and model.startswith("http/")
+    if endpoint is None:
+        if is_http and not os.environ.get(ENDPOINT_ENV):
+            raise TrustmhError(f"--model {model}: needs --endpoint FILE (the product's API; see docs/products.md)")
+        if not is_http:
+            return None
+        endpoint = Path(os.environ[ENDPOINT_ENV])
+    elif not is_http:
+        raise TrustmhError("--endpoint goes with --model http/<name>")
+    parsed = load_endpoint(endpoint)
+    os.environ[ENDPOINT_ENV] = str(Path(endpoint).expanduser().resolve())
+    return {"url": parsed.url, "send": parsed.send, "session": parsed.session.start}
+
+
+def check_model_name(name: Any, what: str) -> None:
+    """A clear error for a model string whose provider Inspect does not know (instead of Inspect's
+    exception group deep inside the eval)."""
+    if not isinstance(name, str):
+        return  # an Inspect Model object (tests, library use)
+    # registers the bundled provider; imported here, not at start-up (the provider module loads llama.cpp)
+    import trustmh.models.gguf  # noqa: F401
+    import trustmh.models.http  # noqa: F401  (registers the `http` provider)
+
+    provider = name.split("/", 1)[0] if "/" in name else None
+    if provider is None:
+        raise TrustmhError(f"{what} {name!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini or gguf/smollm2")
+    if not model_provider_known(provider):
+        raise TrustmhError(f"{what} {name!r}: unknown model provider {provider!r} (Inspect providers include "
+                           "openai, anthropic, google, vllm, ollama, hf, openai-api/<service>, and gguf for the "
+                           "bundled model)")
+
+
+def patient_names(patient: Any) -> list[Any]:
+    """`--patient a,b,c`: an ensemble of patient models (each plays every n-th profile); a Model object or a
+    list of them (tests, library use) as given."""
+    if isinstance(patient, str):
+        return [p.strip() for p in patient.split(",") if p.strip()]
+    return list(patient) if isinstance(patient, list | tuple) else [patient]
+
+
+def resolve_judges(opts: RunOptions, model: str) -> tuple[JudgeInfo, list[Any]]:
+    """The judges (typed) and what Inspect is given for each member. No --model means the bundled model,
+    judged by itself as an unvalidated demo judge."""
+    if opts.no_judge:
+        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+    if opts.judge:
+        targets = [opts.judge, *opts.more_judges]
+    elif model == BUNDLED_MODEL:
+        targets = [BUNDLED_MODEL]
+    else:
+        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+    for target in targets:
+        check_model_name(target, "--judge")
+    members = tuple(str(t) for t in targets)
+    if len(set(members)) != len(members):
+        raise TrustmhError(f"a judge is listed twice in the ensemble: {', '.join(members)}")
+    validated = opts.judge_validated and members[0] != BUNDLED_MODEL
+    return JudgeInfo(model=members[0], validated=validated, seed=opts.seed, members=members), targets
+
+
+def resolve_patient(opts: RunOptions, judge: JudgeInfo, judge_targets: list[Any], subtask_ids: list[str]
+                    ) -> tuple[Patient | None, list[Any]]:
+    """The simulated patient, when a chosen sub-task plays one: --patient, else the run's judge, else the
+    bundled model; where it came from is recorded in results.json. Also what Inspect is given for it."""
+    needs = [s for s in subtask_ids if is_implemented(s) and get_subtask(s).needs_patient]
+    if opts.patient is not None and not needs:
+        raise TrustmhError("--patient applies only to conversation/simulated_patient, which is not selected")
+    if not needs:
+        return None, []
+    if opts.patient is not None:
+        names = patient_names(opts.patient)
+        for name in names:
+            check_model_name(name, "--patient")
+        if len(set(map(str, names))) != len(names):
+            raise TrustmhError(f"--patient lists a model twice: {opts.patient}")
+        return Patient(models=tuple(str(n) for n in names), source="--patient"), names
+    if judge.model:
+        # the judge's own model object where one was given (tests)
+        return Patient(models=(judge.model,), source="the run's judge"), judge_targets[:1]
+    return Patient(models=(BUNDLED_MODEL,), source="the bundled model (no --patient, no judge)"), [BUNDLED_MODEL]
+
+
+def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
+    """The offline demo (the bundled model on the starter suite): minutes, not hours (benchmarks/demo.py
+    times it); and the bundled model's reply cap in any run. The user's own `-O` keys win."""
+    trims: dict[str, Any] = {}
+    if model == BUNDLED_MODEL and suite == "starter":
+        trims = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
+                 "fairness_values": DEMO_FAIRNESS_VALUES, "fairness_escalation_items": 0, "awareness_samples": 1,
+                 "reasks": 0}
+        if judge.model == BUNDLED_MODEL:
+            trims["judge_text_chars"] = DEMO_JUDGE_TEXT_CHARS
+    if model == BUNDLED_MODEL:
+        # A 135M-parameter model on two CPU cores: keep replies short.
+        trims.setdefault("max_tokens_cap", DEMO_MAX_TOKENS)
+    return trims
+
+
+def _announce(spec: RunSpec, demo: bool) -> None:
+    """Each trim said once, on stderr, with how to override it."""
+    options = spec.sub_task_options
+    if demo:
+        _log(f"offline demo: at most {spec.limit} items per sub-task; robustness_grid={options['robustness_grid']} "
+             f"(cascade at 2 intensities); fairness_contexts={options['fairness_contexts']} x "
+             f"fairness_values={options['fairness_values']} per attribute (neutral + the first values listed), "
+             f"fairness_escalation_items={options['fairness_escalation_items']}; "
+             f"awareness_samples={options['awareness_samples']}; reasks={options['reasks']} (an unparseable "
+             "reply counts as invalid)"
+             + (f"; judge free text <= {options['judge_text_chars']} characters" if "judge_text_chars" in options
+                else "")
+             + " (override with --limit / -O key=value)")
+    if "max_tokens_cap" in options:
+        _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
+    judge = spec.judge
+    _log(f"model={spec.model} suite={spec.suite} mode={spec.mode} seed={spec.seed} "
+         f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
+
+
+def resolve(opts: RunOptions) -> RunSpec:
+    """Defaults and checks, before any data is read or any model called: the run's `RunSpec`."""
+    if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or not 0 <= opts.seed <= SEED_MAX:
+        raise TrustmhError(f"--seed {opts.seed!r}: must be a whole number from 0 to {SEED_MAX}")
+    model = str(opts.model or BUNDLED_MODEL)
+    suite = opts.suite or ("starter" if model == BUNDLED_MODEL else "trustmh")
+    model_target = opts.model or model
+    check_model_name(model_target, "--model")
+    endpoint = use_endpoint(model_target, opts.endpoint)
+    judge, judge_targets = resolve_judges(opts, model)
+    chosen = [info.id for info in select(opts.pillars, opts.subtasks, opts.mode, suite)]
+    if not chosen:
+        raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
+    check_options(opts.options, chosen)
+    patient, patient_targets = resolve_patient(opts, judge, judge_targets, chosen)
+    roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
+    roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
+    demo = model == BUNDLED_MODEL and suite == "starter"
+    spec = RunSpec(model=model, model_target=model_target, suite=suite, mode=opts.mode, seed=opts.seed,
+                   limit=DEMO_LIMIT if demo and opts.limit is None else opts.limit, subtasks=tuple(chosen),
+                   judge=judge, patient=patient, roles=roles, endpoint=endpoint, options=dict(opts.options),
+                   trims=demo_trims(model, suite, judge), n_boot=opts.n_boot, timeout=opts.timeout,
+                   max_retries=opts.max_retries, cache=opts.cache, cache_moved=dict(opts.cache_moved),
+                   max_connections=opts.max_connections, max_tasks=opts.max_tasks, display=opts.display,
+                   out=opts.out, overwrite=opts.overwrite, shard=opts.shard, log_buffer=opts.log_buffer,
+                   live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
+                   budget=opts.budget, force=opts.force, latency=opts.latency,
+                   expect_reply_tokens=opts.expect_reply_tokens, batch=opts.batch,
+                   batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache)
+    _announce(spec, demo)
+    return spec
+
+
+def run_manifest(spec: RunSpec) -> dict[str, Any]:
+    """Everything that changes what a run computes, with the versions that compute it (`run.json`). Settings
+    that only bound, pace or show a run (timeouts, retries, connections, tasks at once, display, cache) may
+    change between invocations of one run."""
+    import inspect_ai
+
+    return json.loads(json.dumps({
+        "trustmh_version": trustmh.__version__, "inspect_version": inspect_ai.__version__,
+        "model": spec.model, "suite": spec.suite, "mode": spec.mode, "seed": spec.seed, "limit": spec.limit,
+        "judges": list(spec.judge.members), "judge_validated": spec.judge.validated,
+        "subtasks": list(spec.subtasks), "options": spec.recorded_options(), "n_boot": spec.n_boot,
+    }, default=str))
+
+
+# What run.json records beside the user's own keys (`RunSpec.recorded_options`): rebuilt by `resolve`.
+ROLE_KEYS = ("model", "judges", "patient", "endpoint")
+
+
+def options_from_manifest(manifest: dict[str, Any], out: Path | Url) -> RunOptions:
+    """The request that reproduces a run from its manifest (`run.json`), for merging its shards: resolved
+    by `resolve` as a command line is."""
+    judges = list(manifest.get("judges") or [])
+    recorded = dict(manifest.get("options") or {})
+    patient = recorded.get("patient")
+    options = {k: v for k, v in recorded.items() if k not in ROLE_KEYS}
+    return RunOptions(model=manifest["model"], suite=manifest["suite"], subtasks=list(manifest["subtasks"]),
+                      limit=manifest.get("limit"), judge=judges[0] if judges else None,
+                      more_judges=judges[1:], no_judge=not judges,
+                      judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
+                      patient=patient, seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]),
+                      options=options)
