@@ -132,6 +132,19 @@ def test_batched_usage_separates_cache_reads_and_writes_and_prices_each(tmp_path
              + 2000 * t["cache_write_tokens"]) / 1e6))
 
 
+@pytest.mark.slow
+def test_a_batch_run_reuses_the_replies_a_live_run_cached(tmp_path: Path) -> None:
+    with BatchServer(respond) as server, pytest.MonkeyPatch.context() as mp:
+        for k, v in {**server.env(), "TRUSTMH_CACHE_DIR": str(tmp_path / "cache"), "TRUSTMH_BATCH_TICK": "0.1",
+                     "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(k, v)
+        for out, more in (("live", []), ("batch", ["--batch"])):
+            assert main(["run", "--model", "openai/gpt-4o-2024-11-20", "--no-judge", "--suite", "trustmh",
+                         "--subtasks", "knowledge", "--limit", "2", "--out", str(tmp_path / out), "--display",
+                         "none", "--n-boot", "200", *more]) == 0
+    assert (sum(server.live_bodies.values()), len(server.batches)) == (2, 0)
+
+
 def batch_command(out: Path) -> list[str]:
     return [sys.executable, "-m", "trustmh.cli", "run", "--model", "openai/gpt-4o-mini", "--judge",
             "openai/gpt-4o", "--suite", "trustmh", "--subtasks", SUBTASKS, "--limit", "3", "--seed", "5",
