@@ -97,10 +97,11 @@ def money(x: Any) -> str:
 
 
 def table_lines(totals: Mapping[str, Any], batch: Mapping[str, Any], shares: Iterable[Mapping[str, Any]],
-                fallbacks: Mapping[str, list[str]]) -> list[str]:
+                fallbacks: Mapping[str, list[str]], priced: bool = True) -> list[str]:
     """The plan's discount section as text lines (`batch`: plan.json's batch section)."""
-    lines = ["", "cost with discounts (expected / max), from the same price file:"]
-    for s in SCENARIOS:
+    lines = ["", "cost with discounts (expected / max), from the same price file:" if priced else
+             "cost with discounts: not estimated (no --prices FILE)"]
+    for s in SCENARIOS if priced else ():
         t = totals.get(s)
         if t is None:
             lines.append(f"  {s:<12} price unknown")

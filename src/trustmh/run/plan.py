@@ -610,7 +610,8 @@ def table(data: Mapping[str, Any]) -> str:
               *(f"tokens of {', '.join(models)}: {note}" for note, models in _by_note(a["tokenizers"]).items()),
               f"expected reply lengths (tokens): {', '.join(f'{k} {v}' for k, v in a['expected_output_tokens'].items())}"]
     if "batch" in data:
-        lines += table_lines(t["cost_scenarios"], data["batch"], data["prompt_cache"], t.get("rate_fallbacks") or {})
+        lines += table_lines(t["cost_scenarios"], data["batch"], data["prompt_cache"], t.get("rate_fallbacks") or {},
+                             priced=bool(data.get("priced")))
     for sid, reason in data.get("not_run", {}).items():
         lines.append(f"not run: {sid}: {reason}")
     gate = data["gate"]
