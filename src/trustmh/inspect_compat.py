@@ -124,106 +124,147 @@ def batch_messages_to_stderr() -> Iterator[None]:
 
 @contextmanager
 def journaled_batches(journal_dir: Path | None) -> Iterator[None]:
-    """While the block runs, Inspect's OpenAI provider batches through `JournaledOpenAIBatcher` (built by
-    `openai_batcher_class`): every submitted batch is journaled in `journal_dir` and a resumed run collects
-    finished batches before submitting anything (`trustmh.models.batch`); a call trustmh did not mark for
-    batching goes live; a failed or expired line fails only its own request, with an error Inspect retries.
-    Inspect 0.3.285 builds `OpenAIBatcher` by name in `inspect_ai.model._providers.openai`."""
-    try:
-        from inspect_ai.model._providers import openai as openai_provider
-    except ImportError:  # pragma: no cover  the provider's SDK is not installed: nothing to batch
-        yield
-        return
-    original = openai_provider.OpenAIBatcher
-    openai_provider.OpenAIBatcher = openai_batcher_class(original, journal_dir)
+    """While the block runs, Inspect's OpenAI and Anthropic providers batch through journaled subclasses of
+    their batchers (`journaled_batcher_classes`): every submitted batch is journaled in `journal_dir`, and a
+    resumed run collects finished batches before submitting anything (`trustmh.models.batch`); on OpenAI a
+    call trustmh did not mark for batching goes live, and a failed or expired line fails only its own request,
+    with an error Inspect retries. Inspect 0.3.285 builds `OpenAIBatcher` and `AnthropicBatcher` by name in
+    `inspect_ai.model._providers.openai` and `.anthropic`."""
+    journal = trustmh_batch.Journal.open(journal_dir) if journal_dir is not None else None
+    patched: list[tuple[Any, str, Any]] = []
+    for module_name, class_name in (("openai", "OpenAIBatcher"), ("anthropic", "AnthropicBatcher")):
+        try:
+            module = __import__(f"inspect_ai.model._providers.{module_name}", fromlist=[class_name])
+        except ImportError:  # the provider's SDK is not installed: nothing of it to batch
+            continue
+        original = getattr(module, class_name)
+        patched.append((module, class_name, original))
+        maker = openai_batcher_class if module_name == "openai" else anthropic_batcher_class
+        setattr(module, class_name, maker(original, journal))
     try:
         yield
     finally:
-        openai_provider.OpenAIBatcher = original
+        for module, class_name, original in patched:
+            setattr(module, class_name, original)
 
 
-def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
-    """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
-    import sys
-
+def _journal_mixin(journal: Any) -> Any:
+    """What both journaled batchers share: journal every batch they submit; before the first batched call,
+    read the journal's batches (`_journal_state`, `_journal_answers` are the provider's) and answer each
+    request whose body a journaled batch holds from that batch, waiting for it while it runs."""
     import anyio
 
-    # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
-    httpx2 = sys.modules[base.__module__].httpx2
-    journal = trustmh_batch.Journal.open(journal_dir) if journal_dir is not None else None
+    class JournalMixin:
+        _recovered: Any
+        _waiting: dict[str, set[str]]
 
-    class JournaledOpenAIBatcher(base):  # type: ignore[misc,valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
+        def _journal_init(self) -> None:
             self._recovered = trustmh_batch.Recovered()
-            self._waiting: dict[str, set[str]] = {}  # journaled batch still running -> its request hashes
+            self._waiting = {}  # journaled batch still running -> its request hashes
             self._recovery_lock = anyio.Lock()
             self._recovery_started = False
 
-        async def generate_for_request(self, request: dict[str, Any]) -> Any:
-            if not trustmh_batch.WANT_BATCH.get():  # a live call (e.g. a conversation turn) on a model that also batches
-                create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
-                          else self._openai_client.chat.completions.create)
-                return await create(**request)
-            h = trustmh_batch.request_hash(request)
-            if journal is not None:
-                answer = await self._recovered_answer(h)
-                if answer is not None:
-                    return self._response_cls.model_validate(answer)
-            return await super().generate_for_request(request)
+        def _journal_key(self, request: dict[str, Any]) -> str:
+            return trustmh_batch.request_hash(request)
 
-        async def _recovered_answer(self, h: str) -> dict[str, Any] | None:
+        def _journal_label(self) -> str:
+            raise NotImplementedError
+
+        async def _journal_state(self, batch_id: str) -> str:  # "running", "ended" or "gone"
+            raise NotImplementedError
+
+        async def _journal_answers(self, batch_id: str, entry: dict[str, Any]) -> list[tuple[str, Any]]:
+            raise NotImplementedError
+
+        async def _recovered_answer(self, h: str) -> Any:
             async with self._recovery_lock:
                 if not self._recovery_started:
                     self._recovery_started = True
-                    await self._recover()
+                    self._waiting = {b: set((e.get("requests") or {}).values()) for b, e in journal.batches.items()
+                                     if e.get("model") == self._journal_label()}
+                    await self._poll_waiting()
             answer = self._recovered.take(h)
             while answer is None and any(h in hashes for hashes in self._waiting.values()):
-                await anyio.sleep(self._tick)
+                await anyio.sleep(self._tick)  # type: ignore[attr-defined]
                 async with self._recovery_lock:
                     await self._poll_waiting()
                 answer = self._recovered.take(h)
             return answer
 
-        async def _recover(self) -> None:
-            """Read every journaled batch: results already kept, finished ones downloaded, running ones
-            remembered so that their requests wait for them instead of being submitted again."""
-            assert journal is not None
-            for batch_id, entry in journal.batches.items():
-                if entry.get("model") != self._model_label():
-                    continue
-                self._waiting[batch_id] = set((entry.get("requests") or {}).values())
-            await self._poll_waiting()
-
         async def _poll_waiting(self) -> None:
-            assert journal is not None
             for batch_id in list(self._waiting):
                 entry = journal.batches[batch_id]
-                files = entry.get("files")
-                if files is None:
+                if entry.get("files") is None:
                     try:
-                        info = await self._openai_client.batches.retrieve(batch_id)
+                        state = await self._journal_state(batch_id)
                     except Exception:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
+                        state = "gone"
+                    if state == "running":
+                        continue
+                    if state == "gone":
                         del self._waiting[batch_id]
                         continue
-                    if info.status in ("validating", "in_progress", "finalizing", "cancelling"):
-                        continue
-                    files = [f for f in (info.output_file_id, info.error_file_id) if f]
-                for file_id in files:  # kept when the batch was collected, else downloaded now
-                    data = journal.kept_result(file_id)
-                    if data is None:
-                        data = await self._download_result_file(file_id)
-                    self._recovered.add(entry, data)
+                hashes = entry.get("requests") or {}
+                for custom_id, answer in await self._journal_answers(batch_id, entry):
+                    if custom_id in hashes:
+                        self._recovered.answers.setdefault(hashes[custom_id], []).append(answer)
                 del self._waiting[batch_id]
 
-        def _model_label(self) -> str:
-            return str(getattr(self._openai_client, "base_url", ""))
+        def _journal_submitted(self, batch_id: str, batch: list[Any]) -> None:
+            journal.submitted(batch_id, self._journal_label(),
+                              {r.custom_id: self._journal_key(r.request) for r in batch})
+
+    return JournalMixin
+
+
+def openai_batcher_class(base: Any, journal: Any) -> Any:
+    """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
+    import sys
+
+    # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
+    httpx2 = sys.modules[base.__module__].httpx2
+    mixin = _journal_mixin(journal)  # used only with a journal
+
+    class JournaledOpenAIBatcher(mixin, base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if journal is not None:
+                self._journal_init()
+
+        async def generate_for_request(self, request: dict[str, Any]) -> Any:
+            if not trustmh_batch.WANT_BATCH.get():  # a live call on a model that also batches (a turn)
+                create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
+                          else self._openai_client.chat.completions.create)
+                return await create(**request)
+            if journal is not None:
+                answer = await self._recovered_answer(self._journal_key(request))
+                if answer is not None:
+                    return self._response_cls.model_validate(answer)
+            return await super().generate_for_request(request)
+
+        def _journal_label(self) -> str:
+            return f"openai {getattr(self._openai_client, 'base_url', '')}"
+
+        async def _journal_state(self, batch_id: str) -> str:
+            info = await self._openai_client.batches.retrieve(batch_id)
+            if info.status in ("validating", "in_progress", "finalizing", "cancelling"):
+                return "running"
+            journal.batches[batch_id]["files"] = [f for f in (info.output_file_id, info.error_file_id) if f]
+            return "ended"
+
+        async def _journal_answers(self, batch_id: str, entry: dict[str, Any]) -> list[tuple[str, Any]]:
+            answers = []
+            for file_id in entry.get("files") or []:  # kept when the batch was collected, else downloaded now
+                data = journal.kept_result(file_id)
+                if data is None:
+                    data = await self._download_result_file(file_id)
+                answers.extend(trustmh_batch.answered_lines(data))
+            return answers
 
         async def _create_batch(self, batch: list[Any]) -> str:
             batch_id: str = await super()._create_batch(batch)
             if journal is not None:
-                journal.submitted(batch_id, self._model_label(),
-                                  {r.custom_id: trustmh_batch.request_hash(r.request) for r in batch})
+                self._journal_submitted(batch_id, batch)
             return batch_id
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
@@ -253,3 +294,44 @@ def openai_batcher_class(base: Any, journal_dir: Path | None) -> Any:
                 self._openai_client._make_status_error_from_response(response)
 
     return JournaledOpenAIBatcher
+
+
+def anthropic_batcher_class(base: Any, journal: Any) -> Any:
+    """A subclass of Inspect's `AnthropicBatcher` with the run's batch journal (see `journaled_batches`).
+    Inspect's Anthropic provider batches only the calls whose config asks for it, and fails only a batch's
+    failed lines, so the journal is all this adds."""
+    if journal is None:
+        return base
+
+    class JournaledAnthropicBatcher(_journal_mixin(journal), base):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._journal_init()
+
+        def _journal_key(self, request: dict[str, Any]) -> str:
+            # the body as submitted: Inspect merges `extra_body` into it when it creates the batch
+            params = dict(request)
+            params.update(params.pop("extra_body", None) or {})
+            return trustmh_batch.request_hash(params)
+
+        async def generate_for_request(self, request: dict[str, Any]) -> Any:
+            answer = await self._recovered_answer(self._journal_key(request))
+            return answer if answer is not None else await super().generate_for_request(request)
+
+        def _journal_label(self) -> str:
+            return f"anthropic {getattr(self._client, 'base_url', '')}"
+
+        async def _journal_state(self, batch_id: str) -> str:
+            info = await self._client.messages.batches.retrieve(batch_id)
+            return "ended" if info.processing_status == "ended" else "running"
+
+        async def _journal_answers(self, batch_id: str, entry: dict[str, Any]) -> list[tuple[str, Any]]:
+            return [(r.custom_id, r.result.message) async for r in await self._client.messages.batches.results(
+                batch_id) if r.result.type == "succeeded"]
+
+        async def _create_batch(self, batch: list[Any]) -> str:
+            batch_id: str = await super()._create_batch(batch)
+            self._journal_submitted(batch_id, batch)
+            return batch_id
+
+    return JournaledAnthropicBatcher

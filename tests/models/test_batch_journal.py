@@ -19,9 +19,10 @@ from trustmh.models.batch import JOURNAL, batching
 QUESTIONS = ["one", "two", "three"]
 
 
-def model(retries: int = 3) -> Any:
-    return get_model(BatchServer.model_name(), memoize=False, config=GenerateConfig(
-        batch=BatchConfig(size=len(QUESTIONS), send_delay=0.2, tick=0.1), max_retries=retries, seed=0))
+def model(retries: int = 3, name: str = BatchServer.model_name()) -> Any:
+    return get_model(name, memoize=False, config=GenerateConfig(
+        batch=BatchConfig(size=len(QUESTIONS), send_delay=0.2, tick=0.1), max_retries=retries, seed=0,
+        max_tokens=64))
 
 
 async def ask_all(m: Any) -> list[str]:
@@ -89,11 +90,12 @@ def test_a_call_not_marked_for_batching_goes_live_on_a_model_that_batches(env: A
         assert (asyncio.run(both()), len(server.live_bodies)) == ("answer to a live turn", 1)
 
 
-def killed_with_batch_in_flight(env: Any, server: BatchServer, journal: Path) -> None:
+def killed_with_batch_in_flight(env: Any, server: BatchServer, journal: Path, name: str = BatchServer.model_name()
+                                ) -> None:
     """A first run whose process stops while its batch is at the provider (its tasks are cancelled, and
     nothing of its batcher survives: the second run builds a new model and a new batcher)."""
     async def first() -> None:
-        task = asyncio.ensure_future(ask_all(model()))
+        task = asyncio.ensure_future(ask_all(model(name=name)))
         while not (journal / JOURNAL).exists():
             await asyncio.sleep(0.05)
         task.cancel()
@@ -122,3 +124,38 @@ def test_a_restarted_run_after_its_batch_finished_pays_nothing_again(env: Any, t
         with journaled_batches(tmp_path):
             asyncio.run(ask_all(model()))
     assert (sum(server.answered_bodies.values()), sum(server.submitted_bodies.values())) == (3, 3)
+
+
+CLAUDE = "anthropic/claude-sonnet-4-5"  # Inspect's Anthropic provider, pointed at the loopback (ANTHROPIC_BASE_URL)
+
+
+@pytest.mark.slow
+def test_anthropic_a_partly_failed_batch_asks_again_only_its_failed_request(env: Any, tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model(name=CLAUDE)))
+    assert (answers, sorted(server.submitted_bodies.values())) == (
+        [f"answer to question {q}" for q in QUESTIONS], [1, 1, 2])
+
+
+def test_anthropic_a_restarted_run_collects_its_batch_in_flight(env: Any, tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path, name=CLAUDE)
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model(name=CLAUDE)))
+    assert (answers, len(server.batches), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, {})
+
+
+@pytest.mark.parametrize(("prompt_cache", "marked"), [(True, True), (False, False)])
+def test_anthropic_prompt_caching_is_on_unless_turned_off(env: Any, prompt_cache: bool, marked: bool) -> None:
+    pytest.importorskip("anthropic")
+    from trustmh.models import batch
+
+    with env(BatchServer(echo)) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "PROMPT_CACHE", prompt_cache)
+        m = get_model(CLAUDE, memoize=False, config=GenerateConfig(max_tokens=64))
+        asyncio.run(m.generate("a prompt", config=GenerateConfig(**batch.call_settings(CLAUDE))))
+    (body,) = server.live_bodies
+    assert ("cache_control" in body) is marked

@@ -109,7 +109,9 @@ class BatchServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def env(self) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
+        """The variables Inspect's `openai/...` and `anthropic/...` providers read."""
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key,
+                "ANTHROPIC_BASE_URL": self.base_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": self.api_key}
 
     @staticmethod
     def model_name(model: str = "gpt-4o-mini") -> str:
@@ -191,6 +193,33 @@ class BatchServer:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop", "logprobs": None}], "usage": usage}
 
+    def _message(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        """An Anthropic Messages reply for a request body (the chat reply's text and token counts)."""
+        chat = self._reply({**body, "messages": [{"role": m.get("role"), "content": m.get("content")}
+                                                 for m in body.get("messages") or []]}, n)
+        usage = chat["usage"]
+        return {"id": f"msg_batch_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
+                "content": [{"type": "text", "text": chat["choices"][0]["message"]["content"]}],
+                "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": usage["prompt_tokens"] - usage.get("prompt_tokens_details", {}).get(
+                    "cached_tokens", 0), "output_tokens": usage["completion_tokens"],
+                    "cache_read_input_tokens": usage.get("prompt_tokens_details", {}).get("cached_tokens", 0),
+                    "cache_creation_input_tokens": 0}}
+
+    def _message_batch_json(self, job: BatchJob, host: str) -> dict[str, Any]:
+        def stamp(t: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+        ended = job.status != "in_progress"
+        expired = len(job.lines) if job.expire and ended else 0
+        return {"id": job.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": {"processing": 0 if ended else len(job.lines), "succeeded": job.completed,
+                                   "errored": job.failed, "canceled": 0, "expired": expired},
+                "created_at": stamp(job.created_at), "expires_at": stamp(job.created_at + 86400),
+                "ended_at": stamp(time.time()) if ended else None, "archived_at": None,
+                "cancel_initiated_at": None,
+                "results_url": f"http://{host}/v1/messages/batches/{job.id}/results" if ended else None}
+
     def _new_file(self, data: bytes) -> str:
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = data
@@ -221,6 +250,16 @@ class BatchServer:
                         "response": {"status_code": 200, "request_id": f"req_{i}",
                                      "body": self._reply(body, sum(self.answered_ids.values()))}})
         job.status = "expired" if job.expire else "completed"
+        if job.endpoint == "/v1/messages":  # Anthropic: one results file, every request in it
+            rows = [{"custom_id": o["custom_id"], "result": {"type": "succeeded", "message": self._message(
+                        next(x["body"] for x in job.lines if str(x.get("custom_id")) == o["custom_id"]), i)}}
+                    for i, o in enumerate(out)]
+            rows += [{"custom_id": e["custom_id"], "result": {"type": "expired"} if job.expire else {
+                "type": "errored", "error": {"type": "error", "error": {"type": "api_error",
+                                                                         "message": e["error"]["message"]}}}}
+                     for e in err]
+            job.output_file_id = self._new_file(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
+            out, err = [], []
         if out:
             job.output_file_id = self._new_file(b"".join(json.dumps(o).encode() + b"\n" for o in out))
         if err:
@@ -267,7 +306,8 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
                 server.http_requests += 1
                 if server.http_requests >= server.max_requests:
                     threading.Thread(target=server.stop, daemon=True).start()
-            if self.headers.get("Authorization") != f"Bearer {server.api_key}":
+            if (self.headers.get("Authorization") != f"Bearer {server.api_key}"
+                    and self.headers.get("x-api-key") != server.api_key):
                 self._error(401, "invalid api key")
                 return False
             return True
@@ -287,6 +327,17 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
                         server._advance(job)
                         payload = server._batch_json(job)
                 return self._send(200, payload) if job is not None else self._error(404, "no such batch")
+            if m := re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", path):
+                with server._lock:
+                    job = server.batches.get(m.group(1))
+                    if job is not None:
+                        server._advance(job)
+                        if m.group(2):
+                            raw = server.files.get(job.output_file_id or "", b"")
+                        payload = server._message_batch_json(job, self.headers.get("Host", ""))
+                if job is None:
+                    return self._error(404, "no such batch")
+                return self._send(200, None, raw=raw) if m.group(2) else self._send(200, payload)
             if m := re.fullmatch(r"/v1/files/([\w-]+)/content", path):
                 data = server.files.get(m.group(1))
                 return self._send(200, None, raw=data) if data is not None else self._error(404, "no such file")
@@ -330,6 +381,24 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
                     server.batches[job.id] = job
                     payload = server._batch_json(job)
                 return self._send(200, payload)
+            if path == "/v1/messages/batches":
+                with server._lock:
+                    lines = [{"custom_id": r.get("custom_id"), "body": r.get("params") or {}}
+                             for r in body.get("requests") or []]
+                    for line in lines:
+                        server.submitted_bodies[body_key(line["body"])] += 1
+                    expire = server._expired < server.expire_batches
+                    server._expired += int(expire)
+                    job = BatchJob(id=f"msgbatch_{len(server.batches) + 1}", input_file_id="", endpoint="/v1/messages",
+                                   created_at=time.time(), lines=lines, expire=expire)
+                    server.batches[job.id] = job
+                    payload = server._message_batch_json(job, self.headers.get("Host", ""))
+                return self._send(200, payload)
+            if path == "/v1/messages":
+                with server._lock:
+                    server.live_bodies[body_key(body)] += 1
+                    n = sum(server.live_bodies.values())
+                return self._send(200, server._message(body, n))
             if path == "/v1/chat/completions":
                 with server._lock:
                     server.live_bodies[body_key(body)] += 1
