@@ -96,8 +96,12 @@ def killed_with_batch_in_flight(env: Any, server: BatchServer, journal: Path, na
     nothing of its batcher survives: the second run builds a new model and a new batcher)."""
     async def first() -> None:
         task = asyncio.ensure_future(ask_all(model(name=name)))
-        while not (journal / JOURNAL).exists():
+        for _ in range(400):  # bounded: 20 s for the first batch to be journaled
+            if (journal / JOURNAL).exists():
+                break
             await asyncio.sleep(0.05)
+        else:
+            pytest.fail("no batch was journaled")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
