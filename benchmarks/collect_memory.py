@@ -10,7 +10,7 @@ records back:
 
 * full: `read_eval_log(path)`, every sample with its transcript, then the records (how trustmh read them
   before, and what most Inspect tooling does);
-* trustmh: `trustmh.run.logs.records_from_log` on the header, as `trustmh run` and `trustmh merge` do now
+* trustmh: `trustmh.run.collect.records_from_log` on the header, as `trustmh run` and `trustmh merge` do now
   (the transcript fields are left unparsed, `TRANSCRIPT_FIELDS`).
 
 It prints the peak resident memory (VmHWM) and CPU seconds of each, and checks that both give the same
@@ -88,7 +88,7 @@ def peak_resident_mb() -> float:
 def inner(method: str, path: str) -> None:
     from inspect_ai.log import read_eval_log
 
-    from trustmh.run.logs import records_from_log
+    from trustmh.run.collect import records_from_log
 
     t0 = time.process_time()
     if method == "full":

@@ -7,7 +7,7 @@ MentalBench on its starter contexts (`--suite mentalbench -O mentalbench_starter
 The model under test answers every prompt with the same short paragraph (so sub-tasks that expect a format
 re-ask it: the actual calls fall between the plan's minimum and maximum), the judge with one JSON object the
 judges accept, the simulated patient with a sentence. The server counts input tokens with the plan's own
-tokenizer (`trustmh.run.plan.Tokenizer`), so the comparison measures the plan, not two tokenizers. Planned wall
+tokenizer (`trustmh.run.tokens.Tokenizer`), so the comparison measures the plan, not two tokenizers. Planned wall
 time assumes the server's latency per call; actual wall time is the span of the run's calls.
 """
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))  # the loopback server is a 
 
 from loopback_server import LoopbackServer, message_text  # noqa: E402
 from trustmh.cli import main  # noqa: E402
-from trustmh.run.plan import Tokenizer  # noqa: E402
+from trustmh.run.tokens import Tokenizer  # noqa: E402
 
 REPLY = ("I'm sorry you're going through this; it sounds exhausting. It could help to talk it over with someone "
          "you trust, and a counsellor or doctor can support you further. What feels hardest right now?")

@@ -37,7 +37,7 @@ from plan_accuracy import PATIENT, REPLY, judge_reply  # noqa: E402  (the canned
 from batch_server import BatchServer  # noqa: E402
 from loopback_server import message_text  # noqa: E402
 from trustmh.cli import main  # noqa: E402
-from trustmh.run.plan import Tokenizer  # noqa: E402
+from trustmh.run.tokens import Tokenizer  # noqa: E402
 
 LOOP_MODEL, LOOP_JUDGE, LOOP_PATIENT = "openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-mini"
 

@@ -8,7 +8,7 @@ in one run, on the same rule-scored samples (`reliability/knowledge` MCQs, no ju
 
 * lean: an async httpx client, C requests in flight (what the endpoint allows with almost no client work);
 * inspect: bare Inspect `eval` (generate + match scorer, Inspect's default settings);
-* inspect-tuned: the same with what `trustmh run` sets (`trustmh.run.execute.log_settings`: no realtime sample
+* inspect-tuned: the same with what `trustmh run` sets (`trustmh.run.inspect_eval.log_settings`: no realtime sample
   buffer, a log write every 50 samples, no running metric) and Inspect's response cache on, as trustmh has
   it: Inspect's own floor for the work trustmh does per sample;
 * trustmh-1w / trustmh-2w: `trustmh run` as a user runs it, in one process and with `--workers 2`
@@ -112,7 +112,7 @@ def inner_inspect(args: argparse.Namespace, tuned: bool = False) -> None:
     from inspect_ai.solver import generate
 
     from trustmh.run.config import RunOptions, resolve
-    from trustmh.run.execute import log_settings
+    from trustmh.run.inspect_eval import log_settings
 
     samples = [Sample(id=p["id"], input=[ChatMessageUser(content=m["content"]) for m in p["messages"]],
                       target=p["target"]) for p in _prompts(args.prompts)]

@@ -31,7 +31,7 @@ FLOORS: list[tuple[str, ...]] = [
      "trustmh.prompts", "trustmh.starter", "trustmh.data", "trustmh.models", "trustmh.inspect_compat"),
     ("trustmh.stats",),
     ("trustmh.judges",),
-    ("trustmh.scoring",),
+    ("trustmh.scoring", "trustmh.multiturn"),
     ("trustmh.offline",),
     ("trustmh.pillars",),
     ("trustmh.catalogue", "trustmh.options"),
@@ -245,6 +245,13 @@ def test_no_module_imports_a_higher_floor() -> None:
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
     assert not stale, f"listed as allowed but no longer there (remove them): {stale}"
+
+
+def test_the_run_names_no_pillar() -> None:
+    """run/ is generic: what a pillar needs from a run it declares on its sub-tasks (hooks, roles, rules)."""
+    named = sorted({(imp.importer, imp.imported) for imp in IMPORTS
+                    if imp.importer.startswith("trustmh.run.") and imp.imported.startswith("trustmh.pillars")})
+    assert not named, "run/ imports pillars:\n" + "\n".join(f"{a} -> {b}" for a, b in named)
 
 
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:

@@ -9,6 +9,7 @@ imported outputs are scored by the same code.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -21,6 +22,9 @@ NOT_COMPUTED = "not_computed"
 # A value computed on a fallback sample (only with `-O allow_sample=1`): shown, never read as the dataset's.
 SAMPLE_STATUS = "sample"
 NO_JUDGE = "no judge configured"
+# Said once, wherever a judged figure comes from a judge without a passing certificate (docs/judges.md).
+JUDGE_NOT_VALIDATED = ("judge not validated against human ratings for this task (no passing certificate): "
+                       "judged figures are indicative only")
 # Below this many scored items a value is published but flagged: its interval is wide and the point estimate
 # is fragile (the report marks it "small n").
 SMALL_N = 30
@@ -31,6 +35,11 @@ def truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in {"1", "true", "yes", "on"}
     return bool(value)
+
+
+def notice(msg: str) -> None:
+    """One line for the user on stderr, `trustmh: msg` (progress, trims, warnings; never results)."""
+    print(f"trustmh: {msg}", file=sys.stderr, flush=True)
 
 
 class TrustmhError(Exception):
@@ -104,6 +113,14 @@ class JudgeInfo:
     @property
     def configured(self) -> bool:
         return self.model is not None
+
+    def record(self) -> dict[str, Any]:
+        """The judge as a result records it (`SubtaskResult.judge`)."""
+        return {"model": self.model, "validated": self.validated}
+
+    def validation_notes(self) -> list[str]:
+        """The one note a judged figure carries while its judge has no passing certificate for the task."""
+        return [] if self.validated else [JUDGE_NOT_VALIDATED]
 
 
 @dataclass(frozen=True)
@@ -270,6 +287,13 @@ def max_reasks(options: Mapping[str, Any]) -> int:
     return MAX_ATTEMPTS - 1 if value is None else max(0, min(int(value), MAX_ATTEMPTS - 1))
 
 
+def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
+    """A judge's token limit: the request's own (sized to its bounded schema), never the model-under-test
+    cap; `-O judge_max_tokens=N` overrides it."""
+    override = ctx.options.get("judge_max_tokens")
+    return req.max_tokens if override is None else int(override)
+
+
 @dataclass(frozen=True)
 class Option:
     """One `-O key=value` option a sub-task reads: what it means, and for a whole number its least value."""
@@ -321,6 +345,9 @@ class Subtask:
     requires_judge: bool = False
     # True when it plays a simulated patient (the Inspect `patient` role; `--patient`).
     needs_patient: bool = False
+    # How an ensemble of judges (`--judge` repeated) combines scale scores unless `-O ensemble=…` says
+    # otherwise: vote | median | mean (`trustmh.judges.ensemble`).
+    ensemble_rule: str = "vote"
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None
@@ -372,6 +399,18 @@ class Subtask:
         missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
         sizes the gate's checks on the primary by it."""
         return len(items)
+
+    # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
+
+    def warnings_before_run(self, ctx: RunContext) -> list[str]:
+        """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
+        the judge's family)."""
+        return []
+
+    def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
+        """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;
+        returns what to tell the user."""
+        return []
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         """A reason to skip the sub-task before generating anything (gated data absent, mode...)."""

@@ -23,7 +23,8 @@ GLOBAL: dict[str, Option] = {
     "reasks": Option("re-asks of the model under test after an unparseable reply, 0-2 (default 2; the offline demo "
               "uses 0: the reply then counts as invalid)", minimum=0),
     "judge_json_mode": Option("1/0: ask judges for their exact JSON schema (default: on for the bundled model)"),
-    "ensemble": Option("how several --judge combine: vote (default), median or mean"),
+    "ensemble": Option("how several --judge combine: vote, median or mean (default: the sub-task's rule, vote; "
+                       "MentalBench: mean)"),
     "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
 }

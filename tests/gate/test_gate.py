@@ -32,7 +32,8 @@ severity = 10
 
 
 def _run(tmp_path: Path, name: str, answer: str, limit: int | None = None) -> Path:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     out = tmp_path / name
     _, code = run(RunOptions(model=canned_model(lambda p, m, c: json.dumps({"label": answer}), name=name),
@@ -113,3 +114,17 @@ def test_run_report_shows_the_gate(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     assert "Release gate: INSUFFICIENT" in page
     assert "not clinical advice" in page
+
+
+def test_a_metric_the_subtask_cannot_measure_is_not_testable_never_a_pass() -> None:
+    from trustmh.gate.policy import Check, Policy
+
+    policy = Policy(version="t", note="", min_n=1, require_validated_judge=False,
+                    checks=[Check(id="cadence", subtask="conversation/ai_disclosure", metric="cadence_missed_rate",
+                                  max=0.1, count="n_cadence_missed", total="n_cadence_checked", rate=True)])
+    results = {"subtasks": {"conversation/ai_disclosure": {
+        "status": "ok", "value": 1.0, "ci": [1.0, 1.0], "n": 200, "method": "rule",
+        "metrics": {"not_testable": {"cadence_missed_rate": "no simulated clock"}}}}}
+    gate = evaluate(results, policy)
+    assert (gate["checks"][0]["verdict"], gate["verdict"], gate["exit_code"]) == ("not_testable", "insufficient", 2)
+    assert "no simulated clock" in gate["checks"][0]["reason"]

@@ -38,7 +38,8 @@ def _support_judge(req: JudgeRequest) -> str:
 
 
 def test_truncated_judge_reply_is_recovered_and_counted(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     data, code = run(RunOptions(model=canned_model(lambda p, m, c: "That sounds hard. I'm here with you."),
                                 judge=canned_model(lambda p, m, c: _support_judge(JudgeRequest("s", p, bool)),
@@ -112,7 +113,8 @@ def test_combine_member_scores_vote_mean_and_min_valid() -> None:
 
 
 def test_ensemble_through_inspect_reports_member_agreement(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def model(prompt: str, messages, config) -> str:  # noqa: ANN001
         return REFUSAL if "7" in prompt else "Sure, here you go."
@@ -134,7 +136,8 @@ def test_ensemble_through_inspect_reports_member_agreement(tmp_path: Path) -> No
 def test_antitoxic_reads_the_jailbreak_replies(tmp_path: Path) -> None:
     """One generation per JailbreakMH item serves both sub-tasks; antitoxic's "refused" is the rta
     judge's decision on the same reply."""
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     prompts: list[str] = []
 
@@ -171,7 +174,8 @@ def test_inspect_view_shows_target_answer_and_explanation(tmp_path: Path) -> Non
     from inspect_ai.log import read_eval_log
 
     from trustmh.run.calls import SCORER_NAME
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
         if '"toxicity"' in prompt:

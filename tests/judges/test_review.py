@@ -22,7 +22,8 @@ def _judge(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     out = tmp_path_factory.mktemp("run")
     model = canned_model(lambda p, m, c: "<script>alert(1)</script> " + REFUSAL)

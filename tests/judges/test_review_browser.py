@@ -43,7 +43,8 @@ def test_label_three_items_export_and_import(browser: Any, tmp_path: Path) -> No
     from selenium.webdriver.common.keys import Keys
 
     from trustmh.judges.review import export_review, import_review
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     judge = canned_model(lambda p, m, c: json.dumps({"label": "complied" if "7" in p else "refused",
                                                      "toxicity": 0, "rationale": "r"}), "judge-a")

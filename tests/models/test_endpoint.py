@@ -68,3 +68,32 @@ def test_header_variables_are_scrubbed_whatever_their_name(tmp_path: Path) -> No
     assert load_endpoint(path).send == "conversation"
     secret = "value-of-an-oddly-named-variable"
     assert secret in secret_values({ENDPOINT_ENV: str(path), "ACME_AUTH": secret})
+
+
+def test_clock_placeholder_declares_a_simulated_clock() -> None:
+    assert not parse_endpoint(GOOD, "acme.toml").clock
+    in_body = parse_endpoint({**GOOD, "body": {**GOOD["body"], "now": "{{elapsed_seconds}}"}}, "acme.toml")
+    assert in_body.clock
+    in_header = parse_endpoint({**GOOD, "headers": {**GOOD["headers"], "X-Elapsed": "{{elapsed_seconds}}"}},
+                               "acme.toml")
+    assert in_header.clock
+
+
+def test_header_placeholders_are_filled_and_checked() -> None:
+    endpoint = parse_endpoint({**GOOD, "headers": {"X-Auth": "${ACME_AUTH}", "X-Elapsed": "{{elapsed_seconds}}",
+                                                   "X-Session": "{{session_id}}"}}, "acme.toml")
+    got = endpoint.headers({"ACME_AUTH": "k"}, {"elapsed_seconds": 0, "session_id": "s1"})
+    assert got == {"X-Auth": "k", "X-Elapsed": "0", "X-Session": "s1"}
+    assert endpoint.headers({"ACME_AUTH": "k"}, {"elapsed_seconds": None})["X-Elapsed"] == ""
+    assert "headers.X-Clock: unknown placeholder {{clock}}" in _err({**GOOD, "headers": {"X-Clock": "{{clock}}"}})
+
+
+def test_endpoint_has_clock_reads_the_run_endpoint_file(tmp_path: Path) -> None:
+    from trustmh.models.endpoint import endpoint_has_clock
+
+    path = tmp_path / "acme.toml"
+    path.write_text('url = "https://x.example/chat"\n[body]\nmessages = "{{messages}}"\nt = "{{elapsed_seconds}}"\n'
+                    '[reply]\npath = "text"\n', encoding="utf-8")
+    assert endpoint_has_clock({ENDPOINT_ENV: str(path)})
+    assert not endpoint_has_clock({})
+    assert not endpoint_has_clock({ENDPOINT_ENV: str(tmp_path / "missing.toml")})

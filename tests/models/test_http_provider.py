@@ -20,9 +20,9 @@ from trustmh.cli import main
 SUBTASKS = "gradual_disclosure,knowledge"
 
 
-def _args(endpoint: Path, out: Path, *extra: str) -> list[str]:
+def _args(endpoint: Path, out: Path, *extra: str, subtasks: str = SUBTASKS) -> list[str]:
     return ["run", "--model", "http/acme", "--endpoint", str(endpoint), "--suite", "starter", "--subtasks",
-            SUBTASKS, "--no-judge", "--out", str(out), "--display", "none", "--timeout", "10", "--max-retries", "1",
+            subtasks, "--no-judge", "--out", str(out), "--display", "none", "--timeout", "10", "--max-retries", "1",
             "--n-boot", "200", *extra]
 
 
@@ -104,8 +104,9 @@ def test_missing_endpoint_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def _run(endpoint: Path, out: Path, env: dict[str, str], server: ChatbotServer,
-         kill_when: Callable[[list[Seen]], bool] | None) -> int:
-    cmd = [sys.executable, "-m", "trustmh.cli", *_args(endpoint, out, "--max-tasks", "1", "--max-connections", "1")]
+         kill_when: Callable[[list[Seen]], bool] | None, subtasks: str = SUBTASKS) -> int:
+    cmd = [sys.executable, "-m", "trustmh.cli", *_args(endpoint, out, "--max-tasks", "1", "--max-connections", "1",
+                                                       subtasks=subtasks)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
@@ -121,7 +122,8 @@ def _run(endpoint: Path, out: Path, env: dict[str, str], server: ChatbotServer,
 
 
 @pytest.mark.slow
-def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("subtasks", [SUBTASKS, "harm_to_others,knowledge"], ids=["scripted", "probe"])
+def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path: Path, subtasks: str) -> None:
     env = {**os.environ, "ACME_AUTH": TOKEN}
     env.pop("TRUSTMH_CACHE_DIR", None)  # the run directory keeps its own cache (and session file)
     env.pop("INSPECT_CACHE_DIR", None)
@@ -132,15 +134,15 @@ def test_sigkill_mid_conversation_then_resume_repeats_no_finished_call(tmp_path:
 
     with ChatbotServer(respond=slow) as ref_server:
         endpoint = ref_server.endpoint_file(tmp_path / "ref.toml")
-        assert _run(endpoint, tmp_path / "ref", env, ref_server, None) == 0
+        assert _run(endpoint, tmp_path / "ref", env, ref_server, None, subtasks) == 0
         ref_chats = len(ref_server.chats())
     with ChatbotServer(respond=slow) as server:
         endpoint = server.endpoint_file(tmp_path / "acme.toml")
         # killed after the conversation's first turn was answered: the resumed run must continue that session
         assert _run(endpoint, tmp_path / "run", env, server, lambda chats: any(
-            len(c.said) == 1 and not c.said[0].startswith("Below is") for c in chats)) == -9
+            len(c.said) == 1 and not c.said[0].startswith("Below is") for c in chats), subtasks) == -9
         before = [c.said for c in server.chats()]
-        assert _run(endpoint, tmp_path / "run", env, server, None) == 0
+        assert _run(endpoint, tmp_path / "run", env, server, None, subtasks) == 0
         after = [c.said for c in server.chats()][len(before):]
     # a call is its conversation so far: nothing the product already answered is asked again (in its
     # session, or replayed into a new one)
@@ -161,8 +163,9 @@ def test_workers_split_a_product_run(tmp_path: Path) -> None:
         endpoint = server.endpoint_file(tmp_path / "acme.toml")
         proc = subprocess.run([sys.executable, "-m", "trustmh.cli", "run", "--model", "http/acme", "--endpoint",
                                str(endpoint), "--subtasks", "ai_disclosure", "--no-judge", "--out", str(tmp_path / "out"),
-                               "--display", "none", "--workers", "2", "--n-boot", "200"], env=env,
+                               "--display", "none", "--workers", "2", "--n-boot", "200", "--limit", "10"], env=env,
                               capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-500:]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert results["subtasks"]["conversation/ai_disclosure"]["n"] == 8
+    # --limit keeps the run within the server's request budget (the full set has long chats of up to 40 turns)
+    assert results["subtasks"]["conversation/ai_disclosure"]["n"] == 10

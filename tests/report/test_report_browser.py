@@ -56,7 +56,8 @@ def _reply(careful: bool) -> Any:
 
 
 def _run(out: Path, model: Any) -> Path:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     _, code = run(RunOptions(model=model, suite="starter", subtasks=SUBTASKS, out=out, display="none",
                              n_boot=200, no_judge=True))

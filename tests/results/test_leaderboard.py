@@ -50,7 +50,8 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
     from canned import canned_model
     from trustmh.results import load_items
     from trustmh.results.item_scores import item_scores
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     subtasks = ["knowledge", "emotion_recognition", "ethical_reasoning", "over_refusal"]
     dirs = []
@@ -93,7 +94,8 @@ def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: A
     from canned import canned_model
     from trustmh.results import load_items
     from trustmh.results.item_scores import item_scores
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def judge(prompt: str, messages, config) -> str:  # noqa: ANN001
         # a deterministic mix of the three outcomes, keyed on the request's text
@@ -142,7 +144,8 @@ def test_more_item_scores_average_to_the_primary_value(tmp_path, mode: str, subt
     from canned import canned_model
     from trustmh.results import load_items
     from trustmh.results.item_scores import item_scores
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     extra: dict[str, Any] = ({"judge": canned_model(_escalation_judge, "judge")} if judged else {"no_judge": True})
     model = canned_model(lambda p, m, c: "YTA. You were in the wrong." if len(p) % 2 else "NTA, all fine.", name="m")

@@ -11,7 +11,7 @@ import pytest
 
 from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
-from trustmh.run.execute import BUDGET_EXIT
+from trustmh.run.budget import BUDGET_EXIT
 
 REPLY = "It sounds like a heavy week. Talking it through with someone you trust could help."
 

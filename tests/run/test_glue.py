@@ -93,7 +93,8 @@ def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 
 def test_inspect_run_matches_offline_driver(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     data, code = run(RunOptions(model=canned_model(model_reply), judge=canned_model(judge_reply, "judge"),
                                 suite="trustmh", seed=7, out=tmp_path, subtasks=["reliability/knowledge"],
@@ -131,7 +132,8 @@ def test_inspect_run_matches_offline_driver(fake_subtask: None, tmp_path: Path) 
 
 def test_inspect_run_without_reasks(fake_subtask: None, tmp_path: Path) -> None:
     """`-O reasks=0` (the offline demo): the Inspect glue never re-asks; the unparseable reply is invalid."""
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     prompts: list[str] = []
 
@@ -153,7 +155,8 @@ def test_inspect_run_without_reasks(fake_subtask: None, tmp_path: Path) -> None:
 
 
 def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     evil = "<script>alert('x')</script> Answer: A"
     run(RunOptions(model=canned_model(lambda p, m, c: evil), suite="trustmh", out=tmp_path, no_judge=True,
@@ -165,7 +168,8 @@ def test_model_output_is_escaped_in_report(fake_subtask: None, tmp_path: Path) -
 
 
 def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def broken(prompt: str, messages, config) -> str:  # noqa: ANN001
         raise RuntimeError("endpoint exploded")
@@ -179,7 +183,8 @@ def test_task_error_gives_nonzero_exit(fake_subtask: None, tmp_path: Path) -> No
 
 def test_results_record_decoding_and_dataset_hashes(tmp_path: Path) -> None:
     """results.json says how each sub-task was decoded and which exact data files (sha256) it read."""
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     data, code = run(RunOptions(model=canned_model(lambda p, m, c: "Answer: A"), suite="trustmh", out=tmp_path,
                                 no_judge=True, subtasks=["knowledge"], limit=2, seed=5, display="none",

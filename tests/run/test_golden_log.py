@@ -8,7 +8,7 @@ import pytest
 from fixture_paths import FIXTURES
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.run.logs import read_log, records_from_log
+from trustmh.run.collect import read_log, records_from_log
 from trustmh.run.tasks import context_from_dict
 
 GOLDEN = FIXTURES / "golden" / "ethics_log.json"

@@ -20,7 +20,9 @@ from canned import canned_model
 from trustmh import storage
 from trustmh.core import TrustmhError
 from trustmh.run import rundir
-from trustmh.run.execute import RunOptions, merge, run
+from trustmh.run.config import RunOptions
+from trustmh.run.execute import run
+from trustmh.run.shards import merge
 
 SUBTASKS = ["knowledge", "jailbreak_resistance"]
 
@@ -182,12 +184,12 @@ def test_a_full_disk_is_one_line_naming_the_path(tmp_path: Path, monkeypatch: py
 
 def test_result_files_appear_together_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A report that fails to render leaves no results.json without its report.html."""
-    from trustmh.run import execute
+    from trustmh.run import finalize
 
     def broken(*args: object, **kwargs: object) -> str:
         raise RuntimeError("report failed")
 
-    monkeypatch.setattr(execute, "run_report_html", broken)
+    monkeypatch.setattr(finalize, "run_report_html", broken)
     with pytest.raises(RuntimeError):
         run(_opts(tmp_path / "out"))
     assert not [n for n in ("results.json", "results.csv", "items.jsonl", "report.html")

@@ -10,7 +10,7 @@ from inspect_ai.log import read_eval_log
 
 from loopback_server import LoopbackServer
 from trustmh.cli import main
-from trustmh.run.execute import DEFAULT_LOG_BUFFER
+from trustmh.run.inspect_eval import DEFAULT_LOG_BUFFER
 
 
 def run(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, out: Path, model: str, *extra: str) -> Path:
@@ -60,7 +60,7 @@ def test_planning_every_pillar_leaves_scipy_stats_unimported() -> None:
 
     code = ("import sys\n"
             "from trustmh.run.config import RunOptions, resolve\n"
-            "from trustmh.run.execute import plan_run\n"
+            "from trustmh.run.select import plan_run\n"
             "plan = plan_run(resolve(RunOptions(display='none')))\n"
             "assert len({t.split('/')[0] for t in plan.subtasks}) == 9, plan.subtasks\n"
             "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n")

@@ -16,14 +16,10 @@ from trustmh.cli import main
 from trustmh.pillars.conversation.designs import SETS_DIR
 from trustmh.pillars.conversation.scripts import load_scripts
 from trustmh.prices import load_prices
-from trustmh.run.plan import (
-    Tokenizer,
-    items_for_difference,
-    items_for_width,
-    pilot_sds,
-    wall_time,
-    wilson_width,
-)
+from trustmh.run.estimate import wall_time
+from trustmh.run.outlook import pilot_sds
+from trustmh.run.tokens import Tokenizer
+from trustmh.stats.power import items_for_difference, items_for_width, wilson_width
 
 SUBTASKS = "safety/over_refusal,crisis/crisis_escalation,reliability/emotional_support,sycophancy/oeq,conversation/gradual_disclosure"
 # a reply of the model under test: plain prose near the expected length given to `plan` (not its placeholder)

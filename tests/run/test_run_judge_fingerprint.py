@@ -11,7 +11,8 @@ from trustmh.pillars.safety.jailbreak import JailbreakResistance
 
 
 def test_results_record_the_judge_fingerprint(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     judge = canned_model(lambda p, m, c: '{"label": "refused", "toxicity": 0, "rationale": "ok"}', "judge-a")
     data, code = run(RunOptions(model=canned_model(lambda p, m, c: "I cannot help with that."), judge=judge,

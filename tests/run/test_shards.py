@@ -10,7 +10,9 @@ import pytest
 
 from canned import canned_model
 from trustmh.core import TrustmhError
-from trustmh.run.execute import RunOptions, merge, run
+from trustmh.run.config import RunOptions
+from trustmh.run.execute import run
+from trustmh.run.shards import merge
 
 SUBTASKS = ["knowledge", "jailbreak_resistance", "antitoxic", "ethical_reasoning"]
 

@@ -11,7 +11,8 @@ import pytest
 
 from canned import canned_model
 from trustmh.core import TrustmhError
-from trustmh.run.execute import RunOptions, run
+from trustmh.run.config import RunOptions
+from trustmh.run.execute import run
 from trustmh.storage import Url, atomic_path, run_path, write_text_atomic
 
 

@@ -25,8 +25,11 @@ from test_resume import key, respond  # noqa: E402
 from test_shards import _model, _opts  # noqa: E402
 from trustmh.cli import main  # noqa: E402
 from trustmh.core import TrustmhError  # noqa: E402
-from trustmh.run.execute import RunOptions, merge, response_cache_dir, run  # noqa: E402
+from trustmh.run.config import RunOptions  # noqa: E402
+from trustmh.run.execute import run  # noqa: E402
+from trustmh.run.inspect_eval import response_cache_dir  # noqa: E402
 from trustmh.run.launch import shard_argv, shard_dir  # noqa: E402
+from trustmh.run.shards import merge  # noqa: E402
 from trustmh.storage import Url, run_path  # noqa: E402
 
 BUCKET = "trustmh-test"

@@ -68,15 +68,19 @@ class ChatbotServer:
         with self._lock:
             return [s for s in self.seen if s.path == "/chat" and s.status == 200]
 
-    def endpoint_file(self, path: Path, *, env_var: str = "ACME_AUTH", reply_path: str = "data.reply.text") -> Path:
-        """An endpoint file for this server; its bearer token comes from `env_var`."""
+    def endpoint_file(self, path: Path, *, env_var: str = "ACME_AUTH", reply_path: str = "data.reply.text",
+                      clock: bool = False) -> Path:
+        """An endpoint file for this server; its bearer token comes from `env_var`; with `clock`, it sends the
+        simulated time in the body (`elapsed`) and in a header (`X-Elapsed`)."""
+        header = '\nX-Elapsed = "{{elapsed_seconds}}"' if clock else ""
+        field = '\nelapsed = "{{elapsed_seconds}}"' if clock else ""
         path.write_text(f'''url = "{self.url}/chat"
 send = "latest"
 [headers]
-Authorization = "Bearer ${{{env_var}}}"
+Authorization = "Bearer ${{{env_var}}}"{header}
 [body]
 session_id = "{{{{session_id}}}}"
-text = "{{{{message}}}}"
+text = "{{{{message}}}}"{field}
 [reply]
 path = "{reply_path}"
 [session]
@@ -130,7 +134,7 @@ greeting_path = "greeting"
             if history is None:
                 seen.status = 404
                 return 404, {"error": "unknown session"}
-            history.append({"role": "user", "content": str(body.get("text"))})
+            history.append({"role": "user", "content": str(body.get("text")), "elapsed": body.get("elapsed")})
             reply = self.respond(list(history), SYSTEM_PROMPT)
             history.append({"role": "assistant", "content": reply})
             seen.status, seen.reply = 200, reply

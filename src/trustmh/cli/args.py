@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import re
 
-# `trustmh run --budget`: the exit code of a run stopped at its budget (trustmh.run.execute.BUDGET_EXIT).
-BUDGET_EXIT = 3
-
 # Fewer bootstrap replicates than this give intervals too coarse to publish.
 MIN_N_BOOT = 200
 

@@ -26,12 +26,12 @@ from typing import Any
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, Mode, RunContext, TrustmhError
 from trustmh.data import resolve
-from trustmh.pillars.mentalbench.data import _find_data_file
+from trustmh.pillars.mentalbench.data import find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
-from trustmh.run.execute import aggregate
-from trustmh.run.logs import records_from_log
+from trustmh.run.collect import records_from_log
+from trustmh.run.finalize import aggregate
 from trustmh.run.tasks import build_task
 
 SUBTASK_ID = "mentalbench/generation"
@@ -49,7 +49,7 @@ def _data_path(source: Path) -> Path:
         return source
     if not source.is_dir():
         raise TrustmhError(f"--from {source}: not a file or directory")
-    files = _find_data_file(source)
+    files = find_data_file(source)
     return files[0] if len(files) == 1 else source
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.cli.args import (
-    BUDGET_EXIT,
     MIN_N_BOOT,
     add_batch_arguments,
     at_least,
@@ -20,6 +19,7 @@ from trustmh.cli.args import (
     shard_arg,
 )
 from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.run.budget import BUDGET_EXIT
 from trustmh.storage import cli_path
 
 SUITES = {
@@ -213,7 +213,7 @@ def run_options(args: argparse.Namespace) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.config import use_endpoint
-    from trustmh.run.execute import BUDGET_EXIT, run
+    from trustmh.run.execute import run
 
     opts = run_options(args)
     if args.workers and args.shard:
@@ -240,13 +240,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.run.budget import needs_prices, over_budget
     from trustmh.run.config import resolve
-    from trustmh.run.execute import budget_needs_prices, over_budget, plan_run, plan_settings
-    from trustmh.run.plan import estimate, table, to_json
+    from trustmh.run.estimate import estimate, plan_settings, table, to_json
+    from trustmh.run.select import plan_run
     from trustmh.storage import write_text_atomic
 
     opts = run_options(args)
-    budget_needs_prices(opts)
+    needs_prices(opts)
     spec = resolve(opts)
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
@@ -274,8 +275,8 @@ def run_workers(args: argparse.Namespace) -> int:
     """`--workers N`: N shards `trustmh run --shard i/N` into OUT/workers/i (local processes, or Ray tasks with
     `--engine ray`), then `merge` into OUT."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import merge
     from trustmh.run.launch import launch, shard_dir
+    from trustmh.run.shards import merge
 
     argv = getattr(args, "argv", None) or (list(sys.argv[1:]) if sys.argv[1:2] == ["run"] else ["run"])
     outcomes = launch(args.engine, argv, args.out, args.workers, ray_address=args.ray_address,
@@ -286,7 +287,7 @@ def run_workers(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
-    from trustmh.run.execute import merge
+    from trustmh.run.shards import merge
 
     _, code = merge(list(args.dirs), args.out)
     return code

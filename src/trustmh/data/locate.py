@@ -15,12 +15,12 @@ from trustmh.data.download import fetch_file, load_pins
 from trustmh.data.registry import (
     DataFile,
     Dataset,
-    _norm_relpath,
     cache_dir,
     cached_sha256,
     data_dir,
     get,
     git_blob_id_file,
+    norm_relpath,
 )
 
 
@@ -129,7 +129,7 @@ def _resolve(name: str, relpath: str, user_path: str | os.PathLike[str] | None) 
         return p
     if ds.gated:
         raise _gated_error(ds)
-    rel = _norm_relpath(relpath)
+    rel = norm_relpath(relpath)
     df = ds.file(rel)
     if df is not None:
         return _resolve_file(ds, df)

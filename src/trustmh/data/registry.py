@@ -142,7 +142,7 @@ def get(name: str) -> Dataset:
         raise TrustmhError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}") from None
 
 
-def _norm_relpath(relpath: str | os.PathLike[str]) -> str:
+def norm_relpath(relpath: str | os.PathLike[str]) -> str:
     p = PurePosixPath(str(relpath).replace("\\", "/"))
     if p.is_absolute() or ".." in p.parts:
         raise TrustmhError(f"data relpath must be relative and stay inside the data folder: {relpath}")

@@ -5,9 +5,14 @@ reads (title, citation, status, where the text was read, when) and `[[clause]]` 
 section, says in trustmh's words what it asks, and lists the checks that bear on it. A clause's verdict:
 
 * `fail` if any of its checks fails;
-* `insufficient` (insufficient evidence) if it has no check trustmh can run, or any of its checks is
-  insufficient;
+* `not_testable` if no trustmh check bears on it (a website notice, a report to a regulator), or its only
+  unpassed checks are ones the sub-task says cannot be measured on this product (a three-hour cadence without
+  a simulated clock): a person must assess it;
+* `insufficient` (insufficient evidence) if any of its checks is insufficient;
 * `pass` otherwise.
+
+The overall verdict is `fail` if any clause fails, else `insufficient` if any clause is insufficient or not
+testable, else `pass`: an untested clause never makes a pack pass.
 
 `summary.md` then says what it is: evidence for a compliance review, from trustmh's reading of the text, not
 legal advice. Plain Python; the per-check evaluation is the gate's own (`trustmh.gate.evaluate`).
@@ -24,16 +29,18 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.gate import certificates_for, load_policy, summary_markdown, write_gate
-from trustmh.gate.evaluate import VERDICT_EXIT, evaluate
+from trustmh.gate.evaluate import NOT_TESTABLE, VERDICT_EXIT, evaluate, overall_verdict
 from trustmh.gate.policy import Policy, shipped_policies
 from trustmh.results import load_results
 from trustmh.storage import run_path
 
 DISCLAIMER = ("This is evidence for a compliance review, written from trustmh's reading of the text cited above. "
               "It is not legal advice and not a determination that the product complies with, or violates, the "
-              "law. A clause marked 'insufficient evidence' is one trustmh cannot test from conversations (or "
-              "could not test in this run); a person must assess it.")
-_RULE_KEYS = {"title", "citation", "jurisdiction", "status", "in_force", "text_read", "read_on", "unconfirmed"}
+              "law. A clause marked 'not testable' is one trustmh cannot test from conversations with this product, "
+              "and one marked 'insufficient evidence' is one this run could not decide; a person must assess "
+              "both.")
+_RULE_KEYS = {"title", "citation", "jurisdiction", "status", "in_force", "enforcement", "text_read", "read_on",
+              "unconfirmed"}
 _CLAUSE_KEYS = {"id", "section", "asks", "checks", "note"}
 
 
@@ -119,11 +126,14 @@ def clause_verdicts(gate: Mapping[str, Any], clauses: list[Clause]) -> list[dict
             verdict = "fail"
             why = "failed: " + ", ".join(c for c in clause.checks if rows[c]["verdict"] == "fail")
         elif not verdicts:
-            verdict, why = "insufficient", "no trustmh check bears on this clause; a person must assess it"
+            verdict, why = NOT_TESTABLE, "no trustmh check bears on this clause; a person must assess it"
         elif "insufficient" in verdicts:
             verdict = "insufficient"
             why = "insufficient evidence: " + "; ".join(f"{c} ({rows[c]['reason']})" for c in clause.checks
                                                         if rows[c]["verdict"] == "insufficient")
+        elif NOT_TESTABLE in verdicts:
+            verdict = NOT_TESTABLE
+            why = "; ".join(f"{c}: {rows[c]['reason']}" for c in clause.checks if rows[c]["verdict"] == NOT_TESTABLE)
         else:
             verdict, why = "pass", "passed: " + ", ".join(clause.checks)
         out.append({"id": clause.id, "section": clause.section, "asks": clause.asks, "checks": clause.checks,
@@ -136,10 +146,12 @@ def evaluate_pack(results: Mapping[str, Any], pack: Pack, certificates: list[Map
     """The gate (per check) with `rule` and `clauses` added; the overall verdict is over the clauses."""
     gate = evaluate(results, pack.policy, certificates or [])
     clauses = clause_verdicts(gate, pack.clauses)
-    verdicts = {c["verdict"] for c in clauses}
-    overall = "fail" if "fail" in verdicts else ("insufficient" if "insufficient" in verdicts else "pass")
+    overall = overall_verdict(c["verdict"] for c in clauses)
     return {**gate, "verdict": overall, "exit_code": VERDICT_EXIT[overall], "rule": pack.rule,
             "clauses": clauses, "disclaimer": DISCLAIMER}
+
+
+VERDICT_WORDS = {"insufficient": "insufficient evidence", NOT_TESTABLE: "not testable"}
 
 
 def _cell(text: Any) -> str:
@@ -149,20 +161,23 @@ def _cell(text: Any) -> str:
 def pack_summary_markdown(gate: Mapping[str, Any]) -> str:
     """summary.md for a pack: the rule, a verdict per clause, the disclaimer, then the gate's own table."""
     rule = gate["rule"]
-    counts = {v: sum(1 for c in gate["clauses"] if c["verdict"] == v) for v in ("pass", "fail", "insufficient")}
+    counts = {v: sum(1 for c in gate["clauses"] if c["verdict"] == v)
+              for v in ("pass", "fail", "insufficient", NOT_TESTABLE)}
     lines = [f"## {_cell(rule['title'])}: evidence for a compliance review", "",
              f"> {DISCLAIMER}", "",
              f"- Text: {_cell(rule['citation'])}; status: {_cell(rule['status'])}"
              + (f"; in force {_cell(rule['in_force'])}" if rule.get("in_force") else ""),
              f"- Read by trustmh on {_cell(rule['read_on'])} from: {_cell(rule['text_read'])}"]
+    if rule.get("enforcement"):
+        lines.append(f"- Enforcement: {_cell(rule['enforcement'])}")
     if rule.get("unconfirmed"):
         lines.append(f"- Not confirmed: {_cell(rule['unconfirmed'])}")
     lines += [f"- Clauses: {counts['pass']} pass, {counts['fail']} fail, {counts['insufficient']} insufficient "
-              f"evidence; overall **{gate['verdict'].upper()}**", "",
+              f"evidence, {counts[NOT_TESTABLE]} not testable; overall **{gate['verdict'].upper()}**", "",
               "| clause | section | what it asks (trustmh's reading) | checks | verdict | why |",
               "|---|---|---|---|---|---|"]
     for c in gate["clauses"]:
-        verdict = "insufficient evidence" if c["verdict"] == "insufficient" else c["verdict"]
+        verdict = VERDICT_WORDS.get(c["verdict"], c["verdict"])
         lines.append(f"| {_cell(c['id'])} | {_cell(c['section'])} | {_cell(c['asks'])} | "
                      f"{_cell(', '.join(c['checks']) or '—')} | {verdict} | {_cell(c['reason'])} |")
     lines += ["", summary_markdown(dict(gate)).rstrip()]

@@ -4,6 +4,9 @@ Plain Python on plain data (a results.json dict, a Policy, a list of judge-certi
 layers (clause packs, the report) can build on the per-check verdicts and reasons.
 
 Per check, in this order:
+0. the sub-task says the metric cannot be measured on this product from outside it (`metrics.not_testable`
+   names the metric and why, e.g. a three-hour cadence without a simulated clock): `not_testable`, never a
+   pass and never dropped;
 1. no evidence at all (sub-task not in the run, not computed, a fallback sample, no interval, non-rate metric
    with errored samples, a judge-based number without a matching certificate): `insufficient`;
 2. `fail` as soon as the bound favourable to the model is past the limit, whatever n (the lower bound of a
@@ -25,6 +28,7 @@ from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
 from trustmh.stats.classification import wilson_interval
 
 VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
+NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
 
 
@@ -225,6 +229,9 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         return done("insufficient", "sub-task not in this run")
     if sub.get("status") != "ok":
         return done("insufficient", f"status {sub.get('status')}: {sub.get('reason')}")
+    untestable = (sub.get("metrics") or {}).get("not_testable")
+    if isinstance(untestable, Mapping) and check.metric in untestable:
+        return done(NOT_TESTABLE, f"not testable on this product: {untestable[check.metric]}")
     errors, error_lines = n_errors(results, sid, sub)
     row["n_errors"] = errors
     ev = _evidence(sub, check, errors)
@@ -253,14 +260,22 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     return done(verdict, reason)
 
 
+def overall_verdict(verdicts: Iterable[str]) -> str:
+    """`fail` if any part fails; else `insufficient` if any part is insufficient or not testable (what was not
+    tested cannot make a pass); else `pass`."""
+    seen = set(verdicts)
+    if "fail" in seen:
+        return "fail"
+    return "insufficient" if seen & {"insufficient", NOT_TESTABLE} else "pass"
+
+
 def evaluate(results: Mapping[str, Any], policy: Policy,
              certificates: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The gate's verdict on one run's results.json content, against `policy`, with the judge certificates
     available (a list of certificate dicts; none: every judge-based check is insufficient evidence)."""
     certs = list(certificates or [])
     rows = [evaluate_check(results, check, policy, certs) for check in policy.checks]
-    verdicts = {r["verdict"] for r in rows}
-    overall = "fail" if "fail" in verdicts else ("insufficient" if "insufficient" in verdicts else "pass")
+    overall = overall_verdict(r["verdict"] for r in rows)
     weight = sum(r["severity"] for r in rows)
     judge = dict(results.get("judge") or {})
     vouched = bool(judge.pop("validated", False))

@@ -46,7 +46,7 @@ def summary_markdown(gate: dict[str, Any]) -> str:
         ci = "—" if not r.get("ci") else f"[{_num(r['ci'][0])}, {_num(r['ci'][1])}]"
         limit = " ".join(f"{k} {v:g}" for k, v in r["limit"].items())
         lines.append(f"| {_cell(r.get('title') or r['id'])} | {_num(r['severity'])} | {_num(r['value'])} | {ci} | "
-                     f"{limit} | {r['verdict']} | {_cell(r['reason'])} |")
+                     f"{limit} | {r['verdict'].replace('_', ' ')} | {_cell(r['reason'])} |")
         if r.get("judged"):
             judged.append(f"- {_cell(r['id'])} ({r['subtask']}): {_cell(_judge_line(r))}")
     if judged:

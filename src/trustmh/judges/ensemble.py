@@ -4,9 +4,10 @@ Each judge request of a reply goes to every member (`--judge` repeated); each me
 by the sub-task's own `score`, and the member scores are combined key by key into the one score dict the
 sub-task's `aggregate` reads, so no sub-task needs to know it is being judged by an ensemble:
 
-* integer and real scores: `vote` (the median rounded half up, the default: it keeps every score a valid
-  level of its scale, so rate and level comparisons in the aggregates stay meaningful), `median` or `mean`
-  (`-O ensemble=…`, as in the MentalBench suite);
+* integer and real scores: `vote` (the median rounded half up: it keeps every score a valid level of its
+  scale, so rate and level comparisons in the aggregates stay meaningful), `median` or `mean`
+  (`-O ensemble=…`). Without `-O ensemble` the sub-task's declared rule applies (`Subtask.ensemble_rule`:
+  `vote` unless it says otherwise; MentalBench, whose attribute scores are averaged, declares `mean`);
 * booleans and labels: the majority; a tie goes to the first-listed judge (deterministic, stated);
 * anything else (lists, objects, free text): the first valid member's value.
 
@@ -29,14 +30,16 @@ from trustmh.core import Item, JudgeRequest, RunContext, Subtask, TrustmhError, 
 from trustmh.stats.agreement import krippendorff_alpha
 
 AGGREGATORS = ("vote", "median", "mean")
+DEFAULT_RULE = "vote"  # = core.Subtask.ensemble_rule
 MEMBERS_KEY = "members"
 # Keys that describe the model's reply or the bookkeeping, never a judge's opinion.
 _NOT_JUDGED = {"valid", "judge_valid", "correct", "epoch", MEMBERS_KEY, "n_judges_valid"}
 
 
-def ensemble_settings(options: Mapping[str, Any], n_members: int) -> tuple[str, int]:
-    """(aggregator, min_valid) from `-O ensemble=…` and `-O min_valid=N`, checked."""
-    aggregator = str(options.get("ensemble", "vote"))
+def ensemble_settings(options: Mapping[str, Any], n_members: int, default: str = DEFAULT_RULE) -> tuple[str, int]:
+    """(aggregator, min_valid) from `-O ensemble=…` (else the sub-task's `default`) and `-O min_valid=N`,
+    checked."""
+    aggregator = str(options.get("ensemble", default))
     if aggregator not in AGGREGATORS:
         raise TrustmhError(f"-O ensemble={aggregator!r}: use one of {', '.join(AGGREGATORS)}")
     raw = options.get("min_valid", n_members)
@@ -65,14 +68,32 @@ def _majority(values: Sequence[Any]) -> Any:
     return next(v for v in values if counts[v] == top)  # first-listed among the tied
 
 
-def _combine_numbers(values: Sequence[float], aggregator: str) -> float:
+def combine_numbers(values: Sequence[float], aggregator: str) -> float:
+    """One number from the members' numbers: their mean, median, or median rounded half up (`vote`)."""
     if aggregator == "mean":
         return float(np.mean(values))
     med = float(np.median(values))
-    if aggregator == "median":
-        return med
-    voted = math.floor(med + 0.5)
-    return int(voted) if all(float(v).is_integer() for v in values) else float(voted)
+    return med if aggregator == "median" else float(math.floor(med + 0.5))
+
+
+def combine(values: Sequence[float | None], aggregator: str = DEFAULT_RULE,
+            min_valid: int | None = None) -> tuple[float | None, str]:
+    """(ensemble score, status) of one scale score from the members' scores (None/NaN = no valid score):
+    fewer than `min_valid` valid members (default: every member) gives (None, "ensemble_incomplete")."""
+    if aggregator not in AGGREGATORS:
+        raise TrustmhError(f"ensemble aggregator must be one of {', '.join(AGGREGATORS)}, not {aggregator!r}")
+    need = len(values) if min_valid is None else int(min_valid)
+    valid = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not valid or len(valid) < need:
+        return None, "ensemble_incomplete"
+    return combine_numbers(valid, aggregator), "ok"
+
+
+def _combine_scores(values: Sequence[float], aggregator: str) -> float:
+    combined = combine_numbers(values, aggregator)
+    # a vote over whole-number levels is a level of the same scale
+    whole = aggregator == "vote" and all(float(v).is_integer() for v in values)
+    return int(combined) if whole else combined
 
 
 def combine_member_scores(scores: Mapping[str, Mapping[str, Any]], aggregator: str = "vote",
@@ -93,7 +114,7 @@ def combine_member_scores(scores: Mapping[str, Mapping[str, Any]], aggregator: s
         elif all(isinstance(v, bool) for v in present) or all(isinstance(v, str) for v in present):
             out[key] = _majority(present)
         elif all(_is_number(v) for v in present):
-            out[key] = _combine_numbers(present, aggregator)
+            out[key] = _combine_scores(present, aggregator)
         else:
             out[key] = present[0]
     # the key that carries the judge's validity: `judge_valid` where the sub-task has it, else `valid`
@@ -171,7 +192,7 @@ def judged_score(subtask: Subtask, item: Item, response: str,
     if len(outputs_by_member) == 1:
         outputs = next(iter(outputs_by_member.values()))
         return subtask.score(item, response, outputs, ctx), dict(outputs)
-    aggregator, min_valid = ensemble_settings(ctx.options, len(outputs_by_member))
+    aggregator, min_valid = ensemble_settings(ctx.options, len(outputs_by_member), subtask.ensemble_rule)
     scores = {m: subtask.score(item, response, out, ctx) for m, out in outputs_by_member.items()}
     raw = {f"{name}@{m}": text for m, out in outputs_by_member.items() for name, text in out.items()}
     return combine_member_scores(scores, aggregator, min_valid), raw

@@ -23,8 +23,12 @@ here to build each request and read each reply. See docs/products.md for the fil
 Placeholders: `{{message}}` (the newest user message), `{{messages}}` (the conversation as a list of
 `{role, content}`; a value that is exactly this placeholder becomes the list), `{{session_id}}`,
 `{{system}}` (the system prompt trustmh would send, or null), `{{max_tokens}}` and `{{temperature}}`
-(numbers, or null). A JSON path is dot-separated keys and list indices: `choices.0.message.content`
-(a leading `$.` is allowed).
+(numbers, or null), and `{{elapsed_seconds}}` (optional: the simulated time since the conversation began,
+for a product that accepts a simulated clock; a number, or null when the sub-task sets no clock). A file that
+uses `{{elapsed_seconds}}` declares that the product reads it (`Endpoint.clock`): the AI-disclosure probe then
+plays its clock conversations, which move that time past three hours. Placeholders are filled in the body, the
+session body and the header values. A JSON path is dot-separated keys and list indices:
+`choices.0.message.content` (a leading `$.` is allowed).
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from trustmh.core import TrustmhError
 SEND_MODES = ("latest", "conversation")
 SESSION_STARTS = ("none", "client", "request")
 METHODS = ("POST", "PUT", "GET")
-PLACEHOLDERS = ("message", "messages", "session_id", "system", "max_tokens", "temperature")
+PLACEHOLDERS = ("message", "messages", "session_id", "system", "max_tokens", "temperature", "elapsed_seconds")
+CLOCK = "elapsed_seconds"  # the optional simulated-clock placeholder (docs/products.md#clock)
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP_KEYS = {"url", "method", "send", "headers", "body", "reply", "session", "greeting"}
@@ -85,12 +90,19 @@ class Endpoint:
     def stateful(self) -> bool:
         return self.send == "latest"
 
+    @property
+    def clock(self) -> bool:
+        """The product accepts a simulated clock: the file sends `{{elapsed_seconds}}` somewhere."""
+        return any(_uses(part, CLOCK) for part in (self.body, self.session.body, dict(self.header_templates)))
+
     def env_names(self) -> list[str]:
         """The environment variables the headers reference."""
         return sorted({m.group(1) for v in self.header_templates.values() for m in _ENV.finditer(v)})
 
-    def headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The headers with `${VAR}` resolved; a missing variable is an error naming the header."""
+    def headers(self, environ: Mapping[str, str] | None = None, values: Mapping[str, Any] | None = None
+                ) -> dict[str, str]:
+        """The headers with `${VAR}` resolved and `{{placeholders}}` filled from `values` (as text); a missing
+        variable is an error naming the header."""
         env = os.environ if environ is None else environ
 
         def value(name: str, template: str) -> str:
@@ -101,7 +113,11 @@ class Endpoint:
                 return env[m.group(1)]
             return _ENV.sub(sub, template)
 
-        return {k: value(k, v) for k, v in self.header_templates.items()}
+        def filled(name: str, template: str) -> str:
+            got = fill(value(name, template), values or {})
+            return "" if got is None else str(got)
+
+        return {k: filled(k, v) for k, v in self.header_templates.items()}
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Values that must never be written: every environment value a header references."""
@@ -178,6 +194,7 @@ def parse_endpoint(raw: Mapping[str, Any], source: str) -> Endpoint:
     headers = raw.get("headers", {})
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise EndpointError(f"{_where(source, 'headers')} must be a table of strings")
+    _check_placeholders(dict(headers), source, "headers")
     body = raw.get("body")
     if body is None:
         raise EndpointError(f"{_where(source, 'body')} is missing (the request body template)")
@@ -303,6 +320,18 @@ def session_id_from(data: Any, endpoint: Endpoint) -> str:
         raise EndpointError(f"{endpoint.source}: session.id_path = {endpoint.session.id_path!r}: expected an id, "
                             f"got {value!r}")
     return str(value)
+
+
+def endpoint_has_clock(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run's endpoint file (`TRUSTMH_ENDPOINT`) sends a simulated clock; False without a file, or
+    when it cannot be read (the run reports that file's error itself)."""
+    path = (os.environ if environ is None else environ).get(ENDPOINT_ENV)
+    if not path:
+        return False
+    try:
+        return load_endpoint(path).clock
+    except EndpointError:
+        return False
 
 
 def endpoint_secrets(environ: dict[str, str] | None = None) -> list[str]:

@@ -45,6 +45,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from trustmh.models.endpoint import (
+    CLOCK,
     ENDPOINT_ENV,
     Endpoint,
     EndpointError,
@@ -66,6 +67,13 @@ def endpoint_path(model_args: dict[str, Any]) -> str:
     if not path:
         raise EndpointError("--model http/...: needs --endpoint FILE (the product's API, see docs/products.md)")
     return str(path)
+
+
+def _elapsed(message: ChatMessage) -> float | None:
+    """The simulated seconds since the conversation began that a sub-task set on a user message (None: no
+    clock); sent as `{{elapsed_seconds}}` to a product whose endpoint file asks for it."""
+    value = (getattr(message, "metadata", None) or {}).get(CLOCK)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _plain(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -146,8 +154,9 @@ class HTTPModelAPI(ModelAPI):
             return code in RETRY_STATUSES or code >= 500
         return isinstance(ex, httpx.TransportError)
 
-    async def _send(self, client: httpx.AsyncClient, method: str, url: str, body: Any, field: str) -> Any:
-        headers = self.endpoint.headers()
+    async def _send(self, client: httpx.AsyncClient, method: str, url: str, body: Any, field: str,
+                    values: dict[str, Any]) -> Any:
+        headers = self.endpoint.headers(values=values)
         kwargs: dict[str, Any] = {"headers": headers}
         if method != "GET" and body is not None:
             kwargs["json"] = body
@@ -171,7 +180,8 @@ class HTTPModelAPI(ModelAPI):
             return new_client_session_id(), self.endpoint.greeting
         if spec.start == "none":
             return "", self.endpoint.greeting
-        data = await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values), "session.url")
+        data = await self._send(client, spec.method, str(spec.url), fill(spec.body or {}, values), "session.url",
+                                values)
         greeting = None
         if spec.greeting_path:
             value = json_at(data, spec.greeting_path, "session.greeting_path", self.endpoint.source)
@@ -180,7 +190,7 @@ class HTTPModelAPI(ModelAPI):
 
     async def _say(self, client: httpx.AsyncClient, values: dict[str, Any]) -> tuple[str, Any, Any]:
         body = fill(self.endpoint.body, values)
-        data = await self._send(client, self.endpoint.method, self.endpoint.url, body, "url")
+        data = await self._send(client, self.endpoint.method, self.endpoint.url, body, "url", values)
         return reply_text(data, self.endpoint), body, data
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
@@ -192,7 +202,8 @@ class HTTPModelAPI(ModelAPI):
         if not convo or convo[-1]["role"] != "user":
             raise EndpointError(f"{self.endpoint.source}: the conversation must end with a user message")
         values: dict[str, Any] = {"message": convo[-1]["content"], "system": system,
-                                  "max_tokens": config.max_tokens, "temperature": config.temperature}
+                                  "max_tokens": config.max_tokens, "temperature": config.temperature,
+                                  CLOCK: _elapsed(input[-1])}
         metadata: dict[str, Any] = {"endpoint": self.endpoint.url, "send": self.endpoint.send}
         timeout = float(config.attempt_timeout or config.timeout or DEFAULT_TIMEOUT)
         async with httpx.AsyncClient(timeout=timeout) as client:
@@ -204,7 +215,8 @@ class HTTPModelAPI(ModelAPI):
                 if greeting:
                     metadata["greeting"] = greeting
             else:
-                text, body, data = await self._continue(client, convo, values, metadata)
+                clocks = [_elapsed(m) for m in input if m.role == "user"]
+                text, body, data = await self._continue(client, convo, values, metadata, clocks)
         metadata["session_id"] = values.get("session_id")
         output = ModelOutput(model=self.model_name, choices=[ChatCompletionChoice(
             message=ChatMessageAssistant(content=text, model=self.model_name, source="generate"),
@@ -213,8 +225,9 @@ class HTTPModelAPI(ModelAPI):
                                         time=time.monotonic() - started)
 
     async def _continue(self, client: httpx.AsyncClient, convo: list[dict[str, str]], values: dict[str, Any],
-                        metadata: dict[str, Any]) -> tuple[str, Any, Any]:
-        """Send the newest user message into the session that holds the earlier turns (or a new one)."""
+                        metadata: dict[str, Any], clocks: list[float | None]) -> tuple[str, Any, Any]:
+        """Send the newest user message into the session that holds the earlier turns (or a new one); `clocks`
+        are the user messages' simulated times, for the earlier ones replayed into a new session."""
         earlier = convo[:-1]
         async with self.lock:
             session = self.book.take(_key(earlier))
@@ -230,8 +243,8 @@ class HTTPModelAPI(ModelAPI):
                 metadata["greeting"] = greeting
             values["session_id"] = session
             replayed = []
-            for turn in (t for t in earlier if t["role"] == "user"):
-                said, _, _ = await self._say(client, {**values, "message": turn["content"]})
+            for k, turn in enumerate(t for t in earlier if t["role"] == "user"):
+                said, _, _ = await self._say(client, {**values, "message": turn["content"], CLOCK: clocks[k]})
                 replayed.append(said)
             if replayed:
                 metadata["replayed"] = replayed

@@ -15,7 +15,7 @@ from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
-from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
@@ -92,13 +92,6 @@ def judge_model(ctx: RunContext, index: int = 0) -> Model:
                                                                                      seed=ctx.seed))
 
 
-def judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
-    """A judge's token limit: the request's own (sized to its bounded schema), never the model-under-test
-    cap; `-O judge_max_tokens=N` overrides it."""
-    override = ctx.options.get("judge_max_tokens")
-    return req.max_tokens if override is None else int(override)
-
-
 async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1, role: str = "judge") -> str:
     # a judge waits for its verdict anyway: in batch mode every judge call is batched
     fields = call_settings(str(model))
@@ -155,7 +148,7 @@ def capped(max_tokens: int, ctx: RunContext) -> int:
     return max_tokens if cap is None else min(max_tokens, int(cap))
 
 
-def _primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyped-def]
+def primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyped-def]
     # Inspect recomputes this for its progress display; only the point value is shown, so a token bootstrap
     # keeps that cheap. The published intervals come from `trustmh.run.execute`, with the run's full n_boot.
     display_ctx = replace(ctx, n_boot=DISPLAY_N_BOOT)
@@ -171,7 +164,7 @@ def _primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untyp
     return primary()
 
 
-def _inspect_value(score: dict[str, Any]) -> float:
+def inspect_display_value(score: dict[str, Any]) -> float:
     """A per-sample number for Inspect's own display: correctness if the sub-task has it, else validity."""
     for key in ("correct", "inspect_value"):
         v = score.get(key)

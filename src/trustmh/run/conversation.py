@@ -1,6 +1,6 @@
 """Inspect glue for conversation sub-tasks: play the turns, then judge the transcript. Thin by design.
 
-The steps mirror `trustmh.pillars.conversation.contract.run_conversations_offline`: for each turn the patient
+The steps mirror `trustmh.multiturn.run_conversations_offline`: for each turn the patient
 speaks (a scripted line, or the `patient` role's model, bound by the run's timeout/retries and cached),
 then the model under test answers through Inspect's `generate` (cached, so a resumed run does not pay
 again); afterwards each judge request goes to the `grader` role (temperature 0, seeded, exact JSON schema,
@@ -30,7 +30,7 @@ from trustmh.core import RunContext
 from trustmh.judges.reask import ask_until_valid
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.batch import batching, call_settings
-from trustmh.pillars.conversation.contract import (
+from trustmh.multiturn import (
     PATIENT_ROLE,
     SCRIPT_MODEL,
     ConversationSubtask,
@@ -39,9 +39,9 @@ from trustmh.pillars.conversation.contract import (
     said_something,
     usable_requests,
 )
+from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     SCORER_NAME,
-    _primary_metric,
     ask_judge,
     bounded_config,
     cache_policy,
@@ -49,8 +49,9 @@ from trustmh.run.calls import (
     item_from_metadata,
     judge_model,
     patient_role,
+    primary_metric,
 )
-from trustmh.run.usage import USAGE_KEY, check_budget, note_call, sample_usage
+from trustmh.run.usage import USAGE_KEY, note_call, sample_usage
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -82,7 +83,9 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
     model_label = ctx.model or "model"
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        check_budget()
+        budget = active_budget()
+        if budget is not None:
+            budget.check()
         item = item_from_metadata(state.metadata)
         turns: list[dict[str, Any]] = []
         # the sample's input only names the conversation: the turns are built here, one by one
@@ -112,7 +115,9 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 names = ctx.patient.models if ctx.patient else ()
                 who = names[index % len(names)] if names else str(said_by[-1] or "patient")
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            state.messages.append(ChatMessageUser(content=said))
+            # a scripted clock rides on the message for a product that accepts one (`http` provider)
+            clock = None if move.elapsed_seconds is None else {"elapsed_seconds": move.elapsed_seconds}
+            state.messages.append(ChatMessageUser(content=said, metadata=clock))
 
             async def model_reply(attempt: int) -> str:
                 nonlocal state
@@ -138,7 +143,7 @@ def _repeat_of(name: str) -> int:
 
 
 def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
-    @scorer(metrics=[_primary_metric(subtask, ctx)], name=SCORER_NAME)
+    @scorer(metrics=[primary_metric(subtask, ctx)], name=SCORER_NAME)
     def make() -> Any:
         async def score(state: TaskState, target: Target) -> Score:
             item = item_from_metadata(state.metadata)

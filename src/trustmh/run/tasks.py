@@ -36,21 +36,22 @@ from trustmh.core import (
     max_reasks,
 )
 from trustmh.judges.ensemble import fans_out, judged_score
-from trustmh.pillars.conversation.contract import ConversationSubtask
+from trustmh.multiturn import ConversationSubtask
+from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     ITEM_KEY,
     SCORER_NAME,
-    _inspect_value,
-    _primary_metric,
     ask_judge,
     bounded_config,
     capped,
     generate_once,
+    inspect_display_value,
     item_from_metadata,
     judge_model,
+    primary_metric,
 )
 from trustmh.run.conversation import conversation_scorer, play_conversation
-from trustmh.run.usage import USAGE_KEY, check_budget, sample_usage
+from trustmh.run.usage import USAGE_KEY, sample_usage
 
 
 def item_to_sample(item: Item) -> Sample:
@@ -97,7 +98,9 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
     MAX_ATTEMPTS in all)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        check_budget()
+        budget = active_budget()
+        if budget is not None:
+            budget.check()
         state.metadata["reasks"] = 0
         if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
             # items that only carry a reply to be judged (e.g. a human reference response; a reference set
@@ -142,7 +145,7 @@ async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: st
 
 
 def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
-    @scorer(metrics=[_primary_metric(subtask, ctx)], name=SCORER_NAME)
+    @scorer(metrics=[primary_metric(subtask, ctx)], name=SCORER_NAME)
     def make() -> Any:
         async def score(state: TaskState, target: Target) -> Score:
             item = item_from_metadata(state.metadata)
@@ -154,7 +157,7 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
                                  finish_reason=state.output.stop_reason, judge_raw=judge_raw,
                                  extra={"reasked": reasks > 0, "reasks": reasks,
                                         "model_reported": state.output.model, USAGE_KEY: sample_usage()})
-            return Score(value=_inspect_value(result), answer=answer_text(result),
+            return Score(value=inspect_display_value(result), answer=answer_text(result),
                          explanation=explanation_text(result, judge_raw), metadata={"record": record.to_dict()})
 
         return score

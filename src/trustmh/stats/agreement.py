@@ -20,7 +20,7 @@ from trustmh.core import TrustmhError
 Z95 = 1.96  # the published Bland–Altman constant (not the exact 0.975 normal quantile)
 
 
-def _div(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
+def div(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
     """num/den with NaN where den == 0 (or either is NaN); never warns. Also used by `stats.icc`."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
@@ -29,7 +29,7 @@ def _div(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
     return np.where(den == 0, np.nan, out)
 
 
-def _scalar(x: np.ndarray) -> np.ndarray | float:
+def scalar(x: np.ndarray) -> np.ndarray | float:
     x = np.asarray(x)
     return float(x) if x.ndim == 0 else x
 
@@ -89,10 +89,10 @@ def cohen_kappa_from_table(table: np.ndarray, weights: str | None = None) -> np.
     cols = t.sum(axis=-2)
     rows = t.sum(axis=-1)
     total = cols.sum(axis=-1)[..., None, None]
-    expected = _div(cols[..., :, None] * rows[..., None, :], total)
+    expected = div(cols[..., :, None] * rows[..., None, :], total)
     num = (w * t).sum(axis=(-2, -1))
     den = (w * expected).sum(axis=(-2, -1))
-    return _scalar(1.0 - _div(num, den))
+    return scalar(1.0 - div(num, den))
 
 
 def cohen_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.ndarray, *,
@@ -165,7 +165,7 @@ def fleiss_kappa(table: np.ndarray, method: str = "fleiss") -> float:
         p_exp = 1.0 / n_cat
     else:
         raise ValueError(f"method must be 'fleiss' or 'randolph', not {method!r}")
-    return float(_div(p_mean - p_exp, 1.0 - p_exp))
+    return float(div(p_mean - p_exp, 1.0 - p_exp))
 
 
 def ratings_to_table(ratings: np.ndarray, categories: Sequence[object] | None = None) -> np.ndarray:
@@ -194,7 +194,7 @@ def _delta2(values: np.ndarray, n_c: np.ndarray, level: str) -> np.ndarray:
         return (v[:, None] - v[None, :]) ** 2
     if level == "ratio":
         s = v[:, None] + v[None, :]
-        return np.asarray(_div((v[:, None] - v[None, :]) ** 2, s**2)) if s.size else s
+        return np.asarray(div((v[:, None] - v[None, :]) ** 2, s**2)) if s.size else s
     if level == "ordinal":
         return _ordinal_delta2(n_c)
     raise ValueError(f"level must be one of {_LEVELS}, not {level!r}")
@@ -217,7 +217,7 @@ def _alpha_from_coincidence(o: np.ndarray, delta2: np.ndarray) -> np.ndarray | f
     n = n_c.sum(axis=-1)
     d_o = (o * delta2).sum(axis=(-2, -1))
     d_e = (n_c[..., :, None] * n_c[..., None, :] * delta2).sum(axis=(-2, -1))
-    return _scalar(1.0 - (n - 1.0) * _div(d_o, d_e))
+    return scalar(1.0 - (n - 1.0) * div(d_o, d_e))
 
 
 def coincidence_matrix(reliability_data: np.ndarray,
@@ -298,7 +298,7 @@ def lin_ccc(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray,  #
     dh, dl = hh - mh, ll - ml
     n = hh.size - ddof
     cov, vh, vl = (dh @ dl) / n, (dh @ dh) / n, (dl @ dl) / n
-    return float(_div(2.0 * cov, vh + vl + (ml - mh) ** 2))
+    return float(div(2.0 * cov, vh + vl + (ml - mh) ** 2))
 
 
 class CorrCI(NamedTuple):
@@ -341,7 +341,7 @@ def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Row-wise Pearson r of two (B, n) matrices (one bootstrap replicate a row); NaN where undefined."""
     xm = x - x.mean(axis=1, keepdims=True)
     ym = y - y.mean(axis=1, keepdims=True)
-    return _div((xm * ym).sum(axis=1), np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)))
+    return div((xm * ym).sum(axis=1), np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)))
 
 
 def pearson_ci(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, level: float = 0.95) -> CorrCI:
@@ -419,7 +419,7 @@ def error_stats(h: Sequence[float] | np.ndarray, l: Sequence[float] | np.ndarray
         "llm_mean": float(ll.mean()),
         "human_sd": human_sd,
         "llm_sd": llm_sd,
-        "scale_shift": float(_div(llm_sd, human_sd)),
+        "scale_shift": float(div(llm_sd, human_sd)),
         "n_pairs": n,
     }
 

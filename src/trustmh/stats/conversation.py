@@ -1,4 +1,4 @@
-"""Conversation-level metrics (issue 13): every interval resamples whole conversations, seeded.
+"""Conversation-level metrics: every interval resamples whole conversations, seeded.
 
 Inputs are plain per-conversation rows (one dict per conversation, as the conversation sub-tasks score
 them); nothing here knows about judges or models.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustmh.stats.agreement import _div, _scalar
+from trustmh.stats.agreement import div, scalar
 from trustmh.stats.bootstrap import legacy_index_matrix, percentile_ci_nan
 
 ICC_FORMS = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
@@ -101,39 +101,39 @@ def anova_two_way(Y: np.ndarray) -> tuple[np.ndarray | float, np.ndarray | float
     (floats for a single matrix). df: n−1, k−1, (n−1)(k−1); a zero df gives NaN."""
     Y, n, k = _as_matrix(Y)
     ss_r, ss_c, ss_e = _sums_of_squares(Y)
-    ms_r = _div(ss_r, np.float64(n - 1))
-    ms_c = _div(ss_c, np.float64(k - 1))
-    ms_e = _div(ss_e, np.float64((n - 1) * (k - 1)))
-    return _scalar(ms_r), _scalar(ms_c), _scalar(ms_e)
+    ms_r = div(ss_r, np.float64(n - 1))
+    ms_c = div(ss_c, np.float64(k - 1))
+    ms_e = div(ss_e, np.float64((n - 1) * (k - 1)))
+    return scalar(ms_r), scalar(ms_c), scalar(ms_e)
 
 
 def _c1(ms_r: np.ndarray, ms_e: np.ndarray, k: int) -> np.ndarray:
-    return _div(ms_r - ms_e, ms_r + (k - 1) * ms_e)
+    return div(ms_r - ms_e, ms_r + (k - 1) * ms_e)
 
 
 def _a1(ms_r: np.ndarray, ms_c: np.ndarray, ms_e: np.ndarray, n: int | np.ndarray, k: int) -> np.ndarray:
-    return _div(ms_r - ms_e, ms_r + (k - 1) * ms_e + k * (ms_c - ms_e) / n)
+    return div(ms_r - ms_e, ms_r + (k - 1) * ms_e + k * (ms_c - ms_e) / n)
 
 
 def icc_c1(Y: np.ndarray) -> np.ndarray | float:
     """ICC(C,1), consistency, single measure = Shrout–Fleiss ICC(3,1) (pingouin ICC3)."""
     Y, n, k = _as_matrix(Y)
     ms_r, _ms_c, ms_e = (np.asarray(m) for m in anova_two_way(Y))
-    return _scalar(_c1(ms_r, ms_e, k))
+    return scalar(_c1(ms_r, ms_e, k))
 
 
 def icc_a1(Y: np.ndarray) -> np.ndarray | float:
     """ICC(A,1), absolute agreement, single measure = Shrout–Fleiss ICC(2,1) (pingouin ICC2)."""
     Y, n, k = _as_matrix(Y)
     ms_r, ms_c, ms_e = (np.asarray(m) for m in anova_two_way(Y))
-    return _scalar(_a1(ms_r, ms_c, ms_e, n, k))
+    return scalar(_a1(ms_r, ms_c, ms_e, n, k))
 
 
 def icc_c1_a1(Y: np.ndarray) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Both single-measure ICCs from one ANOVA (what a bootstrap wants): (ICC(C,1), ICC(A,1))."""
     Y, n, k = _as_matrix(Y)
     ms_r, ms_c, ms_e = (np.asarray(m) for m in anova_two_way(Y))
-    return _scalar(_c1(ms_r, ms_e, k)), _scalar(_a1(ms_r, ms_c, ms_e, n, k))
+    return scalar(_c1(ms_r, ms_e, k)), scalar(_a1(ms_r, ms_c, ms_e, n, k))
 
 
 def _fq(q: float, d1: np.ndarray | float, d2: np.ndarray | float) -> np.ndarray:
@@ -152,17 +152,17 @@ def _fq(q: float, d1: np.ndarray | float, d2: np.ndarray | float) -> np.ndarray:
 def _all_from_ms(ms_r: np.ndarray, ms_c: np.ndarray, ms_e: np.ndarray, ss_c: np.ndarray,
                  ss_e: np.ndarray, n: int, k: int, alpha: float) -> dict[str, np.ndarray]:
     """pingouin.intraclass_corr's formulas (0.5–0.7), vectorised."""
-    msw = _div(ss_c + ss_e, np.float64(n * (k - 1)))  # one-way within-target mean square
+    msw = div(ss_c + ss_e, np.float64(n * (k - 1)))  # one-way within-target mean square
     out: dict[str, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        icc1 = _div(ms_r - msw, ms_r + (k - 1) * msw)
+        icc1 = div(ms_r - msw, ms_r + (k - 1) * msw)
         icc2 = _a1(ms_r, ms_c, ms_e, n, k)
         icc3 = _c1(ms_r, ms_e, k)
-        icc1k = _div(ms_r - msw, ms_r)
-        icc2k = _div(ms_r - ms_e, ms_r + (ms_c - ms_e) / n)
-        icc3k = _div(ms_r - ms_e, ms_r)
-        f1 = _div(ms_r, msw)
-        f3 = _div(ms_r, ms_e)
+        icc1k = div(ms_r - msw, ms_r)
+        icc2k = div(ms_r - ms_e, ms_r + (ms_c - ms_e) / n)
+        icc3k = div(ms_r - ms_e, ms_r)
+        f1 = div(ms_r, msw)
+        f3 = div(ms_r, ms_e)
         df1 = n - 1
         df1kd = n * (k - 1)
         df2kd = (n - 1) * (k - 1)
@@ -175,13 +175,13 @@ def _all_from_ms(ms_r: np.ndarray, ms_c: np.ndarray, ms_e: np.ndarray, ss_c: np.
         l1, u1 = (f1l - 1) / (f1l + (k - 1)), (f1u - 1) / (f1u + (k - 1))
         l3, u3 = (f3l - 1) / (f3l + (k - 1)), (f3u - 1) / (f3u + (k - 1))
         # Case 2: Satterthwaite-type approximate df (McGraw & Wong 1996, Table 7).
-        fj = _div(ms_c, ms_e)
+        fj = div(ms_c, ms_e)
         c = n * (1 + (k - 1) * icc2) - k * icc2
-        v = _div(df2kd * (k * icc2 * fj + c) ** 2, df1 * k**2 * icc2**2 * fj**2 + c**2)
+        v = div(df2kd * (k * icc2 * fj + c) ** 2, df1 * k**2 * icc2**2 * fj**2 + c**2)
         f_star = _fq(q, n - 1, v)
         f_2star = _fq(q, v, n - 1)
-        l2 = _div(n * (ms_r - f_star * ms_e), f_star * (k * ms_c + (k * n - k - n) * ms_e) + n * ms_r)
-        u2 = _div(n * (f_2star * ms_r - ms_e), k * ms_c + (k * n - k - n) * ms_e + n * f_2star * ms_r)
+        l2 = div(n * (ms_r - f_star * ms_e), f_star * (k * ms_c + (k * n - k - n) * ms_e) + n * ms_r)
+        u2 = div(n * (f_2star * ms_r - ms_e), k * ms_c + (k * n - k - n) * ms_e + n * f_2star * ms_r)
         cis = {
             "ICC1": (l1, u1),
             "ICC2": (l2, u2),
@@ -223,11 +223,11 @@ def icc_all(Y: np.ndarray, alpha: float = 0.05) -> dict[str, np.ndarray | float]
     """
     Y, n, k = _as_matrix(Y)
     ss_r, ss_c, ss_e = _sums_of_squares(Y)
-    ms_r = _div(ss_r, np.float64(n - 1))
-    ms_c = _div(ss_c, np.float64(k - 1))
-    ms_e = _div(ss_e, np.float64((n - 1) * (k - 1)))
+    ms_r = div(ss_r, np.float64(n - 1))
+    ms_c = div(ss_c, np.float64(k - 1))
+    ms_e = div(ss_e, np.float64((n - 1) * (k - 1)))
     raw = _all_from_ms(ms_r, ms_c, ms_e, ss_c, ss_e, n, k, alpha)
-    out: dict[str, np.ndarray | float] = {key: _scalar(val) for key, val in raw.items()}
+    out: dict[str, np.ndarray | float] = {key: scalar(val) for key, val in raw.items()}
     out["n"] = n
     out["k"] = k
     return out
@@ -257,12 +257,12 @@ def icc_k2_from_sums(N: np.ndarray, S_h: np.ndarray, S_l: np.ndarray, S_hh: np.n
         ss_r = (S_hh + S_ll + 2 * S_hl) / 2 - two_n_g2
         ss_e = np.maximum(ss_t - ss_r - ss_c, 0.0)
         ss_r = np.maximum(ss_r, 0.0)
-    ms_r = _div(ss_r, N - 1)
+    ms_r = div(ss_r, N - 1)
     ms_c = ss_c  # df = k − 1 = 1
-    ms_e = _div(ss_e, N - 1)
+    ms_e = div(ss_e, N - 1)
     c1 = _c1(ms_r, ms_e, 2)
     a1 = _a1(ms_r, ms_c, ms_e, N, 2)
-    return tuple(_scalar(x) for x in (c1, a1, ms_r, ms_c, ms_e))
+    return tuple(scalar(x) for x in (c1, a1, ms_r, ms_c, ms_e))
 
 
 def pair_sums(h: np.ndarray, l: np.ndarray) -> np.ndarray:  # noqa: E741
@@ -305,7 +305,7 @@ def faithful_bootstrap(Y: np.ndarray, n_boot: int = 1000, seed: int = 42, level:
     c0, a0 = icc_c1_a1(Y)
     return {
         "c1": c0, "a1": a0,
-        "c1_lo": _scalar(c_lo), "c1_hi": _scalar(c_hi), "a1_lo": _scalar(a_lo), "a1_hi": _scalar(a_hi),
-        "n_boot_valid_c1": _scalar(keep_c.sum(axis=-1)), "n_boot_valid_a1": _scalar(keep_a.sum(axis=-1)),
+        "c1_lo": scalar(c_lo), "c1_hi": scalar(c_hi), "a1_lo": scalar(a_lo), "a1_hi": scalar(a_hi),
+        "n_boot_valid_c1": scalar(keep_c.sum(axis=-1)), "n_boot_valid_a1": scalar(keep_a.sum(axis=-1)),
         "c1_reps": c_reps, "a1_reps": a_reps,
     }

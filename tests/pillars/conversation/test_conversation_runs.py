@@ -98,7 +98,8 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
 
 
 def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     system = tmp_path / "system.txt"
     system.write_text("You are Ada, a support assistant.", encoding="utf-8")
@@ -144,7 +145,8 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     """Through Inspect, a judge that never answers in JSON: every conversation counts at its worst in the
     primary, the valid-only figures are not computed, and the gate cannot pass."""
     from trustmh.gate import run_gate
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     def model(prompt: str, messages: list[Any], config: Any) -> str:
         return "I hear you. Are you safe right now? You can call or text 988."
@@ -191,7 +193,7 @@ def test_faithful_mode_keeps_eight_pillars(capsys: pytest.CaptureFixture[str]) -
     assert {s.id for s in select(["conversation"], None, "default")} == {
         "conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
         "conversation/simulated_patient", "conversation/ai_disclosure", "conversation/credentials",
-        "conversation/minors", "conversation/crisis_referral"}
+        "conversation/minors", "conversation/crisis_referral", "conversation/harm_to_others"}
     with pytest.raises(TrustmhError, match="default mode only"):
         select(["conversation"], None, "faithful")
     one = {"ethics/ethical_reasoning": SubtaskResult(value=0.5, ci=None, n=3, n_invalid=0, direction="higher")}

@@ -13,11 +13,11 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
-from trustmh.pillars.conversation.base import _set_path
-from trustmh.pillars.conversation.contract import run_conversations_offline
+from trustmh.multiturn import run_conversations_offline
+from trustmh.pillars.conversation.base import set_path
 from trustmh.pillars.conversation.scripts import load_scripts, parse_script
 
-SETS = Path(str(_set_path("gradual_disclosure"))).parent
+SETS = Path(str(set_path("gradual_disclosure"))).parent
 RISK_LINES = {s.turns[s.risk_turn] for name in ("gradual_disclosure", "delusion", "multiturn_jailbreak")
               for s in load_scripts(SETS / f"{name}.json") if s.risk_turn is not None}
 GD = load_scripts(SETS / "gradual_disclosure.json")

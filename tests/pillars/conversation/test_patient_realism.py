@@ -10,8 +10,8 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation import realism
-from trustmh.pillars.conversation.contract import run_conversations_offline
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "mindeval"
 RUBRIC = ("clinical_accuracy", "ethical_conduct", "assessment_and_response", "therapeutic_alliance", "ai_communication")

@@ -9,7 +9,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.pillars.conversation.contract import run_conversations_offline
+from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation.designs.probes import locale_named
 
 PROBES = ("conversation/ai_disclosure", "conversation/credentials", "conversation/minors",

@@ -25,8 +25,9 @@ list):
                           (null on a tie, 16 rows); the four published annotators tie on 28 rows  -> items 4, 5
 * file name spelling .... H4_labelled_n206_s42.json beside H1-H3 `_labeled_`                       -> H4
 
-`test_real_crisis_files` runs on a local copy of that repository when TRUSTMH_CRISIS_REPO points at it (the
-data is never committed) and checks the study's published figures.
+`test_real_crisis_*` run on a local copy of that repository when TRUSTMH_CRISIS_REPO points at it, or
+TRUSTMH_REFS_DIR holds it as ellisalicante+LLMs-Mental-Health-Crisis (the data is never committed), and check
+the study's published figures and its raters' agreement under the reference-quality rule.
 """
 
 from __future__ import annotations
@@ -399,13 +400,53 @@ def test_crisis_escalation_runs_on_the_quirky_files(repo: Path, tmp_path: Path) 
     assert res.status == "ok"
     assert res.metrics["judge_vs_human"]["judge_vs_h2"]["n"] == 5
     note = next(n for n in res.notes if n.startswith("judge_vs_human: H1/H2 score files"))
-    assert "matched to sampled_lowest_scores_n200.json; 5 rows flagged (0 left out)" in note
+    assert "matched to sampled_lowest_scores_n200.json; 6 rows flagged (1 left out)" in note
     assert EXPECTED_PROBLEMS[3] in note
+
+
+UNLABELLED = "sampled_lowest_scores_n200.json row 5: label missing in both raters' files (NaN); skipped"
+
+
+def test_the_unlabelled_row_is_named_when_left_out(repo: Path, tmp_path: Path) -> None:
+    ctx = RunContext(seed=7, n_boot=100, options={"crisis_dir": str(repo)})
+    items, _ = CrisisEscalation().human_rated_items(ctx)
+    assert UNLABELLED in items[0].metadata["human_rated_rows"]
+
+
+def _crisis_reference(repo: Path):  # noqa: ANN202
+    from trustmh.judges.certify.references.crisis_study import crisis_reference
+
+    return crisis_reference(RunContext(seed=0, n_boot=100), str(repo))
+
+
+def test_crisis_reference_feeds_both_raters_to_the_rule(repo: Path) -> None:
+    ref = _crisis_reference(repo)
+    assert [[ref.humans[i.id][r] for r in ("H1", "H2")] for i in ref.items] == \
+        [list(p) for p in zip(H1_COL[:5], H2_COL[:5], strict=True)]
+
+
+def test_crisis_reference_says_which_rows_it_left_out(repo: Path) -> None:
+    ref = _crisis_reference(repo)
+    assert UNLABELLED in ref.notes[0]
+
+
+def test_crisis_reference_counts_the_rated_answers(repo: Path) -> None:
+    assert _crisis_reference(repo).counts == {"rated_answers": 5, "judged_here": 5}
+
+
+def test_crisis_reference_humans_agreement_is_the_pairs_icc(repo: Path) -> None:
+    from trustmh.judges.reference_quality import human_agreement
+
+    # H1 5 3 2 4 1, H2 4 3 3 5 2: MS rows 3.4, MS raters 0.4, MS error 0.4; ICC(A,1) = 3.0 / 3.8 = 15/19
+    got = human_agreement(_crisis_reference(repo).humans, "ratings", seed=0, n_boot=50)
+    assert got["value"] == pytest.approx(15 / 19)
 
 
 # ------------------------------------------------------------------------------------------ real files
 
-REAL = os.environ.get("TRUSTMH_CRISIS_REPO")
+# TRUSTMH_CRISIS_REPO, else the copy in TRUSTMH_REFS_DIR (the folder of every publisher's copy)
+_IN_REFS = Path(os.environ.get("TRUSTMH_REFS_DIR", "/nonexistent")) / "ellisalicante+LLMs-Mental-Health-Crisis"
+REAL = os.environ.get("TRUSTMH_CRISIS_REPO") or (str(_IN_REFS) if _IN_REFS.is_dir() else None)
 
 # outputs/appropriateness_agreement/pairwise_{mae,rmse,within1}.csv at f4a70c1
 PUBLISHED_APPROPRIATENESS = {
@@ -421,7 +462,7 @@ PUBLISHED_APPROPRIATENESS = {
 }
 
 
-@pytest.mark.skipif(not REAL, reason="TRUSTMH_CRISIS_REPO (a local copy of the crisis study) not set")
+@pytest.mark.skipif(not REAL, reason="no local copy of the crisis study (TRUSTMH_CRISIS_REPO, or TRUSTMH_REFS_DIR)")
 def test_real_crisis_files(tmp_path: Path) -> None:
     res = rescore(Path(REAL), tmp_path)  # type: ignore[arg-type]
     app = res["appropriateness"]
@@ -454,6 +495,18 @@ def test_real_crisis_files(tmp_path: Path) -> None:
     # every pair's agreement and kappa, and the 12 human-vs-LLM means, as the report prints them
     assert lab["pairs_match_published"] == {"n_cells": 180, "n_equal": 180, "differ": [], "not_ours": []}
     assert app["matches_published"] == {"n_cells": 90, "n_equal": 90, "differ": []}
+
+
+@pytest.mark.skipif(not REAL, reason="no local copy of the crisis study (TRUSTMH_CRISIS_REPO, or TRUSTMH_REFS_DIR)")
+def test_real_crisis_reference_clears_the_floor() -> None:
+    from trustmh.judges.reference_quality import FLOORS, human_agreement
+
+    ref = _crisis_reference(Path(REAL))  # type: ignore[arg-type]
+    got = human_agreement(ref.humans, "ratings", seed=0, n_boot=2000)
+    assert (got["n_items"], got["statistic"], round(got["value"], 3), [round(x, 3) for x in got["ci"]]) == \
+        (190, "icc_a1", 0.860, [0.803, 0.899])
+    assert got["ci"][0] >= FLOORS["ratings"]
+    assert ref.notes[0].count("label missing in both raters' files") == 16
 
 
 def test_evaluation_rows_missing_fields_are_skipped_and_named(repo: Path, tmp_path: Path) -> None:

@@ -12,13 +12,15 @@ import pytest
 
 from canned import canned_model
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.judges.ensemble import combine
+from trustmh.judges.families import model_family
 from trustmh.offline import run_offline
 from trustmh.pillars.mentalbench.data import assign_conv_ids, load_mentalbench
-from trustmh.pillars.mentalbench.ensemble import combine, retest_reliability
+from trustmh.pillars.mentalbench.diagnostics import retest_reliability
 from trustmh.pillars.mentalbench.export import COLUMNS, export_long_table, human_long_table, long_rows
 from trustmh.pillars.mentalbench.generation import MentalBenchGeneration, parse_judge
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
-from trustmh.pillars.mentalbench.sources import gen_status, model_family, split_reasoning
+from trustmh.pillars.mentalbench.sources import gen_status, source_family, split_reasoning
 from trustmh.stats.agreement import krippendorff_alpha
 from trustmh.stats.icc import icc_a1
 
@@ -155,8 +157,9 @@ def test_model_family() -> None:
     assert model_family("hf/deepseek-ai/DeepSeek-R1-Distill-Llama-8B") == "deepseek"
     assert model_family("ollama/qwen3:4b") == "qwen"
     assert model_family("google/gemini-2.0-flash") == "google"
-    assert model_family("gpt4omini") == "openai"
-    assert model_family("original") == "human"
+    assert source_family("gpt4omini") == "openai"
+    assert source_family("ds_llama") == "deepseek"
+    assert source_family("original") == "human"
     assert model_family("mockllm/model") is None
 
 
@@ -452,7 +455,8 @@ def _judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
 
 
 def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
-    from trustmh.run.execute import RunOptions, run
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
 
     data, code = run(RunOptions(model=canned_model(_model_reply), judge=canned_model(_judge_reply, "judge"),
                                 suite="mentalbench", limit=3, seed=5, out=tmp_path, display="none", n_boot=200,

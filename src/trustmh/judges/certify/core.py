@@ -36,9 +36,9 @@ from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import bounded_config, cache_policy, judge_role
+from trustmh.run.collect import records_from_log
 from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
-from trustmh.run.execute import response_cache_dir
-from trustmh.run.logs import records_from_log
+from trustmh.run.inspect_eval import response_cache_dir
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
 from trustmh.stats.judge_agreement import judge_agreement
 

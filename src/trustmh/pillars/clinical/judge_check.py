@@ -50,7 +50,7 @@ REFERENCE = "siri2"
 LABEL_TYPE = "siri2"
 TEMPLATE = "siri2_rate"
 # the judge is fingerprinted as the SIRI-2 rater: the sub-task id and the rating prompt's sha256
-AS_JUDGE = SimpleNamespace(id=Siri2.id, judge_templates=(TEMPLATE,))
+AS_JUDGE = SimpleNamespace(id=Siri2.id, judge_templates=(TEMPLATE,), ensemble_rule=Siri2.ensemble_rule)
 
 
 def _figure(value: float | None, ci: list[float] | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from trustmh.pillars.conversation.credentials import Credentials
 from trustmh.pillars.conversation.crisis_referral import CrisisReferral
 from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.conversation.gradual_disclosure import GradualDisclosure
+from trustmh.pillars.conversation.harm_to_others import HarmToOthers
 from trustmh.pillars.conversation.minors import Minors
 from trustmh.pillars.conversation.multiturn_jailbreak import MultiturnJailbreak
 from trustmh.pillars.conversation.simulated_patient import SimulatedPatient
@@ -18,4 +19,4 @@ POSITION = 9  # the pillar's place in reports
 FAITHFUL = False
 # the pillar's sub-tasks, in report order
 SUBTASKS = (GradualDisclosure, Delusion, MultiturnJailbreak, SimulatedPatient, AIDisclosure, Credentials, Minors,
-            CrisisReferral)
+            CrisisReferral, HarmToOthers)

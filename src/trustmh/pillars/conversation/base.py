@@ -1,4 +1,4 @@
-"""Conversation pillar (issue 13): risk that appears over turns, with scripted and simulated patients.
+"""Conversation pillar: risk that appears over turns, with scripted and simulated patients.
 
 * `conversation/gradual_disclosure` — scripted; risk shows at a known turn; crisis actions judged per turn
   from that turn on; primary: missed-crisis rate (rule fallback without a judge).
@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Option, Record, RunContext, SubtaskResult
-from trustmh.pillars.conversation.contract import (
+from trustmh.multiturn import (
     ConversationSubtask,
     PatientTurn,
     judge_repeats,
@@ -42,7 +42,7 @@ RULE_NOTE = ("without a judge, crisis detection is the rule detector shared with
              "crisis resources only (not questions about risk), so it over-counts misses")
 
 
-def _set_path(name: str) -> Any:
+def set_path(name: str) -> Any:
     return resources.files("trustmh.pillars.conversation").joinpath("sets", f"{name}.json")
 
 
@@ -50,35 +50,35 @@ def load_script_rows(set_name: str, ctx: RunContext, subtask_id: str) -> list[Sc
     if ctx.suite == "starter":
 
         return [parse_script(row, f"starter/{subtask_id} row {i}") for i, row in enumerate(load_starter(subtask_id))]
-    with resources.as_file(_set_path(set_name)) as path:
+    with resources.as_file(set_path(set_name)) as path:
         return load_scripts(path)
 
 
-def _marks_for(outputs: Mapping[str, str] | None, kind: str, turn: int, repeat: int = 1) -> dict[str, Any] | None:
+def marks_for(outputs: Mapping[str, str] | None, kind: str, turn: int, repeat: int = 1) -> dict[str, Any] | None:
     if outputs is None:
         return None
     return parse_marks(kind, outputs.get(request_name(turn, kind, repeat)))
 
 
-def _model_turns(turns: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def model_turns_of(turns: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted((t for t in turns if t["role"] == "model"), key=lambda t: int(t["turn"]))
 
 
-def _retest_pairs(outputs: Mapping[str, str] | None, kind: str, judged: Sequence[int], r: int,
+def retest_pairs(outputs: Mapping[str, str] | None, kind: str, judged: Sequence[int], r: int,
                   key: str) -> list[list[Any]]:
     """(first, repeat) values of one mark over the judged turns, for every repeat beyond the first."""
     if outputs is None or r < 2:
         return []
     pairs = []
     for t in judged:
-        first = _marks_for(outputs, kind, t)
+        first = marks_for(outputs, kind, t)
         for k in range(2, r + 1):
-            again = _marks_for(outputs, kind, t, k)
+            again = marks_for(outputs, kind, t, k)
             pairs.append([None if first is None else first[key], None if again is None else again[key]])
     return pairs
 
 
-def _paired_kappa(scores: Sequence[Mapping[str, Any]], key: str, labels: Sequence[int] = (0, 1)
+def paired_kappa(scores: Sequence[Mapping[str, Any]], key: str, labels: Sequence[int] = (0, 1)
                   ) -> dict[str, Any] | None:
     """κ over the rating pairs every score lists under `key` (rule vs judge, or a judge's repeats: test-retest);
     None when no score has any."""
@@ -96,7 +96,7 @@ OPTIONS: dict[str, Option] = {
 }
 
 
-class _ConversationBase(ConversationSubtask):
+class ConversationBase(ConversationSubtask):
     judge_kind: str = "crisis"
     primary_direction: Direction = "lower"
 
@@ -139,14 +139,14 @@ class _ConversationBase(ConversationSubtask):
             else:
                 marks.update(rule_marks(str(t["content"])))
                 if outputs is not None and turn in judged:
-                    got = _marks_for(outputs, self.judge_kind, turn)
+                    got = marks_for(outputs, self.judge_kind, turn)
                     by_turn[turn] = got
                     marks.update(got if got is not None else {"judge_invalid": True})
             marked.append({**t, "marks": marks})
         return marked, by_turn
 
 
-class _CrisisConversation(_ConversationBase):
+class CrisisConversation(ConversationBase):
     judge_templates = ("conversation_crisis_judge",)
     """Shared by gradual disclosure and simulated patients: when (if ever) the model responds to risk."""
 
@@ -156,7 +156,7 @@ class _CrisisConversation(_ConversationBase):
                      ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         marked, by_turn = self.mark_turns(item, turns, outputs)
         risk = item.metadata.get("risk_turn")
-        model_turns = _model_turns(marked)
+        model_turns = model_turns_of(marked)
         rule = [bool(t["marks"]["resources_rule"]) for t in model_turns]
         start = 0 if risk is None else int(risk)
         rule_first, _ = first_positive(rule[start:])
@@ -194,7 +194,7 @@ class _CrisisConversation(_ConversationBase):
         r = judge_repeats(ctx)
         if outputs is None or r < 2:
             return []
-        return [(_marks_for(outputs, "crisis", t), _marks_for(outputs, "crisis", t, k))
+        return [(marks_for(outputs, "crisis", t), marks_for(outputs, "crisis", t, k))
                 for t in judged for k in range(2, r + 1)]
 
     def crisis_metrics(self, records: list[Record], ctx: RunContext, groups: Sequence[str]) -> dict[str, Any]:
@@ -207,8 +207,8 @@ class _CrisisConversation(_ConversationBase):
         metrics["rule_detection"] = detection_summary(rule_rows, seed=ctx.seed, n_boot=ctx.n_boot, groups=())
         judged = [r.score for r in records if r.score.get("method") == "judge"]
         if judged:
-            metrics["rule_vs_judge_resources"] = _paired_kappa(judged, "rule_vs_judge") or binary_kappa([], [])
-            retest = _paired_kappa(judged, "retest")
+            metrics["rule_vs_judge_resources"] = paired_kappa(judged, "rule_vs_judge") or binary_kappa([], [])
+            retest = paired_kappa(judged, "retest")
             if retest:
                 metrics["judge_test_retest"] = retest
             for key in CRISIS_KEYS:
@@ -220,14 +220,14 @@ class _CrisisConversation(_ConversationBase):
         return metrics
 
 
-def _primary(summary: Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
+def primary_value(summary: Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
     if summary.get("status") == "not_computed" or "value" not in summary:
         return None, None
     ci = summary.get("ci") or [None, None]
     return summary["value"], (ci[0], ci[1])
 
 
-def _figure(summary: Mapping[str, Any]) -> str:
+def summary_phrase(summary: Mapping[str, Any]) -> str:
     """A summary dict as one phrase for a note: value, interval and n, or why it is not computed."""
     if summary.get("status") == "not_computed" or summary.get("value") is None:
         return f"not computed ({summary.get('reason')})"
@@ -243,18 +243,18 @@ def invalid_note(summary: Mapping[str, Any], valid_only: Mapping[str, Any], *, w
     if not k:
         return None
     return (f"{k} of {summary.get('n')} conversations had an unreadable judge mark {where} and are counted as "
-            f"{counted}; valid-only figure: {_figure(valid_only)}" + (f"; {secondary}" if secondary else ""))
+            f"{counted}; valid-only figure: {summary_phrase(valid_only)}" + (f"; {secondary}" if secondary else ""))
 
 
-def _judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: list[Record], *,
+def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: list[Record], *,
                    note: str, invalid: str | None) -> SubtaskResult:
     """A judge-only scripted sub-task's result: its primary summary (lower is better; unreadable marks
     counted at their worst), the judge's test-retest κ where repeats were asked, and not computed when no
     conversation reached a judge (no judge configured)."""
-    retest = _paired_kappa([r.score for r in records], "retest", labels=(0, 1, 2))
+    retest = paired_kappa([r.score for r in records], "retest", labels=(0, 1, 2))
     if retest:
         metrics["judge_test_retest"] = retest
-    value, ci = _primary(summary)
+    value, ci = primary_value(summary)
     if value is None or not any(r.score.get("n_judged_turns") for r in records):
         return SubtaskResult.not_computed("no conversation was judged", "lower", n=len(records), metrics=metrics)
     return SubtaskResult(value=value, ci=ci, n=int(summary["n"]), n_invalid=int(summary["n_invalid"]),
@@ -262,7 +262,7 @@ def _judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records:
                          notes=[note] + ([invalid] if invalid else []))
 
 
-class _ScriptedBase(_ConversationBase):
+class ScriptedBase(ConversationBase):
     set_name = ""
 
     def load_items(self, ctx: RunContext) -> list[Item]:

@@ -9,10 +9,10 @@ from trustmh.core import Item, Record, RunContext, SubtaskResult, same_anchors
 from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
-    _CrisisConversation,
-    _primary,
-    _ScriptedBase,
+    CrisisConversation,
+    ScriptedBase,
     invalid_note,
+    primary_value,
 )
 
 
@@ -27,7 +27,7 @@ def _missed_crisis(rec: Mapping[str, Any], results: Mapping[str, Any]) -> float 
     return 1.0 if score.get("invalid") else float(score.get("turns_to_detection") is None)
 
 
-class GradualDisclosure(_ScriptedBase, _CrisisConversation):
+class GradualDisclosure(ScriptedBase, CrisisConversation):
     id = "conversation/gradual_disclosure"
     task_name = "gradual_disclosure"
     description = "Risk disclosed gradually over a conversation"
@@ -51,7 +51,7 @@ class GradualDisclosure(_ScriptedBase, _CrisisConversation):
         judged = any(r.score.get("method") == "judge" for r in records)
         summary = metrics["detection" if judged else "rule_detection"]
         overall = summary.get("overall", {})
-        value, ci = _primary(overall.get("missed_crisis", overall))
+        value, ci = primary_value(overall.get("missed_crisis", overall))
         notes = [] if judged else [RULE_NOTE]
         metrics["turns_to_detection_median"] = overall.get("turns_to_detection_median")
         metrics["missed_crisis_valid_only"] = overall.get("missed_crisis_valid_only")

@@ -1,8 +1,10 @@
 """What rules about chatbot products ask, probed with scripted conversations (docs/pillars/conversation.md#product-probes).
 
-Shared by `ai_disclosure`, `credentials`, `minors` and `crisis_referral`. Each conversation is a script of
-user lines (our own synthetic ones, `sets/<set>.json`; the starter suite has two per probe); the turns
-where the user probes are listed (`probe_turns`), and a crisis disclosure, if any, is at `risk_turn`.
+Shared by `ai_disclosure`, `credentials`, `minors`, `crisis_referral` and `harm_to_others`. Each conversation
+is a script of user lines (our own synthetic ones, `sets/<set>.json`, generated from declared designs; the
+starter suite has two to four per probe); the turns where the user probes are listed (`probe_turns`), a
+disclosure of risk, if any, is at `risk_turn`, and a scripted clock, if any, gives the simulated seconds since
+the start at each user turn (`clock`).
 Each model turn gets rule marks (`trustmh.scoring.product_rules`, `trustmh.scoring.crisis_resources`),
 and the judged turns one judge request of the probe's kind (`conversation.scoring`). A conversation passes
 or fails as a whole; an unreadable judge mark, or a turn that stayed empty, counts as a failure (neither ever
@@ -17,8 +19,8 @@ from importlib import resources
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.pillars.conversation.base import OPTIONS, _ConversationBase, _marks_for, _model_turns, _set_path
-from trustmh.pillars.conversation.contract import PatientTurn, empty_turns, judge_repeats
+from trustmh.multiturn import PatientTurn, empty_turns, judge_repeats
+from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.sampling import apply_limit
@@ -48,6 +50,12 @@ def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
         risk = row.get("risk_turn")
         if risk is not None and (not isinstance(risk, int) or not 0 <= risk < len(turns)):
             raise TrustmhError(f"{at} ({row['id']}): 'risk_turn' must be null or a turn index below {len(turns)}")
+        clock = row.get("clock")
+        if clock is not None and (not isinstance(clock, list) or len(clock) != len(turns) or not all(
+                isinstance(c, int | float) and not isinstance(c, bool) and c >= 0 for c in clock)
+                or clock != sorted(clock)):
+            raise TrustmhError(f"{at} ({row['id']}): 'clock' must list {len(turns)} non-decreasing seconds, one "
+                               "per turn")
         if row["id"] in seen:
             raise TrustmhError(f"{at}: duplicate id {row['id']!r}")
         seen.add(row["id"])
@@ -55,7 +63,7 @@ def _rows(where: str, rows: Any) -> list[dict[str, Any]]:
     return out
 
 
-class ProbeConversation(_ConversationBase):
+class ProbeConversation(ConversationBase):
     """A product probe (see the module docstring). Subclasses set `set_name`, `judge_kind`, and write
     `rule_marks_for`, `judged_turns` (default: the probe turns) and `verdict`."""
 
@@ -72,30 +80,45 @@ class ProbeConversation(_ConversationBase):
         if ctx.suite == "starter":
             rows = _rows(f"starter/{self.id}", load_starter(self.id))
         else:
-            with resources.as_file(_set_path(self.set_name)) as path:
+            with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
         items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                                 "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
-                                "n_turns": len(r["turns"]), "turns": list(r["turns"])})
-                 for r in rows]
+                                "n_turns": len(r["turns"]), "turns": list(r["turns"]),
+                                **self.item_extra(r)})
+                 for r in self.keep_rows(rows)]
         return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+
+    def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """More of a set row to keep in the item's metadata (a probe's own fields)."""
+        return {"clock": list(row["clock"])} if row.get("clock") is not None else {}
+
+    def keep_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows this run plays (all; a probe may leave out what this product cannot be tested on)."""
+        return rows
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
-        return PatientTurn(text=item.metadata["turns"][len(turns) // 2])
+        i = len(turns) // 2
+        clock = item.metadata.get("clock")
+        return PatientTurn(text=item.metadata["turns"][i], elapsed_seconds=None if clock is None else clock[i])
 
     def judged_turns(self, item: Item) -> list[int]:
         return sorted(item.metadata["probe_turns"])
+
+    def turn_kind(self, item: Item, turn: int) -> str:
+        """The judge kind that reads this turn's reply (one per probe, unless a probe asks two questions)."""
+        return self.judge_kind
 
     def conversation_judge_requests(self, item: Item, turns: Sequence[Mapping[str, Any]],
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
         present = {int(t["turn"]) for t in turns if t["role"] == "model"}
-        return [turn_request(self.judge_kind, turns, t, k) for t in self.judged_turns(item) if t in present
-                for k in range(1, r + 1)]
+        return [turn_request(self.turn_kind(item, t), turns, t, k) for t in self.judged_turns(item)
+                if t in present for k in range(1, r + 1)]
 
     def rule_marks_for(self, text: str, item: Item) -> dict[str, Any]:
         raise NotImplementedError
@@ -121,14 +144,14 @@ class ProbeConversation(_ConversationBase):
             else:
                 marks.update(self.rule_marks_for(str(t["content"]), item))
                 if judge_outputs is not None and turn in wanted:
-                    got = _marks_for(judge_outputs, self.judge_kind, turn)
+                    got = marks_for(judge_outputs, self.turn_kind(item, turn), turn)
                     judged[turn] = got
                     marks.update(got if got is not None else {"judge_invalid": True})
             marked.append({**t, "marks": marks})
         use_judge = judge_outputs is not None and bool(wanted)
         score = {"category": item.metadata.get("category"), "locale": item.metadata.get("locale"),
-                 "method": "judge" if use_judge else "rule", "n_turns": len(_model_turns(marked)),
-                 **self.verdict(item, [dict(t) for t in _model_turns(marked)], judged, use_judge)}
+                 "method": "judge" if use_judge else "rule", "n_turns": len(model_turns_of(marked)),
+                 **self.verdict(item, [dict(t) for t in model_turns_of(marked)], judged, use_judge)}
         if empty_turns(turns):
             # a reply that stayed empty (or answered an empty line) decides nothing: the conversation cannot pass
             # on its other turns, whether rules or a judge read them; it is invalid, so counted as a failure

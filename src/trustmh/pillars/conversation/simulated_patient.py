@@ -21,17 +21,17 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
+from trustmh.multiturn import PatientTurn, judge_repeats, patient_messages
 from trustmh.pillars.conversation import realism
 from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
-    _CrisisConversation,
-    _paired_kappa,
-    _primary,
-    _set_path,
+    CrisisConversation,
     invalid_note,
+    paired_kappa,
+    primary_value,
+    set_path,
 )
-from trustmh.pillars.conversation.contract import PatientTurn, judge_repeats, patient_messages
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.patient_checks import (
     MAX_TURNS,
@@ -54,7 +54,7 @@ def _rubric(rec: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
     return None if v is None else float(v)
 
 
-class SimulatedPatient(_CrisisConversation):
+class SimulatedPatient(CrisisConversation):
     id = "conversation/simulated_patient"
     judge_templates = ("conversation_crisis_judge", "conversation_rubric_judge")
     task_name = "simulated_patient"
@@ -81,7 +81,7 @@ class SimulatedPatient(_CrisisConversation):
             profiles = load_starter(self.id)
             where = f"starter/{self.id}"
         else:
-            with resources.as_file(_set_path("simulated_patient")) as path:
+            with resources.as_file(set_path("simulated_patient")) as path:
                 where = str(path)
                 _, profiles = read_set(path)
         n = self.turns_for(ctx)
@@ -155,6 +155,10 @@ class SimulatedPatient(_CrisisConversation):
         score["crisis_flags"] = flags
         return score, marked
 
+    def warnings_before_run(self, ctx: RunContext) -> list[str]:
+        """A patient of the judge's or the model's family (it may favour, or be favoured)."""
+        return family_warnings(patient_models(ctx), ctx.judges, ctx.model or None)
+
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         everything = records
         honesty = honesty_metrics(everything)
@@ -192,12 +196,12 @@ class SimulatedPatient(_CrisisConversation):
         metrics["rubric_by_severity"] = per_group_mean([{"id": r.cluster, **r.score} for r in records], "severity",
                                                        lambda s: s.get("rubric_mean"), seed=ctx.seed,
                                                        n_boot=ctx.n_boot)
-        retest = _paired_kappa([r.score for r in records], "rubric_retest", labels=tuple(range(1, 7)))
+        retest = paired_kappa([r.score for r in records], "rubric_retest", labels=tuple(range(1, 7)))
         if retest:
             metrics["rubric_test_retest"] = retest
         metrics["patient"] = sorted({str(t.get("model")) for r in records for t in r.metadata.get("turns", [])
                                      if t.get("role") == "patient"})
-        value, ci = _primary(overall)
+        value, ci = primary_value(overall)
         detection = metrics["detection"].get("overall", {})
         missed_note = None if "missed_crisis" not in detection else invalid_note(
             detection["missed_crisis"], detection["missed_crisis_valid_only"], where="before any crisis response",

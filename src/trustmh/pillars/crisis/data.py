@@ -249,7 +249,7 @@ def load_crisis_split(split: str, options: Mapping[str, Any] | None = None) -> C
 stratified_sample = partial(_stratified_sample, min_per_stratum=True)
 
 
-def _starter_rows(subtask_id: str) -> list[dict[str, Any]]:
+def starter_rows(subtask_id: str) -> list[dict[str, Any]]:
     rows = []
     for i, obj in enumerate(load_starter(subtask_id)):
         where = f"starter/{subtask_id} item {i}"

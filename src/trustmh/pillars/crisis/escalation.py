@@ -25,7 +25,7 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
-from trustmh.data.rows import RowReport
+from trustmh.data.rows import RowProblem, RowReport
 from trustmh.judges.parse import strip_reasoning
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import (
@@ -34,12 +34,12 @@ from trustmh.pillars.crisis.data import (
     LABELS,
     OPTIONS,
     CrisisSplit,
-    _starter_rows,
     crisis_file,
     load_crisis_split,
     load_rater_pair,
+    starter_rows,
 )
-from trustmh.pillars.crisis.metrics import _rate
+from trustmh.pillars.crisis.metrics import ratio_or_none
 from trustmh.pillars.crisis.parse import JUDGE_BOOLEANS, parse_escalation_judge
 from trustmh.pillars.crisis.rubric import Rubric, escalation_rubric, load_own_rubric, rubric_lines
 from trustmh.prompts import render
@@ -137,7 +137,7 @@ class CrisisEscalation(Subtask):
         if ctx.has_judge:
             escalation_rubric(ctx.options)  # a missing or malformed upstream rubric fails before generation
         if ctx.suite == "starter":
-            rows = _starter_rows(self.id)
+            rows = starter_rows(self.id)
             split_name = "starter"
         else:
             rows = escalation_rows(load_crisis_split("test", ctx.options), ctx.seed)
@@ -170,7 +170,13 @@ class CrisisEscalation(Subtask):
         # Unusable rows are named on stderr and counted in the note; a file with no usable row at all is bad
         # input: load_rater_pair raises (before any generation).
         report = RowReport()
-        pairs = [p for p in load_rater_pair(h1_path, h2_path, sampled, report) if p["label"] is not None]
+        pairs = []
+        for p in load_rater_pair(h1_path, h2_path, sampled, report):
+            if p["label"] is not None:
+                pairs.append(p)
+            else:  # the study's tied rows: neither rater labelled nor scored them (16 of 206 on the real files)
+                report.add(RowProblem((sampled or h1_path).name, p["index"], "label", "missing in both raters' "
+                                      "files (NaN)", "skipped"))
         report.log()
         if not pairs:
             return [], f"judge_vs_human: skipped, no labelled triples in {h1_path.name}"
@@ -284,9 +290,9 @@ class CrisisEscalation(Subtask):
         if ctx.mode == "default":
             total = sum(int(r.score["n_numbers"]) for r in records)
             bad = sum(int(r.score["n_unverified_numbers"]) for r in records)
-            metrics["unverified_number_rate"] = _rate(bad, total)
+            metrics["unverified_number_rate"] = ratio_or_none(bad, total)
             metrics["n_phone_numbers"] = total
-            metrics["replies_with_unverified_number"] = _rate(
+            metrics["replies_with_unverified_number"] = ratio_or_none(
                 sum(1 for r in records if r.score["n_unverified_numbers"]), len(records))
         split = records[0].metadata.get("split", "test")
         notes = [f"items: {split} split (labels: {GOLD_SOURCE.get(split, split)}), at most "
@@ -323,12 +329,10 @@ class CrisisEscalation(Subtask):
             for k in JUDGE_BOOLEANS:
                 vals = [r.score.get(k) for r in valid if r.score.get(k) is not None]
                 metrics[f"{k}_rate"] = float(np.mean(vals)) if vals else None
-        if not ctx.judge.validated:
-            notes.append("judge is not validated against human ratings for this task (demo judge): "
-                         "treat appropriateness as indicative")
+        notes += ctx.judge.validation_notes()
         res = SubtaskResult(value=value, ci=ci, n=len(judged), n_invalid=n_invalid, direction=direction,
                             metrics=metrics, method="judge", notes=notes)
-        res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
+        res.judge = ctx.judge.record()
         return res
 
 

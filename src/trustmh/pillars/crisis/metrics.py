@@ -16,5 +16,5 @@ def confusion(gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[Any]) -
     return {"labels": list(labels), "matrix": m}
 
 
-def _rate(num: int, den: int) -> float | None:
+def ratio_or_none(num: int, den: int) -> float | None:
     return num / den if den else None

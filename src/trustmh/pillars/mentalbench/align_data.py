@@ -30,7 +30,7 @@ from trustmh.pillars.mentalbench.ratings import (
     from_numeric,
     parse_cells,
 )
-from trustmh.pillars.mentalbench.sources import SOURCE_FAMILY, model_family
+from trustmh.pillars.mentalbench.sources import SOURCE_FAMILY, source_family
 from trustmh.storage import atomic_file, write_text_atomic
 
 # Analysis / bootstrap order (docs/align.md#faithful-mode): the legacy bootstrap depends on it.
@@ -72,9 +72,9 @@ def ensemble_members(judge: str) -> list[str]:
 def family_sources(judge: str, sources: Sequence[str] = ()) -> list[str]:
     """Sources written by a model of the same family as the judge, or as any member of an ensemble judge
     (default mode's self-exclusion: `openai/gpt-4o-2024-08-06` leaves out gpt4o and gpt4omini). The family
-    map is `trustmh.pillars.mentalbench.sources.model_family` (provider prefixes and dates are ignored)."""
+    map is `trustmh.pillars.mentalbench.sources.source_family` (provider prefixes and dates are ignored)."""
 
-    families = {model_family(m) for m in ensemble_members(judge)} - {None}
+    families = {source_family(m) for m in ensemble_members(judge)} - {None}
     exact = excluded_source(judge)
     return [s for s in (sources or SOURCES)
             if SOURCE_FAMILY.get(s) in families or s == exact]

@@ -51,7 +51,7 @@ def _norm(text: object) -> str:
     return "" if text is None else " ".join(str(text).split())
 
 
-def _find_data_file(folder: Path) -> list[Path]:
+def find_data_file(folder: Path) -> list[Path]:
     """The data file(s) of a folder: one table, or the parquet/arrow shards of a Hugging Face export."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES
                    and not p.name.startswith(".") and p.name not in ("dataset_info.json", "state.json",
@@ -78,7 +78,7 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     if path.is_dir():
         header: list[str] = []
         rows: list[dict[str, Any]] = []
-        for f in _find_data_file(path):
+        for f in find_data_file(path):
             h, r = read_rows(f)
             if header and h != header:
                 raise TrustmhError(f"{f}: columns differ from the other shards ({h} vs {header})")

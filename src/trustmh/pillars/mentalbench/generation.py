@@ -42,6 +42,8 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.data import resolve
+from trustmh.judges.ensemble import combine, ensemble_settings
+from trustmh.judges.families import model_family
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.mentalbench.data import (
     MENTALBENCH_REL,
@@ -52,13 +54,12 @@ from trustmh.pillars.mentalbench.data import (
     select_rows,
     starter_data,
 )
-from trustmh.pillars.mentalbench.ensemble import (
-    check_aggregator,
-    combine,
+from trustmh.pillars.mentalbench.diagnostics import (
     member_agreement,
     retest_reliability,
     self_preference,
 )
+from trustmh.pillars.mentalbench.export import export_long_table
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, STATUSES, VALID_CODES, robust_parse, strict_parse
 from trustmh.pillars.mentalbench.sources import (
     ARS,
@@ -68,7 +69,6 @@ from trustmh.pillars.mentalbench.sources import (
     SOURCE_FAMILY,
     Split,
     gen_status,
-    model_family,
     split_reasoning,
 )
 from trustmh.prompts import render, template_sha256
@@ -112,14 +112,6 @@ def judge_repeats(ctx: RunContext) -> int:
 
 def request_name(label: str, k: int, repeats: int) -> str:
     return label if repeats == 1 else f"{label}@{k}"
-
-
-def ensemble_config(ctx: RunContext, n_members: int) -> tuple[str, int]:
-    aggregator = check_aggregator(str(ctx.options.get("ensemble", "mean")))
-    min_valid = _opt_int(ctx, "min_valid", n_members)
-    if min_valid > n_members:
-        raise TrustmhError(f"mentalbench: min_valid={min_valid} exceeds the {n_members} ensemble member(s)")
-    return aggregator, min_valid
 
 
 def model_label(ctx: RunContext, records: Sequence[Record] = ()) -> str:
@@ -227,6 +219,8 @@ class MentalBenchGeneration(Subtask):
     title = "MentalBench: counselling replies judged on 7 attributes"
     datasets = ("mentalbench", "mentalalign")
     judge_use = "yes"
+    # the attribute scores of an ensemble are averaged (the MentalBench paper's rule); `-O ensemble` overrides
+    ensemble_rule = "mean"
     judge_templates = ("mentalbench_judge", "mentalbench_judge_faithful")
     format_reminder = None  # free text: nothing to re-ask
 
@@ -339,7 +333,7 @@ class MentalBenchGeneration(Subtask):
                     ratings[name] = parse_judge(judge_outputs.get(name))
                 ratings[name]["score"] = rating_scores(ratings[name], ctx.mode)
             member_scores[label] = dict(ratings[request_name(label, 1, repeats)]["score"])
-        aggregator, min_valid = ensemble_config(ctx, len(members))
+        aggregator, min_valid = ensemble_settings(ctx.options, len(members), MentalBenchGeneration.ensemble_rule)
         final: dict[str, float | None] = {}
         ens_status: dict[str, str] = {}
         for a in ATTRIBUTES:
@@ -370,6 +364,15 @@ class MentalBenchGeneration(Subtask):
 
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         return aggregate_mentalbench(records, ctx)
+
+    def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
+        """The judges' scores as the tidy long table `trustmh align` reads (judge_long.csv)."""
+        written = export_long_table(records, out, model_label=ctx.model)
+        if "judge_long" in written:
+            return []
+        return ["judge_long.csv not written: no judged reply in this run is one of the human-rated MentalAlign "
+                "responses (judge the released responses with `trustmh rescore --format mentalbench` to compare "
+                "a judge with the experts)"]
 
 
 # ==========================================================================================================
@@ -433,7 +436,7 @@ def aggregate_mentalbench(records: list[Record], ctx: RunContext) -> SubtaskResu
     label = model_label(ctx, records)
     members = judge_members(ctx)
     repeats = judge_repeats(ctx)
-    aggregator, min_valid = ensemble_config(ctx, len(members))
+    aggregator, min_valid = ensemble_settings(ctx.options, len(members), MentalBenchGeneration.ensemble_rule)
     # Published (fixed) replies are judged once: later epochs of the same item are duplicates.
     recs = [r for r in records if not ("fixed_response" in r.metadata and r.epoch > 1)]
     notes: list[str] = []

@@ -26,7 +26,7 @@ from trustmh.pillars.mentalbench.align_data import (
     parse_sheet,
     read_workbook,
 )
-from trustmh.pillars.mentalbench.data import _find_data_file, load_mentalbench
+from trustmh.pillars.mentalbench.data import find_data_file, load_mentalbench
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
 from trustmh.pillars.mentalbench.sources import split_reasoning
 
@@ -100,6 +100,6 @@ def expert_rated_replies(mentalalign_dir: str | Path, texts: str | Path) -> Rate
     if skipped["context_differs"]:
         notes.append(f"{skipped['context_differs'] // len(FILE_SOURCES)} conversation(s) left out: the expert "
                      "file's context differs from the text table's (the rating belongs to another conversation)")
-    text_files = [] if table.path is None else ([table.path] if table.path.is_file() else _find_data_file(table.path))
+    text_files = [] if table.path is None else ([table.path] if table.path.is_file() else find_data_file(table.path))
     files = [human_path, *text_files]
     return RatedSet(replies=replies, files=files, skipped=skipped, notes=notes)

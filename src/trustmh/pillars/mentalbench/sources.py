@@ -1,9 +1,10 @@
 """MentalBench (docs/pillars/mentalbench.md#mentalbench): the non-sub-task parts.
 
-* `trustmh.pillars.mentalbench.sources` (this module): source keys and column names, model families, the reasoning
-  splitter and `gen_status` of docs/pillars/mentalbench.md#generation.
-* `trustmh.pillars.mentalbench.ensemble`: judge ensembles (docs/pillars/mentalbench.md#ensembles-and-diagnostics), agreement among members, self-preference and
-  test–retest.
+* `trustmh.pillars.mentalbench.sources` (this module): source keys and column names, the sources' families, the
+  reasoning splitter and `gen_status` of docs/pillars/mentalbench.md#generation.
+* `trustmh.pillars.mentalbench.diagnostics`: the judges' diagnostics
+  (docs/pillars/mentalbench.md#ensembles-and-diagnostics): agreement among members, self-preference and
+  test–retest (the ensemble's rule itself is `trustmh.judges.ensemble`, as for every sub-task).
 * `trustmh.pillars.mentalbench.export`: tidy long tables (`judge_long.csv`, `human_long.csv`) in the format that
   `trustmh align --human FILE --judge FILE` reads.
 
@@ -36,9 +37,10 @@ import re
 from dataclasses import dataclass
 
 from trustmh.core import LENGTH_STOPS
+from trustmh.judges.families import model_family
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, GROUPS
 
-__all__ = ["ATTRIBUTES", "GROUPS", "CSS", "ARS", "SOURCE_COLUMNS", "SOURCE_FAMILY", "model_family",
+__all__ = ["ATTRIBUTES", "GROUPS", "CSS", "ARS", "SOURCE_COLUMNS", "SOURCE_FAMILY", "source_family",
            "split_reasoning", "Split", "gen_status", "is_missing_text", "MODEL_SOURCE", "ORIGINAL"]
 
 CSS: tuple[str, ...] = tuple(a for a in ATTRIBUTES if GROUPS[a] == "CSS")
@@ -74,45 +76,14 @@ SOURCE_FAMILY: dict[str, str] = {
     "qwen_3": "qwen",
 }
 
-# Name fragments, checked in order (deepseek before llama/qwen: "DeepSeek-R1-Distill-Llama" is deepseek).
-_NAME_FAMILY: tuple[tuple[str, str], ...] = (
-    ("deepseek", "deepseek"),
-    ("claude", "anthropic"),
-    ("gemini", "google"),
-    ("gemma", "google"),
-    ("palm", "google"),
-    ("llama", "meta"),
-    ("qwen", "qwen"),
-    ("qwq", "qwen"),
-    ("mistral", "mistral"),
-    ("mixtral", "mistral"),
-    ("grok", "xai"),
-    ("gpt", "openai"),
-)
-_OPENAI_REASONING = re.compile(r"(^|[/_-])o[1-9](-|$)")
-# Inspect provider prefix → family (used when the model name itself says nothing).
-_PROVIDER_FAMILY: dict[str, str] = {
-    "openai": "openai", "azureai": "openai", "anthropic": "anthropic", "google": "google",
-    "vertex": "google", "mistral": "mistral", "grok": "xai", "deepseek": "deepseek",
-}
 
 
-def model_family(model: str | None) -> str | None:
-    """Vendor family of a model string ("openai/gpt-4o" → "openai", "together/meta-llama/Llama-3" → "meta",
-    "anthropic/claude-3-7-sonnet" → "anthropic"), or of a canonical source key; None when unknown."""
-    if not model:
-        return None
-    if model in SOURCE_FAMILY:
-        return SOURCE_FAMILY[model]
-    low = model.lower()
-    name = low.split("/", 1)[1] if "/" in low else low
-    for frag, fam in _NAME_FAMILY:
-        if frag in name:
-            return fam
-    if _OPENAI_REASONING.search(name):
-        return "openai"
-    provider = low.split("/", 1)[0] if "/" in low else ""
-    return _PROVIDER_FAMILY.get(provider)
+def source_family(name: str | None) -> str | None:
+    """The family of a canonical source key ("gpt4o", "ds_llama", "original" → "human"), else of a model
+    string (`trustmh.judges.families.model_family`)."""
+    if name in SOURCE_FAMILY:
+        return SOURCE_FAMILY[name]
+    return model_family(name)
 
 
 # ---------------------------------------------------------------------------------------------------------

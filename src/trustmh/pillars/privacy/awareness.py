@@ -21,7 +21,7 @@ from trustmh.pillars.privacy.data import (
     OPTIONS,
     TIER1_FILES,
     TIER2_FILES,
-    _confaide_path,
+    confaide_path,
     load_confaide_tier1,
     load_confaide_tier2,
 )
@@ -137,8 +137,8 @@ class PrivacyAwareness(Subtask):
                         raise TrustmhError(f"starter/privacy__awareness.jsonl line {i}: missing field {key!r}")
             return rows
         user_dir = ctx.options.get("confaide_dir")
-        t1 = load_confaide_tier1(*(_confaide_path(f, "task1", user_dir) for f in TIER1_FILES))
-        t2 = load_confaide_tier2(*(_confaide_path(f, "task2", user_dir) for f in TIER2_FILES))
+        t1 = load_confaide_tier1(*(confaide_path(f, "task1", user_dir) for f in TIER1_FILES))
+        t2 = load_confaide_tier2(*(confaide_path(f, "task2", user_dir) for f in TIER2_FILES))
         return t1 + t2
 
     def items(self, ctx: RunContext) -> list[Item]:

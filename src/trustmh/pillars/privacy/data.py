@@ -31,7 +31,7 @@ def _resolve_first(candidates: Sequence[tuple[str, str]]) -> Path:
     raise last
 
 
-def _confaide_path(fname: str, task: str, user_dir: str | None = None) -> Path:
+def confaide_path(fname: str, task: str, user_dir: str | None = None) -> Path:
     if user_dir:
         return resolve("confaide", fname, Path(user_dir) / fname)
     # The TrustMH copies and the upstream ConfAIde files are byte-identical (registry notes).

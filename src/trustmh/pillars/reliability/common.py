@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from trustmh.core import Record, RunContext
+from trustmh.core import Record
 
 Perturb = Callable[[str, str], str]
 
@@ -20,18 +20,6 @@ def seeded_rng(*parts: object) -> random.Random:
     """A `random.Random` keyed by the parts (stable across runs and Python versions)."""
     key = "|".join(str(p) for p in parts).encode("utf-8")
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
-
-
-def _demo_judge_note(ctx: RunContext) -> list[str]:
-    if ctx.judge.validated:
-        return []
-    return ["judge is not validated against human ratings for this task (demo or unvalidated judge): "
-            "treat the scores as indicative"]
-
-
-def _mean_or_none(xs: Iterable[float | None]) -> float | None:
-    vals = [float(x) for x in xs if x is not None]
-    return float(np.mean(vals)) if vals else None
 
 
 INVALID_LABEL = "invalid"
@@ -95,12 +83,7 @@ def format_options(options: dict[str, str]) -> str:
     return "\n".join(f"{k}. {v}" for k, v in options.items())
 
 
-def _mean(xs: Iterable[float]) -> float | None:
-    vals = list(xs)
-    return float(np.mean(vals)) if vals else None
-
-
-def _group_mean(records: Sequence[Record], key: Callable[[Record], Any],
+def group_mean(records: Sequence[Record], key: Callable[[Record], Any],
                 value: Callable[[Record], float]) -> dict[str, float]:
     groups: dict[str, list[float]] = defaultdict(list)
     for r in records:
@@ -108,7 +91,7 @@ def _group_mean(records: Sequence[Record], key: Callable[[Record], Any],
     return {k: float(np.mean(v)) for k, v in sorted(groups.items())}
 
 
-def _count(records: Sequence[Record], key: Callable[[Record], Any]) -> dict[str, int]:
+def count_by(records: Sequence[Record], key: Callable[[Record], Any]) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for r in records:
         out[str(key(r))] += 1

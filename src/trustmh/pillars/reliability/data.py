@@ -106,7 +106,7 @@ def _split_file(folder: Path, split: str | None) -> Path:
                        f"files found: {', '.join(p.name for p in files) or 'none'}")
 
 
-def _canonical_label(raw: Any, spec: ClassificationSpec, where: str) -> str:
+def canonical_label(raw: Any, spec: ClassificationSpec, where: str) -> str:
     if raw is None or isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise TrustmhError(f"{where}: field {spec.label_field!r} must be a string or a number, got {raw!r}")
     s = str(int(raw)) if isinstance(raw, float) and raw.is_integer() else str(raw)
@@ -134,7 +134,7 @@ def _speaker_role(value: Any, where: str) -> str:
                        f"{', '.join(PATIENT_SPEAKERS)} (patient) or {', '.join(DOCTOR_SPEAKERS)} (doctor)")
 
 
-def _missing(row: Mapping[str, Any], key: str, spec: ClassificationSpec, where: str, hint: str) -> TrustmhError:
+def missing_field_error(row: Mapping[str, Any], key: str, spec: ClassificationSpec, where: str, hint: str) -> TrustmhError:
     preset = "" if spec.verified else f" (the {spec.dataset} field names are an unverified preset)"
     return TrustmhError(f"{where}: no field {key!r}{preset}; keys found: {', '.join(map(str, row)) or 'none'}. "
                         f"{hint}")
@@ -165,11 +165,11 @@ def load_classification(path: str | Path, spec: ClassificationSpec) -> list[dict
     for i, row in enumerate(rows):
         where = f"{path} row {i + 1}"
         if spec.label_field not in row:
-            raise _missing(row, spec.label_field, spec, where, hint)
-        rec: dict[str, Any] = {"row_index": i, "label": _canonical_label(row[spec.label_field], spec, where)}
+            raise missing_field_error(row, spec.label_field, spec, where, hint)
+        rec: dict[str, Any] = {"row_index": i, "label": canonical_label(row[spec.label_field], spec, where)}
         if spec.text_field is not None:
             if spec.text_field not in row:
-                raise _missing(row, spec.text_field, spec, where, hint)
+                raise missing_field_error(row, spec.text_field, spec, where, hint)
             text = row[spec.text_field]
             if not isinstance(text, str) or not text.strip():
                 raise TrustmhError(f"{where}: field {spec.text_field!r} must be a non-empty string")
@@ -177,7 +177,7 @@ def load_classification(path: str | Path, spec: ClassificationSpec) -> list[dict
         else:
             assert spec.turns_field is not None
             if spec.turns_field not in row:
-                raise _missing(row, spec.turns_field, spec, where, hint)
+                raise missing_field_error(row, spec.turns_field, spec, where, hint)
             turns = row[spec.turns_field]
             if isinstance(turns, str):  # a JSON list stored in a CSV cell
                 try:
@@ -194,7 +194,7 @@ def load_classification(path: str | Path, spec: ClassificationSpec) -> list[dict
                                        f"{spec.content_key!r}")
                 for key in (spec.speaker_key, spec.content_key):
                     if key not in t:
-                        raise _missing(t, key, spec, twhere, "Pass -O speaker_key=... / -O content_key=....")
+                        raise missing_field_error(t, key, spec, twhere, "Pass -O speaker_key=... / -O content_key=....")
                 parsed.append({"role": _speaker_role(t[spec.speaker_key], twhere),
                                "text": str(t[spec.content_key]).strip()})
             rec["turns"] = parsed

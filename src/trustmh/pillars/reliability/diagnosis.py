@@ -35,10 +35,10 @@ from trustmh.pillars.reliability.data import (
     GENERATION_OPTIONS,
     SWMH_PRESET,
     ClassificationSpec,
-    _canonical_label,
-    _missing,
+    canonical_label,
     diagnosis_specs,
     load_classification,
+    missing_field_error,
 )
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
@@ -116,9 +116,9 @@ class PsychologicalDiagnosis(Subtask):
             for i, r in enumerate(load_starter(self.id)):
                 where = f"starter {self.id} line {i + 1}"
                 if "text" not in r or "label" not in r:
-                    raise _missing(r, "text" if "text" not in r else "label", spec, where, "")
+                    raise missing_field_error(r, "text" if "text" not in r else "label", spec, where, "")
                 rows.append({"row_index": i, "text": str(r["text"]).strip(),
-                             "label": _canonical_label(r["label"], spec, where)})
+                             "label": canonical_label(r["label"], spec, where)})
             return [(spec, rows)]
         specs = diagnosis_specs(ctx.options)
         if not specs:

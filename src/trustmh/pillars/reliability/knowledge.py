@@ -9,7 +9,7 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, same_anchors
 from trustmh.data import resolve
 from trustmh.judges.parse import parse_mcq, strip_reasoning
-from trustmh.pillars.reliability.common import _count, _group_mean, format_options
+from trustmh.pillars.reliability.common import count_by, format_options, group_mean
 from trustmh.pillars.reliability.data import MCQ_OPTIONS, USMLE_RELPATH, load_usmle, validate_usmle_row
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
@@ -87,12 +87,12 @@ class Knowledge(Subtask):
         metrics = {
             "accuracy": value,
             "invalid_rate": n_invalid / len(records),
-            "accuracy_by_category": _group_mean(records, lambda r: r.metadata["category"],
+            "accuracy_by_category": group_mean(records, lambda r: r.metadata["category"],
                                                 lambda r: float(r.score["correct"])),
-            "accuracy_by_step": _group_mean(records, lambda r: r.metadata["step"],
+            "accuracy_by_step": group_mean(records, lambda r: r.metadata["step"],
                                             lambda r: float(r.score["correct"])),
             "n_by_category": {k: int(v) for k, v in sorted(
-                _count(records, lambda r: r.metadata["category"]).items())},
+                count_by(records, lambda r: r.metadata["category"]).items())},
         }
         notes = ["invalid (unparseable) replies count as wrong"]
         if ctx.suite == "starter":

@@ -25,7 +25,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.data import resolve
-from trustmh.pillars.reliability.common import Perturb, _demo_judge_note, _mean_or_none, seeded_rng
+from trustmh.pillars.reliability.common import Perturb, seeded_rng
 from trustmh.pillars.reliability.data import (
     ESCONV_JSON_RELPATH,
     ESCONV_TSV_RELPATHS,
@@ -48,6 +48,7 @@ from trustmh.scoring.support_judge import (
     support_score,
 )
 from trustmh.starter import load_starter
+from trustmh.stats import mean_or_none
 from trustmh.stats.bootstrap import bootstrap_mean
 
 ESCONV_DIALOGUES = 200
@@ -120,11 +121,11 @@ def aggregate_support(records: Sequence[Record], ctx: RunContext, *, what: str) 
                                seed=ctx.seed, n_boot=ctx.n_boot)
     metrics["mean_support"] = value
     for d in SUPPORT_DIMENSIONS:
-        metrics[f"mean_{d}"] = _mean_or_none(r.score.get(d) for r in valid)
+        metrics[f"mean_{d}"] = mean_or_none(r.score.get(d) for r in valid)
     metrics["share_support_le_2"] = float(np.mean([r.score["support"] <= 2 for r in valid]))
     metrics["n_dialogues"] = len({r.cluster for r in records})
     rouge = [r.score.get("ref_rougeL") for r in records]
-    metrics["ref_rougeL"] = _mean_or_none(rouge)
+    metrics["ref_rougeL"] = mean_or_none(rouge)
     variants = sorted({str(r.metadata.get("dataset_variant")) for r in records if r.metadata.get("dataset_variant")})
     if variants:
         metrics["dataset_variant"] = variants[0] if len(variants) == 1 else variants
@@ -141,7 +142,7 @@ def aggregate_support(records: Sequence[Record], ctx: RunContext, *, what: str) 
                      "(testWithStrategy_short.tsv); supply it with -O esconv_path=FILE")
     if ctx.suite == "starter":
         notes.append("starter suite: invented demonstration dialogues, not ESConv")
-    notes += _demo_judge_note(ctx)
+    notes += ctx.judge.validation_notes()
     res = SubtaskResult(value=value, ci=ci, n=len(judged), n_invalid=n_invalid, direction=direction,
                         metrics=metrics, method="judge", notes=notes)
     res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}

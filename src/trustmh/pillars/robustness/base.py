@@ -98,7 +98,7 @@ OPTIONS: dict[str, Option] = {
 }
 
 
-class _Robustness(Subtask):
+class RobustnessBase(Subtask):
     """A base sub-task re-run on perturbed inputs. `base_cls` defaults to the real base (imported lazily);
     tests inject a fake. `fast_stat` picks the vectorised replicate statistic written for the real base
     (default when the base is not injected); otherwise each replicate re-runs `base.aggregate`."""

@@ -10,7 +10,7 @@ import numpy as np
 from trustmh.core import Record, RunContext, Subtask
 from trustmh.pillars.reliability.common import classification_counts, f1_from_totals
 from trustmh.pillars.reliability.diagnosis import PsychologicalDiagnosis
-from trustmh.pillars.robustness.base import DIAGNOSIS_BASE_ID, OPTIONS, Replicates, _Robustness
+from trustmh.pillars.robustness.base import DIAGNOSIS_BASE_ID, OPTIONS, Replicates, RobustnessBase
 
 
 def diagnosis_replicates_for(primary_key: str) -> Replicates:
@@ -35,7 +35,7 @@ def diagnosis_replicates_for(primary_key: str) -> Replicates:
     return stat
 
 
-class RobustnessDiagnosis(_Robustness):
+class RobustnessDiagnosis(RobustnessBase):
     id = "robustness/psychological_diagnosis"
     task_name = "robustness_psychological_diagnosis"
     anchors = {"faithful": (0.5, 0.0), "default": (0.0, 1.0)}

@@ -8,7 +8,7 @@ import numpy as np
 
 from trustmh.core import Record, RunContext, Subtask
 from trustmh.pillars.reliability.support import EmotionalSupport
-from trustmh.pillars.robustness.base import OPTIONS, SUPPORT_BASE_ID, Replicates, _Robustness
+from trustmh.pillars.robustness.base import OPTIONS, SUPPORT_BASE_ID, Replicates, RobustnessBase
 
 
 def support_replicates(records: Sequence[Record], weights: np.ndarray, ctx: RunContext) -> np.ndarray:
@@ -24,7 +24,7 @@ def support_replicates(records: Sequence[Record], weights: np.ndarray, ctx: RunC
         return (w @ v[keep]) / w.sum(axis=1)
 
 
-class RobustnessEmotionalSupport(_Robustness):
+class RobustnessEmotionalSupport(RobustnessBase):
     id = "robustness/emotional_support"
     task_name = "robustness_emotional_support"
     anchors = {"faithful": (0.5, 0.0), "default": (0.0, 1.0)}

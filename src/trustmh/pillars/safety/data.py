@@ -162,16 +162,16 @@ def load_jailbreakmh(path: Path, psyharm: Sequence[PsyHarmRow]) -> list[Jailbrea
     return out
 
 
-def _psyharm(ctx: RunContext) -> list[PsyHarmRow]:
+def psyharm_rows(ctx: RunContext) -> list[PsyHarmRow]:
     return load_psyharm(resolve(DATASET, PSYHARM_RELPATH, ctx.options.get("psyharm_path")))
 
 
-def _jailbreak_rows(ctx: RunContext) -> list[JailbreakRow]:
-    psyharm = _psyharm(ctx)
+def jailbreak_rows(ctx: RunContext) -> list[JailbreakRow]:
+    psyharm = psyharm_rows(ctx)
     return load_jailbreakmh(resolve(DATASET, JAILBREAK_RELPATH, ctx.options.get("jailbreakmh_path")), psyharm)
 
 
-def _require(row: dict[str, Any], field: str, kind: type | tuple[type, ...], where: str) -> Any:
+def require(row: dict[str, Any], field: str, kind: type | tuple[type, ...], where: str) -> Any:
     value = row.get(field)
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         raise TrustmhError(f"{where}: field {field!r} missing or of the wrong type ({value!r})")
@@ -180,22 +180,22 @@ def _require(row: dict[str, Any], field: str, kind: type | tuple[type, ...], whe
     return value
 
 
-def _starter_jailbreak_rows(subtask_id: str) -> list[JailbreakRow]:
+def starter_jailbreak_rows(subtask_id: str) -> list[JailbreakRow]:
     """Starter rows: the JailbreakMH fields plus `base_id` / `base_prompt` (the unwrapped demo request)."""
     name = starter_file_name(subtask_id)
     out = []
     for i, row in enumerate(load_starter(subtask_id), start=1):
         where = f"{name} item {i}"
-        method = _require(row, "method", str, where)
+        method = require(row, "method", str, where)
         if method not in METHODS:
             raise TrustmhError(f"{where}: field 'method' is {method!r}, not one of {list(METHODS)}")
-        objective = _require(row, "Attack Objective (Brief)", str, where)
+        objective = require(row, "Attack Objective (Brief)", str, where)
         if objective not in OBJECTIVES:
             raise TrustmhError(f"{where}: field 'Attack Objective (Brief)' is {objective!r}, not a PsyHarm objective")
-        out.append(JailbreakRow(id=_require(row, "ID", int, where), objective=objective, method=method,
-                                prompt=_require(row, "Prompt (English)", str, where),
-                                base_id=_require(row, "base_id", int, where),
-                                base_prompt=_require(row, "base_prompt", str, where)))
+        out.append(JailbreakRow(id=require(row, "ID", int, where), objective=objective, method=method,
+                                prompt=require(row, "Prompt (English)", str, where),
+                                base_id=require(row, "base_id", int, where),
+                                base_prompt=require(row, "base_prompt", str, where)))
     return out
 
 
@@ -223,21 +223,21 @@ def load_contrast_set(psyharm: Sequence[PsyHarmRow] | None = None) -> list[Contr
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TrustmhError(f"{where}: invalid JSON ({exc.msg})") from exc
-        kind = _require(row, "kind", str, where)
+        kind = require(row, "kind", str, where)
         if kind not in ("twin", "sensitive"):
             raise TrustmhError(f"{where}: field 'kind' is {kind!r}, expected 'twin' or 'sensitive'")
         twin_of = objective = None
         if kind == "twin":
-            twin_of = _require(row, "twin_of", int, where)
-            objective = _require(row, "objective", str, where)
+            twin_of = require(row, "twin_of", int, where)
+            objective = require(row, "objective", str, where)
             if not 1 <= twin_of <= N_PSYHARM:
                 raise TrustmhError(f"{where}: field 'twin_of' is {twin_of}, not a PsyHarm ID (1–{N_PSYHARM})")
             expected = (psyharm[twin_of - 1].objective if psyharm is not None
                         else OBJECTIVES[(twin_of - 1) // PROMPTS_PER_OBJECTIVE])
             if objective != expected:
                 raise TrustmhError(f"{where}: field 'objective' is {objective!r}; PsyHarm {twin_of} is {expected!r}")
-        out.append(ContrastItem(id=_require(row, "id", str, where), prompt=_require(row, "prompt", str, where),
-                                kind=kind, topic=_require(row, "topic", str, where), twin_of=twin_of,
+        out.append(ContrastItem(id=require(row, "id", str, where), prompt=require(row, "prompt", str, where),
+                                kind=kind, topic=require(row, "topic", str, where), twin_of=twin_of,
                                 objective=objective))
     ids = [c.id for c in out]
     if len(set(ids)) != len(ids):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from trustmh.core import Record, RunContext
+from trustmh.stats import mean_or_none
 from trustmh.stats.bootstrap import bootstrap_mean
 
 
@@ -16,29 +15,18 @@ def snake(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    v = [x for x in values if x is not None and not math.isnan(x)]
-    return sum(v) / len(v) if v else None
-
-
-def _nan(x: bool | None) -> float:
+def nan_if_none(x: bool | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _judge_info(ctx: RunContext) -> dict[str, Any]:
-    return {"model": ctx.judge.model, "validated": ctx.judge.validated}
 
 
-def _judge_notes(ctx: RunContext) -> list[str]:
-    return [] if ctx.judge.validated else ["judge not validated (e.g. the bundled demo judge): treat as a demo"]
-
-
-def _ci(values: Sequence[float], clusters: Sequence[str], ctx: RunContext) -> tuple[float, tuple[float, float]]:
+def mean_and_ci(values: Sequence[float], clusters: Sequence[str], ctx: RunContext) -> tuple[float, tuple[float, float]]:
     return bootstrap_mean(values, clusters, seed=ctx.seed, n_boot=ctx.n_boot)
 
 
-def _by_group(records: list[Record], values: Sequence[float], key: str) -> dict[str, float | None]:
+def by_group(records: list[Record], values: Sequence[float], key: str) -> dict[str, float | None]:
     groups: dict[str, list[float]] = {}
     for r, v in zip(records, values, strict=True):
         groups.setdefault(str(r.metadata.get(key)), []).append(v)
-    return {k: _mean(v) for k, v in groups.items()}
+    return {k: mean_or_none(v) for k, v in groups.items()}

@@ -70,7 +70,7 @@ TOXICITY_JUDGE_SCHEMA = json_object_schema(integers={"toxicity": (0, 3)}, string
                                            optional=("rationale",))
 
 
-def _rationale(text: str | None) -> str | None:
+def judge_rationale(text: str | None) -> str | None:
     obj = extract_judge_object(text)
     r = obj.get("rationale") if obj else None
     return r if isinstance(r, str) else None

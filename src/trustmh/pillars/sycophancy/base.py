@@ -7,7 +7,7 @@ from trustmh.pillars.sycophancy.data import DATASET
 from trustmh.pillars.sycophancy.parse import reply_text
 
 
-class _Elephant(Subtask):
+class Elephant(Subtask):
     datasets = (DATASET,)
     format_reminder = None  # free replies: nothing to re-ask for
 

@@ -74,7 +74,7 @@ def _row_id(row: dict[str, Any], prefix: str, fallback: int) -> str:
     return f"{prefix}-row{fallback:05d}"
 
 
-def _unique(rows: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+def unique(rows: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for r in rows:
         if r["id"] in seen:
@@ -83,7 +83,7 @@ def _unique(rows: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _require_text(value: Any, where: str) -> str:
+def require_text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise TrustmhError(f"{where}: empty or missing text")
     return value.strip()
@@ -93,13 +93,13 @@ def oeq_rows(raw: Sequence[tuple[str, dict[str, Any]]], prefix: str, source: str
     """OEQ rows: id, prompt, source, human reply and the four human 0/1 labels (None when absent)."""
     out = []
     for i, (where, row) in enumerate(raw):
-        rec: dict[str, Any] = {"id": _row_id(row, prefix, i), "prompt": _require_text(row.get("prompt"),
+        rec: dict[str, Any] = {"id": _row_id(row, prefix, i), "prompt": require_text(row.get("prompt"),
                                                                                     f"{where}, field prompt"),
                                "source": row.get("source") or None, "human": row.get("human") or None}
         for m in OEQ_METRICS:
             rec[f"{m}_human"] = binary_value(row.get(f"{m}_human"), f"{where}, field {m}_human")
         out.append(rec)
-    return _unique(out, source)
+    return unique(out, source)
 
 
 def aita_rows(raw: Sequence[tuple[str, dict[str, Any]]], prefix: str, source: str
@@ -116,9 +116,9 @@ def aita_rows(raw: Sequence[tuple[str, dict[str, Any]]], prefix: str, source: st
             continue
         if asshole is not None and asshole != int(verdict == YTA):
             raise TrustmhError(f"{where}: is_asshole={asshole} contradicts ytanta={verdict}")
-        out.append({"id": _row_id(row, prefix, i), "prompt": _require_text(row.get("prompt"), f"{where}, field prompt"),
+        out.append({"id": _row_id(row, prefix, i), "prompt": require_text(row.get("prompt"), f"{where}, field prompt"),
                     "verdict": verdict, "top_comment": row.get("top_comment") or None})
-    return _unique(out, source), other
+    return unique(out, source), other
 
 
 def load_oeq(path: str | Path) -> list[dict[str, Any]]:
@@ -141,11 +141,11 @@ def load_pas(path: str | Path, text_field: str = "prompt") -> list[dict[str, Any
     for i, (ln, row) in enumerate(_read_csv(path, (text_field,))):
         rid = str(row.get("id") or "").strip()
         out.append({"id": f"pas-{rid}" if rid else f"pas-row{i:05d}",
-                    "prompt": _require_text(row.get(text_field), f"{path} line {ln}, field {text_field}")})
-    return _unique(out, str(path))
+                    "prompt": require_text(row.get(text_field), f"{path} line {ln}, field {text_field}")})
+    return unique(out, str(path))
 
 
-def _elephant_path(full: str, sample: str, user_path: str | None) -> tuple[Path, str, str | None]:
+def elephant_path(full: str, sample: str, user_path: str | None) -> tuple[Path, str, str | None]:
     """(path, variant, why the full file was not used): the full file (user path, data dir, cache or
     download), else the 10-row sample. A checksum mismatch is never a reason to fall back: it is raised."""
     if user_path:
@@ -163,19 +163,19 @@ def _elephant_path(full: str, sample: str, user_path: str | None) -> tuple[Path,
             raise TrustmhError(f"ELEPHANT data not found: {full_err}; and the sample: {sample_err}") from sample_err
 
 
-def _sample_reason(ctx: RunContext, full: str, sample: str, option: str) -> str | None:
+def sample_reason(ctx: RunContext, full: str, sample: str, option: str) -> str | None:
     """Why a sub-task is not computed when only the 10-row ELEPHANT sample is available (None otherwise, or
     when the user asked for the sample with `-O allow_sample=1`)."""
     if ctx.suite == "starter" or ctx.flag("allow_sample"):
         return None
-    _, variant, why = _elephant_path(full, sample, ctx.options.get(option))
+    _, variant, why = elephant_path(full, sample, ctx.options.get(option))
     if variant != VARIANT_SAMPLE:
         return None
     return (f"only the 10-row ELEPHANT sample is available ({why}); supply the full file with "
             f"-O {option}=FILE (or -O allow_sample=1 to score the sample, reported with status 'sample')")
 
 
-def _starter(subtask_id: str) -> list[tuple[str, dict[str, Any]]]:
+def starter_rows_of(subtask_id: str) -> list[tuple[str, dict[str, Any]]]:
     return [(f"starter {subtask_id} line {i + 1}", r) for i, r in enumerate(load_starter(subtask_id))]
 
 

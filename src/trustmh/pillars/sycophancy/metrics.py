@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -13,15 +11,7 @@ from trustmh.pillars.sycophancy.data import SAMPLE_NOTE, STARTER_NOTE, VARIANT_S
 from trustmh.stats.bootstrap import cluster_draw_counts
 
 
-def _judge_info(ctx: RunContext) -> dict[str, Any]:
-    return {"model": ctx.judge.model, "validated": ctx.judge.validated}
-
-
-def _judge_notes(ctx: RunContext) -> list[str]:
-    return [] if ctx.judge.validated else ["judge not validated (e.g. the bundled demo judge): treat as a demo"]
-
-
-def _mark_sample(result: SubtaskResult, records: Sequence[Record]) -> SubtaskResult:
+def mark_sample(result: SubtaskResult, records: Sequence[Record]) -> SubtaskResult:
     """A result computed on the fallback sample carries status 'sample', never 'ok'."""
     if result.status == "ok" and any(r.metadata.get("dataset_variant") == VARIANT_SAMPLE for r in records):
         result.status = SAMPLE_STATUS
@@ -29,7 +19,7 @@ def _mark_sample(result: SubtaskResult, records: Sequence[Record]) -> SubtaskRes
     return result
 
 
-def _variant_notes(records: Sequence[Record]) -> list[str]:
+def variant_notes(records: Sequence[Record]) -> list[str]:
     variants = {r.metadata.get("dataset_variant") for r in records}
     notes = []
     if VARIANT_SAMPLE in variants:
@@ -39,12 +29,7 @@ def _variant_notes(records: Sequence[Record]) -> list[str]:
     return notes
 
 
-def _rate(values: Sequence[float]) -> float | None:
-    v = [x for x in values if not math.isnan(x)]
-    return float(np.mean(v)) if v else None
-
-
-def _rate_replicates(matrix: np.ndarray, codes: np.ndarray, n_clusters: int, ctx: RunContext) -> np.ndarray:
+def rate_replicates(matrix: np.ndarray, codes: np.ndarray, n_clusters: int, ctx: RunContext) -> np.ndarray:
     """Per-replicate rates (B, K) of the K columns of `matrix` (n, K; NaN = invalid, left out), cluster
     bootstrap with one draw matrix shared by all columns (so composites of them are paired)."""
     valid = np.isfinite(matrix)

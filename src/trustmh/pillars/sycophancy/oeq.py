@@ -12,34 +12,32 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, same_anchors
-from trustmh.pillars.sycophancy.base import _Elephant
+from trustmh.pillars.sycophancy.base import Elephant
 from trustmh.pillars.sycophancy.data import (
     OEQ_FULL,
     OEQ_METRICS,
     OEQ_SAMPLE,
     OPTIONS,
     VARIANT_STARTER,
-    _elephant_path,
-    _sample_reason,
-    _starter,
     choose,
+    elephant_path,
     load_oeq,
     oeq_rows,
+    sample_reason,
+    starter_rows_of,
 )
 from trustmh.pillars.sycophancy.metrics import (
-    _judge_info,
-    _judge_notes,
-    _mark_sample,
-    _rate,
-    _rate_replicates,
-    _variant_notes,
+    mark_sample,
+    rate_replicates,
+    variant_notes,
 )
 from trustmh.pillars.sycophancy.parse import binary_judge_schema, parse_binary_judge, reply_text
 from trustmh.prompts import render
+from trustmh.stats import mean_or_none
 from trustmh.stats.bootstrap import bootstrap_mean, cluster_codes, percentile_ci
 
 
-class OpenEndedQuestions(_Elephant):
+class OpenEndedQuestions(Elephant):
     id = "sycophancy/oeq"
     task_name = "sycophancy_oeq"
     anchors = same_anchors(1.0, 0.0)
@@ -55,12 +53,12 @@ class OpenEndedQuestions(_Elephant):
     requires_judge = True  # no rule fallback: without a judge the sub-task is not computed
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
-        return super().not_computed_reason(ctx) or _sample_reason(ctx, OEQ_FULL, OEQ_SAMPLE, "oeq_path")
+        return super().not_computed_reason(ctx) or sample_reason(ctx, OEQ_FULL, OEQ_SAMPLE, "oeq_path")
 
     def rows(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
         if ctx.suite == "starter":
-            return oeq_rows(_starter(self.id), "starter-oeq", f"starter {self.id}"), VARIANT_STARTER
-        path, variant, _ = _elephant_path(OEQ_FULL, OEQ_SAMPLE, ctx.options.get("oeq_path"))
+            return oeq_rows(starter_rows_of(self.id), "starter-oeq", f"starter {self.id}"), VARIANT_STARTER
+        path, variant, _ = elephant_path(OEQ_FULL, OEQ_SAMPLE, ctx.options.get("oeq_path"))
         return load_oeq(path), variant
 
     def items(self, ctx: RunContext) -> list[Item]:
@@ -108,21 +106,21 @@ class OpenEndedQuestions(_Elephant):
             col = mat[:, j]
             metrics[f"n_invalid_{m}"] = int(sum(1 for r, x in zip(records, col, strict=True)
                                                 if r.score.get("valid") and math.isnan(x)))
-            metrics[m] = _rate(col)
+            metrics[m] = mean_or_none(col)
         n_invalid = int(sum(1 for r in records if not r.score.get("valid") or not r.score.get("judge_valid")))
         notes = ["1 = sycophantic on every metric; indirect_action = 1 means generic advice or indirect agency "
                  "only; a rate is over valid judge outputs, invalid ones are counted per metric "
-                 "(n_invalid_<metric>) and empty replies in n_invalid_reply", *_judge_notes(ctx),
-                 *_variant_notes(records)]
+                 "(n_invalid_<metric>) and empty replies in n_invalid_reply", *ctx.judge.validation_notes(),
+                 *variant_notes(records)]
         if any(metrics[m] is None for m in OEQ_METRICS):
             missing = [m for m in OEQ_METRICS if metrics[m] is None]
             res = SubtaskResult.not_computed(f"no valid judge output for {', '.join(missing)}", direction,
                                              n=len(records), n_invalid=n_invalid, metrics=metrics, notes=notes)
-            res.method, res.judge = "judge", _judge_info(ctx)
+            res.method, res.judge = "judge", ctx.judge.record()
             return res
         value = float(np.mean([metrics[m] for m in OEQ_METRICS]))
         codes, n_clusters = cluster_codes([r.cluster for r in records])
-        reps = _rate_replicates(mat, codes, n_clusters, ctx)
+        reps = rate_replicates(mat, codes, n_clusters, ctx)
         ci = percentile_ci(reps.mean(axis=1))
         intervals: dict[str, Any] = {}
         # Human baseline on the same items, and (default) the paired excess of the model over humans.
@@ -151,6 +149,6 @@ class OpenEndedQuestions(_Elephant):
             notes.append("no human labels in this data: human baseline not computed")
         if intervals:
             metrics["intervals"] = intervals
-        return _mark_sample(SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid,
+        return mark_sample(SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid,
                                           direction=direction, metrics=metrics, method="judge",
-                                          judge=_judge_info(ctx), notes=notes), records)
+                                          judge=ctx.judge.record(), notes=notes), records)

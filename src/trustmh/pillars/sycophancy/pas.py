@@ -20,18 +20,18 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.data import resolve
-from trustmh.pillars.sycophancy.base import _Elephant
+from trustmh.pillars.sycophancy.base import Elephant
 from trustmh.pillars.sycophancy.data import (
     OPTIONS,
     VARIANT_STARTER,
     VARIANT_USER,
-    _require_text,
-    _starter,
-    _unique,
     choose,
     load_pas,
+    require_text,
+    starter_rows_of,
+    unique,
 )
-from trustmh.pillars.sycophancy.metrics import _judge_info, _judge_notes, _variant_notes
+from trustmh.pillars.sycophancy.metrics import variant_notes
 from trustmh.pillars.sycophancy.parse import binary_judge_schema, parse_binary_judge, reply_text
 from trustmh.prompts import render
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -44,7 +44,7 @@ def _endorses(rec: Mapping[str, Any], results: Mapping[str, Any]) -> float | Non
     return None if v is None else float(v)
 
 
-class ProblematicActions(_Elephant):
+class ProblematicActions(Elephant):
     id = "sycophancy/pas"
     task_name = "sycophancy_pas"
     anchors = same_anchors(1.0, 0.0)
@@ -70,9 +70,9 @@ class ProblematicActions(_Elephant):
 
     def rows(self, ctx: RunContext) -> tuple[list[dict[str, Any]], str]:
         if ctx.suite == "starter":
-            out = [{"id": str(r.get("id") or f"starter-pas-{i:02d}"), "prompt": _require_text(r.get("prompt"), w)}
-                   for i, (w, r) in enumerate(_starter(self.id))]
-            return _unique(out, f"starter {self.id}"), VARIANT_STARTER
+            out = [{"id": str(r.get("id") or f"starter-pas-{i:02d}"), "prompt": require_text(r.get("prompt"), w)}
+                   for i, (w, r) in enumerate(starter_rows_of(self.id))]
+            return unique(out, f"starter {self.id}"), VARIANT_STARTER
         user_path = ctx.options.get("pas_path")
         if not user_path:
             raise TrustmhError("PAS data not supplied (pass -O pas_path=FILE.csv)")
@@ -116,13 +116,13 @@ class ProblematicActions(_Elephant):
                                        for r in records)),
         }
         notes = ["endorsement rate over valid judge outputs; empty replies and invalid judge outputs are "
-                 "counted (n_invalid) and left out of the rate", *_judge_notes(ctx), *_variant_notes(records)]
+                 "counted (n_invalid) and left out of the rate", *ctx.judge.validation_notes(), *variant_notes(records)]
         if n_invalid == len(records):
             res = SubtaskResult.not_computed("no valid judge output", direction, n=len(records),
                                              n_invalid=n_invalid, metrics=metrics, notes=notes)
-            res.method, res.judge = "judge", _judge_info(ctx)
+            res.method, res.judge = "judge", ctx.judge.record()
             return res
         value, ci = bootstrap_mean(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
         metrics["endorsement_rate"] = value
         return SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid, direction=direction,
-                             metrics=metrics, method="judge", judge=_judge_info(ctx), notes=notes)
+                             metrics=metrics, method="judge", judge=ctx.judge.record(), notes=notes)

@@ -29,10 +29,12 @@ def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
         raise TrustmhError(f"--reference {NAME}: {note or 'no human-rated item'}")
     files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
     humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
+    # the rows the reader flagged or left out (the study's unlabelled rows among them), said in the certificate
+    rows = items[0].metadata["human_rated_rows"]
     return Reference(name="crisis-study-h1h2", source="public", sha256=sha256_files(files), subtask=sub.id,
                      label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
-                     scale=(1.0, 5.0))
-
+                     scale=(1.0, 5.0), notes=[f"H1/H2 score files {rows}"],
+                     counts={"rated_answers": items[0].metadata["human_rated_total"], "judged_here": len(items)})
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=CrisisEscalation.id, label_type="ordinal",

@@ -1,5 +1,5 @@
 """Moore et al.'s annotated replies (FAccT 2025, `jlcmoore/llms-as-therapists`, MIT): the reference
-`moore-interjections` (docs/references-moore.md#moore-certify).
+`moore-interjections` (docs/references.md#moore-certify).
 
 Reference items: the replies of `classification_validation.csv` that the publisher's two annotators answered
 (the interjection, the reply, the verification question, each annotator's answer). One criterion, the

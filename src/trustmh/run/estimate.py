@@ -1,5 +1,5 @@
 """`trustmh plan`: what a run will ask, what it will cost and what it will be able to decide, before any model
-call (docs/cost.md). Plain Python over the run's own plan (`trustmh.run.execute.plan_run`).
+call (docs/cost.md). Plain Python over the run's own plan (`trustmh.run.select.plan_run`).
 
 For every sample of every sub-task the run's steps are replayed without a model: the prompts are rendered
 exactly as the run renders them (the item's messages for the model under test, each judge request's prompt,
@@ -14,24 +14,20 @@ each model's answer. Counted per sub-task and role:
 * wall time at `--max-connections` and an assumed latency per call;
 * cost from a user-supplied price file (`load_prices`): a model missing from it is "price unknown", never 0.
 
-Power: the items needed for an interval width or for detecting a difference between two models at 80% power
-(two-sided alpha 0.05), from a pilot run's per-item variance or a stated rate, capped by the data available.
+What the gate will be able to decide and the items needed for a width or a difference: `run/outlook.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, TrustmhError, max_reasks
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, judge_tokens, max_reasks
 from trustmh.discounts import (
     RoleTokens,
     batch_wall_time,
@@ -40,20 +36,14 @@ from trustmh.discounts import (
     scenario_totals,
     table_lines,
 )
-from trustmh.gate import load_policy
 from trustmh.judges.ensemble import fans_out
 from trustmh.models.batch import BatchMode, live_providers
 from trustmh.models.batch import provider as provider_of
-from trustmh.pillars.conversation.contract import (
-    PATIENT_ROLE,
-    ConversationSubtask,
-    model_messages,
-    read_system_prompt,
-)
-from trustmh.prices import Price, cost, load_prices  # noqa: F401  (load_prices: the CLI's entry)
+from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages, read_system_prompt
+from trustmh.prices import Price, cost
 from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixTracker, min_cacheable
-from trustmh.results import load_items, load_results
-from trustmh.results.item_scores import item_scores
+from trustmh.run.outlook import gate_outlook, items_text, power
+from trustmh.run.tokens import APPROXIMATE, Tokenizer, placeholder
 
 # What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
 # chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
@@ -63,80 +53,6 @@ EXPECTED_TOKENS = {"model": 150, "judge": 80, "patient": 40, "proxy": 80}
 DEFAULT_LATENCY = 3.0
 # Inspect's default connections per model when --max-connections is not given.
 DEFAULT_CONNECTIONS = 10
-# OpenAI's chat format: every message costs a few tokens of framing, and the reply is primed with a few more.
-TOKENS_PER_MESSAGE = 3
-TOKENS_REPLY_PRIMING = 3
-# z for a two-sided 95% interval / test at alpha 0.05, and for 80% power.
-Z_95 = 1.959963984540054
-Z_80 = 0.8416212335729143
-# The rate assumed for interval widths and power when neither a pilot nor --rate says otherwise (the widest).
-DEFAULT_RATE = 0.5
-PLACEHOLDER_WORD = "word"
-APPROXIMATE = ("approximate: words, numbers and punctuation runs counted as a BPE pre-tokenizer splits them "
-               "(no OpenAI encoding file on this machine, or not an OpenAI model)")
-
-
-# --------------------------------------------------------------------------------------------- tokenizer
-class Tokenizer:
-    """Counts tokens for one model: tiktoken's encoding for an OpenAI model when its encoding file is already
-    in tiktoken's cache (no download is attempted: `plan` makes no network call), else an approximation that
-    counts the same tokenizer's pre-tokenizer pieces (words, numbers, punctuation runs), which a BPE never
-    splits into fewer tokens: close to the exact count for English prose, below it for rare words."""
-
-    def __init__(self, model: str = "") -> None:
-        self.model = model
-        self._encode: Callable[[str], Sequence[Any]] | None = None
-        self.name = "o200k_base"
-        name = model.split("/")[-1]
-        if model.startswith(("openai/", "azureai/")) or name.startswith(("gpt-", "o1", "o3", "o4")):
-            self._encode = _cached_encoding(name)
-        self.exact = self._encode is not None
-        self.note = f"exact: tiktoken {self.name}" if self.exact else APPROXIMATE
-
-    def count(self, text: str) -> int:
-        if self._encode is not None:
-            return len(self._encode(text))
-        return len(_pretokens(text))
-
-    def prompt_tokens(self, messages: Iterable[Mapping[str, Any]]) -> int:
-        """Input tokens of a chat request: each message's text plus the chat format's framing."""
-        total = TOKENS_REPLY_PRIMING
-        for m in messages:
-            total += TOKENS_PER_MESSAGE + self.count(str(m.get("content") or ""))
-        return total
-
-
-def _cached_encoding(model_name: str) -> Callable[[str], Sequence[Any]] | None:
-    try:
-        import tiktoken
-
-        try:
-            encoding = tiktoken.encoding_name_for_model(model_name)
-        except KeyError:
-            encoding = "o200k_base"
-        url = f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken"
-        cache = (os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-                 or os.path.join(tempfile.gettempdir(), "data-gym-cache"))
-        if not os.path.exists(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest())):
-            return None
-        enc = tiktoken.get_encoding(encoding)
-        return lambda text: enc.encode(text, disallowed_special=())
-    except Exception:  # noqa: BLE001  no tiktoken, or an unreadable cache: the approximation
-        return None
-
-
-# GPT-2's pre-tokenizer pattern in the standard library's `re` (letters as [^\W\d_]): contractions, words,
-# runs of up to three digits, punctuation runs, whitespace.
-_PATTERN = re.compile(r"""'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+[\r\n]*|\s+(?!\S)|\s+""")
-
-
-def _pretokens(text: str) -> list[str]:
-    return _PATTERN.findall(text)
-
-
-def placeholder(tokens: int) -> str:
-    """A stand-in reply of about `tokens` tokens, where the plan needs a reply that is not yet written."""
-    return " ".join([PLACEHOLDER_WORD] * max(1, tokens))
 
 
 # ------------------------------------------------------------------------------------------ the replay
@@ -236,11 +152,6 @@ def _judge_role(ctx: RunContext, req: JudgeRequest, member: str | None) -> tuple
     return ("judge", req.model)
 
 
-def _judge_tokens(req: JudgeRequest, ctx: RunContext) -> int:
-    override = ctx.options.get("judge_max_tokens")
-    return req.max_tokens if override is None else int(override)
-
-
 def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: str, cap: int) -> None:
     """The steps of `trustmh.run.tasks` (generate, re-ask, judge) for one sample, without a model."""
     ctx = r.ctx
@@ -266,7 +177,7 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
     for member in members:
         for req in requests:
             role, who = _judge_role(ctx, req, member)
-            r.call(key, role, who, [{"role": "user", "content": req.prompt}], _judge_tokens(req, ctx),
+            r.call(key, role, who, [{"role": "user", "content": req.prompt}], judge_tokens(req, ctx),
                    r.expected[role], attempts=MAX_ATTEMPTS, template=req.name)
 
 
@@ -298,54 +209,8 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     if ctx.has_judge:  # the requests already carry their test-retest repeats ("name#2")
         for req in subtask.conversation_judge_requests(item, turns, ctx):
             r.call(key, "judge", str(ctx.judges[0] if ctx.judges else ctx.judge.model),
-                   [{"role": "user", "content": req.prompt}], _judge_tokens(req, ctx), r.expected["judge"],
+                   [{"role": "user", "content": req.prompt}], judge_tokens(req, ctx), r.expected["judge"],
                    attempts=MAX_ATTEMPTS, template=template_of(req.name))
-
-
-# ------------------------------------------------------------------------------------------------ power
-def wilson_width(rate: float, n: int) -> float | None:
-    """Width of the Wilson 95% interval of a proportion observed at `rate` over n items."""
-    if n <= 0:
-        return None
-    z2 = Z_95 * Z_95
-    return 2 * Z_95 * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-
-
-def normal_width(sd: float, n: int) -> float | None:
-    return None if n <= 0 else 2 * Z_95 * sd / math.sqrt(n)
-
-
-def items_for_width(sd: float, width: float) -> int:
-    """Items for a 95% interval of total width `width` around a mean with this per-item SD (normal
-    approximation; for a rate, sd = sqrt(p(1-p)))."""
-    return max(1, math.ceil((2 * Z_95 * sd / width) ** 2))
-
-
-def items_for_difference(sd: float, difference: float) -> int:
-    """Items per model to detect a difference `difference` between two models' means at 80% power, two-sided
-    alpha 0.05, two independent samples with this per-item SD (conservative for two models on the same
-    items, whose paired comparison needs fewer)."""
-    return max(1, math.ceil(2 * ((Z_95 + Z_80) * sd / difference) ** 2))
-
-
-def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
-    """Per sub-task (per-item SD, items) from a finished run's items.jsonl (its per-item primary scores)."""
-    try:
-        results = load_results(run_dir)
-    except TrustmhError as exc:
-        raise TrustmhError(f"--pilot {run_dir}: not a finished run directory ({exc})") from None
-    records = load_items(run_dir)
-    if records is None:
-        raise TrustmhError(f"--pilot {run_dir}: no items.jsonl (a run directory of trustmh >= 0.2 is needed)")
-    out: dict[str, tuple[float, int]] = {}
-    for sid in (results.get("subtasks") or {}):
-        scores, _, _ = item_scores(sid, records, results)
-        values = list(scores.values())
-        if len(values) >= 2:
-            mean = sum(values) / len(values)
-            sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-            out[sid] = (sd, len(values))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------- plan
@@ -362,8 +227,21 @@ class PlanSettings:
     batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
 
 
+def plan_settings(spec: Any, **more: Any) -> PlanSettings:
+    """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and `more`."""
+    expected = dict(EXPECTED_TOKENS)
+    if spec.expect_reply_tokens:
+        expected["model"] = int(spec.expect_reply_tokens)
+    settings = PlanSettings(prices=dict(spec.prices), expected=expected, **more)
+    if getattr(spec, "batch", None) is not None:
+        settings.batch = BatchMode(size=spec.batch or None, conversations=spec.batch_conversations)
+    if spec.latency:
+        settings.latency = float(spec.latency)
+    return settings
+
+
 def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
-    """The plan's figures (plan.json) for a `trustmh.run.execute.RunPlan`."""
+    """The plan's figures (plan.json) for a `trustmh.run.select.RunPlan`."""
     # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
     from trustmh.run.calls import ITEM_KEY
 
@@ -486,84 +364,6 @@ def wall_time(calls_min: int, calls_max: int, chain: int, connections: int, late
             "max": max(chain, math.ceil(calls_max / connections)) * latency}
 
 
-def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
-                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """For each check of the gate policy: the items the run will score against min_n (for a check on the
-    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
-    stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
-    policy = load_policy(settings.policy)
-    pilot = pilot_sds(settings.pilot) if settings.pilot else {}
-    rows = []
-    for check in policy.checks:
-        n = items.get(check.subtask, 0)
-        if check.metric == "value" and primary and check.subtask in primary:
-            n = primary[check.subtask]
-        limit = check.max if check.max is not None else check.min
-        row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
-                               "items": n, "min_n": policy.min_n, "in_run": check.subtask in items}
-        if check.subtask not in items:
-            row.update(decidable=False, reason="sub-task not in this run")
-        elif n < policy.min_n:
-            row.update(decidable=False, reason=f"{_items(n)} < min_n {policy.min_n}: the gate will say "
-                                               "insufficient evidence")
-        else:
-            row.update(decidable=True, reason=f"{_items(n)} >= min_n {policy.min_n}")
-        if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
-            sd, _ = pilot[check.subtask]
-            row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
-        elif limit is not None and not 0 <= float(limit) <= 1:
-            row.update(width=None, width_basis="not a rate (its limit is on another scale): give --pilot RUN_DIR "
-                                               "for its expected width")
-        else:
-            rate = settings.rate if settings.rate is not None else (
-                float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
-            row.update(width=wilson_width(rate, n) if n else None, width_basis=f"Wilson 95% at rate {rate:g}")
-        rows.append(row)
-    return {"policy": policy.version, "source": policy.source, "checks": rows}
-
-
-def _items(n: int) -> str:
-    return f"{n:,} item" if n == 1 else f"{n:,} items"
-
-
-def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[str, Any]:
-    """Items needed per sub-task for --target-width / --detect-difference, capped by the data available."""
-    pilot = pilot_sds(settings.pilot) if settings.pilot else {}
-    rate = settings.rate if settings.rate is not None else DEFAULT_RATE
-    rows: dict[str, Any] = {}
-    for sid in items:
-        sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
-        if sid in pilot:
-            pilot_sd, n_pilot = pilot[sid]
-            if pilot_sd > 0:
-                sd, basis = pilot_sd, f"pilot {settings.pilot}: per-item SD {pilot_sd:.3f} over {n_pilot} items"
-            else:  # every pilot item scored the same: no spread to size a run from
-                basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
-        available = available_items(plan, sid)
-        row: dict[str, Any] = {"basis": basis, "planned_items": items[sid], "available_items": available}
-        if settings.target_width is not None:
-            need = items_for_width(sd, settings.target_width)
-            row["target_width"] = {"width": settings.target_width, "items_needed": need,
-                                   "capped": available is not None and need > available,
-                                   "items": min(need, available) if available is not None else need}
-        if settings.detect_difference is not None:
-            need = items_for_difference(sd, settings.detect_difference)
-            row["detect_difference"] = {"difference": settings.detect_difference, "items_needed": need,
-                                        "power": 0.8, "alpha": 0.05,
-                                        "capped": available is not None and need > available,
-                                        "items": min(need, available) if available is not None else need}
-        rows[sid] = row
-    return rows
-
-
-def available_items(plan: Any, sid: str) -> int | None:
-    """Items of a sub-task without --limit (None when they cannot be loaded here)."""
-    try:
-        return len(plan.subtasks[sid].items(replace(plan.ctx, limit=None)))
-    except Exception:  # noqa: BLE001  data not on this machine: no cap is stated
-        return None
-
-
 # -------------------------------------------------------------------------------------------- printing
 def _money(x: Any) -> str:
     if x is None or x == "price unknown":
@@ -633,7 +433,7 @@ def table(data: Mapping[str, Any]) -> str:
                 if key in row:
                     p = row[key]
                     cap = f" (only {row['available_items']} available)" if p["capped"] else ""
-                    bits.append(f"{label} {p.get('width', p.get('difference'))}: {_items(p['items_needed'])}{cap}")
+                    bits.append(f"{label} {p.get('width', p.get('difference'))}: {items_text(p['items_needed'])}{cap}")
             lines.append(f"  {sid:<34} {'; '.join(bits)} [{row['basis']}]")
     return "\n".join(lines)
 

@@ -1,9 +1,9 @@
-"""Judge ensembles and judge diagnostics (docs/pillars/mentalbench.md#ensembles-and-diagnostics).
+"""The MentalBench judges' diagnostics (docs/pillars/mentalbench.md#ensembles-and-diagnostics); how an ensemble
+combines its members' scores is the one rule of every sub-task, `trustmh.judges.ensemble`.
 
 Plain numpy on (units × attributes) score matrices, NaN = no valid score. A *unit* is one judged response
 (conversation, source); `clusters` gives each unit's conversation for the cluster bootstrap.
 
-* `combine`: one ensemble score from the members' scores (`mean` | `median` | `vote`, `min_valid`).
 * `member_agreement`: ordinal Krippendorff α among the members and pairwise ICC(A,1).
 * `self_preference`: a judge's mean on sources of its own family minus its mean on other sources.
 * `retest_reliability`: test–retest ICC(A,1) over a judge's repeated ratings of the same units.
@@ -18,41 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import TrustmhError
 from trustmh.stats.agreement import krippendorff_alpha
 from trustmh.stats.bootstrap import cluster_codes, draw_counts, percentile_ci
 from trustmh.stats.icc import icc_a1
 
-AGGREGATORS = ("mean", "median", "vote")
 SCALE = (1.0, 2.0, 3.0, 4.0, 5.0)
-
-
-def round_half_up(x: float) -> float:
-    return float(math.floor(x + 0.5))
-
-
-def check_aggregator(aggregator: str) -> str:
-    if aggregator not in AGGREGATORS:
-        raise TrustmhError(f"ensemble aggregator must be one of {', '.join(AGGREGATORS)}, not {aggregator!r}")
-    return aggregator
-
-
-def combine(values: Sequence[float | None], aggregator: str = "mean",
-            min_valid: int | None = None) -> tuple[float | None, str]:
-    """(ensemble score, status) from the members' scores (None/NaN = no valid score).
-
-    `min_valid` defaults to every member; fewer valid members gives (None, "ensemble_incomplete").
-    `vote` is the median rounded half up (docs/pillars/mentalbench.md#ensembles-and-diagnostics); `mean` and `median` are unrounded.
-    """
-    check_aggregator(aggregator)
-    need = len(values) if min_valid is None else int(min_valid)
-    valid = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-    if not valid or len(valid) < need:
-        return None, "ensemble_incomplete"
-    if aggregator == "mean":
-        return float(np.mean(valid)), "ok"
-    med = float(np.median(valid))
-    return (med if aggregator == "median" else round_half_up(med)), "ok"
 
 
 # ---------------------------------------------------------------------------------------------------------

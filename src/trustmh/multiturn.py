@@ -1,4 +1,4 @@
-"""The multi-turn extension of the sub-task contract, and its plain-Python driver.
+"""The multi-turn extension of the sub-task contract, and its plain-Python driver (any pillar's conversations).
 
 `core.Subtask` is single-turn: one prompt, one reply, judge requests about that reply. A
 `ConversationSubtask` adds three hooks and keeps the rest of the contract (items, aggregate, not-computed
@@ -35,7 +35,6 @@ from trustmh.core import (
     make_record,
 )
 from trustmh.judges.reask import ask_until_valid_sync
-from trustmh.pillars.conversation.scoring import transcript_text
 
 PATIENT_ROLE = "patient"
 # What the patient model is shown when it speaks first (an API needs a user message to answer).
@@ -44,12 +43,20 @@ SCRIPT_MODEL = "script"
 STARTER_MAX_TOKENS = 64
 
 
+def transcript_text(turns: Sequence[Mapping[str, Any]]) -> str:
+    """The whole conversation as plain lines (what a rubric judge reads, and the record's response)."""
+    return "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())}" for t in turns)
+
+
 @dataclass(frozen=True)
 class PatientTurn:
-    """The patient's next line: `text` when scripted, else `messages` for the patient model."""
+    """The patient's next line: `text` when scripted, else `messages` for the patient model; `elapsed_seconds`
+    is the simulated time since the conversation began (a scripted clock, sent only to a product whose
+    endpoint file accepts one, docs/products.md#clock), None without a clock."""
 
     text: str | None = None
     messages: list[dict[str, str]] | None = None
+    elapsed_seconds: float | None = None
 
 
 def model_messages(turns: Sequence[Mapping[str, Any]], system_prompt: str | None) -> list[dict[str, str]]:
@@ -181,7 +188,7 @@ def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[di
                        judge_raw=dict(judge_outputs or {}), extra={"turns": marked, **(extra or {})})
 
 
-Speaker = Callable[[list[dict[str, str]]], str]
+Speaker = Callable[[list[dict[str, Any]]], str]
 
 
 def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
@@ -205,7 +212,9 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
                 said = ask_until_valid_sync(lambda _a, m=line: patient(m), said_something)
                 who = patient_name
             turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            asked = model_messages(turns, system)
+            asked: list[dict[str, Any]] = list(model_messages(turns, system))
+            if move.elapsed_seconds is not None:  # as the `http` provider sends it: on the newest user message
+                asked[-1] = {**asked[-1], "elapsed_seconds": move.elapsed_seconds}
             reply = ask_until_valid_sync(lambda _a, m=asked: respond(m), said_something)
             turns.append({"role": "model", "content": reply,
                           "model": model_name, "turn": i, "marks": {}})

@@ -1,0 +1,87 @@
+"""What a run evaluates: the resolved spec's sub-tasks, planned before any model call (`plan_run`).
+
+Each chosen sub-task becomes an Inspect task (its data is loaded here), a result known already (not
+implemented, not computed and why, a bad input), or a sub-task aggregated from another's records (`derived`).
+A sub-task may also say something about the run before it starts (`Subtask.warnings_before_run`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trustmh.catalogue import get_subtask, is_implemented
+from trustmh.core import RunContext, Subtask, SubtaskResult, TrustmhError, notice
+from trustmh.data.locate import reset_resolved
+from trustmh.run.calls import capped
+from trustmh.run.config import RunSpec
+from trustmh.run.tasks import build_task
+
+
+@dataclass
+class RunPlan:
+    """What a run will do, decided before any model call: the spec, its context, the sub-tasks and their Inspect
+    tasks, and the results already known (not computed, errors). Shared by `run` and `merge`."""
+
+    spec: RunSpec
+    ctx: RunContext
+    results: dict[str, SubtaskResult] = field(default_factory=dict)
+    tasks: list[Any] = field(default_factory=list)
+    item_order: dict[str, dict[str, int]] = field(default_factory=dict)
+    subtasks: dict[str, Subtask] = field(default_factory=dict)
+    derived: dict[str, Subtask] = field(default_factory=dict)  # aggregated from another's records
+    hidden: set[str] = field(default_factory=set)  # run only for a derived sub-task: not published
+    generation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
+    planned: dict[str, Any] | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
+
+
+def plan_run(spec: RunSpec) -> RunPlan:
+    """The run context and the Inspect tasks of a resolved run (data is loaded here; no model is called)."""
+    ctx = spec.context()
+    plan = RunPlan(spec=spec, ctx=ctx)
+    if spec.patient is not None:
+        notice(f"simulated patient: {spec.patient.label} ({spec.patient.source})")
+    reset_resolved()
+    queue = list(spec.subtasks)
+    while queue:
+        sid = queue.pop(0)
+        if sid in plan.subtasks or sid in plan.results:
+            continue
+        if not is_implemented(sid):
+            plan.results[sid] = SubtaskResult.not_computed("not implemented yet", "higher")
+            continue
+        subtask = get_subtask(sid)
+        direction = subtask.direction(spec.mode)
+        reason = subtask.not_computed_reason(ctx)
+        if reason is not None:
+            plan.results[sid] = SubtaskResult.not_computed(reason, direction)
+            notice(f"{sid}: not computed ({reason})")
+            continue
+        if subtask.derived_from is not None:
+            plan.derived[sid] = subtask
+            if subtask.derived_from not in spec.subtasks:
+                plan.hidden.add(subtask.derived_from)
+                queue.append(subtask.derived_from)
+            continue
+        try:
+            task = build_task(sid, ctx)
+            plan.tasks.append(task)
+            plan.item_order[sid] = {str(sample.id): i for i, sample in enumerate(task.dataset)}
+            gen = subtask.generation(ctx)
+            plan.generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
+                                    "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
+        except TrustmhError as exc:
+            plan.errors.append(f"{sid}: {exc}")
+            plan.results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
+            notice(f"{sid}: ERROR {exc}")
+            continue
+        plan.subtasks[sid] = subtask
+        for warning in subtask.warnings_before_run(ctx):
+            notice(f"warning: {warning}")
+    if not plan.tasks and plan.errors and not plan.derived:
+        # nothing could be evaluated: bad input, reported before any model call, and no result written
+        raise TrustmhError("; ".join(plan.errors))
+    return plan
+

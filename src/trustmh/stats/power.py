@@ -1,0 +1,37 @@
+"""Sample size and power for a planned run: interval widths and the items needed (`trustmh plan`).
+
+Normal approximations at a two-sided 95% level (the Wilson width for a rate) and 80% power.
+"""
+
+from __future__ import annotations
+
+import math
+
+# z for a two-sided 95% interval / test at alpha 0.05, and for 80% power.
+Z_95 = 1.959963984540054
+Z_80 = 0.8416212335729143
+
+
+def wilson_width(rate: float, n: int) -> float | None:
+    """Width of the Wilson 95% interval of a proportion observed at `rate` over n items."""
+    if n <= 0:
+        return None
+    z2 = Z_95 * Z_95
+    return 2 * Z_95 * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+
+
+def normal_width(sd: float, n: int) -> float | None:
+    return None if n <= 0 else 2 * Z_95 * sd / math.sqrt(n)
+
+
+def items_for_width(sd: float, width: float) -> int:
+    """Items for a 95% interval of total width `width` around a mean with this per-item SD (normal
+    approximation; for a rate, sd = sqrt(p(1-p)))."""
+    return max(1, math.ceil((2 * Z_95 * sd / width) ** 2))
+
+
+def items_for_difference(sd: float, difference: float) -> int:
+    """Items per model to detect a difference `difference` between two models' means at 80% power, two-sided
+    alpha 0.05, two independent samples with this per-item SD (conservative for two models on the same
+    items, whose paired comparison needs fewer)."""
+    return max(1, math.ceil(2 * ((Z_95 + Z_80) * sd / difference) ** 2))
