@@ -96,7 +96,7 @@ def test_a_settled_call_spends_its_counted_cost_not_its_reservation() -> None:
     meter = _meter(budget=10)
     hold = meter.reserve("m", 2, 5)
     meter.release(hold)
-    meter.charge("m", 2, 1, 0)
+    meter.charge("m", {"input_tokens": 2, "output_tokens": 1})
     assert (meter.spent, meter.reserved) == (3.0, 0.0)
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError, notice
-from trustmh.prices import Price, cost
+from trustmh.prices import Price, cost_of_counts
 from trustmh.run.tokens import Tokenizer
 from trustmh.storage import Url, write_text_atomic
 
@@ -68,9 +68,10 @@ class Budget:
     refused: int = 0  # calls not sent, and samples not started, for the budget
     count_tokens: Callable[[str, Iterable[Mapping[str, Any]]], int] | None = None  # default: the plan's count
 
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        """Count one finished call (not one the response cache answered)."""
-        value = cost(self.prices.get(model), input_tokens, output_tokens, cached_tokens)
+    def charge(self, model: str, counts: dict[str, int]) -> None:
+        """Count one finished call (not one the response cache answered): its tokens as
+        `trustmh.results.usage.count_call` counts them (live, batched, cached, cache writes), each at its rate."""
+        value = cost_of_counts(self.prices.get(model), counts)
         if value is None:
             self.unpriced.add(model)
         else:
@@ -87,9 +88,14 @@ class Budget:
             raise BudgetReached(f"budget reached: {self.spent:.4f} of {self.amount:g} spent; no new sample started")
 
     def planned(self, model: str, input_tokens: int, max_output: int) -> float | None:
-        """A call's planned upper cost: every input token at the input price, the whole reply limit."""
+        """A call's planned upper cost: every input token at the dearest input rate (live, batch or written to
+        the prompt cache), the whole reply limit at the dearest output rate."""
         price = self.prices.get(model)
-        return None if price is None else cost(price, input_tokens, max_output)
+        if price is None:
+            return None
+        rate_in = max(price.rate(kind) for kind in ("input", "batch_input", "cache_write"))
+        rate_out = max(price.rate(kind) for kind in ("output", "batch_output"))
+        return (input_tokens * rate_in + max_output * rate_out) / 1e6
 
     def reserve(self, model: str, input_tokens: int, max_output: int) -> Hold:
         """Before a call is sent: its planned upper cost reserved, or `BudgetReached` (the call is not sent)
@@ -160,8 +166,11 @@ def over_budget(planned: dict[str, Any], amount: float) -> str | None:
     planned_cost = planned["totals"]["cost"]
     if planned_cost["price_unknown"]:
         return f"price unknown for {', '.join(planned_cost['price_unknown'])}: the run's cost cannot be bounded"
-    if planned_cost["max"] > amount:
-        return f"the plan's upper estimate {planned_cost['max']:.4f} is over the budget {amount:g}"
+    top, what = planned_cost["max"], "the plan's upper estimate"
+    if (planned.get("batch") or {}).get("on"):  # a batched run is bounded at the batch rates
+        top, what = planned["totals"]["cost_scenarios"]["batch"]["max"], "the plan's upper estimate at batch rates"
+    if top > amount:
+        return f"{what} {top:.4f} is over the budget {amount:g}"
     return None
 
 

@@ -18,6 +18,7 @@ from inspect_ai.util import JSONSchema
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
+from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
 from trustmh.run.usage import held, note_call
 
@@ -35,18 +36,22 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
 
 
 async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0,
-                        max_tokens: int | None = None) -> TaskState:
+                        conversation: bool = False, max_tokens: int | None = None) -> TaskState:
     """One reply of the model under test, cached. A provider that answers 200 with no choices at all
     (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
     already cached the empty answer, which would otherwise come back on every retry, now and on resume.
-    `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own."""
+    `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own.
+    In batch mode a single-turn reply is batched; a conversation's turn only with --batch-conversations."""
+    fields = call_settings(str(ctx.model or ""), conversation)
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             # the call's planned upper cost is reserved before it is sent (`--budget`; `max_tokens`: its cap)
             name = str(ctx.model or get_model())
             with held(name, [{"role": m.role, "content": m.text} for m in state.messages], max_tokens) as hold:
-                state = await generate(state, cache=cache_policy(ctx, attempt))
-                note_call("model", str(ctx.model or state.output.model), state.output, hold)
+                with batching("batch" in fields):
+                    state = await generate(state, cache=cache_policy(ctx, attempt), **fields)
+                note_call("model", str(ctx.model or state.output.model), state.output, batched="batch" in fields,
+                          hold=hold)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -98,7 +103,10 @@ def judge_model(ctx: RunContext, index: int = 0) -> Model:
 
 
 async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1, role: str = "judge") -> str:
-    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
+    # a judge waits for its verdict anyway: in batch mode every judge call is batched
+    fields = call_settings(str(model))
+    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx)).merge(
+        GenerateConfig(**fields))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
         config.response_schema = judge_response_schema(req, ctx)
 
@@ -106,13 +114,14 @@ async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: in
         # each attempt has its own cache entry, so a re-ask reaches the judge again
         with held(str(model), req.prompt, config.max_tokens) as hold:
             try:
-                output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+                with batching("batch" in fields):
+                    output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
             except Exception as exc:  # retries used up (RetryError): report what the last attempt met
                 failure = last_failure(exc, model.api)
                 if failure is exc:
                     raise
                 raise failure from None
-            note_call(role, str(model), output, hold)
+            note_call(role, str(model), output, batched="batch" in fields, hold=hold)
         return output.completion
 
     return await ask_until_valid(ask, req.validate)

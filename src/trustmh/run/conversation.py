@@ -19,6 +19,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    GenerateConfig,
     Model,
     get_model,
 )
@@ -28,6 +29,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from trustmh.core import RunContext
 from trustmh.judges.reask import ask_until_valid
 from trustmh.models import BUNDLED_MODEL
+from trustmh.models.batch import batching, call_settings
 from trustmh.multiturn import (
     PATIENT_ROLE,
     SCRIPT_MODEL,
@@ -104,9 +106,12 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 async def patient_line(attempt: int, asked: Model = patient, messages: Any = move.messages,
                                        said_by: list[str | None] = said_by) -> str:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
+                    fields = call_settings(str(asked), conversation=True)
                     with held(str(asked), list(messages or []), patient_cap) as hold:
-                        out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt))
-                        note_call("patient", str(asked), out, hold)
+                        with batching("batch" in fields):
+                            out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt),
+                                                       config=GenerateConfig(**fields))
+                        note_call("patient", str(asked), out, batched="batch" in fields, hold=hold)
                     said_by.append(out.model)
                     return out.completion
 
@@ -122,7 +127,8 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 nonlocal state
                 if attempt > 1 and state.messages and state.messages[-1].role == "assistant":
                     state.messages.pop()  # the empty reply: the same conversation is asked again
-                state = await generate_once(state, generate, ctx, reask=attempt - 1, max_tokens=cap)
+                state = await generate_once(state, generate, ctx, reask=attempt - 1, conversation=True,
+                                            max_tokens=cap)
                 return state.output.completion
 
             await ask_until_valid(model_reply, said_something)

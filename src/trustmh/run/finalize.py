@@ -97,7 +97,8 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     extra = {**(extra or {}), "usage": usage_rows(records, plan.spec.prices, planned.get("subtasks"))}
     if planned:
         extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
-                         "assumptions": planned["assumptions"]}
+                         "assumptions": planned["assumptions"],
+                         **({"batch": planned["batch"]} if "batch" in planned else {})}
     spec = plan.spec
     run_results = RunResults(model=spec.model, ctx=ctx, subtasks=results, records=records,
                              model_reported=model_reported, errors=errors, options=spec.recorded_options(),

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
+from trustmh.results.usage import USAGE_KEY, count_call  # noqa: F401  (USAGE_KEY: the record key, defined once)
 from trustmh.run.budget import Hold, active_budget
 
 _STORE_KEY = "trustmh_usage"
@@ -45,28 +45,19 @@ def _last_call_cached() -> bool:
     return False
 
 
-def note_call(role: str, model: str, output: Any, hold: Hold | None = None) -> None:
+def note_call(role: str, model: str, output: Any, batched: bool = False, hold: Hold | None = None) -> None:
     """Count one finished call of this sample (and charge it to the budget unless the cache answered it,
-    settling its reservation `hold`)."""
+    settling its reservation `hold`); `batched`: it went through the provider's batch API (billed at the batch
+    rates)."""
     from inspect_ai.util import store
 
-    cached = _last_call_cached()
     budget = active_budget()
     if budget is not None and hold is not None:
         budget.release(hold)
-    usage = getattr(output, "usage", None)
-    row = sample_usage().setdefault(role, {}).setdefault(model, {
-        "calls": 0, "cached_calls": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
-    row["calls"] += 1
-    if cached:
-        row["cached_calls"] += 1
-    elif usage is not None:
-        cached_read = int(usage.input_tokens_cache_read or 0)
-        row["input_tokens"] += int(usage.input_tokens or 0)
-        row["output_tokens"] += int(usage.output_tokens or 0)
-        row["cached_tokens"] += cached_read
-        if budget is not None:
-            budget.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
+    row = sample_usage().setdefault(role, {}).setdefault(model, {})
+    added = count_call(row, getattr(output, "usage", None), _last_call_cached(), batched)
+    if budget is not None and added:
+        budget.charge(model, added)
     store().set(_STORE_KEY, sample_usage())
 
 
