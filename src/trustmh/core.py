@@ -98,8 +98,8 @@ class JudgeRequest:
 
 @dataclass
 class JudgeInfo:
-    """The run's judges: `model` is the first (Inspect's `grader` role), `members` every member of an
-    ensemble in order (`--judge` repeated; empty for one judge given by `model` alone)."""
+    """The run's judges: `model` is the first (Inspect's `grader` role), `members` every judge in order
+    (`--judge` repeated for an ensemble). Built by `judge_info`."""
 
     model: str | None
     validated: bool
@@ -110,6 +110,13 @@ class JudgeInfo:
     @property
     def configured(self) -> bool:
         return self.model is not None
+
+
+def judge_info(members: Sequence[str] = (), *, validated: bool = False, seed: int | None = None) -> JudgeInfo:
+    """The judges from their labels in order (the first is Inspect's `grader` role; none: no judge). The one
+    place a JudgeInfo is built."""
+    labels = tuple(str(m) for m in members)
+    return JudgeInfo(model=labels[0] if labels else None, validated=validated, seed=seed, members=labels)
 
 
 @dataclass(frozen=True)
@@ -131,13 +138,13 @@ class Patient:
 
 @dataclass
 class RunContext:
-    """Everything a sub-task needs to know about the run, and nothing about Inspect."""
+    """Everything a sub-task needs to know about the run, and nothing about Inspect. Built by `run_context`."""
 
     mode: Mode = "default"
     seed: int = 0
     suite: str = "trustmh"  # "starter" | "trustmh" | "mentalbench"
     limit: int | None = None
-    judge: JudgeInfo = field(default_factory=lambda: JudgeInfo(model=None, validated=False))
+    judge: JudgeInfo = field(default_factory=judge_info)
     options: dict[str, Any] = field(default_factory=dict)  # sub-task specific knobs (user paths...)
     n_boot: int = 2000
     # Bounds for every model call of the run (model under test, judges, any other role): seconds per
@@ -174,6 +181,20 @@ class RunContext:
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
         return truthy(self.options.get(name, default))
+
+
+def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh", limit: int | None = None,
+                judges: Sequence[str] = (), judge_validated: bool = False,
+                options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
+                max_retries: int = 3, cache: bool = True, model: str | None = None,
+                patient: Patient | None = None) -> RunContext:
+    """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
+    certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
+    first plays Inspect's `grader` role); they judge with the run's seed."""
+    return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
+                      judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
+                      n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
+                      patient=patient)
 
 
 @dataclass

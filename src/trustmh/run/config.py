@@ -22,7 +22,7 @@ from typing import Any
 
 import trustmh
 from trustmh.catalogue import get_subtask, is_implemented, select
-from trustmh.core import SEED_MAX, JudgeInfo, Mode, Patient, RunContext, TrustmhError
+from trustmh.core import SEED_MAX, JudgeInfo, Mode, Patient, RunContext, TrustmhError, judge_info, run_context
 from trustmh.inspect_compat import model_provider_known
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
@@ -135,10 +135,10 @@ class RunSpec:
 
     def context(self) -> RunContext:
         """The run's one RunContext (what a sub-task knows of the run)."""
-        return RunContext(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit, judge=self.judge,
-                          options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
-                          max_retries=self.max_retries, cache=self.cache, model=self.model,
-                          patient=self.patient)
+        return run_context(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
+                           judges=self.judge.members, judge_validated=self.judge.validated,
+                           options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
+                           max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of
@@ -200,20 +200,20 @@ def resolve_judges(opts: RunOptions, model: str) -> tuple[JudgeInfo, list[Any]]:
     """The judges (typed) and what Inspect is given for each member. No --model means the bundled model,
     judged by itself as an unvalidated demo judge."""
     if opts.no_judge:
-        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+        return judge_info(seed=opts.seed), []
     if opts.judge:
         targets = [opts.judge, *opts.more_judges]
     elif model == BUNDLED_MODEL:
         targets = [BUNDLED_MODEL]
     else:
-        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+        return judge_info(seed=opts.seed), []
     for target in targets:
         check_model_name(target, "--judge")
     members = tuple(str(t) for t in targets)
     if len(set(members)) != len(members):
         raise TrustmhError(f"a judge is listed twice in the ensemble: {', '.join(members)}")
     validated = opts.judge_validated and members[0] != BUNDLED_MODEL
-    return JudgeInfo(model=members[0], validated=validated, seed=opts.seed, members=members), targets
+    return judge_info(members, validated=validated, seed=opts.seed), targets
 
 
 def resolve_patient(opts: RunOptions, judge: JudgeInfo, judge_targets: list[Any], subtask_ids: list[str]

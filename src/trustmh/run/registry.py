@@ -12,7 +12,7 @@ from typing import Any
 from inspect_ai import Task, task
 
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
-from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.core import TrustmhError, run_context
 from trustmh.inspect_compat import prerequisite_error
 from trustmh.run.tasks import build_task
 
@@ -20,10 +20,9 @@ from trustmh.run.tasks import build_task
 def _make(info: SubtaskInfo) -> Callable[..., Task]:
     def subtask_task(mode: str = "default", suite: str = "trustmh", limit: int | None = None, seed: int = 0,
                      judge: str | None = None, judge_validated: bool = False, **options: Any) -> Task:
-        ctx = RunContext(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
-                         limit=None if limit is None else int(limit),
-                         judge=JudgeInfo(model=judge, validated=bool(judge_validated), seed=int(seed)),
-                         options=dict(options))
+        ctx = run_context(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
+                          limit=None if limit is None else int(limit), judges=[judge] if judge else [],
+                          judge_validated=bool(judge_validated), options=options)
         try:
             return build_task(info.id, ctx)
         except TrustmhError as exc:
