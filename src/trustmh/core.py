@@ -17,6 +17,9 @@ from typing import Any, Literal
 Mode = Literal["faithful", "default"]
 Direction = Literal["higher", "lower"]
 MODES: tuple[Mode, ...] = ("faithful", "default")
+# How an ensemble of judges combines scale scores (`trustmh.judges.ensemble`).
+EnsembleRule = Literal["vote", "median", "mean"]
+ENSEMBLE_RULES: tuple[EnsembleRule, ...] = ("vote", "median", "mean")
 
 NOT_COMPUTED = "not_computed"
 # A value computed on a fallback sample (only with `-O allow_sample=1`): shown, never read as the dataset's.
@@ -154,6 +157,8 @@ class RunContext:
     cache: bool = True  # Inspect's response cache for the model under test and the judges
     model: str | None = None  # the label of the model under test (sub-tasks that compare sources read it)
     patient: Patient | None = None  # the simulated patient, when a sub-task of the run plays one
+    # The run's ensemble rule (`-O ensemble`, checked once); None: each sub-task's declared rule.
+    ensemble: EnsembleRule | None = None
 
     @property
     def has_judge(self) -> bool:
@@ -165,6 +170,13 @@ class RunContext:
         if self.judge.members:
             return list(self.judge.members)
         return [self.judge.model] if self.judge.model else []
+
+    def ensemble_rule(self, subtask: Subtask | type[Subtask] | None) -> EnsembleRule:
+        """How an ensemble of judges combines `subtask`'s scale scores: the run's rule, else the sub-task's
+        declared one (`Subtask.ensemble_rule`; the base class's for no sub-task)."""
+        if self.ensemble is not None:
+            return self.ensemble
+        return (subtask or Subtask).ensemble_rule
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json records them: the sub-tasks' options, with the labels of the model
@@ -187,14 +199,14 @@ def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh"
                 judges: Sequence[str] = (), judge_validated: bool = False,
                 options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
                 max_retries: int = 3, cache: bool = True, model: str | None = None,
-                patient: Patient | None = None) -> RunContext:
+                patient: Patient | None = None, ensemble: EnsembleRule | None = None) -> RunContext:
     """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
     certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
     first plays Inspect's `grader` role); they judge with the run's seed."""
     return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
                       judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
                       n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
-                      patient=patient)
+                      patient=patient, ensemble=ensemble)
 
 
 @dataclass
@@ -355,9 +367,10 @@ class Subtask:
     requires_judge: bool = False
     # True when it plays a simulated patient (the Inspect `patient` role; `--patient`).
     needs_patient: bool = False
-    # How an ensemble of judges (`--judge` repeated) combines scale scores unless `-O ensemble=…` says
-    # otherwise: vote | median | mean (`trustmh.judges.ensemble`).
-    ensemble_rule: str = "vote"
+    # How an ensemble of judges (`--judge` repeated) combines scale scores unless the run's rule
+    # (`-O ensemble=…`, `RunContext.ensemble_rule`) says otherwise: vote | median | mean
+    # (`trustmh.judges.ensemble`).
+    ensemble_rule: EnsembleRule = "vote"
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
 from trustmh.core import MAX_ATTEMPTS, Option, TrustmhError
+from trustmh.judges.ensemble import ensemble_option
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, Option] = {
@@ -60,8 +61,8 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
         if key not in known:
             where = "for the chosen sub-tasks" if key in everywhere else "anywhere"
             raise TrustmhError(f"-O {key}: unknown option {where}; known: {', '.join(sorted(known))}")
-        if key == "ensemble" and str(value) not in ("vote", "median", "mean"):
-            raise TrustmhError(f"-O ensemble={value!r}: use vote, median or mean")
+        if key == "ensemble":
+            ensemble_option(options)
         minimum = known[key].minimum
         if minimum is not None and not isinstance(value, int):
             try:

@@ -26,6 +26,7 @@ from typing import Any
 from trustmh.catalogue import get_subtask
 from trustmh.core import Mode, TrustmhError, run_context
 from trustmh.data import resolve
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.pillars.mentalbench.data import find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
 from trustmh.report import run_report_html
@@ -95,7 +96,7 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     if len(judges) > 1 and not all(isinstance(j, str) for j in judges):
         raise TrustmhError("an ensemble of judges must be given as model strings")
     ctx = run_context(mode=mode, seed=seed, suite="mentalbench", limit=limit, judges=labels, options=opts,
-                      n_boot=n_boot, model=f"published:{path.name}")
+                      n_boot=n_boot, model=f"published:{path.name}", ensemble=ensemble_option(opts))
     subtask = get_subtask(SUBTASK_ID)
     task = build_task(SUBTASK_ID, ctx)
     _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "

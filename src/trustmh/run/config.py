@@ -22,8 +22,19 @@ from typing import Any
 
 import trustmh
 from trustmh.catalogue import get_subtask, is_implemented, select
-from trustmh.core import SEED_MAX, JudgeInfo, Mode, Patient, RunContext, TrustmhError, judge_info, run_context
+from trustmh.core import (
+    SEED_MAX,
+    EnsembleRule,
+    JudgeInfo,
+    Mode,
+    Patient,
+    RunContext,
+    TrustmhError,
+    judge_info,
+    run_context,
+)
 from trustmh.inspect_compat import model_provider_known
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
@@ -103,6 +114,9 @@ class RunSpec:
     limit: int | None  # after the offline demo's default
     subtasks: tuple[str, ...]  # the chosen sub-task ids, in catalogue order
     judge: JudgeInfo  # the judges: first member, every member, validated
+    # How an ensemble of judges combines scores (`-O ensemble`, checked); None: each sub-task's declared rule
+    # (`RunContext.ensemble_rule` gives the rule of a sub-task).
+    ensemble: EnsembleRule | None
     patient: Patient | None  # the simulated patient, when a chosen sub-task plays one
     roles: dict[str, Any]  # Inspect model roles: grader, grader_2…, patient, patient_2…
     endpoint: dict[str, Any] | None  # {url, send, session} of `--endpoint` (a product's API)
@@ -138,7 +152,8 @@ class RunSpec:
         return run_context(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
                            judges=self.judge.members, judge_validated=self.judge.validated,
                            options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
-                           max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient)
+                           max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient,
+                           ensemble=self.ensemble)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of
@@ -294,7 +309,8 @@ def resolve(opts: RunOptions) -> RunSpec:
     demo = model == BUNDLED_MODEL and suite == "starter"
     spec = RunSpec(model=model, model_target=model_target, suite=suite, mode=opts.mode, seed=opts.seed,
                    limit=DEMO_LIMIT if demo and opts.limit is None else opts.limit, subtasks=tuple(chosen),
-                   judge=judge, patient=patient, roles=roles, endpoint=endpoint, options=dict(opts.options),
+                   judge=judge, ensemble=ensemble_option(opts.options), patient=patient, roles=roles,
+                   endpoint=endpoint, options=dict(opts.options),
                    trims=demo_trims(model, suite, judge), n_boot=opts.n_boot, timeout=opts.timeout,
                    max_retries=opts.max_retries, cache=opts.cache, cache_moved=dict(opts.cache_moved),
                    max_connections=opts.max_connections, max_tasks=opts.max_tasks, display=opts.display,

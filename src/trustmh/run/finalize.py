@@ -10,7 +10,7 @@ from typing import Any
 
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
-from trustmh.judges.ensemble import DEFAULT_RULE, MEMBERS_KEY, ensemble_settings, member_agreement
+from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.families import model_family
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.report import run_report_html
@@ -65,8 +65,7 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                                 "its scores may favour it (self-preference)")
     unit_members = [r.score[MEMBERS_KEY] for r in recs if isinstance(r.score.get(MEMBERS_KEY), dict)]
     if len(members) > 1 and unit_members:
-        aggregator, min_valid = ensemble_settings(ctx.options, len(members),
-                                                  subtask.ensemble_rule if subtask else DEFAULT_RULE)
+        aggregator, min_valid = ensemble_settings(ctx, subtask, len(members))
         result.judge.update(members=members, aggregator=aggregator, min_valid=min_valid)
         result.metrics["judge_agreement"] = member_agreement(unit_members)
         result.notes.append(f"scored by an ensemble of {len(members)} judges ({aggregator}, at least "

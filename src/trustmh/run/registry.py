@@ -14,6 +14,7 @@ from inspect_ai import Task, task
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
 from trustmh.core import TrustmhError, run_context
 from trustmh.inspect_compat import prerequisite_error
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.run.tasks import build_task
 
 
@@ -22,7 +23,8 @@ def _make(info: SubtaskInfo) -> Callable[..., Task]:
                      judge: str | None = None, judge_validated: bool = False, **options: Any) -> Task:
         ctx = run_context(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
                           limit=None if limit is None else int(limit), judges=[judge] if judge else [],
-                          judge_validated=bool(judge_validated), options=options)
+                          judge_validated=bool(judge_validated), options=options,
+                          ensemble=ensemble_option(options))
         try:
             return build_task(info.id, ctx)
         except TrustmhError as exc:

@@ -31,6 +31,7 @@ from trustmh.judges.certificates import (
     worst_attribute,
     write_certificate,
 )
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.models import BUNDLED_MODEL
@@ -136,7 +137,7 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
     return run_context(mode="default", seed=seed, suite="trustmh", limit=limit, judges=judges, options=opts,
-                       timeout=timeout, max_retries=max_retries, cache=cache)
+                       timeout=timeout, max_retries=max_retries, cache=cache, ensemble=ensemble_option(opts))
 
 
 def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
