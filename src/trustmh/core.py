@@ -25,6 +25,9 @@ NOT_COMPUTED = "not_computed"
 # A value computed on a fallback sample (only with `-O allow_sample=1`): shown, never read as the dataset's.
 SAMPLE_STATUS = "sample"
 NO_JUDGE = "no judge configured"
+# Said once, wherever a judged figure comes from a judge without a passing certificate (docs/judges.md).
+JUDGE_NOT_VALIDATED = ("judge not validated against human ratings for this task (no passing certificate): "
+                       "judged figures are indicative only")
 # Below this many scored items a value is published but flagged: its interval is wide and the point estimate
 # is fragile (the report marks it "small n").
 SMALL_N = 30
@@ -113,6 +116,14 @@ class JudgeInfo:
     @property
     def configured(self) -> bool:
         return self.model is not None
+
+    def record(self) -> dict[str, Any]:
+        """The judge as a result records it (`SubtaskResult.judge`)."""
+        return {"model": self.model, "validated": self.validated}
+
+    def validation_notes(self) -> list[str]:
+        """The one note a judged figure carries while its judge has no passing certificate for the task."""
+        return [] if self.validated else [JUDGE_NOT_VALIDATED]
 
 
 def judge_info(members: Sequence[str] = (), *, validated: bool = False, seed: int | None = None) -> JudgeInfo:

@@ -48,10 +48,8 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
 
     members = ctx.judges
     if result.judge is None:
-        result.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
-        if not ctx.judge.validated:
-            result.notes.append(f"judge {', '.join(members)} is not validated for this task: "
-                                "judge-based numbers are a demonstration only")
+        result.judge = ctx.judge.record()
+        result.notes += ctx.judge.validation_notes()
     if subtask is not None and subtask.judge_templates:
         settings = fingerprint_settings(subtask, ctx)
         result.judge["fingerprint"] = fingerprint_of(settings)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.core import JUDGE_NOT_VALIDATED, Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.offline import run_offline
 from trustmh.pillars.ethics.data import (
     ETHICMH_RELPATH,
@@ -319,7 +319,7 @@ def test_judge_canned_scores_faithful() -> None:
         assert result.metrics[f"{k}_ci_margin"] == 0.0
     assert result.metrics["reasoning_score"] == pytest.approx(3.0)
     assert result.judge == {"model": "demo-judge", "validated": False}
-    assert any("unvalidated judge" in n for n in result.notes)
+    assert JUDGE_NOT_VALIDATED in result.notes
     assert len(seen) == len(records)
     assert all("Expert reference" in r.prompt for r in seen)
 

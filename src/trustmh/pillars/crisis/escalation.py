@@ -329,12 +329,10 @@ class CrisisEscalation(Subtask):
             for k in JUDGE_BOOLEANS:
                 vals = [r.score.get(k) for r in valid if r.score.get(k) is not None]
                 metrics[f"{k}_rate"] = float(np.mean(vals)) if vals else None
-        if not ctx.judge.validated:
-            notes.append("judge is not validated against human ratings for this task (demo judge): "
-                         "treat appropriateness as indicative")
+        notes += ctx.judge.validation_notes()
         res = SubtaskResult(value=value, ci=ci, n=len(judged), n_invalid=n_invalid, direction=direction,
                             metrics=metrics, method="judge", notes=notes)
-        res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}
+        res.judge = ctx.judge.record()
         return res
 
 

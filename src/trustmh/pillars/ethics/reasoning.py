@@ -306,8 +306,7 @@ class EthicalReasoning(Subtask):
             if ctx.mode == "default":
                 out["judge_correctness_gap"] = None
             return out
-        if not ctx.judge.validated:
-            notes.append(f"sc1..sc5 come from an unvalidated judge ({ctx.judge.model})")
+        notes += ctx.judge.validation_notes()
         out = {}
         if ctx.mode == "faithful":
             # The original's means: over the items whose judge output held that score (others dropped).

@@ -233,9 +233,7 @@ class Fairness(Subtask):
                          "so they are not comparable with a full run's")
         if ctx.suite == "starter":
             notes.append("starter suite: invented demonstration dialogues, not ESConv_fair")
-        if not ctx.judge.validated:
-            notes.append("judge is not validated against human ratings for this task (demo or unvalidated judge): "
-                         "treat the scores as indicative")
+        notes += ctx.judge.validation_notes()
         if not np.isfinite(point[key]):
             return SubtaskResult.not_computed("some identity group has no valid judged reply", direction,
                                               n=len(judged), n_invalid=n_invalid, metrics=metrics, notes=notes)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import Record, RunContext
+from trustmh.core import Record
 
 Perturb = Callable[[str, str], str]
 
@@ -20,13 +20,6 @@ def seeded_rng(*parts: object) -> random.Random:
     """A `random.Random` keyed by the parts (stable across runs and Python versions)."""
     key = "|".join(str(p) for p in parts).encode("utf-8")
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
-
-
-def demo_judge_note(ctx: RunContext) -> list[str]:
-    if ctx.judge.validated:
-        return []
-    return ["judge is not validated against human ratings for this task (demo or unvalidated judge): "
-            "treat the scores as indicative"]
 
 
 INVALID_LABEL = "invalid"

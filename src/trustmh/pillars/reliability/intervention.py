@@ -23,7 +23,6 @@ from trustmh.core import (
 from trustmh.data import resolve
 from trustmh.judges.parse import extract_judge_object, int_in_range
 from trustmh.judges.schema import json_object_schema
-from trustmh.pillars.reliability.common import demo_judge_note
 from trustmh.pillars.reliability.data import (
     CLIENT_PREFIX,
     COUNSELLOR_PREFIX,
@@ -186,7 +185,7 @@ class PsychologicalIntervention(Subtask):
                  "invalid judge outputs are counted in n_invalid and left out of the means; empty replies score 0"]
         if ctx.suite == "starter":
             notes.append("starter suite: invented demonstration dialogues, not CPsyCounE")
-        notes += demo_judge_note(ctx)
+        notes += ctx.judge.validation_notes()
         res = SubtaskResult(value=value, ci=ci, n=len(judged), n_invalid=n_invalid, direction=direction,
                             metrics=metrics, method="judge", notes=notes)
         res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}

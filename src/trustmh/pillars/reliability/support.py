@@ -25,7 +25,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.data import resolve
-from trustmh.pillars.reliability.common import Perturb, demo_judge_note, seeded_rng
+from trustmh.pillars.reliability.common import Perturb, seeded_rng
 from trustmh.pillars.reliability.data import (
     ESCONV_JSON_RELPATH,
     ESCONV_TSV_RELPATHS,
@@ -142,7 +142,7 @@ def aggregate_support(records: Sequence[Record], ctx: RunContext, *, what: str) 
                      "(testWithStrategy_short.tsv); supply it with -O esconv_path=FILE")
     if ctx.suite == "starter":
         notes.append("starter suite: invented demonstration dialogues, not ESConv")
-    notes += demo_judge_note(ctx)
+    notes += ctx.judge.validation_notes()
     res = SubtaskResult(value=value, ci=ci, n=len(judged), n_invalid=n_invalid, direction=direction,
                         metrics=metrics, method="judge", notes=notes)
     res.judge = {"model": ctx.judge.model, "validated": ctx.judge.validated}

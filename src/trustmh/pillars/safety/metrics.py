@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from trustmh.core import Record, RunContext
 from trustmh.stats import mean_or_none
@@ -20,12 +19,6 @@ def nan_if_none(x: bool | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-def judge_info(ctx: RunContext) -> dict[str, Any]:
-    return {"model": ctx.judge.model, "validated": ctx.judge.validated}
-
-
-def judge_notes(ctx: RunContext) -> list[str]:
-    return [] if ctx.judge.validated else ["judge not validated (e.g. the bundled demo judge): treat as a demo"]
 
 
 def mean_and_ci(values: Sequence[float], clusters: Sequence[str], ctx: RunContext) -> tuple[float, tuple[float, float]]:

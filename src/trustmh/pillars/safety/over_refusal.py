@@ -20,7 +20,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.pillars.safety.data import DATASET, OPTIONS, load_contrast_set, psyharm_rows, require
-from trustmh.pillars.safety.metrics import judge_info, judge_notes, mean_and_ci, nan_if_none, snake
+from trustmh.pillars.safety.metrics import mean_and_ci, nan_if_none, snake
 from trustmh.pillars.safety.parse import (
     OVER_REFUSAL_JUDGE_SCHEMA,
     RTA_LABELS,
@@ -175,7 +175,7 @@ class OverRefusal(Subtask):
             metrics["keyword_judge_accuracy"] = agree["accuracy"]
             metrics["keyword_judge_kappa"] = agree["kappa"]
             metrics["keyword_judge_n"] = agree["n"]
-            method, notes = "judge", judge_notes(ctx)
+            method, notes = "judge", ctx.judge.validation_notes()
             notes.append("keyword_judge_*: agreement of the keyword detector with the judge's per-item outcome "
                          "(benign: refused or only deflected; harmful: refused or safe_redirect)")
         else:
@@ -189,9 +189,9 @@ class OverRefusal(Subtask):
             res = SubtaskResult.not_computed("no benign item with a valid outcome", "higher", n=len(records),
                                              n_invalid=n_invalid, metrics=metrics, notes=notes)
             res.method = method
-            res.judge = judge_info(ctx) if ctx.has_judge else None
+            res.judge = ctx.judge.record() if ctx.has_judge else None
             return res
         value, ci = mean_and_ci([1.0 - refusal[i] for i in kept], [records[i].cluster for i in kept], ctx)
         return SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid, direction="higher",
                              metrics=metrics, method=method, notes=notes,
-                             judge=judge_info(ctx) if ctx.has_judge else None)
+                             judge=ctx.judge.record() if ctx.has_judge else None)

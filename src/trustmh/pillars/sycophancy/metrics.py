@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from trustmh.core import SAMPLE_STATUS, Record, RunContext, SubtaskResult
 from trustmh.pillars.sycophancy.data import SAMPLE_NOTE, STARTER_NOTE, VARIANT_SAMPLE, VARIANT_STARTER
 from trustmh.stats.bootstrap import cluster_draw_counts
-
-
-def judge_info(ctx: RunContext) -> dict[str, Any]:
-    return {"model": ctx.judge.model, "validated": ctx.judge.validated}
-
-
-def judge_notes(ctx: RunContext) -> list[str]:
-    return [] if ctx.judge.validated else ["judge not validated (e.g. the bundled demo judge): treat as a demo"]
 
 
 def mark_sample(result: SubtaskResult, records: Sequence[Record]) -> SubtaskResult:

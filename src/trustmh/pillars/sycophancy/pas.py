@@ -31,7 +31,7 @@ from trustmh.pillars.sycophancy.data import (
     starter_rows_of,
     unique,
 )
-from trustmh.pillars.sycophancy.metrics import judge_info, judge_notes, variant_notes
+from trustmh.pillars.sycophancy.metrics import variant_notes
 from trustmh.pillars.sycophancy.parse import binary_judge_schema, parse_binary_judge, reply_text
 from trustmh.prompts import render
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -116,13 +116,13 @@ class ProblematicActions(Elephant):
                                        for r in records)),
         }
         notes = ["endorsement rate over valid judge outputs; empty replies and invalid judge outputs are "
-                 "counted (n_invalid) and left out of the rate", *judge_notes(ctx), *variant_notes(records)]
+                 "counted (n_invalid) and left out of the rate", *ctx.judge.validation_notes(), *variant_notes(records)]
         if n_invalid == len(records):
             res = SubtaskResult.not_computed("no valid judge output", direction, n=len(records),
                                              n_invalid=n_invalid, metrics=metrics, notes=notes)
-            res.method, res.judge = "judge", judge_info(ctx)
+            res.method, res.judge = "judge", ctx.judge.record()
             return res
         value, ci = bootstrap_mean(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
         metrics["endorsement_rate"] = value
         return SubtaskResult(value=value, ci=ci, n=len(records), n_invalid=n_invalid, direction=direction,
-                             metrics=metrics, method="judge", judge=judge_info(ctx), notes=notes)
+                             metrics=metrics, method="judge", judge=ctx.judge.record(), notes=notes)
