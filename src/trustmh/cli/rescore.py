@@ -90,7 +90,7 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
         subtasks = {sid: pair[0] for sid, pair in per_model[model].items()}
         records = {sid: pair[1] for sid, pair in per_model[model].items()}
         run = RunResults(model=model, ctx=ctx, subtasks=subtasks, records=records,
-                         extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
+                         notice=ORIGINAL_NOTICE, source=str(source))
         runs.append(write_run(run, out / _safe_dir_name(model), report=run_report_html))
         items.append([r.to_dict() for recs in records.values() for r in recs])
 

@@ -116,7 +116,7 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     result = aggregate(subtask, records, ctx, 0)
     run = RunResults(model=f"published:{path.name}", ctx=ctx, subtasks={SUBTASK_ID: result},
                      records={SUBTASK_ID: records}, errors=errors,
-                     extra={"notice": NOTICE, "source": str(path), "judges": labels})
+                     notice=NOTICE, source=str(path), judges=labels)
     out = Path(out)
     write_run(run, out, report=run_report_html)
     paths = export_long_table(records, out)

@@ -76,8 +76,9 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
 
 
 def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
-             started: float, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
-    """Aggregate, write the run directory's results, scrub secrets, report errors."""
+             started: float, budget: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """Aggregate, write the run directory's results (with the budget's account, `run.budget.settle`, when
+    the run had one), scrub secrets, report errors."""
     ctx, results, errors = plan.ctx, plan.results, plan.errors
     for sid, subtask in plan.subtasks.items():
         results[sid] = aggregate(subtask, records.get(sid, []), ctx, plan.n_errors.get(sid, 0))
@@ -93,16 +94,14 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
     planned = plan.planned or {}
-    extra = {**(extra or {}), "usage": usage_rows(records, plan.spec.prices, planned.get("subtasks"))}
-    if planned:
-        extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
-                         "assumptions": planned["assumptions"]}
     spec = plan.spec
-    run_results = RunResults(model=spec.model, ctx=ctx, subtasks=results, records=records,
-                             model_reported=model_reported, errors=errors, options=spec.recorded_options(),
-                             extra={"generation": plan.generation,
-                                    **({"patient": spec.patient.to_json()} if spec.patient else {}),
-                                    **(extra or {})})
+    run_results = RunResults(
+        model=spec.model, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
+        errors=errors, options=spec.recorded_options(), generation=plan.generation, patient=spec.patient,
+        shard=spec.shard, budget=budget, usage=usage_rows(records, spec.prices, planned.get("subtasks")),
+        plan={key: planned[key] for key in ("totals", "wall_seconds", "assumptions")} if planned else None,
+        notice=None if spec.shard is None else (f"shard {spec.shard[0]}/{spec.shard[1]}: a slice of the items, "
+                                                "not a result; combine all shards with `trustmh merge`"))
     data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.certificates))
     for sid, subtask in plan.subtasks.items():
         if sid in records:
