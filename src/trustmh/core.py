@@ -53,6 +53,9 @@ class ChecksumError(TrustmhError):
     """A data file that exists but is not the registered one. Never a reason to fall back to other data."""
 
 
+# `--epochs N`: how many times a run may ask each item of a sub-task that repeats its items (a bound on cost).
+EPOCHS_MAX = 100
+
 # The largest seed trustmh sends: every provider that takes a seed accepts a signed 32-bit one (OpenAI, vLLM,
 # llama.cpp's unsigned 32-bit, Google's int32); a larger one would be refused, or cut, by some of them.
 SEED_MAX = 2**31 - 1
@@ -170,6 +173,9 @@ class RunContext:
     patient: Patient | None = None  # the simulated patient, when a sub-task of the run plays one
     # The run's ensemble rule (`-O ensemble`, checked once); None: each sub-task's declared rule.
     ensemble: EnsembleRule | None = None
+    # Repeated administrations (`--epochs N`): every item of a sub-task that repeats (`Subtask.repeats`) is
+    # asked this many times.
+    epochs: int = 1
 
     @property
     def has_judge(self) -> bool:
@@ -210,14 +216,15 @@ def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh"
                 judges: Sequence[str] = (), judge_validated: bool = False,
                 options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
                 max_retries: int = 3, cache: bool = True, model: str | None = None,
-                patient: Patient | None = None, ensemble: EnsembleRule | None = None) -> RunContext:
+                patient: Patient | None = None, ensemble: EnsembleRule | None = None,
+                epochs: int = 1) -> RunContext:
     """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
     certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
     first plays Inspect's `grader` role); they judge with the run's seed."""
     return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
                       judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
                       n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
-                      patient=patient, ensemble=ensemble)
+                      patient=patient, ensemble=ensemble, epochs=epochs)
 
 
 @dataclass
@@ -382,6 +389,9 @@ class Subtask:
     # (`-O ensemble=…`, `RunContext.ensemble_rule`) says otherwise: vote | median | mean
     # (`trustmh.judges.ensemble`).
     ensemble_rule: EnsembleRule = "vote"
+    # True when its items may be asked several times (`--epochs N`, `RunContext.epochs`): its `generation`
+    # asks `ctx.epochs` replies per item and its `aggregate` reads every epoch. False: each item once.
+    repeats: bool = False
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None

@@ -31,6 +31,11 @@ GLOBAL: dict[str, Option] = {
 }
 
 
+# Options that became flags: what to write instead.
+RETIRED = {"siri2_epochs": "--epochs N (every sub-task that repeats its items)",
+           "interjection_epochs": "--epochs N (every sub-task that repeats its items)"}
+
+
 def all_options() -> dict[str, Option]:
     """Every option of every sub-task, with the options of every run."""
     c = catalogue()
@@ -58,6 +63,8 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
     known = known_keys(ids)
     everywhere = all_options()
     for key, value in options.items():
+        if key in RETIRED:
+            raise TrustmhError(f"-O {key}: replaced by {RETIRED[key]}")
         if key not in known:
             where = "for the chosen sub-tasks" if key in everywhere else "anywhere"
             raise TrustmhError(f"-O {key}: unknown option {where}; known: {', '.join(sorted(known))}")

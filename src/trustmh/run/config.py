@@ -23,6 +23,7 @@ from typing import Any
 import trustmh
 from trustmh.catalogue import get_subtask, is_implemented, select
 from trustmh.core import (
+    EPOCHS_MAX,
     SEED_MAX,
     EnsembleRule,
     JudgeInfo,
@@ -59,6 +60,7 @@ class RunOptions:
     pillars: list[str] | None = None
     subtasks: list[str] | None = None
     limit: int | None = None
+    epochs: int = 1  # `--epochs N`: repeated administrations of the sub-tasks that repeat their items
     judge: Any = None
     no_judge: bool = False
     judge_validated: bool = False
@@ -123,6 +125,7 @@ class RunSpec:
     options: dict[str, Any]  # the user's own `-O` keys, as given
     trims: dict[str, Any]  # the offline demo's trims and the bundled model's reply cap (a user key wins)
     n_boot: int = 2000
+    epochs: int = 1  # `--epochs N`, 1..EPOCHS_MAX: for the sub-tasks that repeat their items (`Subtask.repeats`)
     timeout: int = 120
     max_retries: int = 3
     cache: bool = True
@@ -153,7 +156,7 @@ class RunSpec:
                            judges=self.judge.members, judge_validated=self.judge.validated,
                            options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
                            max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient,
-                           ensemble=self.ensemble)
+                           ensemble=self.ensemble, epochs=self.epochs)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of
@@ -253,6 +256,23 @@ def resolve_patient(opts: RunOptions, judge: JudgeInfo, judge_targets: list[Any]
     return Patient(models=(BUNDLED_MODEL,), source="the bundled model (no --patient, no judge)"), [BUNDLED_MODEL]
 
 
+def check_epochs(epochs: int, subtask_ids: list[str]) -> None:
+    """`--epochs N`: a whole number from 1 to EPOCHS_MAX, and above 1 only where a chosen sub-task repeats its
+    items (said once, with the sub-tasks it applies to)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= EPOCHS_MAX:
+        raise TrustmhError(f"--epochs {epochs!r}: must be a whole number from 1 to {EPOCHS_MAX}")
+    if epochs == 1:
+        return
+    repeating = [s for s in subtask_ids if is_implemented(s) and get_subtask(s).repeats]
+    if not repeating:
+        everywhere = [s.id for s in select(None, None, "default", "trustmh") if is_implemented(s.id)
+                      and get_subtask(s.id).repeats]
+        raise TrustmhError(f"--epochs {epochs}: none of the chosen sub-tasks repeats its items (those that do: "
+                           f"{', '.join(everywhere)})")
+    _log(f"--epochs {epochs}: every item asked {epochs} times in {', '.join(repeating)} (the other sub-tasks "
+         "ask each item once)")
+
+
 def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
     """The offline demo (the bundled model on the starter suite): minutes, not hours (benchmarks/demo.py
     times it); and the bundled model's reply cap in any run. The user's own `-O` keys win."""
@@ -303,6 +323,7 @@ def resolve(opts: RunOptions) -> RunSpec:
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     check_options(opts.options, chosen)
+    check_epochs(opts.epochs, chosen)
     patient, patient_targets = resolve_patient(opts, judge, judge_targets, chosen)
     roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
     roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
@@ -317,7 +338,7 @@ def resolve(opts: RunOptions) -> RunSpec:
                    out=opts.out, overwrite=opts.overwrite, shard=opts.shard, log_buffer=opts.log_buffer,
                    live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
                    budget=opts.budget, force=opts.force, latency=opts.latency,
-                   expect_reply_tokens=opts.expect_reply_tokens)
+                   expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs)
     _announce(spec, demo)
     return spec
 
@@ -333,6 +354,8 @@ def run_manifest(spec: RunSpec) -> dict[str, Any]:
         "model": spec.model, "suite": spec.suite, "mode": spec.mode, "seed": spec.seed, "limit": spec.limit,
         "judges": list(spec.judge.members), "judge_validated": spec.judge.validated,
         "subtasks": list(spec.subtasks), "options": spec.recorded_options(), "n_boot": spec.n_boot,
+        # one administration (the default) is left out, as manifests written before `--epochs` have it
+        **({"epochs": spec.epochs} if spec.epochs != 1 else {}),
     }, default=str))
 
 
@@ -352,4 +375,4 @@ def options_from_manifest(manifest: dict[str, Any], out: Path | Url) -> RunOptio
                       more_judges=judges[1:], no_judge=not judges,
                       judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
                       patient=patient, seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]),
-                      options=options)
+                      epochs=int(manifest.get("epochs", 1)), options=options)

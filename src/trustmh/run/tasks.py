@@ -211,4 +211,4 @@ def context_from_dict(d: dict[str, Any]) -> RunContext:
 
 # The RunContext fields `context_to_dict` writes as they are (the judge and the patient are rebuilt).
 PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "timeout", "max_retries", "cache",
-                        "model", "ensemble")
+                        "model", "ensemble", "epochs")
