@@ -254,3 +254,21 @@ def test_weakest_attribute_is_the_headline() -> None:
            "B": {"agreement": {"mae": {"value": 0.6, "ci": [0.5, 0.7]}, "icc_a1": {"value": 0.8, "ci": [0.5, 0.9]}}}}
     got = worst_attribute(per)
     assert (got["mae"]["attribute"], got["icc_a1"]["attribute"]) == ("A", "B")
+
+
+@pytest.mark.slow
+def test_certify_in_batch_mode_gives_the_live_certificate(run: dict, tmp_path: Path) -> None:
+    from batch_server import BatchServer
+
+    with pytest.MonkeyPatch.context() as mp, BatchServer(respond) as server:
+        for key, value in {**server.env(), "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(key, value)
+        ma, texts = build(tmp_path)
+        certs = tmp_path / "certs"
+        main(["judge", "certify", "--judge", "openai/gpt-4o", "--reference", "mentalalign", "--reference-path",
+              str(texts), "-O", f"mentalalign_dir={ma}", "--certificates", str(certs), "--n-boot", "200",
+              "--max-retries", "1", "--batch"])
+        (path,) = certs.glob("*.json")
+        cert = json.loads(path.read_text())
+    assert (cert["agreement"], len(server.live_bodies), len(server.answered_bodies) > 0) == (
+        run["cert"]["agreement"], 0, True)

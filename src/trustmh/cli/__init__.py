@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from trustmh.cli.args import at_least
+from trustmh.cli.args import add_batch_arguments, at_least
 from trustmh.cli.results import cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
 from trustmh.core import SEED_MAX, TrustmhError
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--judge", action="append", default=[], help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
                      "crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit"))
+    add_batch_arguments(res, conversations=False)
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 2)")

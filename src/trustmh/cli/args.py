@@ -71,3 +71,22 @@ def rate(value: str) -> float:
     if not number < 1:
         raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {value}")
     return number
+
+
+def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:
+    """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`)."""
+    p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch"), metavar="N",
+                   help="send the calls that can wait through the providers' batch APIs (OpenAI, Anthropic, "
+                   "Google, Together, Grok: about half price; other providers run live, and the run says which): "
+                   "every judge call and the model under test's single-turn replies. N: requests per batch "
+                   "(default Inspect's 100). A batch can take up to 24 hours; a killed run started again "
+                   "collects its batches instead of paying again (docs/cost.md#batch)")
+    if conversations:
+        p.add_argument("--batch-conversations", action="store_true",
+                       help="with --batch, batch the turns of multi-turn conversations too (model under test and "
+                       "simulated patient). Off by default: each turn waits for its own batch, which can take "
+                       "hours per turn")
+    p.add_argument("--no-prompt-cache", action="store_true",
+                   help="do not ask providers to cache prompt prefixes (on by default where the provider "
+                   "supports it: Anthropic's cache breakpoints through Inspect; OpenAI and Google cache long "
+                   "shared prefixes on their own)")

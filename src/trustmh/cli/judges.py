@@ -13,12 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-from trustmh.cli.args import MIN_N_BOOT, at_least
+from trustmh.cli.args import MIN_N_BOOT, add_batch_arguments, at_least
 from trustmh.core import TrustmhError
+from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certificates import certificates_dir, threshold_gaps
 from trustmh.judges.certify.core import certify, certify_context
 from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
 from trustmh.judges.review import export_review, import_review
+from trustmh.models.batch import mode_from_args
 
 # pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
 VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
@@ -52,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--limit", type=int, help="judge at most N reference items (stratified, seeded)")
     c.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="sub-task / judge options, as in `trustmh run` (e.g. ensemble=median)")
+    add_batch_arguments(c, conversations=False)
     c.add_argument("--work", metavar="DIR", help="where the judge's Inspect logs go (resume: same DIR; "
                    "default: <certificates>/work/<reference>)")
     c.add_argument("--timeout", type=int, default=120)
@@ -100,7 +103,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         assert source.load is not None
         ref = source.load(ctx, request)
         work = Path(args.work) if args.work else certs / "work" / ref.name
-        cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+        with provider_discounts(mode_from_args(args, work), prompt_cache=not args.no_prompt_cache):
+            cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:

@@ -13,7 +13,9 @@ from pathlib import Path
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import Mode, Record, SubtaskResult, TrustmhError, run_context
 from trustmh.data.locate import reset_resolved
+from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certify.core import bounded_judge
+from trustmh.models.batch import mode_from_args
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.moore_rescore import rescore_moore
@@ -116,5 +118,12 @@ def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) ->
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
-                   limit=args.limit)
+    mode = mode_from_args(args, args.out)
+    if mode is not None and (args.fmt != "mentalbench" or not args.judge):
+        # the other formats ask their judge one request at a time: a batch per request would take hours each
+        print(f"trustmh: --batch applies to `rescore --format mentalbench` with a --judge; {args.fmt} runs live",
+              file=sys.stderr)
+        mode = None
+    with provider_discounts(mode, prompt_cache=not args.no_prompt_cache):
+        return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                       limit=args.limit)

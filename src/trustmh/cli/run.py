@@ -9,6 +9,7 @@ from typing import Any
 
 from trustmh.cli.args import (
     MIN_N_BOOT,
+    add_batch_arguments,
     at_least,
     csv_list,
     key_value,
@@ -118,8 +119,9 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 def add_price_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", type=Path, metavar="FILE",
-                   help="price file (TOML: per model, input, output and cached_input per million tokens; see "
-                   "examples/prices.toml, whose figures are dated examples, not current prices)")
+                   help="price file (TOML: per model, input and output per million tokens, optionally "
+                   "cached_input, cache_write, batch_input and batch_output; see examples/prices.toml, whose "
+                   "figures are dated examples, not current prices)")
     p.add_argument("--latency", type=positive_float, metavar="SECONDS",
                    help="assumed seconds per call for the wall-time estimate (default 3)")
     p.add_argument("--expect-reply-tokens", type=at_least(1, "--expect-reply-tokens"), metavar="N",
@@ -144,6 +146,7 @@ def add_run_commands(sub: Any) -> None:
     add_run_arguments(run)
     add_price_arguments(run)
     add_budget_arguments(run)
+    add_batch_arguments(run)
 
     pln = sub.add_parser("plan", help="what a run will ask, cost and be able to decide, without any model call "
                          "(takes the arguments of `run`)",
@@ -159,6 +162,7 @@ def add_run_commands(sub: Any) -> None:
         if action.dest == "out":
             action.help = "write plan.json into this directory (default: print the table only)"
     add_price_arguments(pln)
+    add_batch_arguments(pln)
     pln.add_argument("--target-width", type=positive_float, metavar="W",
                      help="items needed per sub-task for a 95%% interval of total width W")
     pln.add_argument("--detect-difference", type=positive_float, metavar="D",
@@ -205,7 +209,9 @@ def run_options(args: argparse.Namespace) -> Any:
                       certificates=getattr(args, "certificates", None),
                       patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
                       expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
-                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None))
+                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None),
+                      batch=args.batch, batch_conversations=args.batch_conversations,
+                      prompt_cache=not args.no_prompt_cache)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ class RunResults:
     shard: tuple[int, int] | None = None  # (i, N): the slice of the items this run is
     budget: dict[str, Any] | None = None  # the spending limit's account (`run.budget.settle`)
     usage: dict[str, Any] | None = None  # calls and tokens per sub-task and role (`results.usage.usage_rows`)
-    plan: dict[str, Any] | None = None  # the cost estimate's totals, wall time and assumptions
+    plan: dict[str, Any] | None = None  # the cost estimate: totals, wall time, assumptions (`run.finalize.plan_block`)
     # What the results are when not a whole run of a model (a shard, a rescoring of published outputs), in
     # place of the starter suite's notice; and a rescoring's provenance:
     notice: str | None = None

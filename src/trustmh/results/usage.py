@@ -1,9 +1,10 @@
 """Usage and cost per sub-task and role, from the records' call counts (`Record.metadata["usage"]`, written
 by the run for every sample), with the plan's figures beside them (docs/cost.md). Plain Python.
 
-Per (sub-task, role, model): calls, calls answered by the response cache (not paid), input tokens charged at
-the full rate, output tokens, input tokens the provider read from its prompt cache, and the cost where the
-price file knows the model ("price unknown" otherwise, never 0).
+Per (sub-task, role, model): calls, calls answered by the response cache (not paid), calls sent through the
+provider's batch API, input and output tokens of live calls (full rate), input and output tokens of batched
+calls (batch rate), input tokens the provider read from its prompt cache and wrote to it, and the cost at each
+kind's own rate where the price file knows the model ("price unknown" otherwise, never 0).
 """
 
 from __future__ import annotations
@@ -12,10 +13,34 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trustmh.core import Record
-from trustmh.prices import PRICE_UNKNOWN, Price, cost
+from trustmh.prices import PRICE_UNKNOWN, Price, cost_of_counts
 
 USAGE_KEY = "usage"
-FIELDS = ("calls", "cached_calls", "input_tokens", "output_tokens", "cached_tokens")
+FIELDS = ("calls", "cached_calls", "batch_calls", "input_tokens", "output_tokens", "batch_input_tokens",
+          "batch_output_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def count_call(row: dict[str, int], usage: Any, cached: bool, batched: bool) -> dict[str, int]:
+    """Add one finished call to a (role, model) row of counts; returns the tokens it added (what it costs).
+    `usage` is the call's Inspect `ModelUsage` (input_tokens excludes the cache's reads and writes); a call
+    the response cache answered (`cached`) is counted but adds no token; `batched`: sent through a batch."""
+    for f in FIELDS:
+        row.setdefault(f, 0)
+    row["calls"] += 1
+    if cached:
+        row["cached_calls"] += 1
+        return {}
+    if usage is None:
+        return {}
+    added = {("batch_input_tokens" if batched else "input_tokens"): int(usage.input_tokens or 0),
+             ("batch_output_tokens" if batched else "output_tokens"): int(usage.output_tokens or 0),
+             "cached_tokens": int(usage.input_tokens_cache_read or 0),
+             "cache_write_tokens": int(usage.input_tokens_cache_write or 0)}
+    if batched:
+        row["batch_calls"] += 1
+    for key, value in added.items():
+        row[key] += value
+    return added
 
 
 def usage_rows(records: Mapping[str, Sequence[Record]], prices: Mapping[str, Price] | None = None,
@@ -37,7 +62,7 @@ def usage_rows(records: Mapping[str, Sequence[Record]], prices: Mapping[str, Pri
         plan_roles = {(r["role"], r["model"]): r for r in ((planned or {}).get(sid) or {}).get("roles", [])}
         rows = []
         for (role, model), counts in sorted(sums.items()):
-            value = cost(prices.get(model), counts["input_tokens"], counts["output_tokens"], counts["cached_tokens"])
+            value = cost_of_counts(prices.get(model), counts)
             if value is None:
                 unpriced.add(model)
             else:
@@ -49,7 +74,8 @@ def usage_rows(records: Mapping[str, Sequence[Record]], prices: Mapping[str, Pri
             p = plan_roles.get((role, model))
             if p is not None:
                 row["planned"] = {"calls": p["calls"], "input_tokens": p["input_tokens"],
-                                  "output_tokens": p["output_tokens"], "cost": p["cost"]}
+                                  "output_tokens": p["output_tokens"], "cost": p["cost"],
+                                  **({"cost_scenarios": p["cost_scenarios"]} if "cost_scenarios" in p else {})}
             rows.append(row)
         if rows:
             out[sid] = rows

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError, notice
-from trustmh.prices import Price, cost
+from trustmh.prices import Price, cost_of_counts
 from trustmh.storage import Url, write_text_atomic
 
 # The exit code of a run stopped because its counted cost reached the budget.
@@ -42,9 +42,10 @@ class Budget:
     spent: float = 0.0  # including what earlier invocations of the same run spent
     unpriced: set[str] = field(default_factory=set)  # models the price file does not list: counted as 0
 
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        """Count one finished call (not one the response cache answered)."""
-        value = cost(self.prices.get(model), input_tokens, output_tokens, cached_tokens)
+    def charge(self, model: str, counts: dict[str, int]) -> None:
+        """Count one finished call (not one the response cache answered): its tokens as
+        `trustmh.results.usage.count_call` counts them (live, batched, cached, cache writes), each at its rate."""
+        value = cost_of_counts(self.prices.get(model), counts)
         if value is None:
             self.unpriced.add(model)
         else:
@@ -92,8 +93,11 @@ def over_budget(planned: dict[str, Any], amount: float) -> str | None:
     planned_cost = planned["totals"]["cost"]
     if planned_cost["price_unknown"]:
         return f"price unknown for {', '.join(planned_cost['price_unknown'])}: the run's cost cannot be bounded"
-    if planned_cost["max"] > amount:
-        return f"the plan's upper estimate {planned_cost['max']:.4f} is over the budget {amount:g}"
+    top, what = planned_cost["max"], "the plan's upper estimate"
+    if (planned.get("batch") or {}).get("on"):  # a batched run is bounded at the batch rates
+        top, what = planned["totals"]["cost_scenarios"]["batch"]["max"], "the plan's upper estimate at batch rates"
+    if top > amount:
+        return f"{what} {top:.4f} is over the budget {amount:g}"
     return None
 
 

@@ -18,6 +18,7 @@ from inspect_ai.util import JSONSchema
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
+from trustmh.models.batch import batching, call_settings
 from trustmh.run.usage import note_call
 
 ITEM_KEY = "trustmh_item"
@@ -33,15 +34,19 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
     return Item(**metadata[ITEM_KEY])
 
 
-async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0) -> TaskState:
+async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0,
+                        conversation: bool = False) -> TaskState:
     """One reply of the model under test, cached. A provider that answers 200 with no choices at all
     (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
     already cached the empty answer, which would otherwise come back on every retry, now and on resume.
-    `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own."""
+    `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own.
+    In batch mode a single-turn reply is batched; a conversation's turn only with --batch-conversations."""
+    fields = call_settings(str(ctx.model or ""), conversation)
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
-            state = await generate(state, cache=cache_policy(ctx, attempt))
-            note_call("model", str(ctx.model or state.output.model), state.output)
+            with batching("batch" in fields):
+                state = await generate(state, cache=cache_policy(ctx, attempt), **fields)
+            note_call("model", str(ctx.model or state.output.model), state.output, batched="batch" in fields)
             return state
         except IndexError:
             if attempt == (reask + 1) * MAX_ATTEMPTS:
@@ -88,14 +93,18 @@ def judge_model(ctx: RunContext, index: int = 0) -> Model:
 
 
 async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1, role: str = "judge") -> str:
-    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx))
+    # a judge waits for its verdict anyway: in batch mode every judge call is batched
+    fields = call_settings(str(model))
+    config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx)).merge(
+        GenerateConfig(**fields))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
         config.response_schema = judge_response_schema(req, ctx)
 
     async def ask(attempt: int) -> str:
         # each attempt has its own cache entry, so a re-ask reaches the judge again
-        output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
-        note_call(role, str(model), output)
+        with batching("batch" in fields):
+            output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        note_call(role, str(model), output, batched="batch" in fields)
         return output.completion
 
     return await ask_until_valid(ask, req.validate)

@@ -102,6 +102,11 @@ class RunOptions:
     force: bool = False
     latency: float | None = None
     expect_reply_tokens: int | None = None
+    # `--batch [N]` (None: live; 0: Inspect's batch size), `--batch-conversations`, `--no-prompt-cache`
+    # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
+    batch: int | None = None
+    batch_conversations: bool = False
+    prompt_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,9 @@ class RunSpec:
     force: bool = False
     latency: float | None = None
     expect_reply_tokens: int | None = None
+    batch: int | None = None  # `--batch [N]` (None: live; 0: Inspect's batch size)
+    batch_conversations: bool = False
+    prompt_cache: bool = True
 
     @property
     def sub_task_options(self) -> dict[str, Any]:
@@ -338,7 +346,8 @@ def resolve(opts: RunOptions) -> RunSpec:
                    out=opts.out, overwrite=opts.overwrite, shard=opts.shard, log_buffer=opts.log_buffer,
                    live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
                    budget=opts.budget, force=opts.force, latency=opts.latency,
-                   expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs)
+                   expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs, batch=opts.batch,
+                   batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache)
     _announce(spec, demo)
     return spec
 

@@ -19,6 +19,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    GenerateConfig,
     Model,
     get_model,
 )
@@ -28,6 +29,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from trustmh.core import RunContext
 from trustmh.judges.reask import ask_until_valid
 from trustmh.models import BUNDLED_MODEL
+from trustmh.models.batch import batching, call_settings
 from trustmh.multiturn import (
     PATIENT_ROLE,
     SCRIPT_MODEL,
@@ -101,8 +103,11 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 async def patient_line(attempt: int, asked: Model = patient, messages: Any = move.messages,
                                        said_by: list[str | None] = said_by) -> str:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
-                    out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt))
-                    note_call("patient", str(asked), out)
+                    fields = call_settings(str(asked), conversation=True)
+                    with batching("batch" in fields):
+                        out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt),
+                                                   config=GenerateConfig(**fields))
+                    note_call("patient", str(asked), out, batched="batch" in fields)
                     said_by.append(out.model)
                     return out.completion
 
@@ -118,7 +123,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                 nonlocal state
                 if attempt > 1 and state.messages and state.messages[-1].role == "assistant":
                     state.messages.pop()  # the empty reply: the same conversation is asked again
-                state = await generate_once(state, generate, ctx, reask=attempt - 1)
+                state = await generate_once(state, generate, ctx, reask=attempt - 1, conversation=True)
                 return state.output.completion
 
             await ask_until_valid(model_reply, said_something)

@@ -21,15 +21,27 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, judge_tokens, max_reasks
+from trustmh.discounts import (
+    RoleTokens,
+    batch_wall_time,
+    batched,
+    scenario_costs,
+    scenario_totals,
+    table_lines,
+)
 from trustmh.judges.ensemble import fans_out
+from trustmh.models.batch import BatchMode, live_providers
+from trustmh.models.batch import provider as provider_of
 from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages, read_system_prompt
 from trustmh.prices import Price, cost
+from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixTracker, min_cacheable
 from trustmh.run.outlook import gate_outlook, items_text, power
 from trustmh.run.tokens import APPROXIMATE, Tokenizer, placeholder
 
@@ -58,6 +70,8 @@ class RoleTally:
     output_expected: int = 0
     output_max: int = 0  # every call at its cap, every re-ask made
     chain: int = 0  # the longest chain of calls one sample makes in this role (no re-asks)
+    cached_read: int = 0  # input a prefix cache could read: a conversation turn's earlier turns
+    cache_write: int = 0  # ... and the input it would write (explicit caches, e.g. Anthropic's)
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "model": self.model, "samples": self.samples,
@@ -67,12 +81,17 @@ class RoleTally:
 
 
 class _Replay:
-    def __init__(self, ctx: RunContext, expected: Mapping[str, int], tokenizers: dict[str, Tokenizer]) -> None:
+    def __init__(self, ctx: RunContext, expected: Mapping[str, int], tokenizers: dict[str, Tokenizer],
+                 mode: BatchMode | None = None, conversation: bool = False) -> None:
         self.ctx = ctx
         self.expected = expected
         self.tokenizers = tokenizers
         self.tallies: dict[tuple[str, str], RoleTally] = {}
         self._seen: set[tuple[str, str, str]] = set()
+        self.mode = mode or BatchMode()
+        self.conversation = conversation
+        self.batched_calls = 0  # calls batch mode would batch (for the wall time's batch rounds)
+        self.prefixes: dict[tuple[str, str, str], PrefixTracker] = {}  # (role, model, template) -> prefix
 
     def tokenizer(self, model: str) -> Tokenizer:
         if model not in self.tokenizers:
@@ -80,11 +99,26 @@ class _Replay:
         return self.tokenizers[model]
 
     def call(self, sample_key: str, role: str, model: str, messages: list[dict[str, str]], cap: int,
-             expected: int, attempts: int = 1, reask_messages: list[list[dict[str, str]]] | None = None) -> None:
-        """One call (and what its re-asks would add: `attempts` in all, `reask_messages` when they differ)."""
+             expected: int, attempts: int = 1, reask_messages: list[list[dict[str, str]]] | None = None,
+             template: str | None = None, cached_prefix: int = 0) -> int:
+        """One call (and what its re-asks would add: `attempts` in all, `reask_messages` when they differ);
+        `template`: the judge request's name, whose prompts' shared prefix a prompt cache could read;
+        `cached_prefix`: the tokens of this call's prompt that an earlier call of the sample sent (a
+        conversation's earlier turns), read from the cache when the provider's minimum allows. Returns the
+        call's input tokens."""
         tally = self.tallies.setdefault((role, model), RoleTally(role=role, model=model))
         tok = self.tokenizer(model)
         n = tok.prompt_tokens(messages)
+        minimum = min_cacheable(model)
+        if cached_prefix and minimum is not None and cached_prefix >= minimum:
+            tally.cached_read += cached_prefix
+            if provider_of(model) in EXPLICIT_CACHE:
+                tally.cache_write += n - cached_prefix
+        if template is not None:
+            self.prefixes.setdefault((role, model, template), PrefixTracker()).add(
+                str(messages[-1].get("content") or ""), n)
+        if self.mode.batches(model, conversation=self.conversation and role in ("model", "patient")):
+            self.batched_calls += 1
         tally.calls_min += 1
         tally.calls_max += attempts
         tally.input_min += n
@@ -97,6 +131,13 @@ class _Replay:
         if (sample_key, role, model) not in self._seen:
             self._seen.add((sample_key, role, model))
             tally.samples += 1
+        return n
+
+
+def template_of(request_name: str) -> str:
+    """A conversation judge request's template: its name without the turn and the test-retest repeat
+    ("turn3:crisis#2" -> "crisis"), so one template's prompts are measured together."""
+    return re.sub(r"turn\d+:", "", request_name.split("#")[0])
 
 
 def _judge_role(ctx: RunContext, req: JudgeRequest, member: str | None) -> tuple[str, str]:
@@ -137,7 +178,7 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
         for req in requests:
             role, who = _judge_role(ctx, req, member)
             r.call(key, role, who, [{"role": "user", "content": req.prompt}], judge_tokens(req, ctx),
-                   r.expected[role], attempts=MAX_ATTEMPTS)
+                   r.expected[role], attempts=MAX_ATTEMPTS, template=req.name)
 
 
 def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model: str, cap: int) -> None:
@@ -151,22 +192,25 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     patient = ctx.patient.label if ctx.patient else "patient"
     patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
     turns: list[dict[str, Any]] = []
+    sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
         if move.text is not None:
             said = move.text
         else:
-            r.call(key, "patient", patient, list(move.messages or []), patient_cap, r.expected["patient"])
+            sent["patient"] = r.call(key, "patient", patient, list(move.messages or []), patient_cap,
+                                     r.expected["patient"], cached_prefix=sent["patient"])
             said = placeholder(min(patient_cap, r.expected["patient"]))
         turns.append({"role": PATIENT_ROLE, "content": said, "model": patient, "turn": i, "marks": {}})
-        r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"])
+        sent["model"] = r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"],
+                               cached_prefix=sent["model"])
         turns.append({"role": "model", "content": placeholder(min(cap, r.expected["model"])), "model": model,
                       "turn": i, "marks": {}})
     if ctx.has_judge:  # the requests already carry their test-retest repeats ("name#2")
         for req in subtask.conversation_judge_requests(item, turns, ctx):
             r.call(key, "judge", str(ctx.judges[0] if ctx.judges else ctx.judge.model),
                    [{"role": "user", "content": req.prompt}], judge_tokens(req, ctx), r.expected["judge"],
-                   attempts=MAX_ATTEMPTS)
+                   attempts=MAX_ATTEMPTS, template=template_of(req.name))
 
 
 # ------------------------------------------------------------------------------------------------- plan
@@ -180,6 +224,7 @@ class PlanSettings:
     detect_difference: float | None = None
     pilot: str | Path | None = None
     policy: str | Path | None = None
+    batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
 
 
 def plan_settings(spec: Any, **more: Any) -> PlanSettings:
@@ -188,6 +233,8 @@ def plan_settings(spec: Any, **more: Any) -> PlanSettings:
     if spec.expect_reply_tokens:
         expected["model"] = int(spec.expect_reply_tokens)
     settings = PlanSettings(prices=dict(spec.prices), expected=expected, **more)
+    if getattr(spec, "batch", None) is not None:
+        settings.batch = BatchMode(size=spec.batch or None, conversations=spec.batch_conversations)
     if spec.latency:
         settings.latency = float(spec.latency)
     return settings
@@ -208,10 +255,15 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
     samples_per: dict[str, int] = {}
     chain = 0
+    # the batch figures: this run's batch mode, or what --batch would batch (priced side by side either way)
+    mode = settings.batch or BatchMode(conversations=False)
+    batched_rounds = 0
+    discounted: list[tuple[RoleTokens, dict[str, Any]]] = []
+    shares: list[dict[str, Any]] = []
     for task in plan.tasks:
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]
-        r = _Replay(ctx, settings.expected, tokenizers)
+        r = _Replay(ctx, settings.expected, tokenizers, mode, isinstance(subtask, ConversationSubtask))
         cap = int(plan.generation[sid]["max_tokens"])
         epochs = int(plan.generation[sid]["samples"])
         n_items = 0
@@ -221,18 +273,31 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
             planned.append(item)
             n_items += 1
             for epoch in range(1, epochs + 1):
-                before = sum(t.calls_min for t in r.tallies.values())
+                before, batched_before = sum(t.calls_min for t in r.tallies.values()), r.batched_calls
                 if isinstance(subtask, ConversationSubtask):
                     replay_conversation(r, subtask, item, epoch, model, cap)
                 else:
                     replay_single(r, subtask, item, epoch, model, cap)
                 chain = max(chain, sum(t.calls_min for t in r.tallies.values()) - before)
+                batched_rounds = max(batched_rounds, r.batched_calls - batched_before)
         items_per[sid] = n_items
         primary_per[sid] = subtask.primary_items(planned)
         samples_per[sid] = n_items * epochs
         subtasks[sid] = {"items": n_items, "samples": n_items * epochs,
                          "roles": [_priced(t, settings.prices, tokenizers) for t in r.tallies.values()]}
         all_tallies.extend((sid, t) for t in r.tallies.values())
+        sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)
+                      for (role, who, template), tracker in r.prefixes.items()]
+        shares.extend(x.to_json() for x in sub_shares)
+        for row, t in zip(subtasks[sid]["roles"], r.tallies.values(), strict=True):
+            mine = [x for x, key in zip(sub_shares, r.prefixes, strict=True) if key[:2] == (t.role, t.model)]
+            tokens = RoleTokens(t.role, t.model, isinstance(subtask, ConversationSubtask), t.input_min,
+                                t.input_max, t.output_expected, t.output_max,
+                                t.cached_read + sum(x.cached_read for x in mine),
+                                t.cache_write + sum(x.cache_write for x in mine))
+            row["cost_scenarios"] = scenario_costs(tokens, settings.prices.get(t.model), mode)
+            row["batched"] = batched(tokens, mode)
+            discounted.append((tokens, row["cost_scenarios"]))
     for sid in plan.derived:
         subtasks.setdefault(sid, {"items": items_per.get(plan.derived[sid].derived_from, 0),
                                   "samples": 0, "roles": [],
@@ -240,8 +305,15 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     for sid in plan.hidden:
         subtasks.get(sid, {})["note"] = "run only for a derived sub-task"
     totals = _totals(all_tallies, settings.prices)
+    totals["cost_scenarios"] = scenario_totals(discounted)
+    totals["rate_fallbacks"] = {m: p.fallbacks() for m, p in sorted(settings.prices.items())
+                                if m in {t.model for _, t in all_tallies} and p.fallbacks()}
     connections = spec.max_connections or DEFAULT_CONNECTIONS
     wall = wall_time(totals["calls"]["min"], totals["calls"]["max"], chain, connections, settings.latency)
+    models = sorted({t.model for _, t in all_tallies})
+    batch_info = {"on": settings.batch is not None, "conversations": mode.conversations,
+                  "size": mode.size, "live_providers": live_providers(models), "batched_rounds": batched_rounds,
+                  "wall_seconds": batch_wall_time(wall, batched_rounds)}
     return {
         "model": model, "suite": spec.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
         "judges": ctx.judges, "patient": spec.patient.to_json() if spec.patient else None,
@@ -251,9 +323,11 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
             "tokenizers": {m: t.note for m, t in sorted(tokenizers.items())},
             "calls": "min: no re-ask and every judge reply valid; max: every re-ask the run allows",
             "cost": "expected: min calls at the expected reply length; max: max calls, every reply at its cap; "
-                    "no provider prefix caching assumed",
+                    "no provider prefix caching assumed (cost_scenarios: batch rates for the batched roles, "
+                    "cached reads of each judge template's shared prefix after its first call)",
         },
         "priced": bool(settings.prices), "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
+        "batch": batch_info, "prompt_cache": shares,
         "not_run": {sid: res.reason for sid, res in plan.results.items()},
         "gate": gate_outlook(samples_per, items_per, settings, ctx, primary_per),
         **({"power": power(plan, items_per, settings)}
@@ -335,6 +409,9 @@ def table(data: Mapping[str, Any]) -> str:
               f"{a['latency_seconds']:g} s per call (assumed)",
               *(f"tokens of {', '.join(models)}: {note}" for note, models in _by_note(a["tokenizers"]).items()),
               f"expected reply lengths (tokens): {', '.join(f'{k} {v}' for k, v in a['expected_output_tokens'].items())}"]
+    if "batch" in data:
+        lines += table_lines(t["cost_scenarios"], data["batch"], data["prompt_cache"], t.get("rate_fallbacks") or {},
+                             priced=bool(data.get("priced")))
     for sid, reason in data.get("not_run", {}).items():
         lines.append(f"not run: {sid}: {reason}")
     gate = data["gate"]

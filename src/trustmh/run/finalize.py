@@ -75,6 +75,13 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                             "score fields were recovered and used")
 
 
+def plan_block(planned: dict[str, Any]) -> dict[str, Any]:
+    """results.json's `plan`: the estimate's totals, wall time and assumptions, and its batch figures when the
+    run was batched."""
+    return {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
+            "assumptions": planned["assumptions"], **({"batch": planned["batch"]} if "batch" in planned else {})}
+
+
 def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
              started: float, budget: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
     """Aggregate, write the run directory's results (with the budget's account, `run.budget.settle`, when
@@ -99,7 +106,7 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
         model=spec.model, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
         errors=errors, options=spec.recorded_options(), generation=plan.generation, patient=spec.patient,
         shard=spec.shard, budget=budget, usage=usage_rows(records, spec.prices, planned.get("subtasks")),
-        plan={key: planned[key] for key in ("totals", "wall_seconds", "assumptions")} if planned else None,
+        plan=plan_block(planned) if planned else None,
         notice=None if spec.shard is None else (f"shard {spec.shard[0]}/{spec.shard[1]}: a slice of the items, "
                                                 "not a result; combine all shards with `trustmh merge`"))
     data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.certificates))

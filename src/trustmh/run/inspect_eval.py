@@ -10,10 +10,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trustmh.core import notice
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved
+from trustmh.inspect_compat import cache_urls_moved, provider_discounts
+from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
+from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
 from trustmh.run.select import RunPlan
 from trustmh.storage import Url
@@ -54,7 +57,8 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
     else:
         max_tasks = DEFAULT_MAX_TASKS
     display = spec.display or (None if sys.stderr.isatty() else "plain")
-    with response_cache_dir(out), cache_urls_moved(spec.cache_moved):
+    mode = batch_mode(plan, out)
+    with response_cache_dir(out), cache_urls_moved(spec.cache_moved), provider_discounts(mode, spec.prompt_cache):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -75,6 +79,27 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             **kwargs,
         )
     return list(logs)
+
+
+def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
+    """The run's batch mode (`--batch`), its journal in the run directory, and which models run live."""
+    spec = plan.spec
+    if spec.batch is None:
+        return None
+    models = [spec.model, *plan.ctx.judges, *(spec.patient.models if spec.patient else ())]
+    live = live_providers([str(m) for m in models])
+    if live:
+        notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
+    conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]
+    if conversations and not spec.batch_conversations:
+        notice(f"--batch: the turns of {', '.join(conversations)} stay live (--batch-conversations batches them: "
+             "hours per turn); their judges are batched")
+    if isinstance(out, Url):
+        notice("--batch with a run directory at a URL: no batch journal is kept, so a run killed while batches are "
+             "in flight submits (and pays for) their requests again when started again")
+    return BatchMode(size=spec.batch or None, conversations=spec.batch_conversations,
+                     journal_dir=None if isinstance(out, Url) else Path(out),
+                     tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 
 def log_settings(spec: RunSpec, display: str | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustmh.results.usage import USAGE_KEY  # noqa: F401  (the record key, defined once)
+from trustmh.results.usage import USAGE_KEY, count_call  # noqa: F401  (USAGE_KEY: the record key, defined once)
 from trustmh.run.budget import active_budget
 
 _STORE_KEY = "trustmh_usage"
@@ -27,25 +27,16 @@ def _last_call_cached() -> bool:
     return False
 
 
-def note_call(role: str, model: str, output: Any) -> None:
-    """Count one finished call of this sample (and charge it to the budget unless the cache answered it)."""
+def note_call(role: str, model: str, output: Any, batched: bool = False) -> None:
+    """Count one finished call of this sample (and charge it to the budget unless the cache answered it);
+    `batched`: it went through the provider's batch API (billed at the batch rates)."""
     from inspect_ai.util import store
 
-    cached = _last_call_cached()
-    usage = getattr(output, "usage", None)
-    row = sample_usage().setdefault(role, {}).setdefault(model, {
-        "calls": 0, "cached_calls": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0})
-    row["calls"] += 1
-    if cached:
-        row["cached_calls"] += 1
-    elif usage is not None:
-        cached_read = int(usage.input_tokens_cache_read or 0)
-        row["input_tokens"] += int(usage.input_tokens or 0)
-        row["output_tokens"] += int(usage.output_tokens or 0)
-        row["cached_tokens"] += cached_read
-        budget = active_budget()
-        if budget is not None:
-            budget.charge(model, int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached_read)
+    row = sample_usage().setdefault(role, {}).setdefault(model, {})
+    added = count_call(row, getattr(output, "usage", None), _last_call_cached(), batched)
+    budget = active_budget()
+    if budget is not None and added:
+        budget.charge(model, added)
     store().set(_STORE_KEY, sample_usage())
 
 

@@ -1,0 +1,165 @@
+"""Batch mode through Inspect's OpenAI provider against the loopback Batch API (tests/support/batch_server.py):
+a partly failed batch re-asks only its failed requests, an expired batch is submitted again (bounded), a
+call not marked for batching goes live, and a run that stops with a batch in flight collects that batch when
+it starts again instead of submitting its requests anew (the journal, trustmh.models.batch)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.model import BatchConfig, GenerateConfig, get_model
+
+from batch_server import BatchServer
+from trustmh.inspect_compat import journaled_batches
+from trustmh.models.batch import JOURNAL, batching
+
+QUESTIONS = ["one", "two", "three"]
+
+
+def model(retries: int = 3, name: str = BatchServer.model_name()) -> Any:
+    return get_model(name, memoize=False, config=GenerateConfig(
+        batch=BatchConfig(size=len(QUESTIONS), send_delay=0.2, tick=0.1), max_retries=retries, seed=0,
+        max_tokens=64))
+
+
+async def ask_all(m: Any) -> list[str]:
+    # the call's own retries: Inspect lets an earlier eval's retry settings reach a model's later calls
+    config = GenerateConfig(max_retries=m.config.max_retries)
+    with batching(True):
+        outs = await asyncio.gather(*[m.generate(f"question {q}", config=config) for q in QUESTIONS])
+    return [o.completion for o in outs]
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def use(server: BatchServer) -> BatchServer:
+        server.start()
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        return server
+    return use
+
+
+def echo(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
+    return f"answer to {messages[-1]['content']}"
+
+
+@pytest.mark.slow  # Inspect's back-off before a retry: seconds
+def test_a_partly_failed_batch_asks_again_only_its_failed_request(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model()))
+    assert answers == [f"answer to question {q}" for q in QUESTIONS]
+    assert sorted(server.submitted_bodies.values()) == [1, 1, 2]
+
+
+@pytest.mark.slow
+def test_a_partly_failed_batch_answers_each_request_once(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        asyncio.run(ask_all(model()))
+    assert server.twice() == {}
+
+
+@pytest.mark.slow
+def test_an_expired_batch_is_submitted_again(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, expire_batches=1)) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model()))
+    statuses = [b.status for b in server.batches.values()]
+    assert (answers, statuses[0], set(statuses[1:]), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], "expired", {"completed"}, {})
+
+
+@pytest.mark.slow
+def test_batches_that_keep_expiring_stop_after_the_retries(env: Any, tmp_path: Path) -> None:
+    # the expired line is retried once, then given up
+    with env(BatchServer(echo, expire_batches=100)) as server, journaled_batches(tmp_path), \
+            pytest.raises(Exception, match="InternalServerError"):
+        asyncio.run(ask_all(model(retries=1)))
+    assert max(server.submitted_bodies.values()) == 2  # the first submission and one retry (--max-retries 1)
+
+
+def test_a_call_not_marked_for_batching_goes_live_on_a_model_that_batches(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo)) as server, journaled_batches(tmp_path):
+        m = model()
+
+        async def both() -> str:
+            await ask_all(m)
+            return (await m.generate("a live turn")).completion
+        assert (asyncio.run(both()), len(server.live_bodies)) == ("answer to a live turn", 1)
+
+
+def killed_with_batch_in_flight(env: Any, server: BatchServer, journal: Path, name: str = BatchServer.model_name()
+                                ) -> None:
+    """A first run whose process stops while its batch is at the provider (its tasks are cancelled, and
+    nothing of its batcher survives: the second run builds a new model and a new batcher)."""
+    async def first() -> None:
+        task = asyncio.ensure_future(ask_all(model(name=name)))
+        for _ in range(400):  # bounded: 20 s for the first batch to be journaled
+            if (journal / JOURNAL).exists():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("no batch was journaled")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with journaled_batches(journal):
+        asyncio.run(first())
+
+
+def test_a_restarted_run_collects_its_batch_in_flight_instead_of_submitting_again(env: Any,
+                                                                                   tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model()))
+    assert (answers, len(server.batches), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, {})
+
+
+def test_a_restarted_run_after_its_batch_finished_pays_nothing_again(env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=0.5)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        while next(iter(server.batches.values())).status == "in_progress":  # the provider finishes it alone
+            server._advance(next(iter(server.batches.values())))
+        with journaled_batches(tmp_path):
+            asyncio.run(ask_all(model()))
+    assert (sum(server.answered_bodies.values()), sum(server.submitted_bodies.values())) == (3, 3)
+
+
+CLAUDE = "anthropic/claude-sonnet-4-5"  # Inspect's Anthropic provider, pointed at the loopback (ANTHROPIC_BASE_URL)
+
+
+@pytest.mark.slow
+def test_anthropic_a_partly_failed_batch_asks_again_only_its_failed_request(env: Any, tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_all(model(name=CLAUDE)))
+    assert (answers, sorted(server.submitted_bodies.values())) == (
+        [f"answer to question {q}" for q in QUESTIONS], [1, 1, 2])
+
+
+def test_anthropic_a_restarted_run_collects_its_batch_in_flight(env: Any, tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path, name=CLAUDE)
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model(name=CLAUDE)))
+    assert (answers, len(server.batches), server.twice()) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, {})
+
+
+@pytest.mark.parametrize(("prompt_cache", "marked"), [(True, True), (False, False)])
+def test_anthropic_prompt_caching_is_on_unless_turned_off(env: Any, prompt_cache: bool, marked: bool) -> None:
+    pytest.importorskip("anthropic")
+    from trustmh.models import batch
+
+    with env(BatchServer(echo)) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "PROMPT_CACHE", prompt_cache)
+        m = get_model(CLAUDE, memoize=False, config=GenerateConfig(max_tokens=64))
+        asyncio.run(m.generate("a prompt", config=GenerateConfig(**batch.call_settings(CLAUDE))))
+    (body,) = server.live_bodies
+    assert ("cache_control" in body) is marked
