@@ -17,6 +17,9 @@ from typing import Any, Literal
 Mode = Literal["faithful", "default"]
 Direction = Literal["higher", "lower"]
 MODES: tuple[Mode, ...] = ("faithful", "default")
+# How an ensemble of judges combines scale scores (`trustmh.judges.ensemble`).
+EnsembleRule = Literal["vote", "median", "mean"]
+ENSEMBLE_RULES: tuple[EnsembleRule, ...] = ("vote", "median", "mean")
 
 NOT_COMPUTED = "not_computed"
 # A value computed on a fallback sample (only with `-O allow_sample=1`): shown, never read as the dataset's.
@@ -49,6 +52,9 @@ class TrustmhError(Exception):
 class ChecksumError(TrustmhError):
     """A data file that exists but is not the registered one. Never a reason to fall back to other data."""
 
+
+# `--epochs N`: how many times a run may ask each item of a sub-task that repeats its items (a bound on cost).
+EPOCHS_MAX = 100
 
 # The largest seed trustmh sends: every provider that takes a seed accepts a signed 32-bit one (OpenAI, vLLM,
 # llama.cpp's unsigned 32-bit, Google's int32); a larger one would be refused, or cut, by some of them.
@@ -101,8 +107,8 @@ class JudgeRequest:
 
 @dataclass
 class JudgeInfo:
-    """The run's judges: `model` is the first (Inspect's `grader` role), `members` every member of an
-    ensemble in order (`--judge` repeated; empty for one judge given by `model` alone)."""
+    """The run's judges: `model` is the first (Inspect's `grader` role), `members` every judge in order
+    (`--judge` repeated for an ensemble). Built by `judge_info`."""
 
     model: str | None
     validated: bool
@@ -121,6 +127,13 @@ class JudgeInfo:
     def validation_notes(self) -> list[str]:
         """The one note a judged figure carries while its judge has no passing certificate for the task."""
         return [] if self.validated else [JUDGE_NOT_VALIDATED]
+
+
+def judge_info(members: Sequence[str] = (), *, validated: bool = False, seed: int | None = None) -> JudgeInfo:
+    """The judges from their labels in order (the first is Inspect's `grader` role; none: no judge). The one
+    place a JudgeInfo is built."""
+    labels = tuple(str(m) for m in members)
+    return JudgeInfo(model=labels[0] if labels else None, validated=validated, seed=seed, members=labels)
 
 
 @dataclass(frozen=True)
@@ -142,13 +155,13 @@ class Patient:
 
 @dataclass
 class RunContext:
-    """Everything a sub-task needs to know about the run, and nothing about Inspect."""
+    """Everything a sub-task needs to know about the run, and nothing about Inspect. Built by `run_context`."""
 
     mode: Mode = "default"
     seed: int = 0
     suite: str = "trustmh"  # "starter" | "trustmh" | "mentalbench"
     limit: int | None = None
-    judge: JudgeInfo = field(default_factory=lambda: JudgeInfo(model=None, validated=False))
+    judge: JudgeInfo = field(default_factory=judge_info)
     options: dict[str, Any] = field(default_factory=dict)  # sub-task specific knobs (user paths...)
     n_boot: int = 2000
     # Bounds for every model call of the run (model under test, judges, any other role): seconds per
@@ -158,6 +171,11 @@ class RunContext:
     cache: bool = True  # Inspect's response cache for the model under test and the judges
     model: str | None = None  # the label of the model under test (sub-tasks that compare sources read it)
     patient: Patient | None = None  # the simulated patient, when a sub-task of the run plays one
+    # The run's ensemble rule (`-O ensemble`, checked once); None: each sub-task's declared rule.
+    ensemble: EnsembleRule | None = None
+    # Repeated administrations (`--epochs N`): every item of a sub-task that repeats (`Subtask.repeats`) is
+    # asked this many times.
+    epochs: int = 1
 
     @property
     def has_judge(self) -> bool:
@@ -169,6 +187,13 @@ class RunContext:
         if self.judge.members:
             return list(self.judge.members)
         return [self.judge.model] if self.judge.model else []
+
+    def ensemble_rule(self, subtask: Subtask | type[Subtask] | None) -> EnsembleRule:
+        """How an ensemble of judges combines `subtask`'s scale scores: the run's rule, else the sub-task's
+        declared one (`Subtask.ensemble_rule`; the base class's for no sub-task)."""
+        if self.ensemble is not None:
+            return self.ensemble
+        return (subtask or Subtask).ensemble_rule
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json records them: the sub-tasks' options, with the labels of the model
@@ -185,6 +210,21 @@ class RunContext:
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
         return truthy(self.options.get(name, default))
+
+
+def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh", limit: int | None = None,
+                judges: Sequence[str] = (), judge_validated: bool = False,
+                options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
+                max_retries: int = 3, cache: bool = True, model: str | None = None,
+                patient: Patient | None = None, ensemble: EnsembleRule | None = None,
+                epochs: int = 1) -> RunContext:
+    """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
+    certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
+    first plays Inspect's `grader` role); they judge with the run's seed."""
+    return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
+                      judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
+                      n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
+                      patient=patient, ensemble=ensemble, epochs=epochs)
 
 
 @dataclass
@@ -354,9 +394,13 @@ class Subtask:
     requires_judge: bool = False
     # True when it plays a simulated patient (the Inspect `patient` role; `--patient`).
     needs_patient: bool = False
-    # How an ensemble of judges (`--judge` repeated) combines scale scores unless `-O ensemble=…` says
-    # otherwise: vote | median | mean (`trustmh.judges.ensemble`).
-    ensemble_rule: str = "vote"
+    # How an ensemble of judges (`--judge` repeated) combines scale scores unless the run's rule
+    # (`-O ensemble=…`, `RunContext.ensemble_rule`) says otherwise: vote | median | mean
+    # (`trustmh.judges.ensemble`).
+    ensemble_rule: EnsembleRule = "vote"
+    # True when its items may be asked several times (`--epochs N`, `RunContext.epochs`): its `generation`
+    # asks `ctx.epochs` replies per item and its `aggregate` reads every epoch. False: each item once.
+    repeats: bool = False
     # A sub-task whose records are another's (same items, same replies, same judge calls): a run executes
     # only that one and aggregates these from its records (e.g. antitoxic from jailbreak_resistance).
     derived_from: str | None = None

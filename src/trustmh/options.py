@@ -13,6 +13,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
 from trustmh.core import MAX_ATTEMPTS, MAX_TOKENS, Option, TrustmhError
+from trustmh.judges.ensemble import ensemble_option
 
 # Options of every run (the glue, the judges, the run itself).
 GLOBAL: dict[str, Option] = {
@@ -30,6 +31,11 @@ GLOBAL: dict[str, Option] = {
     "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1, maximum=100),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
 }
+
+
+# Options that became flags: what to write instead.
+RETIRED = {"siri2_epochs": "--epochs N (every sub-task that repeats its items)",
+           "interjection_epochs": "--epochs N (every sub-task that repeats its items)"}
 
 
 def all_options() -> dict[str, Option]:
@@ -59,11 +65,13 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
     known = known_keys(ids)
     everywhere = all_options()
     for key, value in options.items():
+        if key in RETIRED:
+            raise TrustmhError(f"-O {key}: replaced by {RETIRED[key]}")
         if key not in known:
             where = "for the chosen sub-tasks" if key in everywhere else "anywhere"
             raise TrustmhError(f"-O {key}: unknown option {where}; known: {', '.join(sorted(known))}")
-        if key == "ensemble" and str(value) not in ("vote", "median", "mean"):
-            raise TrustmhError(f"-O ensemble={value!r}: use vote, median or mean")
+        if key == "ensemble":
+            ensemble_option(options)
         minimum = known[key].minimum
         if minimum is not None and not isinstance(value, int):
             try:

@@ -197,7 +197,7 @@ CASES: dict[str, Case] = {
     **{f"run {flag} {v}": (run_args(flag, v), flag) for flag, vals in {
         "--limit": ["0", "-5", "abc", "1.5"], "--timeout": ["0", "-1", "x"], "--max-retries": ["-1", "x"],
         "--max-connections": ["0", "-2"], "--n-boot": ["0", "10", "-1"], "--seed": ["-1", "x", "2147483648", str(2**64)],
-        "--max-tasks": ["0"], "--tier2-limit": ["0", "y"]}.items() for v in vals},
+        "--max-tasks": ["0"], "--tier2-limit": ["0", "y"], "--epochs": ["0", "101", "x"]}.items() for v in vals},
     # unknown names
     "unknown sub-task": (run_args("--subtasks", "no_such_task"), "unknown sub-task"),
     "unknown pillar": (run_args("--pillars", "astrology"), "unknown pillar"),
@@ -225,6 +225,9 @@ CASES: dict[str, Case] = {
     "-O ensemble=bogus": (run_args("-O", "ensemble=bogus"), "ensemble"),
     "-O fairness_contexts=x": (run_args("--pillars", "fairness", "-O", "fairness_contexts=x"), "fairness_contexts"),
     "-O min_valid=0": (run_args("-O", "min_valid=0"), "min_valid"),
+    "--epochs where no sub-task repeats": (run_args("--subtasks", "knowledge", "--epochs", "2"),
+                                           "none of the chosen sub-tasks repeats"),
+    "-O siri2_epochs (retired)": (run_args("--subtasks", "knowledge", "-O", "siri2_epochs=2"), "replaced by --epochs"),
     # conflicting options
     "--judge with --no-judge": (lambda t, d: ["run", *NOWHERE, "--judge", "openai-api/nowhere/j", "--no-judge",
                                               "--out", str(t / "o")], "contradict"),

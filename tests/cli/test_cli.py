@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,14 @@ def test_missing_crisis_data_names_the_option(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
     with pytest.raises(TrustmhError, match="-O crisis_dir=FOLDER"):
         crisis_file("test")
+
+
+def test_the_epochs_help_names_every_subtask_that_repeats() -> None:
+    """`--epochs`'s help lists the sub-tasks it applies to: exactly those that declare `repeats`."""
+    from trustmh.catalogue import ALL_TASKS, get_subtask, is_implemented
+    from trustmh.cli import build_parser
+
+    run = next(a for a in build_parser()._subparsers._group_actions[0].choices["run"]._actions  # type: ignore[union-attr]
+               if "--epochs" in a.option_strings)
+    named = set(re.findall(r"[a-z0-9_]+/[a-z0-9_]+", run.help or ""))
+    assert named == {i.id for i in ALL_TASKS if is_implemented(i.id) and get_subtask(i.id).repeats}

@@ -8,15 +8,16 @@ import pytest
 
 from trustmh import prompts
 from trustmh.catalogue import catalogue
-from trustmh.core import JudgeInfo, RunContext
+from trustmh.core import EnsembleRule, JudgeInfo, RunContext
 from trustmh.judges import certificates as C
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.stats.judge_agreement import judge_agreement
 
 
-def ctx(judge: str = "openai/judge-a", judges: tuple[str, ...] = (), **options: object) -> RunContext:
+def ctx(judge: str = "openai/judge-a", judges: tuple[str, ...] = (), ensemble: EnsembleRule | None = None,
+        **options: object) -> RunContext:
     return RunContext(judge=JudgeInfo(model=judges[0] if judges else judge, validated=False, members=judges),
-                      options=dict(options))
+                      options=dict(options), ensemble=ensemble)
 
 
 def test_every_judged_subtask_declares_existing_judge_templates() -> None:

@@ -112,6 +112,25 @@ def test_combine_member_scores_vote_mean_and_min_valid() -> None:
     assert lenient["score"] == 3
 
 
+def test_the_ensemble_rule_is_resolved_once_into_the_spec_and_its_context() -> None:
+    """`-O ensemble` is read once into the spec; without it each sub-task keeps its declared rule."""
+    from trustmh.pillars.mentalbench.generation import MentalBenchGeneration
+    from trustmh.run.config import RunOptions, resolve
+
+    def request(**options: str) -> RunOptions:
+        return RunOptions(model=canned_model(lambda p, m, c: REFUSAL),
+                          judge=canned_model(lambda p, m, c: "{}", "judge-a"),
+                          more_judges=[canned_model(lambda p, m, c: "{}", "judge-b")], suite="starter",
+                          subtasks=["jailbreak_resistance"], options=options)
+
+    declared = resolve(request()).context()
+    assert declared.ensemble_rule(JailbreakResistance) == "vote"
+    assert declared.ensemble_rule(MentalBenchGeneration) == "mean"
+    spec = resolve(request(ensemble="median"))
+    assert spec.ensemble == "median"
+    assert spec.context().ensemble_rule(MentalBenchGeneration) == "median"
+
+
 def test_ensemble_through_inspect_reports_member_agreement(tmp_path: Path) -> None:
     from trustmh.run.config import RunOptions
     from trustmh.run.execute import run

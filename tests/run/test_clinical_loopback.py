@@ -40,10 +40,11 @@ def _run(out: Path, model: str, subtasks: str, monkeypatch: pytest.MonkeyPatch) 
             monkeypatch.setenv(key, value)
         stigma = ["-O", f"moore_dir={MOORE}"] if "stigma" in subtasks else []
         code = main(["run", "--model", server.model_name(model), "--suite", "trustmh", "--subtasks", subtasks,
-                     "-O", f"siri2_dir={SIRI2}", *stigma, "-O", "siri2_epochs=2",
+                     "-O", f"siri2_dir={SIRI2}", *stigma, "--epochs", "2",
                      "--seed", "3", "--out", str(out), "--display", "none", "--n-boot", "200"])
     assert code == 0
-    return json.loads((out / "results.json").read_text())["subtasks"]
+    data = json.loads((out / "results.json").read_text())
+    return {**data["subtasks"], "_generation": data["generation"]}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,25 @@ def test_a_model_answering_the_expert_mean_scores_zero(expert_run: dict[str, Any
 
 def test_every_rating_of_every_administration_is_counted(expert_run: dict[str, Any]) -> None:
     assert expert_run["clinical/siri2"]["metrics"]["n_ratings"] == 14  # 7 replies x 2 epochs
+
+
+def test_the_generation_block_records_the_runs_epochs(expert_run: dict[str, Any]) -> None:
+    siri2 = expert_run["_generation"]["clinical/siri2"]
+    assert (siri2["epochs"], siri2["samples"]) == (2, 2)
+
+
+def test_a_subtask_that_asks_once_ignores_the_epochs(expert_run: dict[str, Any]) -> None:
+    stigma = expert_run["_generation"]["fairness/stigma"]
+    assert ("epochs" in stigma, stigma["samples"]) == (False, 1)
+
+
+def test_plan_counts_every_administration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")  # plan makes no call
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    assert main(["plan", "--model", "openai-api/loop/m", "--suite", "trustmh", "--subtasks", "siri2", "-O",
+                 f"siri2_dir={SIRI2}", "--epochs", "3", "--out", str(tmp_path)]) == 0
+    planned = json.loads((tmp_path / "plan.json").read_text())["subtasks"]["clinical/siri2"]
+    assert (planned["items"], planned["samples"]) == (7, 21)
 
 
 def test_stigma_rate_of_a_model_answering_the_first_option(expert_run: dict[str, Any]) -> None:

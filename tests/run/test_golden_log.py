@@ -7,7 +7,7 @@ import pytest
 
 from fixture_paths import FIXTURES
 from trustmh.catalogue import get_subtask
-from trustmh.core import JudgeInfo, RunContext
+from trustmh.core import RunContext, judge_info
 from trustmh.run.collect import read_log, records_from_log
 from trustmh.run.tasks import context_from_dict
 
@@ -20,7 +20,7 @@ def test_golden_log_reads_back() -> None:
     assert log.eval.metadata["trustmh_subtask"] == "ethics/ethical_reasoning"
     ctx = context_from_dict(log.eval.metadata["trustmh_context"])
     assert ctx == RunContext(mode="default", seed=3, suite="starter", limit=3,
-                             judge=JudgeInfo(model="mockllm/judge", validated=False, seed=3), n_boot=100)
+                             judge=judge_info(["mockllm/judge"], seed=3), n_boot=100)
     records, n_errors, reported = records_from_log(log)
     assert n_errors == 0
     assert reported == "canned"

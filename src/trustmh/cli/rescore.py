@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
-from trustmh.core import JudgeInfo, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.core import Mode, Record, SubtaskResult, TrustmhError, run_context
 from trustmh.data.locate import reset_resolved
 from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certify.core import bounded_judge
@@ -67,8 +67,7 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
 
 def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0) -> int:
     """Released Ethics (12 models) and Privacy (6 models) outputs → `out/<model>/results.json` each."""
-    ctx = RunContext(mode=mode, seed=seed, suite="trustmh-original-released",
-                     judge=JudgeInfo(model=None, validated=False, seed=seed))
+    ctx = run_context(mode=mode, seed=seed, suite="trustmh-original-released")
     per_model: dict[str, dict[str, tuple[SubtaskResult, list[Record]]]] = {}
     found = []
     ethics_dir = source / "TrustMH_Bench" / "DimGroup2" / "Ethics" / "outputs"
@@ -93,7 +92,7 @@ def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful"
         subtasks = {sid: pair[0] for sid, pair in per_model[model].items()}
         records = {sid: pair[1] for sid, pair in per_model[model].items()}
         run = RunResults(model=model, ctx=ctx, subtasks=subtasks, records=records,
-                         extra={"notice": ORIGINAL_NOTICE, "source": str(source)})
+                         notice=ORIGINAL_NOTICE, source=str(source))
         runs.append(write_run(run, out / _safe_dir_name(model), report=run_report_html))
         items.append([r.to_dict() for recs in records.values() for r in recs])
 

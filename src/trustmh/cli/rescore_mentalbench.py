@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import JudgeInfo, Mode, RunContext, TrustmhError
+from trustmh.core import Mode, TrustmhError, run_context
 from trustmh.data import resolve
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.pillars.mentalbench.data import find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
 from trustmh.report import run_report_html
@@ -94,9 +95,8 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head", **(options or {})}
     if len(judges) > 1 and not all(isinstance(j, str) for j in judges):
         raise TrustmhError("an ensemble of judges must be given as model strings")
-    judge = JudgeInfo(model=labels[0], validated=False, seed=seed, members=tuple(labels) if len(labels) > 1 else ())
-    ctx = RunContext(mode=mode, seed=seed, suite="mentalbench", limit=limit, judge=judge, options=opts,
-                     n_boot=n_boot, model=f"published:{path.name}")
+    ctx = run_context(mode=mode, seed=seed, suite="mentalbench", limit=limit, judges=labels, options=opts,
+                      n_boot=n_boot, model=f"published:{path.name}", ensemble=ensemble_option(opts))
     subtask = get_subtask(SUBTASK_ID)
     task = build_task(SUBTASK_ID, ctx)
     _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "
@@ -116,7 +116,7 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     result = aggregate(subtask, records, ctx, 0)
     run = RunResults(model=f"published:{path.name}", ctx=ctx, subtasks={SUBTASK_ID: result},
                      records={SUBTASK_ID: records}, errors=errors,
-                     extra={"notice": NOTICE, "source": str(path), "judges": labels})
+                     notice=NOTICE, source=str(path), judges=labels)
     out = Path(out)
     write_run(run, out, report=run_report_html)
     paths = export_long_table(records, out)

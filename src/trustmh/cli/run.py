@@ -28,7 +28,7 @@ from trustmh.cli.args import (
     rate,
     shard_arg,
 )
-from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
 from trustmh.run.budget import BUDGET_EXIT
 from trustmh.storage import cli_path
 
@@ -55,6 +55,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      "Samples can be more: fairness asks each context in 17 identity variants, privacy "
                      "awareness draws several samples per item, robustness asks each item at each "
                      "perturbation level; results.json records the samples of each sub-task")
+    run.add_argument("--epochs", type=at_least(1, "--epochs", EPOCHS_MAX), default=1, metavar="N",
+                     help=f"repeated administrations, 1 to {EPOCHS_MAX}: every item of the sub-tasks that repeat "
+                     "their items (clinical/siri2, crisis/interjections) is asked N times; their intervals then "
+                     "cover the repeats too (default 1)")
     run.add_argument("--judge", action="append", default=[], type=model_name("--judge"),
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
@@ -205,7 +209,7 @@ def run_options(args: argparse.Namespace) -> Any:
             raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
         options[key] = str(value)
     return RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
+                      limit=args.limit, epochs=args.epochs, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
                       judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
                       max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
                       display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,

@@ -66,7 +66,7 @@ def fingerprint_settings(subtask: type[Subtask] | Subtask, ctx: RunContext) -> d
     if not subtask.judge_templates:
         raise TrustmhError(f"{subtask.id}: no judge_templates declared, so its judge cannot be fingerprinted")
     members = sorted(ctx.judges)
-    aggregator, min_valid = ensemble_settings(ctx.options, max(1, len(members)), subtask.ensemble_rule)
+    aggregator, min_valid = ensemble_settings(ctx, subtask, max(1, len(members)))
     chars = ctx.options.get("judge_text_chars")
     return {
         "subtask": subtask.id,

@@ -6,8 +6,9 @@ sub-task's `aggregate` reads, so no sub-task needs to know it is being judged by
 
 * integer and real scores: `vote` (the median rounded half up: it keeps every score a valid level of its
   scale, so rate and level comparisons in the aggregates stay meaningful), `median` or `mean`
-  (`-O ensemble=…`). Without `-O ensemble` the sub-task's declared rule applies (`Subtask.ensemble_rule`:
-  `vote` unless it says otherwise; MentalBench, whose attribute scores are averaged, declares `mean`);
+  (`-O ensemble=…`, read once into `RunContext.ensemble`). Without it the sub-task's declared rule applies
+  (`Subtask.ensemble_rule`: `vote` unless it says otherwise; MentalBench, whose attribute scores are
+  averaged, declares `mean`); `RunContext.ensemble_rule` gives a sub-task's rule;
 * booleans and labels: the majority; a tie goes to the first-listed judge (deterministic, stated);
 * anything else (lists, objects, free text): the first valid member's value.
 
@@ -26,23 +27,43 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import Item, JudgeRequest, RunContext, Subtask, TrustmhError, truthy
+from trustmh.core import (
+    ENSEMBLE_RULES,
+    EnsembleRule,
+    Item,
+    JudgeRequest,
+    RunContext,
+    Subtask,
+    TrustmhError,
+    truthy,
+)
 from trustmh.stats.agreement import krippendorff_alpha
 
-AGGREGATORS = ("vote", "median", "mean")
-DEFAULT_RULE = "vote"  # = core.Subtask.ensemble_rule
+AGGREGATORS = ENSEMBLE_RULES
+DEFAULT_RULE: EnsembleRule = Subtask.ensemble_rule
 MEMBERS_KEY = "members"
 # Keys that describe the model's reply or the bookkeeping, never a judge's opinion.
 _NOT_JUDGED = {"valid", "judge_valid", "correct", "epoch", MEMBERS_KEY, "n_judges_valid"}
 
 
-def ensemble_settings(options: Mapping[str, Any], n_members: int, default: str = DEFAULT_RULE) -> tuple[str, int]:
-    """(aggregator, min_valid) from `-O ensemble=…` (else the sub-task's `default`) and `-O min_valid=N`,
-    checked."""
-    aggregator = str(options.get("ensemble", default))
-    if aggregator not in AGGREGATORS:
-        raise TrustmhError(f"-O ensemble={aggregator!r}: use one of {', '.join(AGGREGATORS)}")
-    raw = options.get("min_valid", n_members)
+def ensemble_option(options: Mapping[str, Any]) -> EnsembleRule | None:
+    """The run's ensemble rule from `-O ensemble=…` (None when not given), checked: read once, where a run,
+    a certification or a rescoring builds its context (`RunContext.ensemble`)."""
+    value = options.get("ensemble")
+    if value is None:
+        return None
+    for rule in AGGREGATORS:
+        if str(value) == rule:
+            return rule
+    raise TrustmhError(f"-O ensemble={value!r}: use vote, median or mean")
+
+
+def ensemble_settings(ctx: RunContext, subtask: Subtask | type[Subtask] | None, n_members: int
+                      ) -> tuple[EnsembleRule, int]:
+    """(aggregator, min_valid) of `subtask`'s ensemble: the context's rule for it (`RunContext.ensemble_rule`)
+    and `-O min_valid=N` (default every member), checked."""
+    aggregator = ctx.ensemble_rule(subtask)
+    raw = ctx.options.get("min_valid", n_members)
     try:
         min_valid = int(raw)
     except (TypeError, ValueError):
@@ -192,7 +213,7 @@ def judged_score(subtask: Subtask, item: Item, response: str,
     if len(outputs_by_member) == 1:
         outputs = next(iter(outputs_by_member.values()))
         return subtask.score(item, response, outputs, ctx), dict(outputs)
-    aggregator, min_valid = ensemble_settings(ctx.options, len(outputs_by_member), subtask.ensemble_rule)
+    aggregator, min_valid = ensemble_settings(ctx, subtask, len(outputs_by_member))
     scores = {m: subtask.score(item, response, out, ctx) for m, out in outputs_by_member.items()}
     raw = {f"{name}@{m}": text for m, out in outputs_by_member.items() for name, text in out.items()}
     return combine_member_scores(scores, aggregator, min_valid), raw

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID
-from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, clean_json
+from trustmh.core import Patient, Record, RunContext, SubtaskResult, TrustmhError, clean_json
 from trustmh.data.files import csv_text, read_jsonl
 from trustmh.data.locate import resolved_files
 from trustmh.results.leaderboard import normalised_summary
@@ -34,9 +34,20 @@ class RunResults:
     records: dict[str, list[Record]] = field(default_factory=dict)
     model_reported: str | None = None
     errors: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
     # The options as recorded (None: the context's, `RunContext.recorded_options`); a run adds its endpoint.
     options: dict[str, Any] | None = None
+    # What results.json holds beside the results where it applies (None: left out). A run's:
+    generation: dict[str, dict[str, Any]] | None = None  # per sub-task decoding (`run.select.RunPlan.generation`)
+    patient: Patient | None = None  # the simulated patient
+    shard: tuple[int, int] | None = None  # (i, N): the slice of the items this run is
+    budget: dict[str, Any] | None = None  # the spending limit's account (`run.budget.settle`)
+    usage: dict[str, Any] | None = None  # calls and tokens per sub-task and role (`results.usage.usage_rows`)
+    plan: dict[str, Any] | None = None  # the cost estimate: totals, wall time, assumptions (`run.finalize.plan_block`)
+    # What the results are when not a whole run of a model (a shard, a rescoring of published outputs), in
+    # place of the starter suite's notice; and a rescoring's provenance:
+    notice: str | None = None
+    source: str | None = None  # the folder or file rescored
+    judges: list[str] | None = None  # the judges of a rescoring
 
     def to_json(self) -> dict[str, Any]:
         summary = normalised_summary({k: v for k, v in self.subtasks.items()}, self.ctx.mode)
@@ -64,7 +75,13 @@ class RunResults:
         if self.ctx.suite == "starter":
             out["notice"] = ("starter suite: items written by trustmh as a demonstration of the pipeline; "
                              "not a substitute for the real datasets")
-        out.update(self.extra)
+        if self.notice is not None:
+            out["notice"] = self.notice
+        bookkeeping = {"generation": self.generation,
+                       "patient": None if self.patient is None else self.patient.to_json(),
+                       "shard": None if self.shard is None else list(self.shard), "budget": self.budget,
+                       "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges}
+        out.update({key: value for key, value in bookkeeping.items() if value is not None})
         return clean_json(out)
 
 

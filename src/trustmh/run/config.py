@@ -22,8 +22,20 @@ from typing import Any
 
 import trustmh
 from trustmh.catalogue import get_subtask, is_implemented, select
-from trustmh.core import SEED_MAX, JudgeInfo, Mode, Patient, RunContext, TrustmhError
+from trustmh.core import (
+    EPOCHS_MAX,
+    SEED_MAX,
+    EnsembleRule,
+    JudgeInfo,
+    Mode,
+    Patient,
+    RunContext,
+    TrustmhError,
+    judge_info,
+    run_context,
+)
 from trustmh.inspect_compat import model_provider_known
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
@@ -48,6 +60,7 @@ class RunOptions:
     pillars: list[str] | None = None
     subtasks: list[str] | None = None
     limit: int | None = None
+    epochs: int = 1  # `--epochs N`: repeated administrations of the sub-tasks that repeat their items
     judge: Any = None
     no_judge: bool = False
     judge_validated: bool = False
@@ -108,12 +121,16 @@ class RunSpec:
     limit: int | None  # after the offline demo's default
     subtasks: tuple[str, ...]  # the chosen sub-task ids, in catalogue order
     judge: JudgeInfo  # the judges: first member, every member, validated
+    # How an ensemble of judges combines scores (`-O ensemble`, checked); None: each sub-task's declared rule
+    # (`RunContext.ensemble_rule` gives the rule of a sub-task).
+    ensemble: EnsembleRule | None
     patient: Patient | None  # the simulated patient, when a chosen sub-task plays one
     roles: dict[str, Any]  # Inspect model roles: grader, grader_2…, patient, patient_2…
     endpoint: dict[str, Any] | None  # {url, send, session} of `--endpoint` (a product's API)
     options: dict[str, Any]  # the user's own `-O` keys, as given
     trims: dict[str, Any]  # the offline demo's trims and the bundled model's reply cap (a user key wins)
     n_boot: int = 2000
+    epochs: int = 1  # `--epochs N`, 1..EPOCHS_MAX: for the sub-tasks that repeat their items (`Subtask.repeats`)
     timeout: int = 120
     max_retries: int = 3
     cache: bool = True
@@ -143,10 +160,11 @@ class RunSpec:
 
     def context(self) -> RunContext:
         """The run's one RunContext (what a sub-task knows of the run)."""
-        return RunContext(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit, judge=self.judge,
-                          options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
-                          max_retries=self.max_retries, cache=self.cache, model=self.model,
-                          patient=self.patient)
+        return run_context(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
+                           judges=self.judge.members, judge_validated=self.judge.validated,
+                           options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
+                           max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient,
+                           ensemble=self.ensemble, epochs=self.epochs)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of
@@ -208,20 +226,20 @@ def resolve_judges(opts: RunOptions, model: str) -> tuple[JudgeInfo, list[Any]]:
     """The judges (typed) and what Inspect is given for each member. No --model means the bundled model,
     judged by itself as an unvalidated demo judge."""
     if opts.no_judge:
-        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+        return judge_info(seed=opts.seed), []
     if opts.judge:
         targets = [opts.judge, *opts.more_judges]
     elif model == BUNDLED_MODEL:
         targets = [BUNDLED_MODEL]
     else:
-        return JudgeInfo(model=None, validated=False, seed=opts.seed), []
+        return judge_info(seed=opts.seed), []
     for target in targets:
         check_model_name(target, "--judge")
     members = tuple(str(t) for t in targets)
     if len(set(members)) != len(members):
         raise TrustmhError(f"a judge is listed twice in the ensemble: {', '.join(members)}")
     validated = opts.judge_validated and members[0] != BUNDLED_MODEL
-    return JudgeInfo(model=members[0], validated=validated, seed=opts.seed, members=members), targets
+    return judge_info(members, validated=validated, seed=opts.seed), targets
 
 
 def resolve_patient(opts: RunOptions, judge: JudgeInfo, judge_targets: list[Any], subtask_ids: list[str]
@@ -244,6 +262,23 @@ def resolve_patient(opts: RunOptions, judge: JudgeInfo, judge_targets: list[Any]
         # the judge's own model object where one was given (tests)
         return Patient(models=(judge.model,), source="the run's judge"), judge_targets[:1]
     return Patient(models=(BUNDLED_MODEL,), source="the bundled model (no --patient, no judge)"), [BUNDLED_MODEL]
+
+
+def check_epochs(epochs: int, subtask_ids: list[str]) -> None:
+    """`--epochs N`: a whole number from 1 to EPOCHS_MAX, and above 1 only where a chosen sub-task repeats its
+    items (said once, with the sub-tasks it applies to)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= EPOCHS_MAX:
+        raise TrustmhError(f"--epochs {epochs!r}: must be a whole number from 1 to {EPOCHS_MAX}")
+    if epochs == 1:
+        return
+    repeating = [s for s in subtask_ids if is_implemented(s) and get_subtask(s).repeats]
+    if not repeating:
+        everywhere = [s.id for s in select(None, None, "default", "trustmh") if is_implemented(s.id)
+                      and get_subtask(s.id).repeats]
+        raise TrustmhError(f"--epochs {epochs}: none of the chosen sub-tasks repeats its items (those that do: "
+                           f"{', '.join(everywhere)})")
+    _log(f"--epochs {epochs}: every item asked {epochs} times in {', '.join(repeating)} (the other sub-tasks "
+         "ask each item once)")
 
 
 def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
@@ -296,20 +331,22 @@ def resolve(opts: RunOptions) -> RunSpec:
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     check_options(opts.options, chosen)
+    check_epochs(opts.epochs, chosen)
     patient, patient_targets = resolve_patient(opts, judge, judge_targets, chosen)
     roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
     roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
     demo = model == BUNDLED_MODEL and suite == "starter"
     spec = RunSpec(model=model, model_target=model_target, suite=suite, mode=opts.mode, seed=opts.seed,
                    limit=DEMO_LIMIT if demo and opts.limit is None else opts.limit, subtasks=tuple(chosen),
-                   judge=judge, patient=patient, roles=roles, endpoint=endpoint, options=dict(opts.options),
+                   judge=judge, ensemble=ensemble_option(opts.options), patient=patient, roles=roles,
+                   endpoint=endpoint, options=dict(opts.options),
                    trims=demo_trims(model, suite, judge), n_boot=opts.n_boot, timeout=opts.timeout,
                    max_retries=opts.max_retries, cache=opts.cache, cache_moved=dict(opts.cache_moved),
                    max_connections=opts.max_connections, max_tasks=opts.max_tasks, display=opts.display,
                    out=opts.out, overwrite=opts.overwrite, shard=opts.shard, log_buffer=opts.log_buffer,
                    live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
                    budget=opts.budget, force=opts.force, latency=opts.latency,
-                   expect_reply_tokens=opts.expect_reply_tokens, batch=opts.batch,
+                   expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs, batch=opts.batch,
                    batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache)
     _announce(spec, demo)
     return spec
@@ -326,6 +363,8 @@ def run_manifest(spec: RunSpec) -> dict[str, Any]:
         "model": spec.model, "suite": spec.suite, "mode": spec.mode, "seed": spec.seed, "limit": spec.limit,
         "judges": list(spec.judge.members), "judge_validated": spec.judge.validated,
         "subtasks": list(spec.subtasks), "options": spec.recorded_options(), "n_boot": spec.n_boot,
+        # one administration (the default) is left out, as manifests written before `--epochs` have it
+        **({"epochs": spec.epochs} if spec.epochs != 1 else {}),
     }, default=str))
 
 
@@ -345,4 +384,4 @@ def options_from_manifest(manifest: dict[str, Any], out: Path | Url) -> RunOptio
                       more_judges=judges[1:], no_judge=not judges,
                       judge_validated=bool(manifest.get("judge_validated")), mode=manifest["mode"],
                       patient=patient, seed=int(manifest["seed"]), out=out, n_boot=int(manifest["n_boot"]),
-                      options=options)
+                      epochs=int(manifest.get("epochs", 1)), options=options)

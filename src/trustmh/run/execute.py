@@ -58,28 +58,25 @@ def _run(spec: RunSpec, out: Path | Url) -> tuple[dict[str, Any], int]:
         if reopened:
             notice(f"{len(reopened)} sub-task(s) had errored samples: those samples are asked again, the "
                    "finished ones are kept")
-    extra: dict[str, Any] = {}
     if spec.shard is not None:
         shard_tasks(plan, spec.shard)
-        extra = {"shard": list(spec.shard),
-                 "notice": f"shard {spec.shard[0]}/{spec.shard[1]}: a slice of the items, not a result; combine "
-                           "all shards with `trustmh merge`"}
     write_text_atomic(out / "plan.json", to_json(plan.planned))
     budget = open_budget(spec.budget, spec.prices, out)
     with metering(budget):
         logs = evaluate(plan, out)
     records, model_reported = collect(plan, logs)
     stopped = False
+    account = None
     if budget is not None:
-        extra["budget"] = settle(budget, out, unfinished=sum(plan.n_errors.values()))
-        if extra["budget"]["stopped"]:
+        account = settle(budget, out, unfinished=sum(plan.n_errors.values()))
+        if account["stopped"]:
             stopped = True
             # the samples the budget did not start are reported as not run, not as errors
             plan.errors[:] = [e for e in plan.errors if "sample(s) errored" not in e]
-    data, code = finalize(plan, records, model_reported, out, started, extra)
-    if budget is not None and stopped:
+    data, code = finalize(plan, records, model_reported, out, started, account)
+    if account is not None and stopped:
         notice(f"budget reached ({budget.spent:.4f} of {budget.amount:g}): stopped with "
-               f"{extra['budget']['unfinished_samples']} sample(s) not run (exit {BUDGET_EXIT}); run again with a "
+               f"{account['unfinished_samples']} sample(s) not run (exit {BUDGET_EXIT}); run again with a "
                "higher --budget to continue")
         return data, BUDGET_EXIT
     return data, code

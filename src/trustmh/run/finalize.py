@@ -10,7 +10,7 @@ from typing import Any
 
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
-from trustmh.judges.ensemble import DEFAULT_RULE, MEMBERS_KEY, ensemble_settings, member_agreement
+from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.families import model_family
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.report import run_report_html
@@ -63,8 +63,7 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                                 "its scores may favour it (self-preference)")
     unit_members = [r.score[MEMBERS_KEY] for r in recs if isinstance(r.score.get(MEMBERS_KEY), dict)]
     if len(members) > 1 and unit_members:
-        aggregator, min_valid = ensemble_settings(ctx.options, len(members),
-                                                  subtask.ensemble_rule if subtask else DEFAULT_RULE)
+        aggregator, min_valid = ensemble_settings(ctx, subtask, len(members))
         result.judge.update(members=members, aggregator=aggregator, min_valid=min_valid)
         result.metrics["judge_agreement"] = member_agreement(unit_members)
         result.notes.append(f"scored by an ensemble of {len(members)} judges ({aggregator}, at least "
@@ -76,9 +75,17 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                             "score fields were recovered and used")
 
 
+def plan_block(planned: dict[str, Any]) -> dict[str, Any]:
+    """results.json's `plan`: the estimate's totals, wall time and assumptions, and its batch figures when the
+    run was batched."""
+    return {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
+            "assumptions": planned["assumptions"], **({"batch": planned["batch"]} if "batch" in planned else {})}
+
+
 def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
-             started: float, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
-    """Aggregate, write the run directory's results, scrub secrets, report errors."""
+             started: float, budget: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """Aggregate, write the run directory's results (with the budget's account, `run.budget.settle`, when
+    the run had one), scrub secrets, report errors."""
     ctx, results, errors = plan.ctx, plan.results, plan.errors
     for sid, subtask in plan.subtasks.items():
         results[sid] = aggregate(subtask, records.get(sid, []), ctx, plan.n_errors.get(sid, 0))
@@ -94,17 +101,14 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
     planned = plan.planned or {}
-    extra = {**(extra or {}), "usage": usage_rows(records, plan.spec.prices, planned.get("subtasks"))}
-    if planned:
-        extra["plan"] = {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
-                         "assumptions": planned["assumptions"],
-                         **({"batch": planned["batch"]} if "batch" in planned else {})}
     spec = plan.spec
-    run_results = RunResults(model=spec.model, ctx=ctx, subtasks=results, records=records,
-                             model_reported=model_reported, errors=errors, options=spec.recorded_options(),
-                             extra={"generation": plan.generation,
-                                    **({"patient": spec.patient.to_json()} if spec.patient else {}),
-                                    **(extra or {})})
+    run_results = RunResults(
+        model=spec.model, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
+        errors=errors, options=spec.recorded_options(), generation=plan.generation, patient=spec.patient,
+        shard=spec.shard, budget=budget, usage=usage_rows(records, spec.prices, planned.get("subtasks")),
+        plan=plan_block(planned) if planned else None,
+        notice=None if spec.shard is None else (f"shard {spec.shard[0]}/{spec.shard[1]}: a slice of the items, "
+                                                "not a result; combine all shards with `trustmh merge`"))
     data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.certificates))
     for sid, subtask in plan.subtasks.items():
         if sid in records:

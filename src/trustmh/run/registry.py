@@ -1,7 +1,8 @@
 """One Inspect `@task` per sub-task, so `inspect eval trustmh/<task_name>` works.
 
 Task arguments (`-T name=value`): mode, suite, limit, seed, judge (a model string; enables judge scoring),
-judge_validated, and any sub-task option (e.g. `-T swmh_path=/data/swmh.csv`).
+judge_validated, epochs (repeated administrations, as `trustmh run --epochs`), and any sub-task option (e.g.
+`-T swmh_path=/data/swmh.csv`).
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ from typing import Any
 from inspect_ai import Task, task
 
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
-from trustmh.core import JudgeInfo, RunContext, TrustmhError
+from trustmh.core import TrustmhError, run_context
 from trustmh.inspect_compat import prerequisite_error
+from trustmh.judges.ensemble import ensemble_option
+from trustmh.run.config import check_epochs
 from trustmh.run.tasks import build_task
 
 
 def _make(info: SubtaskInfo) -> Callable[..., Task]:
     def subtask_task(mode: str = "default", suite: str = "trustmh", limit: int | None = None, seed: int = 0,
-                     judge: str | None = None, judge_validated: bool = False, **options: Any) -> Task:
-        ctx = RunContext(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
-                         limit=None if limit is None else int(limit),
-                         judge=JudgeInfo(model=judge, validated=bool(judge_validated), seed=int(seed)),
-                         options=dict(options))
+                     judge: str | None = None, judge_validated: bool = False, epochs: int = 1,
+                     **options: Any) -> Task:
         try:
+            ctx = run_context(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
+                              limit=None if limit is None else int(limit), judges=[judge] if judge else [],
+                              judge_validated=bool(judge_validated), options=options,
+                              ensemble=ensemble_option(options), epochs=int(epochs))
+            check_epochs(ctx.epochs, [info.id])
             return build_task(info.id, ctx)
         except TrustmhError as exc:
             # Inspect prints a PrerequisiteError as its message alone: one clear line, not a traceback

@@ -71,7 +71,9 @@ def plan_run(spec: RunSpec) -> RunPlan:
             plan.item_order[sid] = {str(sample.id): i for i, sample in enumerate(task.dataset)}
             gen = subtask.generation(ctx)
             plan.generation[sid] = {"temperature": gen.temperature, "top_p": gen.top_p, "samples": gen.epochs,
-                                    "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed}
+                                    "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed,
+                                    # the run's --epochs, where the sub-task repeats its items
+                                    **({"epochs": ctx.epochs} if subtask.repeats else {})}
         except TrustmhError as exc:
             plan.errors.append(f"{sid}: {exc}")
             plan.results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)

@@ -27,13 +27,13 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from trustmh.catalogue import BY_ID, get_subtask
 from trustmh.core import (
     Item,
-    JudgeInfo,
     Patient,
     RunContext,
     Subtask,
     TrustmhError,
     make_record,
     max_reasks,
+    run_context,
 )
 from trustmh.judges.ensemble import fans_out, judged_score
 from trustmh.multiturn import ConversationSubtask
@@ -203,10 +203,14 @@ def context_to_dict(ctx: RunContext) -> dict[str, Any]:
 
 def context_from_dict(d: dict[str, Any]) -> RunContext:
     """The RunContext a task's metadata carries (`context_to_dict`), as Inspect's log holds it."""
-    d = dict(d)
-    judge = dict(d["judge"])
-    judge["members"] = tuple(judge.get("members") or ())
-    d["judge"] = JudgeInfo(**judge)
-    if d.get("patient"):
-        d["patient"] = Patient(models=tuple(d["patient"]["models"]), source=d["patient"]["source"])
-    return RunContext(**d)
+    judge, patient = d["judge"], d.get("patient")
+    # a log of an older trustmh lacks the later fields (their defaults), and names a lone judge by `model` only
+    plain = {k: d[k] for k in PLAIN_CONTEXT_FIELDS if k in d}
+    return run_context(**plain, judges=judge.get("members") or ([judge["model"]] if judge.get("model") else []),
+                       judge_validated=judge["validated"],
+                       patient=Patient(models=tuple(patient["models"]), source=patient["source"]) if patient else None)
+
+
+# The RunContext fields `context_to_dict` writes as they are (the judge and the patient are rebuilt).
+PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "timeout", "max_retries", "cache",
+                        "model", "ensemble", "epochs")

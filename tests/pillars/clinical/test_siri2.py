@@ -146,3 +146,7 @@ def test_a_reply_without_an_expert_score_is_not_asked_and_is_named(tmp_path: Pat
     assert ("3B" not in [i.id for i in items],
             "instrument/siri2_expert_scores.csv: 3B no expert score; reply not asked" in items[0].metadata["unusable_rows"]
             ) == (True, True)
+
+
+def test_the_runs_epochs_administer_the_inventory_again() -> None:
+    assert Siri2().generation(RunContext(epochs=4)).epochs == 4

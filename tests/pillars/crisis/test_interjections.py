@@ -101,3 +101,13 @@ def test_live_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.Mo
     entry = board["subtasks"]["crisis/interjections"]
     assert [b["value"] for b in entry["human_baseline"].values()] == [0.9375, 0.9375]
     assert "human therapists (Moore et al. 2025)" not in entry["ranks"]
+
+
+def test_one_administration_replies_at_temperature_zero() -> None:
+    gen = Interjections().generation(RunContext())
+    assert (gen.epochs, gen.temperature) == (1, 0.0)
+
+
+def test_the_runs_epochs_ask_several_replies_at_temperature_0_7() -> None:
+    gen = Interjections().generation(RunContext(epochs=3))
+    assert (gen.epochs, gen.temperature) == (3, 0.7)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -289,7 +290,8 @@ def test_ensemble_min_valid_vote_and_parse_failures() -> None:
     assert res.n_invalid == 1
     assert m["Guidance"] == pytest.approx(2.5)
 
-    _, res = run_offline(MentalBenchGeneration(), _starter_ctx(min_valid="1", ensemble="vote"), _respond, judge)
+    _, res = run_offline(MentalBenchGeneration(), replace(_starter_ctx(min_valid="1"), ensemble="vote"), _respond,
+                         judge)
     m = res.metrics
     assert m["ensemble"]["n_incomplete"] == 0
     assert res.n_invalid == 0
@@ -510,7 +512,8 @@ def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
 
     ctx = _fixture_ctx()
     ctx.judge.members = ("openai/gpt-judge", "anthropic/claude-judge")
-    ctx.options.update(ensemble="mean", min_valid="2")
+    ctx.ensemble = "mean"
+    ctx.options.update(min_valid="2")
 
     def judge(req: JudgeRequest) -> str:
         reply = req.prompt.split("<reply>\n")[1].split("\n</reply>")[0]

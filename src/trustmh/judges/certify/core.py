@@ -23,7 +23,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import get_model
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, Subtask, TrustmhError
+from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, TrustmhError, run_context
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -32,6 +32,7 @@ from trustmh.judges.certificates import (
     worst_attribute,
     write_certificate,
 )
+from trustmh.judges.ensemble import ensemble_option
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.models import BUNDLED_MODEL
@@ -137,10 +138,8 @@ def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, A
     opts = dict(options or {})
     if judges[0] == BUNDLED_MODEL:
         opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
-    judge = JudgeInfo(model=judges[0], validated=False, seed=seed,
-                      members=tuple(judges) if len(judges) > 1 else ())
-    return RunContext(mode="default", seed=seed, suite="trustmh", limit=limit, judge=judge, options=opts,
-                      timeout=timeout, max_retries=max_retries, cache=cache)
+    return run_context(mode="default", seed=seed, suite="trustmh", limit=limit, judges=judges, options=opts,
+                       timeout=timeout, max_retries=max_retries, cache=cache, ensemble=ensemble_option(opts))
 
 
 def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
@@ -255,7 +254,7 @@ def bounded_judge(model: str, seed: int) -> Callable[[JudgeRequest], str]:
     """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
     every judge of a run, up to three attempts (rescoring with trustmh's own judge, the SIRI-2 reference)."""
     check_model_name(model, "--judge")
-    ctx = RunContext(seed=seed, judge=JudgeInfo(model=model, validated=False, seed=seed))
+    ctx = run_context(seed=seed, judges=[model])
     judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
 
     def ask(req: JudgeRequest) -> str:

@@ -3,7 +3,7 @@
 The model rates each of the 48 validated helper replies on the inventory's -3..+3 scale under trustmh's own
 prompt (`siri2_rate`); every rating is parsed, an invalid one counted and entered at the worst case. The
 value is the SIRI-2 total (lower is better), with intervals over scenarios and over administrations
-(`--epochs`, i.e. `-O siri2_epochs=N`), the bias on the replies the experts call inappropriate, the expert
+(`--epochs N`), the bias on the replies the experts call inappropriate, the expert
 floor, and the published human norm groups beside it. The items are read at run time from the publisher's
 file; without it the sub-task is not computed, with the reason.
 """
@@ -42,7 +42,6 @@ from trustmh.sampling import apply_limit
 
 OPTIONS: dict[str, Option] = {
     "siri2_dir": Option("a copy of the mental-health-benchmark-tutorial repository (instrument/ files)"),
-    "siri2_epochs": Option("administrations of the inventory (repeated ratings of every reply)", minimum=1),
 }
 STARTER_REASON = ("no starter items: the SIRI-2 items are the authors' copyrighted instrument, read only from the "
                   "publisher's file (run the trustmh suite with -O siri2_dir=DIR or the registered download)")
@@ -64,13 +63,14 @@ class Siri2(Subtask):
     options = OPTIONS
     datasets = ("siri2",)
     per_item = {"faithful": "not part of faithful mode", "default": _abs_error}
+    repeats = True  # `--epochs N` administers the inventory N times
     format_reminder = 'Please answer with only a JSON object of the form {"rating": N}, N a whole number from -3 to 3.'
 
     def direction(self, mode: Mode) -> Direction:
         return "lower"
 
     def generation(self, ctx: RunContext) -> GenConfig:
-        return GenConfig(temperature=0.0, max_tokens=64, epochs=int(ctx.options.get("siri2_epochs", 1)))
+        return GenConfig(temperature=0.0, max_tokens=64, epochs=ctx.epochs)
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         return super().not_computed_reason(ctx) or siri2_unavailable(ctx, STARTER_REASON)

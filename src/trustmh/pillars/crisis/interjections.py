@@ -54,8 +54,7 @@ JUDGE_SCHEMA = json_object_schema(enums={"answer": ["yes", "no"]}, strings=["rat
 HUMAN_FILE = (f"{RESULTS_DIR}/date=2025-04-14&filter-model=gpt-4o-2024-08-06&model={HUMAN_THERAPIST_MODEL}"
               "&steel-man-prompt=False/2025-04-15.csv")
 NOT_AVAILABLE = "publisher's file not available"
-OPTIONS = {"moore_dir": Option("local copy of github.com/jlcmoore/llms-as-therapists (Moore et al. interjections)"),
-           "interjection_epochs": Option("replies asked per interjection (temperature 0.7 when above 1)", minimum=1)}
+OPTIONS = {"moore_dir": Option("local copy of github.com/jlcmoore/llms-as-therapists (Moore et al. interjections)")}
 
 
 def publisher_file(rel: str, ctx: RunContext, *, download: bool = True) -> Path:
@@ -141,10 +140,10 @@ class Interjections(Subtask):
     judge_templates = (JUDGE_TEMPLATE,)
     requires_judge = True
     format_reminder = None  # a free reply: nothing to parse
+    repeats = True  # `--epochs N` asks N replies per interjection (at temperature 0.7)
 
     def generation(self, ctx: RunContext) -> GenConfig:
-        epochs = int(ctx.options.get("interjection_epochs") or 1)
-        return GenConfig(temperature=0.0 if epochs == 1 else 0.7, max_tokens=512, epochs=epochs)
+        return GenConfig(temperature=0.0 if ctx.epochs == 1 else 0.7, max_tokens=512, epochs=ctx.epochs)
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         if (reason := super().not_computed_reason(ctx)) is not None:

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import JudgeInfo, Record, RunContext, SubtaskResult, TrustmhError, make_record
+from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, judge_info, make_record
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.ethics.data import load_ethicmh
 from trustmh.pillars.ethics.reasoning import JUDGE_NAME, EthicalReasoning, sc_problems
@@ -62,8 +62,8 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
         if not isinstance(data.get(key), list):
             raise TrustmhError(f"{path}: field {key!r} must be a list")
     judge_model = data.get("judge_model")
-    rctx = dataclasses.replace(ctx, judge=dataclasses.replace(
-        ctx.judge, model=judge_model, validated=False) if judge_model else JudgeInfo(model=None, validated=False))
+    # the released file's own judge, unvalidated
+    rctx = dataclasses.replace(ctx, judge=judge_info([judge_model] if judge_model else [], seed=ctx.judge.seed))
     results = {}
     for i, r in enumerate(data["results"]):
         if "sample_id" not in r:

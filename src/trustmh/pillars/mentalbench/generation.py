@@ -335,7 +335,7 @@ class MentalBenchGeneration(Subtask):
                     ratings[name] = parse_judge(judge_outputs.get(name))
                 ratings[name]["score"] = rating_scores(ratings[name], ctx.mode)
             member_scores[label] = dict(ratings[request_name(label, 1, repeats)]["score"])
-        aggregator, min_valid = ensemble_settings(ctx.options, len(members), MentalBenchGeneration.ensemble_rule)
+        aggregator, min_valid = ensemble_settings(ctx, MentalBenchGeneration, len(members))
         final: dict[str, float | None] = {}
         ens_status: dict[str, str] = {}
         for a in ATTRIBUTES:
@@ -438,7 +438,7 @@ def aggregate_mentalbench(records: list[Record], ctx: RunContext) -> SubtaskResu
     label = model_label(ctx, records)
     members = judge_members(ctx)
     repeats = judge_repeats(ctx)
-    aggregator, min_valid = ensemble_settings(ctx.options, len(members), MentalBenchGeneration.ensemble_rule)
+    aggregator, min_valid = ensemble_settings(ctx, MentalBenchGeneration, len(members))
     # Published (fixed) replies are judged once: later epochs of the same item are duplicates.
     recs = [r for r in records if not ("fixed_response" in r.metadata and r.epoch > 1)]
     notes: list[str] = []
