@@ -334,7 +334,8 @@ CASES: dict[str, Case] = {
     # issue 34: every numeric option within its stated range, before anything is read or asked
     **{f"run {flag} {v}": (run_args(flag, v), flag) for flag, vals in {
         "--n-boot": ["1000000000", "100001"], "--limit": ["1000001"], "--timeout": ["86401"],
-        "--max-retries": ["101"], "--max-connections": ["10001"], "--log-buffer": ["100001"]}.items() for v in vals},
+        "--max-retries": ["101"], "--max-connections": ["10001"], "--log-buffer": ["100001"],
+        "--epochs": ["0", "1000000000"]}.items() for v in vals},
     **{f"run {flag} {v}": (prices_args(None, flag, v), flag) for flag, v in (
         ("--budget", "inf"), ("--budget", "nan"), ("--latency", "inf"), ("--budget", "0"))},
     **{f"-O {kv}": (run_args(*where, "-O", kv), f"-O {kv}: at most") for where, kv in (
