@@ -19,7 +19,12 @@ canned judge reads and what it replies, so the escalation's invalid count and ca
 the bundled model's new runtime (llama.cpp's server, issue 26), then its Q4_0 copy of the weights (issue 26,
 afternoon; the prompt cache moved nothing: two runs, one regenerating this file, gave the same results), then
 its judge's JSON written with fixed separators and no indentation (issue 26, evening: the judge's replies
-change, so its scores).
+change, so its scores). Regenerated on 2026-11-27 for the wave of issues 31-36: four sub-tasks added
+(`clinical/siri2`, `fairness/stigma` and `crisis/interjections`, not computed offline with their reasons;
+`conversation/harm_to_others` on its starter set), the AI-disclosure probe's first-reply and late figures,
+the simulated patients' realism block (not computed without MindEval's turns), the one wording for a judge
+without a certificate, the Clinical pillar in the overall count, and the plan's batch and discount blocks.
+No value of an existing sub-task moved.
 """
 
 from __future__ import annotations
