@@ -239,6 +239,7 @@ def hung(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return endpoint, " ".join(json.loads((tmp / "out" / "results.json").read_text())["errors"])
 
 
+@pytest.mark.slow  # waits out the attempt timeout
 def test_a_hang_names_the_endpoint_file(hung: tuple[Path, str]) -> None:
     assert str(hung[0]) in hung[1]
 

@@ -49,23 +49,28 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, st
     return code, json.loads((tmp / "run" / "results.json").read_text()), err.getvalue(), asked
 
 
+@pytest.mark.slow  # one end-to-end run at default concurrency (~10 s on two cores)
 def test_the_stop_exits_3(stopped_run: tuple[int, dict, str, int]) -> None:
     assert stopped_run[0] == BUDGET_EXIT
 
 
+@pytest.mark.slow  # one end-to-end run at default concurrency (~10 s on two cores)
 def test_the_stop_is_recorded(stopped_run: tuple[int, dict, str, int]) -> None:
     assert stopped_run[1]["budget"]["stopped"] is True
 
 
+@pytest.mark.slow  # one end-to-end run at default concurrency (~10 s on two cores)
 def test_the_stop_is_said(stopped_run: tuple[int, dict, str, int]) -> None:
     assert "stopped at the budget" in stopped_run[2]
 
 
+@pytest.mark.slow  # one end-to-end run at default concurrency (~10 s on two cores)
 def test_the_recorded_spend_is_within_the_budget(stopped_run: tuple[int, dict, str, int]) -> None:
     # every call reserved its planned upper cost, which the loopback's usage never exceeds
     assert 0 < stopped_run[1]["budget"]["spent"] <= BUDGET
 
 
+@pytest.mark.slow  # one end-to-end run at default concurrency (~10 s on two cores)
 def test_not_every_sample_was_paid_for(stopped_run: tuple[int, dict, str, int]) -> None:
     assert stopped_run[3] < 40
 
