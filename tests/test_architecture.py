@@ -254,6 +254,16 @@ def test_the_run_names_no_pillar() -> None:
     assert not named, "run/ imports pillars:\n" + "\n".join(f"{a} -> {b}" for a, b in named)
 
 
+# The run is read stage by stage: a file that outgrows this holds more than one stage (docs/contributing.md).
+RUN_FILE_MAX_LINES = 400
+
+
+def test_each_stage_of_the_run_fits_one_file() -> None:
+    long = {path.name: n for path in sorted((SRC / "trustmh" / "run").glob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > RUN_FILE_MAX_LINES}
+    assert not long, f"run/ files over {RUN_FILE_MAX_LINES} lines: {long}"
+
+
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:
     lazy = [imp for imp in IMPORTS if imp.in_function and not imp.commented]
     unexpected = sorted({(imp.importer, imp.imported, imp.line) for imp in lazy

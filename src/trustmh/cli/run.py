@@ -256,7 +256,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.run.budget import needs_prices, over_budget
     from trustmh.run.config import resolve
-    from trustmh.run.estimate import estimate, plan_settings, table, to_json
+    from trustmh.run.estimate import estimate, plan_settings, to_json
+    from trustmh.run.estimate_table import table
     from trustmh.run.select import plan_run
     from trustmh.storage import write_text_atomic
 
