@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from loopback_server import count_tokens, message_text
+from loopback_server import count_tokens, message_text, serve_bounded, stop_bounded
 
 Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
@@ -118,31 +118,10 @@ class BatchServer:
         return f"openai/{model}"
 
     def start(self) -> BatchServer:
-        if self._httpd is not None:
-            return self
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-        self._thread.start()
-        self._timer = threading.Timer(self.max_seconds, self.stop)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
+        return serve_bounded(self, _handler(self))
 
     def stop(self) -> None:
-        with self._lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._httpd is not None:
-            if threading.current_thread() is self._thread:
-                threading.Thread(target=self._httpd.shutdown, daemon=True).start()
-            else:
-                self._httpd.shutdown()
-            self._httpd.server_close()
+        stop_bounded(self)
 
     def __enter__(self) -> BatchServer:
         return self.start()

@@ -198,37 +198,11 @@ class LoopbackServer:
         return self._stopped.is_set()
 
     def start(self) -> LoopbackServer:
-        if self._httpd is not None:
-            return self
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        self._timer = threading.Timer(self.max_seconds, self.stop)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
+        return serve_bounded(self, _make_handler(self))
 
     def stop(self) -> None:
         """Stop serving (idempotent; safe from any thread, including a request handler)."""
-        with self._lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-        if self._timer is not None:
-            self._timer.cancel()
-        httpd = self._httpd
-        if httpd is not None:
-            # shutdown() waits for serve_forever() to return: never call it on the serving thread
-            if threading.current_thread() is self._thread:
-                threading.Thread(target=httpd.shutdown, daemon=True).start()
-            else:
-                httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
+        stop_bounded(self)
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
@@ -474,3 +448,39 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             return status
 
     return Handler
+
+
+def serve_bounded(server: Any, handler: type[BaseHTTPRequestHandler]) -> Any:
+    """Serve `handler` on 127.0.0.1 in a daemon thread and stop after `server.max_seconds` (the lifecycle every
+    loopback server here shares: `server` has `_httpd`, `_thread`, `_timer`, `_lock`, `_stopped`, `stop`)."""
+    if server._httpd is not None:
+        return server
+    server._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server._httpd.daemon_threads = True
+    server._thread = threading.Thread(target=server._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                      daemon=True)
+    server._thread.start()
+    server._timer = threading.Timer(server.max_seconds, server.stop)
+    server._timer.daemon = True
+    server._timer.start()
+    return server
+
+
+def stop_bounded(server: Any) -> None:
+    """Stop a server started by `serve_bounded` (idempotent; safe from any thread, a request handler too)."""
+    with server._lock:
+        if server._stopped.is_set():
+            return
+        server._stopped.set()
+    if server._timer is not None:
+        server._timer.cancel()
+    httpd = server._httpd
+    if httpd is not None:
+        # shutdown() waits for serve_forever() to return: never call it on the serving thread
+        if threading.current_thread() is server._thread:
+            threading.Thread(target=httpd.shutdown, daemon=True).start()
+        else:
+            httpd.shutdown()
+        httpd.server_close()
+    if server._thread is not None and threading.current_thread() is not server._thread:
+        server._thread.join(timeout=5)
