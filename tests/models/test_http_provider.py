@@ -83,7 +83,9 @@ def test_refused_session_names_the_field(tmp_path: Path, auth: None, capsys: pyt
         main(_args(endpoint, tmp_path / "out"))
         chats = server.chats()
     assert chats == []
-    assert "session.url: the server answered HTTP 403 (it refused the session)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{endpoint}: session.url http://127.0.0.1:" in err
+    assert "the server answered HTTP 403 (it refused the session)" in err
 
 
 def test_bad_endpoint_file_is_one_line_before_any_call(tmp_path: Path, auth: None,
