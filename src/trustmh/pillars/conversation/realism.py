@@ -99,13 +99,15 @@ def turn_measures(text: str) -> dict[str, float]:
 def find_human_turns(options: Mapping[str, Any]) -> Path | None:
     """`-O mindeval_dir=DIR` (a copy of the repository), else a copy already in TRUSTMH_DATA_DIR or the cache
     (never a download: a run does not fetch an unlicensed file)."""
+    # here, not at start-up: the data locator loads the downloader
+    from trustmh.data.locate import find_local, resolve
+
     given = options.get(OPTION)
     if given:
         path = Path(str(given)).expanduser() / USER_TURNS
         if not path.is_file():
             raise TrustmhError(f"-O {OPTION}={given}: no {USER_TURNS} there (give a copy of SWORDHealth/mind-eval)")
-        return path
-    from trustmh.data.locate import find_local  # here, not at start-up: the data locator loads the downloader
+        return resolve("mindeval", REL, path)  # size-bounded and recorded like every user copy
 
     df = get("mindeval").file(REL)
     found = None if df is None else find_local(get("mindeval"), df)

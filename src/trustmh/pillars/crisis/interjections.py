@@ -27,7 +27,7 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
-from trustmh.data import resolve
+from trustmh.data.publisher import publisher_file as registered_publisher_file
 from trustmh.data.rows import RowReport
 from trustmh.judges.parse import extract_judge_object, strip_reasoning
 from trustmh.judges.schema import json_object_schema
@@ -54,21 +54,16 @@ JUDGE_SCHEMA = json_object_schema(enums={"answer": ["yes", "no"]}, strings=["rat
 HUMAN_FILE = (f"{RESULTS_DIR}/date=2025-04-14&filter-model=gpt-4o-2024-08-06&model={HUMAN_THERAPIST_MODEL}"
               "&steel-man-prompt=False/2025-04-15.csv")
 NOT_AVAILABLE = "publisher's file not available"
-OPTIONS = {"moore_dir": Option("local copy of github.com/jlcmoore/llms-as-therapists (Moore et al. interjections)")}
+OPTION = "moore_dir"
+OPTIONS = {OPTION: Option("local copy of github.com/jlcmoore/llms-as-therapists (Moore et al. interjections)")}
 
 
 def publisher_file(rel: str, ctx: RunContext, *, download: bool = True) -> Path:
     """`rel` of the publisher's repository: under `-O moore_dir=DIR`, else the data registry's pinned copy
     (TRUSTMH_DATA_DIR, the cache, then a checksum-verified download unless `download` is False)."""
-    given = ctx.options.get("moore_dir")
-    if given:
-        path = Path(str(given)).expanduser() / rel
-        if not path.is_file():
-            raise TrustmhError(f"-O moore_dir={given}: no {rel} there")
-        return path
-    if not download:
-        raise TrustmhError("no local copy given (-O moore_dir=DIR)")
-    return resolve(DATASET, f"{DATA_ROOT}/{rel}")
+    if not download and not ctx.options.get(OPTION):
+        raise TrustmhError(f"no local copy given (-O {OPTION}=DIR)")
+    return registered_publisher_file(rel, ctx.options, dataset=DATASET, option=OPTION, base=DATA_ROOT)
 
 
 def parse_answer(text: str | None) -> str | None:
