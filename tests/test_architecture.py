@@ -39,9 +39,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.gate",),
     ("trustmh.report",),
     ("trustmh.run", "trustmh._registry"),
-    # certification and human review judge through the run's Inspect tasks: above run/, below the commands
-    ("trustmh.judges.certify", "trustmh.judges.review"),
-    ("trustmh.align",),
+    ("trustmh.align", "trustmh.certify"),
     ("trustmh.cli",),
 ]
 

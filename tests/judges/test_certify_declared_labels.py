@@ -14,8 +14,8 @@ import pytest
 from canned import canned_model
 from trustmh.cli import main
 from trustmh.core import TrustmhError
-from trustmh.judges.certify.core import certify, certify_context
-from trustmh.judges.certify.references.csv_file import csv_reference
+from trustmh.certify.measure import certify, certify_context
+from trustmh.certify.csv_reference import csv_reference
 
 HUMAN = [1, 1, 0, 0, 1]
 CLEAN = "item_id,prompt,response,meta_benign,human_a\n" + "".join(

@@ -27,8 +27,8 @@ def _clinician(rater: str) -> dict[str, dict[str, float | None]]:
 
 
 def _certify(tmp: Path, reply) -> dict:  # noqa: ANN001
-    from trustmh.judges.certify.core import certify, certify_context
-    from trustmh.judges.certify.references.mindeval import mindeval_reference
+    from trustmh.certify.measure import certify, certify_context
+    from trustmh.pillars.conversation.mindeval_reference import mindeval_reference
 
     ctx = certify_context(["mockllm/judge-a"], seed=0)
     ctx.n_boot = 200
@@ -102,7 +102,7 @@ def test_the_reference_is_public_and_hashed(copying: dict) -> None:
 
 
 def test_mindeval_is_found_by_its_name() -> None:
-    from trustmh.judges.certify.references import reference_sources
+    from trustmh.certify.registry import reference_sources
 
     assert reference_sources()["mindeval"].subtask == "conversation/simulated_patient"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from trustmh.core import TrustmhError
-from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
+from trustmh.certify.registry import find_reference, reference_sources
+from trustmh.judges.references import ReferenceRequest
 
 
 def test_every_reference_module_is_found_by_its_name() -> None:

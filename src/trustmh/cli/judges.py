@@ -26,9 +26,10 @@ from trustmh.cli.args import (
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
-from trustmh.judges.certify.core import certify, certify_context
-from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
-from trustmh.judges.review import export_review, import_review
+from trustmh.certify.measure import bounded_judge, certify, certify_context
+from trustmh.certify.registry import find_reference, reference_sources
+from trustmh.certify.review import export_review, import_review
+from trustmh.judges.references import ReferenceRequest
 from trustmh.models.batch import mode_from_args
 
 # pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
@@ -102,14 +103,18 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
-                          timeout=args.timeout, max_retries=args.max_retries)
-    ctx.n_boot = args.n_boot
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+    options = _options(args.option)
+    if source.path_option and request.path:
+        options[source.path_option] = request.path
+    ctx = certify_context(args.judge, seed=args.seed, options=options, limit=args.limit,
+                          timeout=args.timeout, max_retries=args.max_retries)
+    ctx.n_boot = args.n_boot
     certs = certificates_dir(args.certificates)
-    if source.certify is not None:  # a reference that measures the judge its own way (the SIRI-2)
-        cert, path = source.certify(ctx, request, certs, args.threshold)
+    if source.measure is not None:  # a reference that measures the judge its own way (the SIRI-2)
+        cert, path = source.measure(bounded_judge(str(ctx.judge.model), ctx.seed), ctx, request, certs,
+                                    args.threshold)
     else:
         assert source.load is not None
         ref = source.load(ctx, request)

@@ -14,7 +14,7 @@ from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import Mode, Record, SubtaskResult, TrustmhError, run_context
 from trustmh.data.locate import reset_resolved
 from trustmh.inspect_compat import provider_discounts
-from trustmh.judges.certify.core import bounded_judge
+from trustmh.certify.measure import bounded_judge
 from trustmh.models.batch import mode_from_args
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval

@@ -17,9 +17,9 @@ from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.data.rows import RowReport
 from trustmh.judges.certificates import judge_fingerprint
-from trustmh.judges.certify.core import certify_context
-from trustmh.judges.certify.references import ReferenceRequest
-from trustmh.judges.certify.references.moore_interjections import moore_reference
+from trustmh.certify.measure import certify_context
+from trustmh.judges.references import ReferenceRequest
+from trustmh.pillars.crisis.moore_reference import moore_reference
 from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.moore import annotated_replies
 

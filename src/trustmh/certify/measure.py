@@ -1,5 +1,5 @@
-"""The certification machinery: judge a reference set through Inspect exactly as a run asks the judge, then
-measure the judge against the humans and write a certificate (docs/judges.md#certificates).
+"""`trustmh judge certify`'s machinery: judge a reference set through Inspect exactly as a run asks the judge,
+then measure the judge against the humans and write a certificate (docs/judges.md#certificates).
 
 The reference items are Inspect samples that carry the human-labelled reply (`skip_generation`, the reply in
 `stored_response` or, for the crisis study, in the item's `answer`); the sub-task's own `trustmh_scorer` asks
@@ -11,10 +11,8 @@ the same command again resumes and asks no judge call twice.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +21,18 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import get_model
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, TrustmhError, run_context
+from trustmh.core import JudgeRequest, Record, RunContext, TrustmhError, run_context
+from trustmh.judges.agreement import agreement_figures, attribute_figures
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
     parse_thresholds,
-    verdict,
-    worst_attribute,
     write_certificate,
 )
 from trustmh.judges.ensemble import ensemble_option
 from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.reference_quality import KIND_OF, certify_reference
+from trustmh.judges.references import Reference
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.gguf import default_parallel
 from trustmh.run.calls import bounded_config, cache_policy, judge_role
@@ -42,93 +40,6 @@ from trustmh.run.collect import records_from_log
 from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
 from trustmh.run.inspect_eval import response_cache_dir
 from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
-from trustmh.stats.judge_agreement import judge_agreement
-
-
-@dataclass
-class Reference:
-    """A human-labelled reference set, ready to be judged."""
-
-    name: str
-    source: str  # "public" | "run" | "user"
-    sha256: str
-    subtask: str
-    label_type: str
-    items: list[Item]
-    humans: dict[str, dict[str, Any]]  # item id -> rater -> label (None = not labelled)
-    judge_value: Callable[[Record], Any]  # a judged record -> the judge's label (None = unreadable)
-    scale: tuple[float, float] | None = None
-    notes: list[str] = field(default_factory=list)
-    # A judge scoring several attributes at once (MentalBench): each rater's label and the judge's value are
-    # then dicts attribute -> label, and the certificate carries figures per attribute.
-    attributes: tuple[str, ...] = ()
-    clusters: dict[str, str] | None = None  # item id -> cluster for the bootstrap (None: items)
-    counts: dict[str, Any] = field(default_factory=dict)  # what the reader left out, and why
-    judge_key: str | None = None  # the score field `judge_value` reads (a CSV's --judge-key), checked once judged
-    # Asks and scores the judge when the sub-task's own scorer cannot take a stored item (a stored
-    # conversation): it sends the very requests a run sends (None: the sub-task itself).
-    judging: Subtask | None = None
-    # Set ("labels" or "ratings"): the reference-quality rule decides the verdict (judges/reference_quality.py):
-    # the humans' own agreement must clear its floor and the judge in a rater's place must do as well. The
-    # fixed thresholds then apply only when given (--threshold).
-    quality_kind: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
-
-
-def sha256_files(paths: Sequence[Path]) -> str:
-    """One digest of several files (the sha256 of their sha256s, in order): a reference set's identity."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(hashlib.sha256(Path(p).read_bytes()).hexdigest().encode())
-    return h.hexdigest()
-
-
-def consensus(labels: Sequence[Any], label_type: str) -> Any:
-    """The humans' reference label of one item: the mean (ordinal), the majority (binary: a tie counts as
-    harmful, the cautious reading; categorical: a tie is no consensus, None)."""
-    got = [v for v in labels if v is not None]
-    if not got:
-        return None
-    if label_type == "ordinal":
-        return sum(float(v) for v in got) / len(got)
-    counts: dict[Any, int] = {}
-    for v in got:
-        counts[v] = counts.get(v, 0) + 1
-    top = max(counts.values())
-    winners = [v for v, c in counts.items() if c == top]
-    if len(winners) == 1:
-        return winners[0]
-    return 1 if label_type == "binary" else None
-
-
-def agreement_figures(ref_type: str, humans: Mapping[str, Mapping[str, Any]], judged: Mapping[str, Any], *,
-                      seed: int, n_boot: int, scale: tuple[float, float] | None,
-                      clusters: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict]:
-    """(judge vs the humans' consensus, extra: per-rater and human-vs-human figures). With `clusters`
-    (item id -> cluster), the bootstrap resamples clusters (the judge-vs-consensus figures)."""
-    ids = [i for i in humans if i in judged and consensus(list(humans[i].values()), ref_type) is not None]
-    h = [consensus(list(humans[i].values()), ref_type) for i in ids]
-    j = [judged[i] for i in ids]
-    figures = judge_agreement(ref_type, h, j, seed=seed, n_boot=n_boot, scale=scale,
-                              clusters=None if clusters is None else [clusters[i] for i in ids])
-    raters = sorted({r for v in humans.values() for r in v})
-    extra: dict[str, Any] = {"n_unlabelled": len([i for i in humans if i in judged]) - len(ids),
-                             "raters": raters, "consensus": {"ordinal": "mean of the raters",
-                                                             "binary": "majority, a tie counts as harmful",
-                                                             "categorical": "majority, ties left out"}[ref_type]}
-    per_rater = {}
-    for r in raters:
-        rid = [i for i in ids if humans[i].get(r) is not None]
-        per_rater[r] = judge_agreement(ref_type, [humans[i][r] for i in rid], [judged[i] for i in rid],
-                                       seed=seed, n_boot=n_boot, scale=scale)
-    extra["per_rater"] = per_rater
-    if len(raters) >= 2:
-        a, b = raters[0], raters[1]
-        both = [i for i in humans if humans[i].get(a) is not None and humans[i].get(b) is not None]
-        extra["human_vs_human"] = {"raters": [a, b], **judge_agreement(
-            ref_type, [humans[i][a] for i in both], [humans[i][b] for i in both], seed=seed, n_boot=n_boot,
-            scale=scale)}
-    return figures, extra
 
 
 def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, Any] | None = None,
@@ -225,29 +136,6 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
                             extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
     return cert, write_certificate(certs_dir, cert)
-
-
-def attribute_figures(ref: Reference, judged: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, float]],
-                      *, seed: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Figures of a judge scoring several attributes (docs/judges.md#mentalalign): per attribute, the judge
-    against the raters' consensus on the items that attribute is labelled on (an unreadable judge score
-    counts at its worst); the headline `agreement` holds each metric's weakest attribute
-    (`certificates.worst_attribute`), so the certificate passes only when every attribute does."""
-    per_attribute: dict[str, Any] = {}
-    for attr in ref.attributes:
-        humans = {i: {r: (v or {}).get(attr) for r, v in h.items()} for i, h in ref.humans.items()}
-        values = {i: (v or {}).get(attr) for i, v in judged.items()}
-        figs, _ = agreement_figures(ref.label_type, humans, values, seed=seed, n_boot=n_boot, scale=ref.scale,
-                                    clusters=ref.clusters)
-        per_attribute[attr] = {**figs, "verdict": verdict(figs["agreement"], thresholds)}
-    compared = [i for i in ref.humans if i in judged
-                and any(v is not None for h in ref.humans[i].values() for v in (h or {}).values())]
-    n_invalid = sum(1 for i in compared if any((judged[i] or {}).get(a) is None for a in ref.attributes))
-    figures = {"n": len(compared), "n_judge_invalid": n_invalid, "agreement": worst_attribute(per_attribute)}
-    return figures, {"attributes": list(ref.attributes), "per_attribute": per_attribute,
-                     "raters": sorted({r for h in ref.humans.values() for r in h}),
-                     "consensus": "mean of the raters, per attribute",
-                     "headline": "per metric, the attribute with the weakest protective bound"}
 
 
 def bounded_judge(model: str, seed: int) -> Callable[[JudgeRequest], str]:
