@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trustmh.core import TrustmhError
 from trustmh.certify.registry import find_reference, reference_sources
+from trustmh.core import TrustmhError
 from trustmh.judges.references import ReferenceRequest
 
 

@@ -106,8 +106,8 @@ def test_import_measures_two_raters_against_each_other(run_dir: Path, tmp_path: 
 
 
 def test_import_refuses_an_item_outside_the_sample(run_dir: Path, tmp_path: Path) -> None:
-    from trustmh.core import TrustmhError
     from trustmh.certify.review import import_review
+    from trustmh.core import TrustmhError
 
     _export(run_dir)
     bad = tmp_path / "bad.csv"

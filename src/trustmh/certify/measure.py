@@ -1,27 +1,24 @@
-"""`trustmh judge certify`'s machinery: judge a reference set through Inspect exactly as a run asks the judge,
-then measure the judge against the humans and write a certificate (docs/judges.md#certificates).
+"""`trustmh judge certify`'s machinery: a reference set judged as a run judges (docs/judges.md#certificates),
+then the judge measured against the humans and a certificate written.
 
-The reference items are Inspect samples that carry the human-labelled reply (`skip_generation`, the reply in
-`stored_response` or, for the crisis study, in the item's `answer`); the sub-task's own `trustmh_scorer` asks
-the judge (same prompt, schema, ensemble rule, temperature 0, the run's seed, timeouts and retries) and
-scores its reply. The eval runs as an Inspect eval set in `<work>/logs` with the response cache, so running
-the same command again resumes and asks no judge call twice.
+A certification is a run (`RunSpec.reference`): the reference's items carry the human-labelled reply
+(`skip_generation`, the reply in `stored_response` or, for the crisis study, in the item's `answer`), so no
+model is under test; the judges under test are the spec's judges, and the sub-task's own `trustmh_scorer` asks
+each (same prompt, schema, ensemble rule, temperature 0, the run's seed, timeouts and retries) and scores its
+reply. The run's stages do the rest: `plan_reference` (select), `evaluate` (the one Inspect call: an eval set in
+`<work>/logs` with the response cache, so running the same command again resumes and asks no judge call
+twice) and `collect`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Task, eval_set
-from inspect_ai.dataset import MemoryDataset
-from inspect_ai.model import get_model
-
-from trustmh.catalogue import get_subtask
-from trustmh.core import JudgeRequest, Record, RunContext, TrustmhError, run_context
+from trustmh.catalogue import catalogue, get_subtask
+from trustmh.core import Record, TrustmhError
 from trustmh.judges.agreement import agreement_figures, attribute_figures
 from trustmh.judges.certificates import (
     fingerprint_settings,
@@ -29,58 +26,43 @@ from trustmh.judges.certificates import (
     parse_thresholds,
     write_certificate,
 )
-from trustmh.judges.ensemble import ensemble_option
-from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.reference_quality import KIND_OF, certify_reference
 from trustmh.judges.references import Reference
-from trustmh.models import BUNDLED_MODEL
-from trustmh.models.gguf import default_parallel
-from trustmh.run.calls import bounded_config, cache_policy, judge_role
-from trustmh.run.collect import records_from_log
-from trustmh.run.config import DEMO_JUDGE_TEXT_CHARS, check_model_name
-from trustmh.run.inspect_eval import response_cache_dir
-from trustmh.run.tasks import context_to_dict, generate_with_reask, item_to_sample, trustmh_scorer
+from trustmh.run.collect import collect
+from trustmh.run.config import RunOptions, RunSpec, resolve
+from trustmh.run.inspect_eval import evaluate
+from trustmh.run.reference import ReferenceRun
+from trustmh.run.select import plan_reference
 
 
-def certify_context(judges: Sequence[str], *, seed: int, options: Mapping[str, Any] | None = None,
-                    limit: int | None = None, timeout: int = 120, max_retries: int = 3, cache: bool = True
-                    ) -> RunContext:
-    """The RunContext a run would give these judges (the bundled judge gets the run's free-text cap)."""
-    opts = dict(options or {})
-    if judges[0] == BUNDLED_MODEL:
-        opts.setdefault("judge_text_chars", DEMO_JUDGE_TEXT_CHARS)
-    return run_context(mode="default", seed=seed, suite="trustmh", limit=limit, judges=judges, options=opts,
-                       timeout=timeout, max_retries=max_retries, cache=cache, ensemble=ensemble_option(opts))
+def certification_spec(judges: Sequence[Any], reference: ReferenceRun, *, seed: int = 0,
+                       options: Mapping[str, Any] | None = None, limit: int | None = None, n_boot: int = 2000,
+                       timeout: int = 120, max_retries: int = 3, batch: int | None = None,
+                       prompt_cache: bool = True) -> RunSpec:
+    """The run a certification is: the judges under test (model strings, or Inspect `Model` objects in tests)
+    as the spec's judges, the reference's sub-task, no model under test (`RunSpec.reference`)."""
+    first, *more = judges
+    suite = next((name for name, classes in catalogue().suite_tasks.items()
+                  if any(cls.id == reference.subtask for cls in classes)), "trustmh")
+    return resolve(RunOptions(judge=first, more_judges=list(more), suite=suite, subtasks=[reference.subtask],
+                              seed=seed, options=dict(options or {}), limit=limit, n_boot=n_boot, timeout=timeout,
+                              max_retries=max_retries, batch=batch, prompt_cache=prompt_cache, display="none",
+                              reference=reference))
 
 
-def judge_reference(ref: Reference, ctx: RunContext, work: Path, judge_models: Sequence[Any] | None = None,
-                    display: str = "none") -> list[Record]:
-    """Judge the reference items through Inspect (resumable eval set in `work/logs`, response cache)."""
+def judge_reference(ref: Reference, spec: RunSpec, work: Path) -> list[Record]:
+    """Judge the reference items through the run's stages (a resumable eval set in `work/logs`)."""
     subtask = ref.judging or get_subtask(ref.subtask)
-    task = Task(name=f"certify_{ref.subtask.replace('/', '_')}",
-                dataset=MemoryDataset([item_to_sample(i) for i in ref.items], name=ref.name),
-                solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
-                metadata={"trustmh_subtask": ref.subtask, "trustmh_context": context_to_dict(ctx)})
-    members = list(judge_models) if judge_models else ctx.judges
-    roles = {judge_role(i): m for i, m in enumerate(members)}
+    plan = plan_reference(spec, subtask, ref.items, ref.name)
     work.mkdir(parents=True, exist_ok=True)
-    extra: dict[str, Any] = {}
-    if str(ctx.judge.model or "").startswith("gguf/"):
-        # bundled judge: one call per single-slot llama.cpp server, as a run does (queued calls would time out)
-        extra["max_connections"] = default_parallel()
-    with response_cache_dir(work):
-        _, logs = eval_set([task], log_dir=str(work / "logs"), model="mockllm/model", model_roles=roles,
-                           retry_attempts=0, display=display, fail_on_error=False, log_realtime=False,
-                           max_retries=ctx.max_retries, attempt_timeout=ctx.timeout,
-                           timeout=ctx.timeout * (ctx.max_retries + 2), **extra)
-    records: list[Record] = []
-    for log in logs:
-        messages: list[str] = []
-        recs, n_errors, _ = records_from_log(log, messages)
-        if log.status != "success" or n_errors:
-            raise TrustmhError(judging_failed(ref, log.status, n_errors, messages))
-        records.extend(recs)
-    return records
+    logs = evaluate(plan, work)
+    records, _ = collect(plan, logs)
+    n_errors = plan.n_errors.get(subtask.id, 0)
+    unfinished = [str(log.status) for log in logs if log.status != "success"]
+    if unfinished or n_errors:
+        raise TrustmhError(judging_failed(ref, unfinished[0] if unfinished else "success", n_errors,
+                                          plan.error_messages.get(subtask.id, [])))
+    return records.get(subtask.id, [])
 
 
 _MISSING_KEY = re.compile(r"^KeyError\('([^']+)'\)$")
@@ -112,9 +94,12 @@ def check_judge_key(ref: Reference, records: Sequence[Record]) -> None:
                            f"{', '.join(fields)}); the judge's answers are kept, run again with the right key")
 
 
-def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thresholds: list[str] | None = None,
-            judge_models: Sequence[Any] | None = None, display: str = "none") -> tuple[dict[str, Any], Path]:
-    records = judge_reference(ref, ctx, work, judge_models, display)
+def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thresholds: list[str] | None = None
+            ) -> tuple[dict[str, Any], Path]:
+    """Judge the reference as a run (`spec`, from `certification_spec`), measure the judge and write its
+    certificate; returns (certificate, path)."""
+    records = judge_reference(ref, spec, work)
+    ctx = spec.context()
     check_judge_key(ref, records)
     judged = {r.item_id: ref.judge_value(r) for r in records}
     limits = parse_thresholds(thresholds, ref.label_type) if thresholds or not ref.quality_kind else {}
@@ -136,21 +121,3 @@ def certify(ref: Reference, ctx: RunContext, *, certs_dir: Path, work: Path, thr
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
                             extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
     return cert, write_certificate(certs_dir, cert)
-
-
-def bounded_judge(model: str, seed: int) -> Callable[[JudgeRequest], str]:
-    """A plain `request -> text` judge on an Inspect model: temperature 0, seeded, bounded and cached like
-    every judge of a run, up to three attempts (rescoring with trustmh's own judge, the SIRI-2 reference)."""
-    check_model_name(model, "--judge")
-    ctx = run_context(seed=seed, judges=[model])
-    judge_model = get_model(model, config=bounded_config(ctx, temperature=0.0, seed=seed))
-
-    def ask(req: JudgeRequest) -> str:
-        config = bounded_config(ctx, temperature=0.0, seed=seed, max_tokens=req.max_tokens)
-
-        async def attempt_once(attempt: int) -> str:
-            return (await judge_model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
-
-        return asyncio.run(ask_until_valid(attempt_once, req.validate))
-
-    return ask

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustmh.catalogue import catalogue
+from trustmh.catalogue import catalogue, lookup
 from trustmh.certify.csv_reference import REFERENCE as CSV_SOURCE
 from trustmh.core import TrustmhError
 from trustmh.judges.references import CSV_REFERENCE, ReferenceRequest, ReferenceSource
+from trustmh.run.reference import ReferenceRun
 
 
 def reference_sources() -> dict[str, ReferenceSource]:
@@ -34,3 +35,14 @@ def find_reference(name: str, request: ReferenceRequest) -> tuple[ReferenceSourc
         raise TrustmhError(f"--reference {source.name} certifies {' or '.join((source.subtask, *source.also))}, "
                            f"not {request.subtask}")
     return source, request
+
+
+def reference_run(source: ReferenceSource, request: ReferenceRequest) -> ReferenceRun:
+    """The run's request part for this reference: its name, the judged sub-task (`--subtask`, else the
+    reference's own) and `--reference-path` with the sub-task option it fills."""
+    subtask = request.subtask or source.subtask
+    if subtask is None:  # the generic CSV names no sub-task of its own
+        raise TrustmhError("--reference CSV needs --subtask ID (which judge to certify)")
+    if lookup(subtask) is None:
+        raise TrustmhError(f"--subtask {subtask}: unknown sub-task")
+    return ReferenceRun(name=source.name, subtask=subtask, path=request.path, path_option=source.path_option)

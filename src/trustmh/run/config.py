@@ -40,6 +40,7 @@ from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
 from trustmh.run.calls import judge_role, patient_role
+from trustmh.run.reference import FIXED_REPLIES, ReferenceRun
 from trustmh.storage import Url
 
 DEMO_LIMIT = 2
@@ -107,6 +108,7 @@ class RunOptions:
     batch: int | None = None
     batch_conversations: bool = False
     prompt_cache: bool = True
+    reference: ReferenceRun | None = None  # a certification (`trustmh judge certify`): no model under test
 
 
 @dataclass(frozen=True)
@@ -152,11 +154,12 @@ class RunSpec:
     batch: int | None = None  # `--batch [N]` (None: live; 0: Inspect's batch size)
     batch_conversations: bool = False
     prompt_cache: bool = True
+    reference: ReferenceRun | None = None  # a certification: its fixed replies are judged, none generated
 
     @property
     def sub_task_options(self) -> dict[str, Any]:
         """What sub-tasks read as `ctx.options`: the demo's trims, overridden by the user's own keys."""
-        return {**self.trims, **self.options}
+        return {**self.trims, **self.options, **(self.reference.folder_options() if self.reference else {})}
 
     def context(self) -> RunContext:
         """The run's one RunContext (what a sub-task knows of the run)."""
@@ -283,8 +286,11 @@ def check_epochs(epochs: int, subtask_ids: list[str]) -> None:
 
 def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
     """The offline demo (the bundled model on the starter suite): minutes, not hours (benchmarks/demo.py
-    times it); and the bundled model's reply cap in any run. The user's own `-O` keys win."""
+    times it); and the bundled model's reply cap in any run; a certification of the bundled judge keeps its
+    free text as short as the demo's. The user's own `-O` keys win."""
     trims: dict[str, Any] = {}
+    if model == FIXED_REPLIES and judge.model == BUNDLED_MODEL:
+        return {"judge_text_chars": DEMO_JUDGE_TEXT_CHARS}
     if model == BUNDLED_MODEL and suite == "starter":
         trims = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
                  "fairness_values": DEMO_FAIRNESS_VALUES, "fairness_escalation_items": 0, "awareness_samples": 1,
@@ -321,7 +327,7 @@ def resolve(opts: RunOptions) -> RunSpec:
     """Defaults and checks, before any data is read or any model called: the run's `RunSpec`."""
     if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or not 0 <= opts.seed <= SEED_MAX:
         raise TrustmhError(f"--seed {opts.seed!r}: must be a whole number from 0 to {SEED_MAX}")
-    model = str(opts.model or BUNDLED_MODEL)
+    model = str(opts.model or (FIXED_REPLIES if opts.reference else BUNDLED_MODEL))
     suite = opts.suite or ("starter" if model == BUNDLED_MODEL else "trustmh")
     model_target = opts.model or model
     check_model_name(model_target, "--model")
@@ -332,7 +338,8 @@ def resolve(opts: RunOptions) -> RunSpec:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
     check_options(opts.options, chosen)
     check_epochs(opts.epochs, chosen)
-    patient, patient_targets = resolve_patient(opts, judge, judge_targets, chosen)
+    # a certification judges stored replies: no conversation is played, so no patient
+    patient, patient_targets = (None, []) if opts.reference else resolve_patient(opts, judge, judge_targets, chosen)
     roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
     roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
     demo = model == BUNDLED_MODEL and suite == "starter"
@@ -347,8 +354,10 @@ def resolve(opts: RunOptions) -> RunSpec:
                    live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
                    budget=opts.budget, force=opts.force, latency=opts.latency,
                    expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs, batch=opts.batch,
-                   batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache)
-    _announce(spec, demo)
+                   batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache,
+                   reference=opts.reference)
+    if opts.reference is None:
+        _announce(spec, demo)
     return spec
 
 
