@@ -61,10 +61,24 @@ def catalogue() -> Catalogue:
     for cls in subtasks + tuple(c for cs in suites.values() for c in cs):
         if not (cls.id and cls.task_name and cls.title and set(cls.anchors) >= {"faithful", "default"}):
             raise TypeError(f"{cls.__name__} must declare id, task_name, title and anchors for both modes")
+    by_id = {cls.id: cls for cls in subtasks + tuple(c for cs in suites.values() for c in cs)}
+    for source in references.values():
+        _check_reference(source, by_id)
     return Catalogue(pillars=tuple(name for _, name, _ in pillars),
                      faithful_pillars=tuple(name for _, name, m in pillars if m.FAITHFUL),
                      pillar_titles=titles, subtasks=subtasks, suite_tasks=suites,
                      references=dict(sorted(references.items())))
+
+
+def _check_reference(source: ReferenceSource, subtasks: dict[str, type[Subtask]]) -> None:
+    """A declared reference names sub-tasks of the catalogue whose judges can be fingerprinted (their
+    `judge_templates`), and reads its humans one way: `load` (raters to agree with) or `measure` (its own)."""
+    for sid in (source.subtask, *source.also):
+        cls = subtasks.get(str(sid))
+        if cls is None or not cls.judge_templates:
+            raise TypeError(f"reference {source.name!r}: {sid!r} is not a sub-task with judge_templates")
+    if (source.load is None) == (source.measure is None):
+        raise TypeError(f"reference {source.name!r} must declare one of load and measure")
 
 
 def __getattr__(name: str) -> Any:
