@@ -2,8 +2,9 @@
 function-level imports of trustmh's own code only where a comment says they keep start-up fast, no citation
 of documents that are not in the repository, and runtime dependencies that are what src/ imports.
 
-The graph is read with `ast` from src/trustmh/**/*.py, imports under `if TYPE_CHECKING:` left out (they never
-run). `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
+The graph is read with `ast` from src/trustmh/**/*.py. Imports under `if TYPE_CHECKING:` never run: the floors
+and the start-up rule leave them out, but a cycle through them is still a cycle (two modules that each need
+the other to be read), and the structure drawing shows them. `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
 import of a.b. The parent packages Python initialises on the way are not counted: they are a package's own
 business, and a package `__init__` that re-exports its submodules would otherwise close a loop with each.
 """
@@ -96,7 +97,8 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports_of(name: str) -> list[Import]:
+def _imports_of(name: str, type_only: bool = False) -> list[Import]:
+    """The imports of a module; with `type_only`, those under `if TYPE_CHECKING:` too."""
     path = MODULES[name]
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -128,6 +130,8 @@ def _imports_of(name: str) -> list[Import]:
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.body if type_only else ():
+                    visit_stmt(stmt, in_function)
                 for stmt in child.orelse:
                     visit_stmt(stmt, in_function)
                 continue
@@ -148,6 +152,8 @@ def _imports_of(name: str) -> list[Import]:
 
 
 IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name)]
+# every import, the ones under `if TYPE_CHECKING:` included
+ALL_IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name, type_only=True)]
 
 
 def _floor(name: str) -> int:
@@ -229,8 +235,9 @@ def test_every_module_has_a_floor() -> None:
 
 
 def test_the_import_graph_has_no_cycle() -> None:
+    """Type-only imports included: a loop through them still makes each module need the other to be read."""
     edges: dict[str, set[str]] = defaultdict(set)
-    for imp in IMPORTS:
+    for imp in ALL_IMPORTS:
         edges[imp.importer].add(imp.imported)
     loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
     assert not loops, "import cycles:\n" + "\n".join(loops)
@@ -243,6 +250,24 @@ def test_no_module_imports_a_higher_floor() -> None:
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
     assert not stale, f"listed as allowed but no longer there (remove them): {stale}"
+
+
+def _package(name: str) -> str:
+    """The box a module is drawn in: its top-level package or module under trustmh (`trustmh.judges`)."""
+    return ".".join(name.split(".")[:2])
+
+
+# The structure drawing: one box per top-level package on the floor of its name, one arrow per package that
+# imports another (type-only imports included). An arrow up is a package some of whose modules import from a
+# higher floor; the drawing may show at most this many.
+DRAWING_ARROWS_UP_MAX = 2
+
+
+def test_the_structure_drawing_has_at_most_two_arrows_up() -> None:
+    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in ALL_IMPORTS
+                 if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
+    assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
+        f"{a} -> {b}" for a, b in up)
 
 
 def test_the_run_names_no_pillar() -> None:
