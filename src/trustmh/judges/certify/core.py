@@ -11,7 +11,6 @@ the same command again resumes and asks no judge call twice.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,14 +72,6 @@ class Reference:
     # fixed thresholds then apply only when given (--threshold).
     quality_kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
-
-
-def sha256_files(paths: Sequence[Path]) -> str:
-    """One digest of several files (the sha256 of their sha256s, in order): a reference set's identity."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(hashlib.sha256(Path(p).read_bytes()).hexdigest().encode())
-    return h.hexdigest()
 
 
 def consensus(labels: Sequence[Any], label_type: str) -> Any:

@@ -54,6 +54,7 @@ from trustmh.core import (
 )
 from trustmh.data.locate import resolve
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
+from trustmh.digest import sha256_bytes
 from trustmh.judges.reference_quality import FLOORS, human_agreement
 from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -241,7 +242,7 @@ def read_annotations(path: Path) -> Annotations:
     RowReport.require_usable(len(conversations), str(path), report.problems)
     return Annotations(path=path, conversations=conversations, fields=fields, field_spelling=spelling,
                        raters=sorted(raters.values(), key=lambda r: int(r[1:])), not_applicable=not_applicable,
-                       report=report, sha256=hashlib.sha256(raw).hexdigest())
+                       report=report, sha256=sha256_bytes(raw))
 
 
 # --------------------------------------------------------------------------------------- the mapping check
