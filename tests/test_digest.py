@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fixture_paths import REPO
+from fixture_paths import FIXTURES
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.digest import files_sha256, named_sha256, sha256_file
-
-FIXTURES = REPO / "tests" / "fixtures"
 
 
 def one_file(path: Path) -> str:

@@ -52,7 +52,7 @@ from trustmh.core import (
     TrustmhError,
     clean_json,
 )
-from trustmh.data.locate import resolve
+from trustmh.data.publisher import file_in_folder
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
 from trustmh.judges.reference_quality import FLOORS, human_agreement
@@ -351,12 +351,7 @@ def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, d
 def locate(source: Path | None, rel: str) -> Path:
     """A MindEval file: under `source` (a folder laid out like the repository) when given, else from the data
     registry (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
-    if source is not None:
-        path = Path(source).expanduser() / rel
-        if not path.is_file():
-            raise TrustmhError(f"--from {source}: no {rel} (point --from at a copy of SWORDHealth/mind-eval)")
-        return path
-    return resolve(DATASET, f"{REL_ROOT}/{rel}")
+    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}")
 
 
 def criterion_table(ann: Annotations) -> list[tuple[str, str, tuple[str, ...]]]:
