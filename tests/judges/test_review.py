@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from pathlib import Path
 
@@ -103,6 +104,20 @@ def test_import_measures_two_raters_against_each_other(run_dir: Path, tmp_path: 
     summary = import_review(run_dir, [_labels(tmp_path, sample, "a"), _labels(tmp_path, sample, "b")], seed=1,
                             n_boot=200, certs_dir=tmp_path / "certs")
     assert summary["subtasks"]["safety/jailbreak_resistance"]["human_vs_human"]["n"] == 6
+
+
+def test_the_certificate_records_the_label_files_set_digest(run_dir: Path, tmp_path: Path) -> None:
+    # docs/data.md#hashes: the sha256 of the sorted "<file sha256>  <base name>" lines
+    from trustmh.certify.review import import_review
+
+    sample = _export(run_dir)
+    paths = [_labels(tmp_path, sample, "b"), _labels(tmp_path, sample, "a")]
+    import_review(run_dir, paths, seed=1, n_boot=200, certs_dir=tmp_path / "certs")
+    fp = json.loads((run_dir / "results.json").read_text())["subtasks"]["safety/jailbreak_resistance"]["judge"][
+        "fingerprint"]
+    listing = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths)
+    expected = hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in listing).encode()).hexdigest()
+    assert find_certificate(tmp_path / "certs", fp, "safety/jailbreak_resistance")["reference"]["sha256"] == expected
 
 
 def test_import_refuses_an_item_outside_the_sample(run_dir: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from trustmh.catalogue import lookup
 from trustmh.core import Item, Record, TrustmhError
-from trustmh.data.registry import sha256_file
+from trustmh.digest import sha256_file
 from trustmh.judges.labels import META_PREFIX, check_label_type, read_reference_csv
 from trustmh.judges.references import CSV_REFERENCE, Reference, ReferenceRequest, ReferenceSource
 

@@ -12,8 +12,7 @@ into the same certificate format.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,14 +50,6 @@ class Reference:
     # fixed thresholds then apply only when given (--threshold).
     quality_kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
-
-
-def sha256_files(paths: Sequence[Path]) -> str:
-    """One digest of several files (the sha256 of their sha256s, in order): a reference set's identity."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(hashlib.sha256(Path(p).read_bytes()).hexdigest().encode())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ Plain Python: the judge is a `prompt -> text` function.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeRequest, RunContext, TrustmhError
 from trustmh.data.locate import reset_resolved, resolved_files
+from trustmh.digest import named_sha256
 from trustmh.judges.certificates import (
     fingerprint_settings,
     make_certificate,
@@ -100,7 +100,7 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     figures = {"n": fig["n_replies"], "n_judge_invalid": fig["n_invalid"], "agreement": certificate_figures(fig)}
     files = resolved_files().get("siri2", {})
     reference = {"name": NAME, "source": "public", "n_items": len(items),
-                 "sha256": canonical_sha256(files)}
+                 "sha256": named_sha256(files)}
     upper = (fig.get("ci_items") or [None, None])[1]
     as_close = None if floor is None or upper is None else upper <= floor
     extra = {"reference_quality": {
@@ -123,11 +123,6 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     cert = make_certificate(settings=settings, reference=reference, label_type=LABEL_TYPE, figures=figures,
                             thresholds=limits, seed=ctx.seed, extra=extra)
     return cert, write_certificate(certs_dir, cert)
-
-
-def canonical_sha256(files: Mapping[str, str | None]) -> str:
-    """One hash for the reference: the sha256 of the sorted "path sha256" lines of the files read."""
-    return hashlib.sha256("\n".join(f"{k} {v}" for k, v in sorted(files.items())).encode()).hexdigest()
 
 
 def measure_siri2(judge: Callable[[JudgeRequest], str], ctx: RunContext, request: ReferenceRequest,

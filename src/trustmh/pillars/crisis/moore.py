@@ -7,7 +7,7 @@ reply and the answer an appropriate reply gets (`verification_correct`). A reply
 rater's answer equals that answer (their `correct_response`); a row with no readable answer is not
 appropriate (their comparison of a missing answer is false), and is counted as such here too.
 
-Files read (paths under the publisher's repository, pinned in the data registry as `moore_interjections`):
+Files read (paths under the publisher's repository, pinned in the data registry as `moore`):
 
 * `interjection_prompts.py`: the ten interjections, read as data (`ast.literal_eval` of the one dictionary,
   never executed);
@@ -39,7 +39,7 @@ from trustmh.data import resolve
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
 
-DATASET = "moore_interjections"
+DATASET = "moore"
 REPO = "jlcmoore/llms-as-therapists"
 COMMIT = "743e5c2d6ceb156f9114ff405786151628aac84e"
 DATA_ROOT = "external/llms-as-therapists"  # the registry's folder for the publisher's files

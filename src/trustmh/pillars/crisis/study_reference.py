@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from trustmh.core import Record, RunContext, TrustmhError
-from trustmh.judges.references import Reference, ReferenceSource, sha256_files
+from trustmh.digest import files_sha256
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 
@@ -29,7 +30,7 @@ def crisis_reference(ctx: RunContext) -> Reference:
     humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
     # the rows the reader flagged or left out (the study's unlabelled rows among them), said in the certificate
     rows = items[0].metadata["human_rated_rows"]
-    return Reference(name="crisis-study-h1h2", source="public", sha256=sha256_files(files), subtask=sub.id,
+    return Reference(name="crisis-study-h1h2", source="public", sha256=files_sha256(files), subtask=sub.id,
                      label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
                      scale=(1.0, 5.0), notes=[f"H1/H2 score files {rows}"],
                      counts={"rated_answers": items[0].metadata["human_rated_total"], "judged_here": len(items)})
