@@ -336,7 +336,8 @@ def resolve(opts: RunOptions) -> RunSpec:
     chosen = [info.id for info in select(opts.pillars, opts.subtasks, opts.mode, suite)]
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
-    check_options(opts.options, chosen)
+    if opts.reference is None:  # a reference's reader reads -O keys too (moore_dir on conversation/delusion)
+        check_options(opts.options, chosen)
     check_epochs(opts.epochs, chosen)
     # a certification judges stored replies: no conversation is played, so no patient
     patient, patient_targets = (None, []) if opts.reference else resolve_patient(opts, judge, judge_targets, chosen)
