@@ -55,6 +55,8 @@ def test_the_estimate_is_a_typed_object_whose_totals_the_budget_reads(prices: Pa
     planned = estimate(plan_run(spec), plan_settings(spec))
     assert isinstance(planned, PlanEstimate)
     # batched, the budget is held against the batch scenario's upper cost, read as attributes
-    top = planned.totals.cost_scenarios["batch"].max  # type: ignore[union-attr]
+    batch = planned.totals.cost_scenarios["batch"]
+    assert batch is not None and batch.max is not None
+    top = batch.max
     assert over_budget(planned, top / 2) == (f"the plan's upper estimate at batch rates {top:.4f} is over the "
                                              f"budget {top / 2:g}")

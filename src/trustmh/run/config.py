@@ -84,7 +84,7 @@ class RunOptions:
     def __init__(self, **settings: Any) -> None:
         own = {f.name: f for f in fields(self)}
         for f in own.values():
-            setattr(self, f.name, f.default_factory() if f.default is MISSING else f.default)  # type: ignore[misc]
+            setattr(self, f.name, f.default_factory() if f.default is MISSING else f.default)
         by_part: dict[str, dict[str, Any]] = {name: {} for name in PARTS}
         for key, value in settings.items():
             if key in own:

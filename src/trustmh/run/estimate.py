@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, judge_tokens, max_reasks
@@ -218,12 +219,16 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
 
 
 # ------------------------------------------------------------------------------------------------- plan
-def plan_settings(spec: RunSpec, **more: Any) -> PlanSettings:
-    """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and `more`."""
+def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
+                  detect_difference: float | None = None, pilot: str | Path | None = None,
+                  policy: str | Path | None = None) -> PlanSettings:
+    """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
+    questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
     if spec.cost.expect_reply_tokens:
         expected["model"] = int(spec.cost.expect_reply_tokens)
-    settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, **more)
+    settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, rate=rate, target_width=target_width,
+                            detect_difference=detect_difference, pilot=pilot, policy=policy)
     if spec.execution.batch is not None:
         settings.batch = BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations)
     if spec.cost.latency:

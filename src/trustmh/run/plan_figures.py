@@ -76,8 +76,7 @@ class CostScenarios:
     @classmethod
     def of(cls, costs: Mapping[str, Mapping[str, float | None] | None]) -> CostScenarios:
         """From `discounts.scenario_costs` / `scenario_totals`."""
-        return cls({s: None if costs[s] is None else ExpectedMax(costs[s]["expected"], costs[s]["max"])  # type: ignore[index]
-                    for s in SCENARIOS})
+        return cls({s: None if (c := costs[s]) is None else ExpectedMax(c["expected"], c["max"]) for s in SCENARIOS})
 
     def __getitem__(self, scenario: str) -> ExpectedMax | None:
         return self.by_scenario[scenario]
