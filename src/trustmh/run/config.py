@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
 from trustmh.run.calls import judge_role, patient_role
-from trustmh.run.parts import PARTS, CostSettings, Execution, Output, part_of, with_settings
+from trustmh.run.parts import PARTS, CostSettings, Execution, Output, part_of
 from trustmh.storage import Url
 
 DEMO_LIMIT = 2
@@ -95,7 +95,7 @@ class RunOptions:
                 raise TypeError(f"RunOptions: no setting {key!r}")
         for name, given in by_part.items():
             if given:
-                setattr(self, name, with_settings(getattr(self, name), given))
+                setattr(self, name, replace(getattr(self, name), **given))
 
 
 @dataclass(frozen=True)

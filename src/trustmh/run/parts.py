@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from trustmh.prices import Price
 from trustmh.storage import Url
@@ -83,8 +82,3 @@ def part_of(setting: str) -> str | None:
 def setting_names() -> list[str]:
     """Every field of every part, as a keyword of `RunOptions` and a `dest` of the command line."""
     return [f.name for part in PARTS.values() for f in fields(part)]
-
-
-def with_settings(part: Any, settings: dict[str, Any]) -> Any:
-    """`part` with the given fields replaced (a part is frozen)."""
-    return type(part)(**{**{f.name: getattr(part, f.name) for f in fields(part)}, **settings})
