@@ -27,7 +27,7 @@ def test_a_path_the_reader_reads_itself_is_no_option() -> None:
 
 
 def test_no_model_is_under_test() -> None:
-    assert certification_spec(["mockllm/j"], ReferenceRun("x", ESCALATION)).model == FIXED_REPLIES
+    assert certification_spec(["mockllm/j"], ReferenceRun("x", ESCALATION)).model.label == FIXED_REPLIES
 
 
 def test_the_judges_under_test_are_the_specs_judges() -> None:

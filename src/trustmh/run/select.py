@@ -15,6 +15,7 @@ from trustmh.core import Item, RunContext, Subtask, SubtaskResult, TrustmhError,
 from trustmh.data.locate import reset_resolved
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
+from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.tasks import build_task, fixed_reply_task
 
 
@@ -35,7 +36,7 @@ class RunPlan:
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
     error_messages: dict[str, list[str]] = field(default_factory=dict)  # their distinct messages per sub-task
-    planned: dict[str, Any] | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
+    planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
