@@ -111,3 +111,15 @@ def test_each_option_is_declared_once_whatever_the_subtask() -> None:
         for key, option in cls.options.items():
             declared.setdefault(key, set()).add(option.help)
     assert {key: helps for key, helps in declared.items() if len(helps) > 1} == {}
+
+
+def test_the_moore_reference_refuses_an_oversized_file_in_its_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --reference-path walks the repository's run folders (no fixed file name): each file it reads is bounded
+    from trustmh.data.rows import RowReport
+    from trustmh.pillars.crisis import moore
+    from trustmh.pillars.crisis.moore import annotated_replies
+
+    folder = FIXTURES / "moore_interjections" / "publisher"
+    monkeypatch.setattr(moore, "MAX_DATA_FILE_BYTES", 10)
+    with pytest.raises(TrustmhError, match=rf"{folder}/.*larger than the 10 bytes"):
+        annotated_replies(folder, RowReport())
