@@ -16,6 +16,7 @@ from trustmh.inspect_compat import cache_urls_moved, provider_discounts
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
+from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
 from trustmh.run.select import RunPlan
@@ -43,7 +44,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
                               # a sample whose call failed in a way the provider does not retry (a 200
                               # with half a JSON body) is run again, a bounded number of times
                               "retry_on_error": SAMPLE_RETRIES}
-    bundled = spec.model.startswith("gguf/")
+    bundled = provider_of(spec.model).single_slot_servers
     if spec.max_connections is not None:
         kwargs["max_connections"] = spec.max_connections
     elif bundled:
@@ -69,7 +70,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             model=spec.model_target,
             # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
             # run in one process with another file never reuses the first one's product
-            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if spec.model.startswith("http/") else {},
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if provider_of(spec.model).endpoint_file else {},
             model_roles=dict(spec.roles) or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal

@@ -14,7 +14,7 @@ import pytest
 from canned import canned_model
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.judges.ensemble import combine
-from trustmh.judges.families import model_family
+from trustmh.models.providers import model_family
 from trustmh.offline import run_offline
 from trustmh.pillars.mentalbench.data import assign_conv_ids, load_mentalbench
 from trustmh.pillars.mentalbench.diagnostics import retest_reliability

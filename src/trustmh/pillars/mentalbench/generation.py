@@ -45,8 +45,8 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.judges.ensemble import combine, ensemble_settings
-from trustmh.judges.families import model_family
 from trustmh.judges.schema import json_object_schema
+from trustmh.models.providers import model_family
 from trustmh.pillars.mentalbench.data import (
     MENTALBENCH_REL,
     MentalBenchData,
