@@ -1,7 +1,7 @@
 """The conversation sets are generated from their declared designs (the registry `designs.DESIGNS`):
 regenerating gives the committed files byte for byte; each holds at least 100 conversations, as many as its
-header counts, no duplicate or near-duplicate, controls where a false-alarm rate is reported, and is played by
-a sub-task that loads it through its own reader. A design added to the registry is picked up by all of it."""
+header counts, no duplicate or near-duplicate, controls where a false-alarm rate is reported, is played by a
+sub-task that loads it through its own reader, and has its row in the docs. A design added to the registry is picked up by all of it."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def player_faults(name: str) -> list[str]:
     return [f"{s.id} loads no item" for s in players if not s().load_items(ctx)]
 
 
+def docs_faults(name: str) -> list[str]:
+    table = (Path(__file__).parents[3] / "docs" / "conversations.md").read_text(encoding="utf-8")
+    return [] if f"| `{name}` |" in table else ["no row in the table of sets in docs/conversations.md"]
+
+
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sets")
@@ -105,6 +110,11 @@ def test_every_set_is_played_by_a_sub_task_that_loads_it(name: str) -> None:
     assert player_faults(name) == []
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_set_has_its_row_in_the_docs(name: str) -> None:
+    assert docs_faults(name) == []
+
+
 def _throwaway_compose(cell: dict, rng: random.Random) -> dict:
     return {"category": cell["topic"], "risk_turn": None if cell["risk"] == "none" else 1,
             "turns": [f"hello, I keep thinking about {cell['topic']} {rng.randrange(10**6)}",
@@ -138,6 +148,10 @@ def test_a_new_design_passes_the_set_checks(with_throwaway: Path) -> None:
 
 def test_a_new_design_with_no_sub_task_is_named() -> None:
     assert player_faults("zz_throwaway") == ["no sub-task declares set_name = 'zz_throwaway'"]
+
+
+def test_a_new_design_with_no_docs_row_is_named() -> None:
+    assert docs_faults("zz_throwaway") == ["no row in the table of sets in docs/conversations.md"]
 
 
 def test_a_new_design_too_small_for_a_gate_check_is_named(with_throwaway: Path) -> None:
