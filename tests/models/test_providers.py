@@ -1,10 +1,12 @@
 """The providers table (`trustmh.models.providers`) is where every provider quirk is read: a provider added to
 it (or a quirk changed there) reaches the batch mode, the plan's prompt-cache pricing and token counts,
-judges' JSON mode, the run's endpoint file and model families, with no other file touched."""
+judges' JSON mode, the run's endpoint file and model families, with no other code touched; the cost page names the
+providers that batch and cache (checked)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,18 @@ from trustmh.models.providers import (
     provider_of,
 )
 from trustmh.run.tokens import Tokenizer
+
+COST_PAGE = Path(__file__).parents[2] / "docs" / "cost.md"
+
+
+def docs_faults() -> list[str]:
+    """Providers the cost page fails to name where it lists who batches and who caches prompts."""
+    text = COST_PAGE.read_text(encoding="utf-8")
+    batch = text.split("{#batch}", 1)[1].split("\n## ", 1)[0]
+    caching = text.split("{#caching}", 1)[1].split("\n## ", 1)[0]
+    return ([f"{p.label}: not named under batch mode" for p in PROVIDERS.values() if p.batch and p.label not in batch]
+            + [f"{p.label}: not named under prompt caching" for p in PROVIDERS.values()
+               if p.cache_minimum and p.label not in caching])
 
 
 @pytest.fixture
@@ -94,6 +108,15 @@ def test_the_endpoint_file_belongs_to_the_http_provider(monkeypatch: pytest.Monk
 
     monkeypatch.setitem(PROVIDERS, "http", replace(PROVIDERS["http"], endpoint_file=False))
     assert use_endpoint("http/acme", None) is None  # no longer an endpoint provider: no file asked for
+
+
+def test_the_cost_page_names_every_batch_and_caching_provider() -> None:
+    assert docs_faults() == []
+
+
+@pytest.mark.usefixtures("acme")
+def test_a_new_batch_and_caching_provider_missing_from_the_cost_page_is_named() -> None:
+    assert docs_faults() == ["Acme: not named under batch mode", "Acme: not named under prompt caching"]
 
 
 def test_every_labelled_provider_is_named_once() -> None:
