@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from canned import canned_model
-from trustmh.certify.probe import find_probe, run_probe
+from trustmh.certify.probe import run_probe
 from trustmh.certify.probe_battery import DISMISSIVE
+from trustmh.judges.probe_records import find_probe
 
 N_ITEMS = 30
 

@@ -7,7 +7,6 @@ certificates (`<certificates>/probes/<fingerprint>.json`, docs/judge-probes.md).
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,24 +19,20 @@ from trustmh.certify.probe_battery import BIAS, MATERIAL, NULL, REPLY_KEY, arms,
 from trustmh.core import Item, TrustmhError, clean_json
 from trustmh.digest import sha256_bytes
 from trustmh.judges.certificates import canonical_json, fingerprint_of, fingerprint_settings
+from trustmh.judges.probe_records import FORMAT, KIND, write_probe_record
 from trustmh.judges.references import Reference
 from trustmh.models.providers import model_family
 from trustmh.run.config import RunSpec
-from trustmh.stats.paired_effect import paired_label_difference, paired_score_difference, wilson
-from trustmh.storage import write_text_atomic
+from trustmh.stats.classification import wilson_interval
+from trustmh.stats.paired_effect import paired_label_difference, paired_score_difference
 
-FORMAT = 1
-KIND = "trustmh-judge-probe"
-PROBES_DIR = "probes"
 # The largest effect a probe tolerates (docs/judge-probes.md#tolerances): 10 points of the rate of a label, a
 # tenth of the scale's range for a score, a tenth of the items changing class for a categorical label.
 TOLERANCE = 0.10
 PASS, FAIL, INCONCLUSIVE, INVALID = "pass", "fail", "inconclusive", "invalid"
 DETECTED, NOT_DETECTED = "detected", "not detected"
-
-
-def probe_path(certs_dir: Path, fingerprint: str) -> Path:
-    return Path(certs_dir) / PROBES_DIR / f"{fingerprint}.json"
+# `trustmh judge probe`'s exit: pass 0, a bias found 1, inconclusive or invalid 3 (2 is a usage or data error)
+PROBE_EXIT = {PASS: 0, FAIL: 1, INCONCLUSIVE: 3, INVALID: 3}
 
 
 def probe_items(ref: Reference, family: str | None) -> tuple[list[Item], dict[str, Any]]:
@@ -78,7 +73,7 @@ def effect(label_type: str, pairs: Sequence[tuple[Any, Any]], *, scale: tuple[fl
     if label_type == "categorical":
         usable = [(a, b) for a, b in pairs if a is not None and b is not None]
         changed = sum(1 for a, b in usable if a != b)
-        lo, hi = wilson(changed, len(usable))
+        lo, hi = wilson_interval(changed, len(usable)) or (0.0, 1.0)
         return {"n": len(usable), "effect": changed / len(usable) if usable else None, "ci": [lo, hi],
                 "measure": "share of items whose class changed", "method": "Wilson"}
     numbers = [(as_number(a), as_number(b)) for a, b in pairs]
@@ -157,20 +152,17 @@ def run_probe(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path,
     record["digest"] = sha256_bytes(canonical_json(record).encode("utf-8"))
     record["created"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     record["trustmh_version"] = trustmh.__version__
-    path = probe_path(certs_dir, record["fingerprint"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    return record, path
+    return record, write_probe_record(certs_dir, record)
 
 
-def find_probe(certs_dir: str | Path | None, fingerprint: str | None) -> dict[str, Any] | None:
-    """The probe record beside the certificates for this fingerprint, or None."""
-    if not fingerprint or certs_dir is None:
-        return None
-    try:
-        data = json.loads(probe_path(Path(certs_dir), fingerprint).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("kind") != KIND or data.get("fingerprint") != fingerprint:
-        return None
-    return data
+def probe_line(name: str, probe: Mapping[str, Any]) -> str:
+    """One probe as the command and the report show it: its effect, interval and tolerance, and its verdict."""
+    if probe.get("verdict") == "not applicable":
+        return f"{name}: not applicable ({probe.get('not_applicable')})"
+    ci = probe.get("ci") or [None, None]
+
+    def num(x: Any) -> str:
+        return "—" if x is None else f"{float(x):+.3f}"
+
+    return (f"{name} ({probe['role']}): effect {num(probe.get('effect'))} (95% CI {num(ci[0])} to {num(ci[1])}; "
+            f"tolerance ±{probe['tolerance']:g}, n = {probe.get('n')}): {probe['verdict']}")

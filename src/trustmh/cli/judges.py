@@ -1,6 +1,7 @@
 """`trustmh judge certify` and `trustmh review export|import` (docs/judges.md).
 
     trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|mentalalign|FILE.csv
+    trustmh judge probe --judge MODEL --reference NAME|FILE.csv [--subtask ID] [--limit N] ...  (bias battery)
                           [--reference-path PATH] [--limit N] [--subtask ID] [--certificates DIR] [--seed N] ...
     trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
     trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 from trustmh.certify.measure import certification_spec, certify
+from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
 from trustmh.certify.registry import find_reference, reference_run, reference_sources
 from trustmh.certify.review import export_review, import_review
 from trustmh.cli.args import (
@@ -28,8 +30,9 @@ from trustmh.cli.args import (
 )
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
-from trustmh.judges.references import ReferenceRequest
+from trustmh.judges.references import ReferenceRequest, ReferenceSource
 from trustmh.run.calls import bounded_judge
+from trustmh.run.config import RunSpec
 
 # pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
 VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
@@ -40,11 +43,8 @@ def _certs_arg(p: argparse.ArgumentParser) -> None:
                    help="certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
-    top = p.add_subparsers(dest="group", required=True)
-    judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
-    c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set")
+def _judged_reference_args(c: argparse.ArgumentParser) -> None:
+    """What `judge certify` and `judge probe` share: the judge, the reference items, the run's bounds."""
     c.add_argument("--judge", action="append", required=True, metavar="MODEL", type=model_name("--judge"),
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
     c.add_argument("--reference", required=True, metavar="NAME|PATH",
@@ -57,8 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
                    help="CSV: the labels' type (required: declared, never guessed from the labels; a label that "
                    "does not fit it is refused, naming file, row and column)")
-    c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
-                   help="override a threshold (docs/judges.md#thresholds); repeatable")
     c.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
     c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
     c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
@@ -71,6 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120)
     c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
     _certs_arg(c)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
+    top = p.add_subparsers(dest="group", required=True)
+    judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
+    c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set")
+    _judged_reference_args(c)
+    c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                   help="override a threshold (docs/judges.md#thresholds); repeatable")
+    pr = judge.add_parser("probe", help="bias battery: does the judge follow length, order, authority, a user's "
+                          "certainty or its own family? (docs/judge-probes.md)")
+    _judged_reference_args(pr)
+    pr.add_argument("--tolerance", type=float, default=TOLERANCE,
+                    help=f"largest tolerated effect of a probe (default {TOLERANCE:g}; docs/judge-probes.md#tolerances)")
     review = top.add_parser("review", help="human review of a run's judged items").add_subparsers(
         dest="action", required=True)
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
@@ -101,13 +114,38 @@ def _options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def cmd_certify(args: argparse.Namespace) -> int:
+def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, ReferenceRequest, RunSpec]:
+    """The reference the command names and the run that judges it (`judge certify`, `judge probe`)."""
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     spec = certification_spec(args.judge, reference_run(source, request), seed=args.seed,
                               options=_options(args.option), limit=args.limit, n_boot=args.n_boot,
                               timeout=args.timeout, max_retries=args.max_retries, batch=args.batch,
                               prompt_cache=not args.no_prompt_cache)
+    return source, request, spec
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    source, request, spec = _reference_spec(args)
+    if source.load is None:
+        raise TrustmhError(f"--reference {source.name}: measured its own way, with no stored replies to vary; "
+                           "probe the judge on another reference of its sub-task or on a CSV")
+    if not 0 < args.tolerance < 1:
+        raise TrustmhError(f"--tolerance {args.tolerance:g}: expected a number between 0 and 1")
+    ref = source.load(spec.context(), request)
+    certs = certificates_dir(args.certificates)
+    work = Path(args.work) if args.work else certs / "work" / f"{ref.name}-probe"
+    record, path = run_probe(ref, spec, certs_dir=certs, work=work, tolerance=args.tolerance)
+    print(f"{record['subtask']}: judge {', '.join(record['judges'])}, bias battery on {ref.name} "
+          f"(n = {len(record['items'])}): {record['verdict'].upper()} ({record['reason']})")
+    for name, probe in record["probes"].items():
+        print("  " + probe_line(name, probe))
+    print(f"probe record: {path}")
+    return PROBE_EXIT.get(record["verdict"], 1)
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    source, request, spec = _reference_spec(args)
     ctx = spec.context()
     certs = certificates_dir(args.certificates)
     if source.measure is not None:  # a reference that measures the judge its own way (the SIRI-2)
@@ -166,5 +204,5 @@ def cmd_import(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.group == "judge":
-        return cmd_certify(args)
+        return cmd_probe(args) if args.action == "probe" else cmd_certify(args)
     return cmd_export(args) if args.action == "export" else cmd_import(args)

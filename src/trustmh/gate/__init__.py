@@ -19,6 +19,7 @@ from trustmh.gate.evaluate import VERDICT_EXIT, VOUCHED, decide, evaluate, evalu
 from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shipped_policies
 from trustmh.gate.summary import summary_markdown
 from trustmh.judges.certificates import certificates_dir, load_certificates
+from trustmh.judges.probe_records import find_probe
 from trustmh.results import load_results
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
@@ -39,7 +40,10 @@ def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = Non
               if isinstance(sub, dict)} - {None}
     if not wanted:
         return []
-    return [c for c in load_certificates(certificates_dir(certs_dir)) if c.get("fingerprint") in wanted]
+    where = certificates_dir(certs_dir)
+    # each with the bias battery of its judge beside it, if any (`require_probe`, docs/judge-probes.md)
+    return [{**c, "probe": find_probe(where, c.get("fingerprint"))} for c in load_certificates(where)
+            if c.get("fingerprint") in wanted]
 
 
 def write_gate(run_dir: Path | Url, gate: dict[str, Any], summary: str) -> None:

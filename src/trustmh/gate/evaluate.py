@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
 from trustmh.stats.classification import wilson_interval
 
@@ -102,6 +103,18 @@ def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list
     return {"status": quality.get("status"), "criteria": status}, missing
 
 
+def probe_gap(probe: Mapping[str, Any] | None, fingerprint: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """What the policy's `require_probe` finds of the judge's bias battery (docs/judge-probes.md#the-gate):
+    (its verdict and reason, what is missing)."""
+    if not probe:
+        return None, [f"no bias probe record for fingerprint {fingerprint[:12]} (run `trustmh judge probe` with "
+                      "this judge; the policy requires one)"]
+    seen = {"verdict": probe.get("verdict"), "reason": probe.get("reason")}
+    if probe.get("verdict") != PASSING:
+        return seen, [f"judge bias probe {probe.get('verdict')}: {probe.get('reason')}"]
+    return seen, []
+
+
 def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Policy,
                    certificates: list[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     """(what the gate knows of the judge, what is missing for its number to count as evidence)."""
@@ -127,6 +140,11 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
         info["certificate"]["reference_quality"] = quality[0]
         if quality[1]:
             return info, quality[1]
+    if policy.require_probe:
+        probe = probe_gap(cert.get("probe"), fingerprint)
+        info["certificate"]["probe"] = probe[0]
+        if probe[1]:
+            return info, probe[1]
     mins = check.judge_min or ({} if check.judge_max else policy.judge_min.get(label_type, {}))
     maxs = check.judge_max or ({} if check.judge_min else policy.judge_max.get(label_type, {}))
     if not mins and not maxs:

@@ -26,7 +26,7 @@ from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
 from trustmh.stats.judge_agreement import JUDGE_METRICS
 
 LABEL_TYPES = tuple(JUDGE_METRICS)
-_TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "judge_min", "judge_max", "check",
+_TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "require_probe", "judge_min", "judge_max", "check",
              "rule", "clause"}  # rule and clause: policy packs mapped to a law (trustmh.gate.clauses)
 _CHECK_KEYS = {"id", "title", "subtask", "metric", "max", "min", "severity", "count", "total", "rate", "min_n",
                "judge_min", "judge_max"}
@@ -75,6 +75,8 @@ class Policy:
     # judge thresholds by certificate label type: {"binary": {"sensitivity": 0.9}, ...}
     judge_min: dict[str, dict[str, float]] = field(default_factory=dict)
     judge_max: dict[str, dict[str, float]] = field(default_factory=dict)
+    # a judge's certificate counts only with a passing bias battery beside it (docs/judge-probes.md#the-gate)
+    require_probe: bool = False
 
 
 # The shipped policies and packs: every `<name>.toml` here is one (`--policy NAME`); nothing else lists them.
@@ -122,6 +124,7 @@ def parse_policy(text: str, source: str) -> Policy:
                     note=v.string(raw, "note", "", default=""),
                     min_n=v.whole(raw, "min_n", "", default=30),
                     require_validated_judge=v.boolean(raw, "require_validated_judge", "", default=True),
+                    require_probe=v.boolean(raw, "require_probe", "", default=False),
                     source=source, suite=suite,
                     judge_min=v.judge_by_type(raw, "judge_min"), judge_max=v.judge_by_type(raw, "judge_max"))
     for kind in sorted(set(policy.judge_min) & set(policy.judge_max)):

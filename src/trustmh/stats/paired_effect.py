@@ -17,18 +17,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from trustmh.stats.bootstrap import percentile_ci
-
-Z95 = 1.959963984540054
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson's score interval of a proportion."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+from trustmh.stats.classification import wilson_interval
 
 
 def paired_label_difference(before: Sequence[int], after: Sequence[int]) -> dict[str, Any]:
@@ -42,8 +31,8 @@ def paired_label_difference(before: Sequence[int], after: Sequence[int]) -> dict
     if n == 0:
         return {"n": 0, "effect": None, "ci": None, "p_value": None, "up": 0, "down": 0}
     p1, p2 = (a + down) / n, (a + up) / n
-    l1, u1 = wilson(a + down, n)
-    l2, u2 = wilson(a + up, n)
+    l1, u1 = wilson_interval(a + down, n) or (0.0, 1.0)
+    l2, u2 = wilson_interval(a + up, n) or (0.0, 1.0)
     denominator = (a + down) * (up + d) * (a + up) * (down + d)
     phi = (a * d - down * up) / math.sqrt(denominator) if denominator else 0.0
     lower = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
