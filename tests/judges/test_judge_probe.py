@@ -15,7 +15,7 @@ from trustmh.certify.probe import run_probe
 from trustmh.certify.probe_battery import DISMISSIVE
 from trustmh.judges.probe_records import find_probe
 
-N_ITEMS = 30
+N_ITEMS = 20
 
 
 def reference_csv(tmp_path: Path) -> Path:

@@ -22,6 +22,7 @@ from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
 from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
+from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
 from trustmh.results.leaderboard import leaderboard
@@ -187,6 +188,7 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
             rows.append({"subtask": sid, "method": sub.get("method"), "model": j.get("model"),
                          "validated": j.get("validated"), "agreement": agreement,
                          "fingerprint": j.get("fingerprint"), "certificate": cert,
+                         "probe": find_probe(where, j.get("fingerprint")),
                          "certificate_status": status_for(cert) if j.get("fingerprint") else "no fingerprint",
                          "value": sub.get("value"), "ci": sub.get("ci"),
                          "corrected": sub.get("judge_corrected")})
