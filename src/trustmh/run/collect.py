@@ -9,8 +9,10 @@ from typing import Any
 from inspect_ai.log import EvalLog, read_eval_log
 
 from trustmh.core import Record
+from trustmh.run.anchors import verdict_of
 from trustmh.run.calls import SCORER_NAME
 from trustmh.run.select import RunPlan
+from trustmh.run.tasks import ANCHORS_OF
 
 # What a record never needs from a sample (its transcript, messages, output, store…): left unparsed, so that
 # reading a sub-task of 100,000 samples back holds records, not transcripts (benchmarks/collect_memory.py).
@@ -64,6 +66,11 @@ def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, i
     model_reported = None
     for log in logs:
         sid = (log.eval.metadata or {}).get("trustmh_subtask")
+        watched = (log.eval.metadata or {}).get(ANCHORS_OF)
+        if watched in plan.subtasks:  # the judge's anchor verdicts (`run/anchors.py`), not the sub-task's records
+            recs, _, _ = records_from_log(log)
+            plan.anchors.setdefault(watched, {}).update({r.item_id: verdict_of(r) for r in recs})
+            continue
         if sid is None or sid not in plan.subtasks:
             continue
         messages: list[str] = []
@@ -99,7 +106,8 @@ def current_logs(logs: list[Any]) -> list[Any]:
 
     by_sid: dict[str, list[Any]] = {}
     for log in logs:
-        by_sid.setdefault(str((log.eval.metadata or {}).get("trustmh_subtask")), []).append(log)
+        meta = log.eval.metadata or {}
+        by_sid.setdefault(str(meta.get("trustmh_subtask") or f"anchors:{meta.get(ANCHORS_OF)}"), []).append(log)
     kept = []
     for group in by_sid.values():
         group.sort(key=key)

@@ -240,6 +240,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     """The plan's figures (plan.json is their `to_json()`)."""
     # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
     from trustmh.run.calls import ITEM_KEY
+    from trustmh.run.tasks import ANCHORS_OF
 
     ctx: RunContext = plan.ctx
     spec = plan.spec
@@ -256,7 +257,16 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     batched_rounds = 0
     discounted: list[tuple[RoleTokens, dict[str, Any]]] = []
     shares: list[PrefixShare] = []
+    anchor_calls = 0
     for task in plan.tasks:
+        watched = (task.metadata or {}).get(ANCHORS_OF)
+        if watched is not None:  # a judged sub-task's anchor items (run/anchors.py): its judge's calls only
+            r = _Replay(ctx, settings.expected, tokenizers, mode, False)
+            for sample in task.dataset:
+                replay_single(r, plan.subtasks[watched], Item(**sample.metadata[ITEM_KEY]), 1, model, 0)
+            all_tallies.extend((f"anchors:{watched}", t) for t in r.tallies.values())
+            anchor_calls += sum(t.calls_min for t in r.tallies.values())
+            continue
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]
         r = _Replay(ctx, settings.expected, tokenizers, mode, isinstance(subtask, ConversationSubtask))
@@ -317,7 +327,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         batch=BatchOutlook(on=settings.batch is not None, conversations=mode.conversations, size=mode.size,
                            live_providers=tuple(live_providers(models)), batched_rounds=batched_rounds,
                            wall_seconds=MinMax(**batch_wall_time(wall, batched_rounds))),
-        prompt_cache=tuple(shares), not_run={sid: res.reason for sid, res in plan.results.items()},
+        prompt_cache=tuple(shares), anchor_calls=anchor_calls, not_run={sid: res.reason for sid, res in plan.results.items()},
         gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per),
         power=power(plan, items_per, settings) if asks_power else None)
 

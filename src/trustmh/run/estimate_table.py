@@ -52,6 +52,9 @@ def table(data: PlanEstimate) -> str:
               f"{a.latency_seconds:g} s per call (assumed)",
               *(f"tokens of {', '.join(models)}: {note}" for note, models in _by_note(a.tokenizers).items()),
               f"expected reply lengths (tokens): {', '.join(f'{k} {v}' for k, v in a.expected_output_tokens.items())}"]
+    if data.anchor_calls:
+        lines.append(f"anchors (judge drift, docs/judge-probes.md#drift): {data.anchor_calls:,} judge calls, "
+                     f"{data.anchor_share:.1%} of the run's calls (included above)")
     lines += table_lines(t.cost_scenarios.to_json(), data.batch.to_json(), [s.to_json() for s in data.prompt_cache],
                          t.rate_fallbacks, priced=data.priced)
     for sid, reason in data.not_run.items():

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
-from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
+from trustmh.judges.certificates import (
+    certificates_dir,
+    find_certificate,
+    fingerprint_of,
+    fingerprint_settings,
+)
+from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
 from trustmh.judges.parse import judge_was_recovered
 from trustmh.models.providers import model_family
@@ -82,6 +88,24 @@ def plan_block(planned: PlanEstimate) -> dict[str, Any]:
             "assumptions": planned.assumptions.to_json(), "batch": planned.batch.to_json()}
 
 
+def record_anchors(plan: RunPlan, results: dict[str, SubtaskResult]) -> None:
+    """Each watched judge's anchor verdicts in its sub-task's `judge` block, compared with its certificate's
+    (docs/judge-probes.md#drift): a stale certificate is said in the results and on the console."""
+    certs = certificates_dir(plan.spec.output.certificates)
+    for sid, verdicts in plan.anchors.items():
+        res = results.get(sid)
+        if res is None or res.judge is None:
+            continue
+        res.judge["anchors"] = dict(sorted(verdicts.items()))
+        cert = find_certificate(certs, res.judge.get("fingerprint"), sid)
+        if cert is None:
+            continue
+        res.judge["drift"] = anchor_drift(res.judge["anchors"], cert.get("anchors"))
+        if res.judge["drift"]["status"] == STALE:
+            res.notes.append(f"certificate stale: {drift_line(res.judge['drift'])}")
+            notice(f"{sid}: certificate stale: {drift_line(res.judge['drift'])}")
+
+
 def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
              started: float, budget: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
     """Aggregate, write the run directory's results (with the budget's account, `run.budget.settle`, when
@@ -98,6 +122,7 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
         elif source in results:
             results[sid] = SubtaskResult.not_computed(f"{source} was not computed ({results[source].reason})",
                                                       subtask.direction(ctx.mode))
+    record_anchors(plan, results)
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
     planned = plan.planned

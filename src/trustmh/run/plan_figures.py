@@ -290,6 +290,14 @@ class PlanEstimate:
     gate: GateOutlook
     power: dict[str, PowerRow] | None = None  # with --target-width / --detect-difference
     budget: BudgetOutlook | None = None  # `trustmh plan --budget`
+    # the judge calls of the anchor items (run/anchors.py), included in `totals` (docs/judge-probes.md#drift)
+    anchor_calls: int = 0
+
+    @property
+    def anchor_share(self) -> float:
+        """The anchors' share of the run's calls (at least one attempt each)."""
+        total = int(self.totals.calls.min)
+        return self.anchor_calls / total if total else 0.0
 
     @property
     def bounding_cost(self) -> tuple[float | None, str]:
@@ -308,6 +316,7 @@ class PlanEstimate:
             "wall_seconds": self.wall_seconds.to_json(), "batch": self.batch.to_json(),
             "prompt_cache": [s.to_json() for s in self.prompt_cache], "not_run": self.not_run,
             "gate": self.gate.to_json(),
+            "anchors": {"calls": self.anchor_calls, "share_of_calls": self.anchor_share},
             **({"power": {sid: row.to_json() for sid, row in self.power.items()}} if self.power is not None else {}),
             **({"budget": self.budget.to_json()} if self.budget is not None else {}),
         }

@@ -13,6 +13,7 @@ from typing import Any
 from trustmh.catalogue import get_subtask, is_implemented
 from trustmh.core import Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
+from trustmh.run.anchors import anchor_items, anchored
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
 from trustmh.run.plan_figures import PlanEstimate
@@ -37,6 +38,8 @@ class RunPlan:
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
     error_messages: dict[str, list[str]] = field(default_factory=dict)  # their distinct messages per sub-task
     planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
+    # per watched sub-task, its anchor items' verdicts once judged (`run/anchors.py`; `collect` fills them)
+    anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
@@ -82,6 +85,7 @@ def plan_run(spec: RunSpec) -> RunPlan:
             notice(f"{sid}: ERROR {exc}")
             continue
         plan.subtasks[sid] = subtask
+        add_anchors(plan, subtask)
         for warning in subtask.warnings_before_run(ctx):
             notice(f"warning: {warning}")
     if not plan.tasks and plan.errors and not plan.derived:
@@ -91,10 +95,23 @@ def plan_run(spec: RunSpec) -> RunPlan:
 
 
 
-def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str) -> RunPlan:
+def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str, *,
+                   anchors: bool = False) -> RunPlan:
     """The plan of a certification (`spec.reference`): one task judging the reference's fixed replies with
-    `subtask`'s judge (the sub-task itself, or what asks its judge of a stored item), no generation."""
+    `subtask`'s judge (the sub-task itself, or what asks its judge of a stored item), no generation; with
+    `anchors`, the sub-task's anchor items too (the certificate keeps their verdicts)."""
     ctx = spec.context()
     task = fixed_reply_task(subtask, items, ctx, name)
-    return RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={subtask.id: subtask},
+    plan = RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={subtask.id: subtask},
                    item_order={subtask.id: {str(sample.id): i for i, sample in enumerate(task.dataset)}})
+    if anchors:
+        add_anchors(plan, subtask)
+    return plan
+
+
+def add_anchors(plan: RunPlan, subtask: Subtask) -> None:
+    """The sub-task's anchor items as one more task of the plan, where its judge is watched (`run/anchors.py`)."""
+    if anchored(subtask, plan.ctx):
+        items = anchor_items(subtask, plan.ctx)
+        if items:
+            plan.tasks.append(fixed_reply_task(subtask, items, plan.ctx, f"anchors of {subtask.id}", anchors=True))

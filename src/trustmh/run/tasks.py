@@ -197,13 +197,22 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
     )
 
 
-def fixed_reply_task(subtask: Subtask, items: list[Item], ctx: RunContext, name: str) -> Task:
-    """The Inspect Task of a certification (`RunSpec.reference`): the reference's items carry their fixed
-    replies (`skip_generation`), so the sub-task's own scorer only asks and scores its judge, as in a run."""
-    return Task(name=f"certify_{subtask.id.replace('/', '_')}",
+# A task's metadata key naming the sub-task whose anchor items it judges (`run/anchors.py`): its records are
+# the judge's anchor verdicts, not the sub-task's results.
+ANCHORS_OF = "trustmh_anchors_of"
+
+
+def fixed_reply_task(subtask: Subtask, items: list[Item], ctx: RunContext, name: str, *,
+                     anchors: bool = False) -> Task:
+    """The Inspect Task of a certification (`RunSpec.reference`), or of a sub-task's anchor items (`anchors`):
+    the items carry their fixed replies (`skip_generation`), so the sub-task's own scorer only asks and scores
+    its judge, as in a run."""
+    slug = subtask.id.replace("/", "_")
+    role = {ANCHORS_OF: subtask.id} if anchors else {"trustmh_subtask": subtask.id}
+    return Task(name=f"anchors_{slug}" if anchors else f"certify_{slug}",
                 dataset=MemoryDataset([item_to_sample(i) for i in items], name=name),
                 solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
-                metadata={"trustmh_subtask": subtask.id, "trustmh_context": context_to_dict(ctx)})
+                metadata={**role, "trustmh_context": context_to_dict(ctx)})
 
 
 def context_to_dict(ctx: RunContext) -> dict[str, Any]:
