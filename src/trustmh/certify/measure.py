@@ -50,13 +50,17 @@ def certification_spec(judges: Sequence[Any], reference: ReferenceRun, *, seed: 
                               reference=reference))
 
 
-def judge_reference(ref: Reference, spec: RunSpec, work: Path) -> list[Record]:
-    """Judge the reference items through the run's stages (a resumable eval set in `work/logs`)."""
+def judge_reference(ref: Reference, spec: RunSpec, work: Path, *, anchors: dict[str, Any] | None = None
+                    ) -> list[Record]:
+    """Judge the reference items through the run's stages (a resumable eval set in `work/logs`); given
+    `anchors`, the sub-task's anchor items too, their verdicts put there (docs/judge-probes.md#drift)."""
     subtask = ref.judging or get_subtask(ref.subtask)
-    plan = plan_reference(spec, subtask, ref.items, ref.name)
+    plan = plan_reference(spec, subtask, ref.items, ref.name, anchors=anchors is not None and ref.judging is None)
     work.mkdir(parents=True, exist_ok=True)
     logs = evaluate(plan, work)
     records, _ = collect(plan, logs)
+    if anchors is not None:
+        anchors.update(plan.anchors.get(subtask.id, {}))
     n_errors = plan.n_errors.get(subtask.id, 0)
     unfinished = [str(log.status) for log in logs if log.status != "success"]
     if unfinished or n_errors:
@@ -98,7 +102,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
             ) -> tuple[dict[str, Any], Path]:
     """Judge the reference as a run (`spec`, from `certification_spec`), measure the judge and write its
     certificate; returns (certificate, path)."""
-    records = judge_reference(ref, spec, work)
+    anchors: dict[str, Any] = {}  # the judge's verdicts on its sub-task's anchor items, kept for drift
+    records = judge_reference(ref, spec, work, anchors=anchors)
     ctx = spec.context()
     check_judge_key(ref, records)
     judged = {r.item_id: ref.judge_value(r) for r in records}
@@ -119,5 +124,7 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
-                            extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
+                            extra={**ref.extra, **extra, "notes": ref.notes,
+                                   **({"anchors": dict(sorted(anchors.items()))} if anchors else {})},
+                            reference_quality=quality)
     return cert, write_certificate(certs_dir, cert)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
 from trustmh.stats.classification import wilson_interval
@@ -135,6 +136,10 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
     info["certificate"] = {"fingerprint": fingerprint, "label_type": label_type, "n": cert.get("n"),
                            "reference": ref.get("name"), "source": ref.get("source"),
                            "created": cert.get("created"), "own_verdict": cert.get("verdict")}
+    drift = anchor_drift(judge.get("anchors"), cert.get("anchors"))
+    info["certificate"]["drift"] = drift
+    if drift["status"] == STALE:  # the judge behind the fingerprint changed since certification
+        return info, [drift_line(drift)]
     quality = reference_quality_gap(cert)
     if quality is not None:
         info["certificate"]["reference_quality"] = quality[0]

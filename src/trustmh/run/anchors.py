@@ -10,12 +10,12 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
-from trustmh.core import Item, RunContext, Subtask
+from trustmh.core import Item, Record, RunContext, Subtask
 from trustmh.multiturn import ConversationSubtask
 
 # Items per judged sub-task; each is judged with every anchor reply (ANCHOR_ITEMS x len(ANCHOR_REPLIES) calls
 # per judge). Few enough to stay under 2% of a full default run's calls (`trustmh plan` shows them).
-ANCHOR_ITEMS = 3
+ANCHOR_ITEMS = 10
 # Two stored replies the verdict should tell apart, so a changed judge has room to move either way.
 ANCHOR_REPLIES = {
     "attentive": ("It sounds like this has been weighing on you for a while, and it makes sense to feel that way. "
@@ -39,12 +39,20 @@ def _rank(item_id: str) -> str:
 def anchor_items(subtask: Subtask, ctx: RunContext) -> list[Item]:
     """The sub-task's anchors: its ANCHOR_ITEMS items first by the hash of their id (the same ones in every run
     over the same data, whatever the order or limit), each with every ANCHOR_REPLIES reply stored."""
-    items = sorted(subtask.items(ctx), key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
+    # from all the items, not the run's --limit: a run and its judge's certification pick the same anchors
+    items = sorted(subtask.items(replace(ctx, limit=None)), key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
     return [replace(it, id=f"anchor~{it.id}~{name}",
                     metadata={**it.metadata, "skip_generation": True, "stored_response": reply})
             for it in items for name, reply in ANCHOR_REPLIES.items()]
 
 
-def verdict_of(record: Any) -> Any:
-    """An anchor's verdict: the item's score as the judge made it (None: no readable verdict)."""
-    return record.value
+# Score fields that are the judge's words, not its verdict: they may vary while the verdict holds.
+FREE_TEXT = ("rationale", "explanation")
+SHORT = 40  # a string field longer than this is free text too
+
+
+def verdict_of(record: Record) -> dict[str, Any]:
+    """An anchor's verdict: the labels and numbers of its score (the judge's free text left out)."""
+    return {k: v for k, v in sorted(record.score.items())
+            if not k.startswith("_") and k not in FREE_TEXT
+            and (isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= SHORT) or v is None)}

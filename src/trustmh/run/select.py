@@ -112,6 +112,10 @@ def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str
 def add_anchors(plan: RunPlan, subtask: Subtask) -> None:
     """The sub-task's anchor items as one more task of the plan, where its judge is watched (`run/anchors.py`)."""
     if anchored(subtask, plan.ctx):
-        items = anchor_items(subtask, plan.ctx)
+        try:
+            items = anchor_items(subtask, plan.ctx)
+        except TrustmhError as exc:  # its data is not here (a certification on a reference alone): no anchors
+            notice(f"{subtask.id}: no anchor items ({exc}); judge drift is not watched")
+            return
         if items:
             plan.tasks.append(fixed_reply_task(subtask, items, plan.ctx, f"anchors of {subtask.id}", anchors=True))
