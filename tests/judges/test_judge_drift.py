@@ -71,7 +71,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cert, certs = certify_judge(tmp)
     suite = certification_spec([judge(False)], ReferenceRun("x", SUBTASK)).suite
     return {"cert": cert, "certs": certs, "same": run_with(tmp, "same", False, certs, suite),
-            "changed": run_with(tmp, "changed", True, certs, suite)}
+            "changed": run_with(tmp, "changed", True, certs, suite), "dir": tmp}
 
 
 def drift(data: dict[str, Any]) -> dict[str, Any]:
@@ -108,3 +108,12 @@ def test_the_gate_says_the_judge_changed_since_certification(runs: dict[str, Any
 
 def test_the_gate_says_nothing_of_a_change_for_an_unchanged_judge(runs: dict[str, Any]) -> None:
     assert "judge changed since certification" not in gate_reasons(runs["same"], runs["certs"])
+
+
+def test_the_runs_report_says_the_judge_changed(runs: dict[str, Any]) -> None:
+    assert "judge changed since certification" in (runs["dir"] / "changed" / "report.html").read_text()
+
+
+def test_the_results_say_the_certificate_is_stale(runs: dict[str, Any]) -> None:
+    notes = " ".join(runs["changed"]["subtasks"][SUBTASK].get("notes") or [])
+    assert "certificate stale" in notes

@@ -22,6 +22,7 @@ from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
 from trustmh.core import SMALL_N, Record, clean_json
 from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
+from trustmh.judges.drift import NOT_MEASURED, anchor_drift, drift_line
 from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
@@ -189,10 +190,19 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
                          "validated": j.get("validated"), "agreement": agreement,
                          "fingerprint": j.get("fingerprint"), "certificate": cert,
                          "probe": find_probe(where, j.get("fingerprint")),
+                         "drift": _drift(j, cert),
                          "certificate_status": status_for(cert) if j.get("fingerprint") else "no fingerprint",
                          "value": sub.get("value"), "ci": sub.get("ci"),
                          "corrected": sub.get("judge_corrected")})
     return rows
+
+
+def _drift(judge: Mapping[str, Any], cert: Mapping[str, Any] | None) -> str | None:
+    """The judge's drift on the anchors since its certificate, said in one line (None: not measured)."""
+    if cert is None:
+        return None
+    drift = anchor_drift(judge.get("anchors"), cert.get("anchors"))
+    return None if drift["status"] == NOT_MEASURED else drift_line(drift)
 
 
 def _gate(results: Mapping[str, Any], certs_dir: Any = None) -> dict[str, Any]:

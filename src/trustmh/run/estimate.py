@@ -257,7 +257,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     batched_rounds = 0
     discounted: list[tuple[RoleTokens, dict[str, Any]]] = []
     shares: list[PrefixShare] = []
-    anchor_calls = 0
+    anchor_calls: dict[str, int] = {}
     for task in plan.tasks:
         watched = (task.metadata or {}).get(ANCHORS_OF)
         if watched is not None:  # a judged sub-task's anchor items (run/anchors.py): its judge's calls only
@@ -265,7 +265,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
             for sample in task.dataset:
                 replay_single(r, plan.subtasks[watched], Item(**sample.metadata[ITEM_KEY]), 1, model, 0)
             all_tallies.extend((f"anchors:{watched}", t) for t in r.tallies.values())
-            anchor_calls += sum(t.calls_min for t in r.tallies.values())
+            for t in r.tallies.values():
+                anchor_calls[t.model] = anchor_calls.get(t.model, 0) + int(t.calls_min)
             continue
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]
@@ -327,7 +328,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         batch=BatchOutlook(on=settings.batch is not None, conversations=mode.conversations, size=mode.size,
                            live_providers=tuple(live_providers(models)), batched_rounds=batched_rounds,
                            wall_seconds=MinMax(**batch_wall_time(wall, batched_rounds))),
-        prompt_cache=tuple(shares), anchor_calls=anchor_calls, not_run={sid: res.reason for sid, res in plan.results.items()},
+        prompt_cache=tuple(shares), anchor_calls_by_model=anchor_calls, not_run={sid: res.reason for sid, res in plan.results.items()},
         gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per),
         power=power(plan, items_per, settings) if asks_power else None)
 

@@ -291,7 +291,11 @@ class PlanEstimate:
     power: dict[str, PowerRow] | None = None  # with --target-width / --detect-difference
     budget: BudgetOutlook | None = None  # `trustmh plan --budget`
     # the judge calls of the anchor items (run/anchors.py), included in `totals` (docs/judge-probes.md#drift)
-    anchor_calls: int = 0
+    anchor_calls_by_model: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def anchor_calls(self) -> int:
+        return sum(self.anchor_calls_by_model.values())
 
     @property
     def anchor_share(self) -> float:
@@ -316,7 +320,8 @@ class PlanEstimate:
             "wall_seconds": self.wall_seconds.to_json(), "batch": self.batch.to_json(),
             "prompt_cache": [s.to_json() for s in self.prompt_cache], "not_run": self.not_run,
             "gate": self.gate.to_json(),
-            "anchors": {"calls": self.anchor_calls, "share_of_calls": self.anchor_share},
+            "anchors": {"calls": self.anchor_calls, "share_of_calls": self.anchor_share,
+                        "by_model": dict(self.anchor_calls_by_model)},
             **({"power": {sid: row.to_json() for sid, row in self.power.items()}} if self.power is not None else {}),
             **({"budget": self.budget.to_json()} if self.budget is not None else {}),
         }
