@@ -70,6 +70,7 @@ def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, i
         if watched in plan.subtasks:  # the judge's anchor verdicts (`run/anchors.py`), not the sub-task's records
             recs, _, _ = records_from_log(log)
             plan.anchors.setdefault(watched, {}).update({r.item_id: verdict_of(r) for r in recs})
+            plan.anchor_records.setdefault(f"anchors:{watched}", []).extend(recs)
             continue
         if sid is None or sid not in plan.subtasks:
             continue

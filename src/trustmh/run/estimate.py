@@ -257,7 +257,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     batched_rounds = 0
     discounted: list[tuple[RoleTokens, dict[str, Any]]] = []
     shares: list[PrefixShare] = []
-    anchor_calls: dict[str, int] = {}
+    anchor_calls: dict[str, dict[str, int]] = {}
     for task in plan.tasks:
         watched = (task.metadata or {}).get(ANCHORS_OF)
         if watched is not None:  # a judged sub-task's anchor items (run/anchors.py): its judge's calls only
@@ -266,7 +266,9 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 replay_single(r, plan.subtasks[watched], Item(**sample.metadata[ITEM_KEY]), 1, model, 0)
             all_tallies.extend((f"anchors:{watched}", t) for t in r.tallies.values())
             for t in r.tallies.values():
-                anchor_calls[t.model] = anchor_calls.get(t.model, 0) + int(t.calls_min)
+                seen = anchor_calls.setdefault(t.model, {"calls": 0, "input_tokens": 0})
+                seen["calls"] += int(t.calls_min)
+                seen["input_tokens"] += int(t.input_min)
             continue
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]

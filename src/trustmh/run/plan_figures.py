@@ -291,11 +291,12 @@ class PlanEstimate:
     power: dict[str, PowerRow] | None = None  # with --target-width / --detect-difference
     budget: BudgetOutlook | None = None  # `trustmh plan --budget`
     # the judge calls of the anchor items (run/anchors.py), included in `totals` (docs/judge-probes.md#drift)
-    anchor_calls_by_model: dict[str, int] = field(default_factory=dict)
+    # per judge model: {"calls": at least, "input_tokens": at least}
+    anchor_calls_by_model: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def anchor_calls(self) -> int:
-        return sum(self.anchor_calls_by_model.values())
+        return sum(m["calls"] for m in self.anchor_calls_by_model.values())
 
     @property
     def anchor_share(self) -> float:

@@ -40,6 +40,7 @@ class RunPlan:
     planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
     # per watched sub-task, its anchor items' verdicts once judged (`run/anchors.py`; `collect` fills them)
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    anchor_records: dict[str, list[Any]] = field(default_factory=dict)  # their records (the calls' usage)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
