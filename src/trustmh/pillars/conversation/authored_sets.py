@@ -6,7 +6,7 @@ person's answers when the model asks about safety or offers help. This module re
 (`problems`: every problem as one line naming the file, row and field), and turns it into the shipped set
 (`build`: the generator's header and the fields every sub-task's loader reads, `risk_turn`, `explicit`,
 `probe_turns`, beside the authored fields). A user's own set, authored the same way, is checked by
-`trustmh sets check FILE` and run with `-O set=FILE` (`read_user_set`).
+`trustmh sets check FILE` and run with `-O sets=DIR` (`read_user_set`).
 """
 
 from __future__ import annotations
@@ -319,15 +319,19 @@ def build(name: str, description: str, seed: int, notes: Sequence[str] = (), pat
     return {"header": header(name, description, rows, seed, notes), "conversations": rows}
 
 
-def read_user_set(path: Path, set_name: str) -> list[dict[str, Any]]:
-    """A user's own set for `-O set=FILE`: authored JSONL (checked as a shipped set is, built in memory) or a
-    set JSON (`{"header", "conversations"}` or a bare list) in the shipped form."""
-    path = Path(path)
-    if not path.is_file():
-        raise TrustmhError(f"-O set={path}: no such file")
-    if path.suffix == ".jsonl":
-        return [shipped_row(r) for r in load_authored(path, set_name, min_distinct=1)]
-    return read_set(path)[1]
+def read_user_set(folder: Path, set_name: str) -> list[dict[str, Any]]:
+    """A user's own set for `-O sets=DIR`: `DIR/<set>.jsonl` (authored, checked as a shipped set is but for
+    the count of decisive turns, built in memory) or `DIR/<set>.json` (a set file in the shipped form)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise TrustmhError(f"-O sets={folder}: not a directory (it holds your sets as <set>.jsonl or <set>.json)")
+    authored, shipped = folder / f"{set_name}.jsonl", folder / f"{set_name}.json"
+    if authored.is_file():
+        return [shipped_row(r) for r in load_authored(authored, set_name, min_distinct=1)]
+    if shipped.is_file():
+        return read_set(shipped)[1]
+    raise TrustmhError(f"-O sets={folder}: no {authored.name} nor {shipped.name} for this run's {set_name} "
+                       "sub-task; add it, or leave the sub-task out of the run (--subtasks)")
 
 
 HEADER_FIELDS = ("set", "description", "design", "counts")
