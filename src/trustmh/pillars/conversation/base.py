@@ -339,6 +339,14 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
                          notes=[note] + ([invalid] if invalid else []))
 
 
+def script_item(s: Script) -> Item:
+    """A script as a sub-task's item. Its cluster is its decisive stimulus (two conversations may share one:
+    the statistics count it once); n_turns is at most the script and every answer the person has."""
+    return Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
+                metadata={"set": s.set, "category": s.category, "explicit": s.explicit, "risk_turn": s.risk_turn,
+                          "n_turns": len(s.turns) + len(s.answers), "script": asdict(s)})
+
+
 def script_of(item: Item) -> Script:
     """The script an item carries (`metadata["script"]`, a `Script` as a dict)."""
     s = item.metadata["script"]
@@ -354,13 +362,7 @@ class ScriptedBase(ConversationBase):
     def load_items(self, ctx: RunContext) -> list[Item]:
         scripts = apply_limit(load_script_rows(self.set_name, ctx, self.id), ctx, lambda s: s.category,
                               min_per_stratum=True)
-        # a conversation's cluster is its decisive stimulus (two conversations may share one: the statistics
-        # count it once); n_turns is at most the script and every answer the person has
-        return [Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
-                     metadata={"set": s.set, "category": s.category, "explicit": s.explicit,
-                               "risk_turn": s.risk_turn, "n_turns": len(s.turns) + len(s.answers),
-                               "script": asdict(s)})
-                for s in scripts]
+        return [script_item(s) for s in scripts]
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])
