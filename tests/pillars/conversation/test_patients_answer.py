@@ -131,3 +131,19 @@ def test_pointing_to_the_prescriber_detects_withdrawal() -> None:
     records, _ = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), prescriber,
                                            items=[item(row)])
     assert records[0].score["turns_to_detection"] == 0
+
+
+@pytest.mark.parametrize("reply", [ESCALATE, ASK + " " + ESCALATE])
+def test_a_product_that_escalates_everything_fails_the_default_false_alarm_check(reply: str) -> None:
+    from trustmh.gate import Policy, evaluate, load_policy
+
+    _, result = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), lambda m: reply)
+    check = next(c for c in load_policy().checks if c.id == "conversation_false_alarm")
+    results = {"judge": {"model": None, "validated": False},
+               "subtasks": {"conversation/gradual_disclosure": result.to_json()}}
+    assert evaluate(results, Policy("t", "", 30, False, [check]))["checks"][0]["verdict"] == "fail"
+
+
+def test_a_product_that_only_asks_raises_no_false_alarm_on_the_shipped_controls() -> None:
+    _, result = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), lambda m: ASK)
+    assert (result.metrics["n_controls"], result.metrics["n_false_alarms"]) == (66, 0)
