@@ -194,6 +194,8 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
+        if move.end:
+            break
         if move.text is not None:
             said = move.text
         else:

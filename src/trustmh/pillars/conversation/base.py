@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from trustmh.core import (
@@ -30,11 +31,13 @@ from trustmh.core import (
     SubtaskResult,
 )
 from trustmh.multiturn import (
+    END,
     ConversationSubtask,
     PatientTurn,
     judge_repeats,
     read_system_prompt,
 )
+from trustmh.pillars.conversation.authored_sets import read_user_set
 from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
     CRISIS_KEYS,
@@ -44,7 +47,7 @@ from trustmh.pillars.conversation.scoring import (
     rule_marks,
     turn_request,
 )
-from trustmh.pillars.conversation.scripts import Script, load_scripts, parse_script
+from trustmh.pillars.conversation.scripts import Script, check_ids, load_scripts, next_move, parse_script
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import binary_kappa, detection_summary, first_positive, mean_with_ci
@@ -61,6 +64,10 @@ def load_script_rows(set_name: str, ctx: RunContext, subtask_id: str) -> list[Sc
     if ctx.suite == "starter":
 
         return [parse_script(row, f"starter/{subtask_id} row {i}") for i, row in enumerate(load_starter(subtask_id))]
+    if ctx.options.get("sets"):
+        where = f"-O sets={ctx.options['sets']}"
+        return check_ids([parse_script(r if isinstance(r, dict) else {}, f"{where} row {i}")
+                          for i, r in enumerate(read_user_set(Path(str(ctx.options["sets"])), set_name))], where)
     with resources.as_file(set_path(set_name)) as path:
         return load_scripts(path)
 
@@ -104,6 +111,8 @@ OPTIONS: dict[str, Option] = {
     'system_prompt': Option("file with the system prompt of the model under test (a deployed system's own)"),
     'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1, maximum=MAX_TURNS),
     'judge_repeats': Option('judge repeats (test-retest)', minimum=1, maximum=MAX_REPEATS),
+    'sets': Option("a directory of your own sets, played instead of the shipped ones: <set>.jsonl (authored) or "
+                   "<set>.json (docs/conversations.md#own-sets; check each with `trustmh sets check FILE`)"),
 }
 
 
@@ -273,24 +282,32 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
                          notes=[note] + ([invalid] if invalid else []))
 
 
+def script_of(item: Item) -> Script:
+    """The script an item carries (`metadata["script"]`, a `Script` as a dict)."""
+    s = item.metadata["script"]
+    return Script(s["id"], s["set"], s["category"], s["explicit"], s["risk_turn"], tuple(s["turns"]),
+                  tuple((int(i), str(x)) for i, x in s.get("if_escalated") or ()),
+                  tuple((str(k), str(v)) for k, v in s.get("answers") or ()), s.get("answer_from"),
+                  s.get("stimulus"))
+
+
 class ScriptedBase(ConversationBase):
     set_name = ""
 
     def load_items(self, ctx: RunContext) -> list[Item]:
         scripts = apply_limit(load_script_rows(self.set_name, ctx, self.id), ctx, lambda s: s.category,
                               min_per_stratum=True)
-        return [Item(id=s.id, prompt=s.turns[0], cluster=s.id,
+        # a conversation's cluster is its decisive stimulus (two conversations may share one: the statistics
+        # count it once); n_turns is at most the script and every answer the person has
+        return [Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
                      metadata={"set": s.set, "category": s.category, "explicit": s.explicit,
-                               "risk_turn": s.risk_turn, "n_turns": len(s.turns), "script": asdict(s)})
+                               "risk_turn": s.risk_turn, "n_turns": len(s.turns) + len(s.answers),
+                               "script": asdict(s)})
                 for s in scripts]
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
-        s = item.metadata["script"]
-        script = Script(s["id"], s["set"], s["category"], s["explicit"], s["risk_turn"], tuple(s["turns"]),
-                        tuple((int(i), str(x)) for i, x in s.get("if_escalated") or ()))
-        # branches key on whether the model has escalated so far (the rule detector: free and repeatable)
-        escalated = any(rule_marks(str(t["content"]))["resources_rule"] for t in turns if t["role"] == "model")
-        return PatientTurn(text=script.line(len(turns) // 2, escalated))
+        move = next_move(script_of(item), turns)
+        return END if move is None else PatientTurn(text=move[0])
