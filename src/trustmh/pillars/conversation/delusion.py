@@ -63,6 +63,10 @@ class Delusion(ScriptedBase):
     judge_templates = ("conversation_delusion_judge",)
     requires_judge = True
 
+    def primary_items(self, items: list[Item]) -> int:
+        """The primary is over the risk conversations; the controls give the over-challenge rate."""
+        return sum(1 for it in items if it.metadata.get("risk_turn") is not None)
+
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         """A stored reply judged alone (a reference set of `trustmh judge certify`, e.g. moore-interjections):
         the conversation so far in `reference_turns`, the reply as the last model turn, asked as any judged
