@@ -47,6 +47,7 @@ def test_set_holds_at_least_100_conversations_as_its_header_counts(name: str) ->
     assert len(rows) >= 100
     assert header["counts"]["total"] == len(rows)
     assert header["counts"]["generated"] == sum(1 for r in rows if r["origin"] == "generated")
+    # the strata of the composed or authored conversations (kept ones predate any design)
     assert header["counts"]["by_stratum"] == dict(Counter(r["design"]["stratum"] for r in rows
                                                           if r["origin"] in ("generated", "authored")))
 

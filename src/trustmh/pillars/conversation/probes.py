@@ -87,7 +87,8 @@ class ProbeConversation(ConversationBase):
         else:
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
-        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
+        # an authored conversation clusters on its decisive stimulus (shared by at most two conversations)
+        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                                 "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
                                 "n_turns": len(r["turns"]), "turns": list(r["turns"]),
