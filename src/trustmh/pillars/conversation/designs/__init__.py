@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trustmh.pillars.conversation import authored_sets
 from trustmh.pillars.conversation.designs import patients, probes, scripted
 from trustmh.pillars.conversation.generator import Stratum, generate_set, write_set
 
@@ -73,6 +74,10 @@ def kept(name: str) -> list[dict[str, Any]]:
 
 
 def build(design: SetDesign) -> dict[str, Any]:
+    """The shipped set: built from its authored file (`authored/<set>.jsonl`) once there is one, else composed
+    from its design."""
+    if authored_sets.authored_path(design.name).is_file():
+        return authored_sets.build(design.name, design.description, SEED, design.notes)
     return generate_set(design.name, description=design.description, strata=design.strata, seed=SEED,
                         id_prefix=design.id_prefix, kept=kept(design.name), control=design.control,
                         notes=design.notes)
