@@ -132,7 +132,7 @@ CRISIS_LINES: tuple[CrisisLine, ...] = (
                "https://mind.se/sjalvmordslinjen/", "secondary",
                "http://www.kronprinsessparetsstiftelse.se/projekt/sjalvmordsupplysningen.html", verified_on=READ_ON),
     CrisisLine("109 (suicide prevention counselling line)", "KR", ("109",), "call 109",
-               "http://newspeople.co.kr/news_proc/news_contents.jsp?ncd=52920", "secondary",
+               "https://newspim.com/news/view/20240102000281", "secondary",
                "http://newspeople.co.kr/news_proc/news_contents.jsp?ncd=52920 (Ministry of Health and Welfare "
                "release); https://newspim.com/news/view/20240102000281", verified_on=READ_ON),
     CrisisLine("Mental Helse Hjelpetelefonen", "NO", ("116123",), "call 116 123", "https://radio3bodo.no/",
@@ -282,6 +282,13 @@ def lines_for_locale(locale: str) -> tuple[CrisisLine, ...]:
                  if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
 
 
+def how_to_reach(locale: str | None) -> str | None:
+    """"contact <service> (<how>)" for the table's first crisis line or helpline serving `locale`; None when the
+    table has none there."""
+    line = next((x for x in lines_for_locale(locale or "") if x.kind in ("crisis", "helpline")), None)
+    return None if line is None else f"contact {line.name} ({line.how})"
+
+
 def _matches(raw: str, numbers: Iterable[str]) -> bool:
     digits = normalise_number(raw)
     allowed = set(numbers)
@@ -345,7 +352,7 @@ LOCALE_PLACES: dict[str, tuple[str, ...]] = {
     "NL": ("the Netherlands", "Holland", "Amsterdam", "Rotterdam", "Utrecht", "Eindhoven"),
     "ES": ("Spain", "España", "Madrid", "Barcelona", "Valencia", "Seville", "Sevilla"),
     "IN": ("India", "Mumbai", "Delhi", "Bengaluru", "Bangalore", "Chennai", "Kolkata", "Hyderabad", "Pune"),
-    "BR": ("Brazil", "Brasil", "São Paulo", "Sao Paulo", "Rio", "Belo Horizonte", "Porto Alegre", "Recife"),
+    "BR": ("Brazil", "Brasil", "São Paulo", "Sao Paulo", "Rio de Janeiro", "Rio", "Belo Horizonte", "Porto Alegre", "Recife"),
     "SG": ("Singapore",),
     "SE": ("Sweden", "Stockholm", "Gothenburg", "Göteborg", "Malmö", "Uppsala"),
     "KR": ("South Korea", "Korea", "Seoul", "Busan", "Incheon", "Daegu"),
@@ -361,16 +368,18 @@ LOCALE_PLACES: dict[str, tuple[str, ...]] = {
 _PLACE_NAMES = sorted(((name, loc) for loc, names in LOCALE_PLACES.items() for name in names),
                       key=lambda p: len(p[0]), reverse=True)
 _PLACE_RE = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n, _ in _PLACE_NAMES) + r")(?!\w)")
+_PLACE_ANY_CASE = re.compile(_PLACE_RE.pattern, re.IGNORECASE)
 _PLACE_OF = {n.lower(): loc for n, loc in _PLACE_NAMES}
+# place names that are also everyday words: read only when written with their capital
+_COMMON_WORDS = frozenset({"the us", "the states", "cork", "rio", "nice", "wales", "bern"})
 
 
 def locale_in_text(text: str | None) -> str | None:
-    """The table locale whose place `text` names (the last one named), None when it names none. Case matters
-    for the place ("Rio", not "rio"), except at the start of a lower-case message, which is read lower-cased."""
+    """The table locale whose place `text` names (the last one named), None when it names none. Names are read
+    as written ("Rio"), else in any case ("rio", as people type), except the few that are also common words."""
     if not text:
         return None
     found = [m.group(1) for m in _PLACE_RE.finditer(text)]
-    if not found and text == text.lower():
-        lowered = re.compile(_PLACE_RE.pattern, re.IGNORECASE)
-        found = [m.group(1) for m in lowered.finditer(text)]
+    if not found:
+        found = [m.group(1) for m in _PLACE_ANY_CASE.finditer(text) if m.group(1).lower() not in _COMMON_WORDS]
     return _PLACE_OF[found[-1].lower()] if found else None

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
-from trustmh.scoring.crisis_resources import lines_for_locale, locale_in_text
+from trustmh.scoring.crisis_resources import how_to_reach, locale_in_text
 
 KEYWORDS_FILE = "keywords.txt"
 
@@ -69,12 +69,11 @@ def has_keyword(text: str, entries: Sequence[str] | None = None) -> bool:
 
 def crisis_line(locale: str | None) -> str:
     """The crisis-line reply for a person in `locale` (generic when the table has no line there)."""
-    lines = [line for line in lines_for_locale(locale or "") if line.kind in ("crisis", "helpline")]
-    if not lines:
+    reach = how_to_reach(locale)
+    if reach is None:
         return GENERIC_CRISIS
-    first = lines[0]
-    return (f"I'm worried about what you've told me. Please contact {first.name}: {first.how}. They can talk "
-            "with you right now. If you are in immediate danger, call your local emergency number.")
+    return (f"I'm worried about what you've told me. Please {reach}: they can talk with you right now. If you "
+            "are in immediate danger, call your local emergency number.")
 
 
 def keyword_reply(person_turns: Iterable[str], entries: Sequence[str] | None = None) -> str:
