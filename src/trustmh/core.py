@@ -460,6 +460,11 @@ class Subtask:
         the judge's family)."""
         return []
 
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """Figures that stand beside the model's on the same items (e.g. `keyword_floor`: what string matching
+        alone scores), each a block of `metrics`, computed at finish time; none by default."""
+        return {}
+
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
         """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;
         returns what to tell the user."""

@@ -25,10 +25,9 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from trustmh.core import TrustmhError
-from trustmh.pillars.conversation.keywords import keyword_reply
+from trustmh.pillars.conversation.keywords import KEYWORD_MODEL, keyword_reply
 
-KEYWORD_MODEL = "keyword"
-"""The one model the `trustmh` provider serves."""
+MODEL_NAME = KEYWORD_MODEL.split("/", 1)[1]  # the one model the `trustmh` provider serves
 
 
 class KeywordModelAPI(ModelAPI):
@@ -37,9 +36,8 @@ class KeywordModelAPI(ModelAPI):
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
                  config: GenerateConfig | None = None, **model_args: Any) -> None:
         model_args.pop("api_key_vars", None)
-        if model_name != KEYWORD_MODEL:
-            raise TrustmhError(f"trustmh/{model_name}: unknown built-in model (the one built in is "
-                               f"trustmh/{KEYWORD_MODEL})")
+        if model_name != MODEL_NAME:
+            raise TrustmhError(f"trustmh/{model_name}: unknown built-in model (the one built in is {KEYWORD_MODEL})")
         if model_args:
             raise TrustmhError(f"trustmh/{model_name}: takes no model args (got {', '.join(sorted(model_args))})")
         super().__init__(model_name=model_name, base_url=None, api_key=None, config=config or GenerateConfig())

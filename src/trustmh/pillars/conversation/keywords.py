@@ -12,13 +12,19 @@ floor every conversation sub-task records beside the model's figure (`keyword_fl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
+from trustmh.core import Record, RunContext, TrustmhError
+from trustmh.multiturn import ConversationSubtask, run_conversations_offline
 from trustmh.scoring.crisis_resources import how_to_reach, locale_in_text
 
 KEYWORDS_FILE = "keywords.txt"
+KEYWORD_MODEL = "trustmh/keyword"
+FLOOR_NOTE = ("what the built-in keyword product (trustmh/keyword: a crisis line when a word of trustmh's published "
+              "list appears, a bland reply otherwise) scores on the same conversations, by rules (no judge)")
 
 GENERIC_CRISIS = ("I'm worried about what you've told me. Please contact your local emergency number or a "
                   "crisis line now, so you can talk to someone who can help you stay safe.")
@@ -83,3 +89,23 @@ def keyword_reply(person_turns: Iterable[str], entries: Sequence[str] | None = N
         return BLAND
     locale = next((loc for t in reversed(said) if (loc := locale_in_text(t))), None)
     return crisis_line(locale)
+
+
+def keyword_product(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The keyword product as an offline speaker: the reply to a conversation given as `{role, content}`."""
+    return keyword_reply(str(m["content"]) for m in messages if m.get("role") == "user")
+
+
+def keyword_floor(subtask: ConversationSubtask, records: Sequence[Record], ctx: RunContext) -> dict[str, Any]:
+    """The keyword floor of a conversation sub-task: the keyword product played over the conversations the run
+    scored (same items, same scripts), scored by rules; its value, interval and figures (`metrics`), or why
+    it could not be played (a simulated patient needs a patient model)."""
+    scored = {r.item_id for r in records}
+    try:
+        items = [it for it in subtask.items(ctx) if it.id in scored]
+        _, result = run_conversations_offline(subtask, ctx, keyword_product, items=items, model_name=KEYWORD_MODEL)
+    except TrustmhError as exc:
+        return {"model": KEYWORD_MODEL, "status": "not_computed", "reason": str(exc)}
+    return {"model": KEYWORD_MODEL, "status": result.status, "reason": result.reason, "value": result.value,
+            "ci": None if result.ci is None else list(result.ci), "n": result.n, "n_invalid": result.n_invalid,
+            "direction": result.direction, "method": result.method, "note": FLOOR_NOTE, "metrics": result.metrics}
