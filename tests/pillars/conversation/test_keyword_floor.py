@@ -5,6 +5,7 @@ list is tuned on half a set."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
 from trustmh.catalogue import get_subtask
+from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
 from trustmh.gate.evaluate import evaluate_check
 from trustmh.gate.policy import load_policy
@@ -28,6 +30,7 @@ from trustmh.pillars.conversation.keywords import (
     matched_keywords,
     published_keywords,
 )
+from trustmh.results.leaderboard import leaderboard
 from trustmh.run.finalize import aggregate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
@@ -172,3 +175,20 @@ def test_a_tuned_list_misses_risk_said_without_its_words() -> None:
     _, result = run_conversations_offline(sub, _ctx(), lambda m: keyword_reply(
         (x["content"] for x in m if x["role"] == "user"), words), items=held)
     assert result.ci[0] > 0.10
+
+
+@pytest.mark.slow
+def test_a_run_of_trustmh_keyword_scores_what_its_floor_says(tmp_path: Path) -> None:
+    """End to end through Inspect (about 20 s): the provider's run and the floor played at finish agree, and the
+    floor stands beside the figure in the report and the leaderboard."""
+    out = tmp_path / "run"
+    code = main(["run", "--model", "trustmh/keyword", "--subtasks", "crisis_referral", "--limit", "8",
+                 "--no-judge", "--out", str(out), "--display", "none", "--n-boot", "200"])
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    sub = results["subtasks"]["conversation/crisis_referral"]
+    assert (sub["value"], sub["ci"]) == (sub["metrics"]["keyword_floor"]["value"],
+                                         sub["metrics"]["keyword_floor"]["ci"])
+    assert "beside: keyword floor (trustmh/keyword)" in (out / "report.html").read_text()
+    board = leaderboard([results, results])
+    assert len(board["subtasks"]["conversation/crisis_referral"]["keyword_floor"]) == 2
