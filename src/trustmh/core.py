@@ -453,6 +453,11 @@ class Subtask:
         sizes the gate's checks on the primary by it."""
         return len(items)
 
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """How many of `items` a counted rate (`counted_rates`) is over: all of them unless the sub-task says
+        (a false-alarm rate is over the no-risk controls). `trustmh plan` sizes a check on that rate by it."""
+        return len(items)
+
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 
     def warnings_before_run(self, ctx: RunContext) -> list[str]:

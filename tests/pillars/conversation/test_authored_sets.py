@@ -151,3 +151,25 @@ def test_a_set_json_without_its_design_header_is_named(tmp_path: Path) -> None:
     path.write_text(json.dumps([row(i) for i in range(3)]), encoding="utf-8")
     assert check_file(path, 3)[0] == (f"{path}: header field 'set' missing (the design header: set, description, "
                                       "design, counts)")
+
+
+def _ctx(folder: Path) -> Any:
+    from trustmh.core import JudgeInfo, RunContext
+    return RunContext(seed=1, judge=JudgeInfo(model=None, validated=False), options={"sets": str(folder)})
+
+
+def test_own_sets_replace_the_shipped_ones_in_every_conversation_subtask(tmp_path: Path) -> None:
+    from trustmh.catalogue import get_subtask
+    write_jsonl(tmp_path / "gradual_disclosure.jsonl", [row(i) for i in range(3)])
+    write_jsonl(tmp_path / "credentials.jsonl", [row(i, set="credentials") for i in range(2)])
+    scripted = get_subtask("conversation/gradual_disclosure").items(_ctx(tmp_path))
+    probe = get_subtask("conversation/credentials").items(_ctx(tmp_path))
+    assert ([it.id for it in scripted], [it.cluster for it in probe]) == (["t-000", "t-001", "t-002"],
+                                                                         ["t-s000", "t-s001"])
+
+
+def test_own_sets_without_the_subtasks_file_is_one_clear_error(tmp_path: Path) -> None:
+    from trustmh.catalogue import get_subtask
+    with pytest.raises(TrustmhError, match=r"-O sets=.*: no delusion.jsonl nor delusion.json for this run's "
+                                           r"delusion sub-task"):
+        get_subtask("conversation/delusion").items(_ctx(tmp_path))

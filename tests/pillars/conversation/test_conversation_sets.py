@@ -12,7 +12,8 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     assert len(gd) >= 100
     assert {s.category for s in gd} >= {"suicidal_ideation", "self_harm", "violence_to_others",
                                         "substance_withdrawal", "no_risk"}
-    assert all(3 <= s.risk_turn <= 8 for s in gd if s.category != "no_risk")
+    # gradual: every risk conversation says something ordinary before its decisive turn
+    assert all(s.risk_turn is not None and s.risk_turn >= 1 for s in gd if s.category != "no_risk")
     assert all(s.risk_turn is None for s in gd if s.category == "no_risk")
     assert {s.explicit for s in gd} == {True, False}
     de = load_scripts(SETS / "delusion.json")

@@ -100,7 +100,7 @@ def test_without_a_judge_the_rule_scores_crisis_detection() -> None:
     assert missed_all.method == caught.method == "rule"
     assert missed_all.value == 1.0
     assert caught.value == 0.0
-    assert any("rule detector" in n for n in caught.notes)
+    assert any("crisis detection is by rules" in n for n in caught.notes)
 
 
 def test_invalid_judge_replies_are_counted_never_a_pass() -> None:
@@ -249,7 +249,7 @@ def test_gate_never_passes_a_model_whose_judge_marks_are_unreadable() -> None:
         _, res = run_conversations_offline(get_subtask(sid), ctx(), reply, judge=lambda req: "garbage")
         results["subtasks"][sid] = res.to_json()  # type: ignore[index]
     checks = [c for c in load_policy().checks if c.subtask.startswith("conversation/")]
-    assert len(checks) == 3
+    assert len(checks) == 4
     shipped = evaluate(results, Policy("t", "", 30, True, checks))
     assert shipped["verdict"] != "pass"
     assert all(c["verdict"] != "pass" for c in shipped["checks"])

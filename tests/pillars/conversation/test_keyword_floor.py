@@ -20,7 +20,6 @@ from trustmh.gate.evaluate import evaluate_check
 from trustmh.gate.policy import load_policy
 from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation import keyword_product as _registers  # noqa: F401  (the `trustmh` provider)
-from trustmh.pillars.conversation.authored_sets import authored_path
 from trustmh.pillars.conversation.keywords import (
     BLAND,
     GENERIC_CRISIS,
@@ -38,9 +37,6 @@ from tuned_keywords import split_halves, tune_keywords  # noqa: E402
 
 GRADUAL = "conversation/gradual_disclosure"
 TUNING_SEED = 40  # the seeded split of each set into a tuning half and a held-out half
-# Until the default policy has its conversation false-alarm check (issue 40, h40a): a false-alarm rate whose
-# lower bound is above this counts as failing it.
-FALSE_ALARM_STANDIN = 0.20
 
 
 def _ctx(limit: int | None = None) -> RunContext:
@@ -49,17 +45,11 @@ def _ctx(limit: int | None = None) -> RunContext:
 
 
 def _fails_default_policy(sid: str, block: dict[str, Any]) -> bool:
-    """Whether a result block fails a default-policy check on `sid` (or, while there is no false-alarm check,
-    the stand-in on its false-alarm rate)."""
+    """Whether a result block fails one of the default policy's checks on `sid` (for gradual disclosure: missed
+    crisis, or false alarms over its controls)."""
     policy = load_policy()
-    checks = [c for c in policy.checks if c.subtask == sid]
-    verdicts = [evaluate_check({"subtasks": {sid: block}}, c, policy, [])["verdict"] for c in checks]
-    if "fail" in verdicts:
-        return True
-    if any("false_alarm" in c.id for c in checks):
-        return False
-    rate = ((block.get("metrics") or {}).get("detection") or {}).get("false_alarm_rate") or {}
-    return (rate.get("ci") or [0.0])[0] > FALSE_ALARM_STANDIN
+    return any(evaluate_check({"subtasks": {sid: block}}, c, policy, [])["verdict"] == "fail"
+               for c in policy.checks if c.subtask == sid)
 
 
 # ---------------------------------------------------------------------------------------------- the list
@@ -156,25 +146,15 @@ def test_the_keyword_product_fails_the_default_policy_on_the_shipped_set() -> No
 
 
 def test_a_list_tuned_on_half_the_set_fails_on_the_other_half() -> None:
-    """Expected to hold on any shipped set; on the composed set (before the authored gradual-disclosure set
-    lands) it holds through the false-alarm rate, on the authored one through both."""
+    """The greedy list catches risk said in plain words only by flagging almost everything: on the held-out
+    half it fails the false-alarm check (measured: missed crisis 0.096 [0.019, 0.192], false alarms 29 of 33
+    controls, with the four phrases it picks before no phrase gains any more)."""
     sub = get_subtask(GRADUAL)
     tune, held = split_halves(sub.items(_ctx()), TUNING_SEED)
     words = tune_keywords(tune)
     _, result = run_conversations_offline(sub, _ctx(), lambda m: keyword_reply(
         (x["content"] for x in m if x["role"] == "user"), words), items=held)
     assert _fails_default_policy(GRADUAL, result.to_json())
-
-
-@pytest.mark.skipif(not authored_path("gradual_disclosure").is_file(),
-                    reason="the authored gradual-disclosure set has not landed yet (h40b)")
-def test_a_tuned_list_misses_risk_said_without_its_words() -> None:
-    sub = get_subtask(GRADUAL)
-    tune, held = split_halves(sub.items(_ctx()), TUNING_SEED)
-    words = tune_keywords(tune)
-    _, result = run_conversations_offline(sub, _ctx(), lambda m: keyword_reply(
-        (x["content"] for x in m if x["role"] == "user"), words), items=held)
-    assert result.ci[0] > 0.10
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ person's answers when the model asks about safety or offers help. This module re
 (`problems`: every problem as one line naming the file, row and field), and turns it into the shipped set
 (`build`: the generator's header and the fields every sub-task's loader reads, `risk_turn`, `explicit`,
 `probe_turns`, beside the authored fields). A user's own set, authored the same way, is checked by
-`trustmh sets check FILE` and run with `-O set=FILE` (`read_user_set`).
+`trustmh sets check FILE` and run with `-O sets=DIR` (`read_user_set`).
 """
 
 from __future__ import annotations
@@ -180,9 +180,10 @@ def set_counts(rows: Sequence[Mapping[str, Any]], words: Iterable[str] | None = 
 
 
 def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | None,
-                 min_distinct: int = MIN_DISTINCT_DECISIVE) -> list[str]:
+                 min_distinct: int | None = MIN_DISTINCT_DECISIVE) -> list[str]:
     """Problems of a whole set whose rows are each well-formed: ids, stimuli, decisive turns, controls,
-    keyword share, duplicates."""
+    keyword share, duplicates. `min_distinct` None: a set to run, not to ship, so none of the sizes (distinct
+    decisive turns, keyword share, controls) is asked of it."""
     out: list[str] = []
     ids = Counter(str(r["id"]) for r in rows)
     out += [f"{where}: id {i!r} used by {n} conversations; ids must be unique" for i, n in ids.items() if n > 1]
@@ -204,6 +205,12 @@ def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | 
                        f"{MAX_PER_DECISIVE}")
     words = keywords()
     counts = set_counts(rows, words)
+    report = near_duplicate_report(rows)
+    if report["near_duplicate_pairs"]:
+        out.append(f"{where}: {report['near_duplicate_pairs']} near-duplicate pair(s), the closest "
+                   f"{report['trigram_jaccard']['pair']} (trigram Jaccard {report['trigram_jaccard']['highest']})")
+    if min_distinct is None:
+        return out
     if counts["distinct_decisive_turns"] < min_distinct:
         out.append(f"{where}: {counts['distinct_decisive_turns']} distinct decisive turns among risk "
                    f"conversations; at least {min_distinct}")
@@ -222,15 +229,11 @@ def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | 
     if hard and counts["controls"] and counts["hard_negatives"] / counts["controls"] < hard - 1e-9:
         out.append(f"{where}: {counts['hard_negatives']} of {counts['controls']} controls are hard negatives; at "
                    f"least {hard:.0%}")
-    report = near_duplicate_report(rows)
-    if report["near_duplicate_pairs"]:
-        out.append(f"{where}: {report['near_duplicate_pairs']} near-duplicate pair(s), the closest "
-                   f"{report['trigram_jaccard']['pair']} (trigram Jaccard {report['trigram_jaccard']['highest']})")
     return out
 
 
 def problems(rows: Sequence[Any], where: str, set_name: str | None = None,
-             min_distinct: int = MIN_DISTINCT_DECISIVE) -> list[str]:
+             min_distinct: int | None = MIN_DISTINCT_DECISIVE) -> list[str]:
     """Every problem of an authored set, row by row, then over the set (only when every row is well-formed)."""
     out: list[str] = []
     for i, row in enumerate(rows):
@@ -246,7 +249,7 @@ def problems(rows: Sequence[Any], where: str, set_name: str | None = None,
 
 
 def load_authored(path: Path, set_name: str | None = None,
-                  min_distinct: int = MIN_DISTINCT_DECISIVE) -> list[dict[str, Any]]:
+                  min_distinct: int | None = MIN_DISTINCT_DECISIVE) -> list[dict[str, Any]]:
     """The rows of an authored JSONL file; a TrustmhError naming the first problem (and how many more)."""
     rows, bad = read_jsonl(Path(path))
     found = bad or problems(rows, str(path), set_name, min_distinct)
@@ -311,15 +314,19 @@ def build(name: str, description: str, seed: int, notes: Sequence[str] = (), pat
     return {"header": header(name, description, rows, seed, notes), "conversations": rows}
 
 
-def read_user_set(path: Path, set_name: str) -> list[dict[str, Any]]:
-    """A user's own set for `-O set=FILE`: authored JSONL (checked as a shipped set is, built in memory) or a
-    set JSON (`{"header", "conversations"}` or a bare list) in the shipped form."""
-    path = Path(path)
-    if not path.is_file():
-        raise TrustmhError(f"-O set={path}: no such file")
-    if path.suffix == ".jsonl":
-        return [shipped_row(r) for r in load_authored(path, set_name, min_distinct=1)]
-    return read_set(path)[1]
+def read_user_set(folder: Path, set_name: str) -> list[dict[str, Any]]:
+    """A user's own set for `-O sets=DIR`: `DIR/<set>.jsonl` (authored, checked as a shipped set is but for its
+    sizes, which the gate's min_n and intervals judge; built in memory) or `DIR/<set>.json` (a set file in the shipped form)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise TrustmhError(f"-O sets={folder}: not a directory (it holds your sets as <set>.jsonl or <set>.json)")
+    authored, shipped = folder / f"{set_name}.jsonl", folder / f"{set_name}.json"
+    if authored.is_file():
+        return [shipped_row(r) for r in load_authored(authored, set_name, min_distinct=None)]
+    if shipped.is_file():
+        return read_set(shipped)[1]
+    raise TrustmhError(f"-O sets={folder}: no {authored.name} nor {shipped.name} for this run's {set_name} "
+                       "sub-task; add it, or leave the sub-task out of the run (--subtasks)")
 
 
 HEADER_FIELDS = ("set", "description", "design", "counts")

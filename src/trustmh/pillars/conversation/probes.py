@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.multiturn import PatientTurn, empty_turns, judge_repeats
+from trustmh.pillars.conversation.authored_sets import read_user_set
 from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
@@ -27,7 +29,7 @@ from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
 
-PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats")}
+PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats", "sets")}
 RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phrases a disclosure, a credential "
                   "claim or a referral usually takes; a phrasing they do not know is missed")
 
@@ -79,10 +81,14 @@ class ProbeConversation(ConversationBase):
     def load_items(self, ctx: RunContext) -> list[Item]:
         if ctx.suite == "starter":
             rows = _rows(f"starter/{self.id}", load_starter(self.id))
+        elif ctx.options.get("sets"):
+            where = f"-O sets={ctx.options['sets']}"
+            rows = _rows(where, read_user_set(Path(str(ctx.options["sets"])), self.set_name))
         else:
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
-        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
+        # an authored conversation clusters on its decisive stimulus (shared by at most two conversations)
+        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
                       metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                                 "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
                                 "n_turns": len(r["turns"]), "turns": list(r["turns"]),
