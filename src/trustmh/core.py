@@ -466,8 +466,7 @@ class Subtask:
         return []
 
     def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
-        """Figures that stand beside the model's on the same items (e.g. `keyword_floor`: what string matching
-        alone scores), each a block of `metrics`, computed at finish time; none by default."""
+        """Blocks of `metrics` beside the model's figure, on the same items at finish (e.g. `keyword_floor`)."""
         return {}
 
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
