@@ -465,6 +465,10 @@ class Subtask:
         the judge's family)."""
         return []
 
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """Blocks of `metrics` beside the model's figure, on the same items at finish (e.g. `keyword_floor`)."""
+        return {}
+
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
         """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;
         returns what to tell the user."""

@@ -38,6 +38,7 @@ from trustmh.multiturn import (
     read_system_prompt,
 )
 from trustmh.pillars.conversation.authored_sets import read_user_set
+from trustmh.pillars.conversation.keywords import keyword_floor
 from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
     CRISIS_KEYS,
@@ -148,6 +149,10 @@ class ConversationBase(ConversationSubtask):
     def items(self, ctx: RunContext) -> list[Item]:
         read_system_prompt(ctx)  # a bad -O system_prompt fails before any model call
         return self.load_items(ctx)
+
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """The keyword floor beside the model's figure (docs/pillars/conversation.md#keyword-floor)."""
+        return {"keyword_floor": keyword_floor(self, records, ctx)}
 
     def load_items(self, ctx: RunContext) -> list[Item]:
         raise NotImplementedError
