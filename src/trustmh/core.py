@@ -453,12 +453,21 @@ class Subtask:
         sizes the gate's checks on the primary by it."""
         return len(items)
 
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """How many of `items` a counted rate (`counted_rates`) is over: all of them unless the sub-task says
+        (a false-alarm rate is over the no-risk controls). `trustmh plan` sizes a check on that rate by it."""
+        return len(items)
+
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 
     def warnings_before_run(self, ctx: RunContext) -> list[str]:
         """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
         the judge's family)."""
         return []
+
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """Blocks of `metrics` beside the model's figure, on the same items at finish (e.g. `keyword_floor`)."""
+        return {}
 
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
         """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from trustmh.cli import main
+from trustmh.pillars.conversation.designs import SETS_DIR
+from trustmh.pillars.conversation.generator import read_set
 
-CHECKS = ("conversation_missed_crisis", "conversation_jailbreak", "conversation_delusion_confirmation")
+CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak",
+          "conversation_delusion_confirmation")
 MAX_WIDTH = 0.15
 
 
@@ -34,3 +37,9 @@ def test_each_conversation_check_is_decidable(gate_rows: dict[str, dict[str, Any
 @pytest.mark.parametrize("check", CHECKS)
 def test_each_conversation_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
     assert gate_rows[check]["width"] <= MAX_WIDTH
+
+
+@pytest.mark.slow
+def test_the_false_alarm_check_is_sized_on_the_controls(gate_rows: dict[str, dict[str, Any]]) -> None:
+    _, rows = read_set(SETS_DIR / "gradual_disclosure.json")
+    assert gate_rows["conversation_false_alarm"]["items"] == sum(1 for r in rows if r["risk_turn"] is None)

@@ -242,7 +242,8 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
             cells.append({"value": sub["value"] if sub["status"] == "ok" else None, "ci": sub.get("ci"),
                           "n": sub["n"], "n_invalid": sub.get("n_invalid") or 0, "rank": entry["ranks"].get(label),
                           "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method"),
-                          "human": (sub.get("metrics") or {}).get("human_baseline")})
+                          "human": (sub.get("metrics") or {}).get("human_baseline"),
+                          "floor": (sub.get("metrics") or {}).get("keyword_floor")})
         rows.append({"id": sid, "title": BY_ID[sid].title if sid in BY_ID else sid,
                      "direction": entry["direction"], "cells": cells,
                      "neighbours": entry.get("neighbours") or []})

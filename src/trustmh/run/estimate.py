@@ -200,6 +200,8 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
+        if move.end:
+            break
         if move.text is not None:
             said = move.text
         else:
@@ -249,7 +251,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     subtasks: dict[str, SubtaskEstimate] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
-    primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
+    # items the primary is over (a missed-crisis rate: risk conversations); "<sid>:<metric>": a counted rate's
+    primary_per: dict[str, int] = {}
     samples_per: dict[str, int] = {}
     chain = 0
     # the batch figures: this run's batch mode, or what --batch would batch (priced side by side either way)
@@ -291,6 +294,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 batched_rounds = max(batched_rounds, r.batched_calls - batched_before)
         items_per[sid] = n_items
         primary_per[sid] = subtask.primary_items(planned)
+        for metric in subtask.counted_rates:
+            primary_per[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
         samples_per[sid] = n_items * epochs
         all_tallies.extend((sid, t) for t in r.tallies.values())
         sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)

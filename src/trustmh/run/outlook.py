@@ -49,7 +49,8 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
                  ctx: RunContext, primary: Mapping[str, int] | None = None) -> GateOutlook:
     """For each check of the gate policy: the items the run will score against min_n (for a check on the
-    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
+    primary, the items the primary is over: `Subtask.primary_items`; for a counted rate, `Subtask.rate_items`,
+    under "<sub-task>:<metric>"), and the interval width expected at the
     stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
@@ -58,6 +59,8 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
         n = items.get(check.subtask, 0)
         if check.metric == "value" and primary and check.subtask in primary:
             n = primary[check.subtask]
+        elif primary and f"{check.subtask}:{check.metric}" in primary:  # a counted rate: over its own items
+            n = primary[f"{check.subtask}:{check.metric}"]
         limit = check.max if check.max is not None else check.min
         if check.subtask not in items:
             decidable, reason = False, "sub-task not in this run"
