@@ -117,3 +117,24 @@ def test_the_runs_report_says_the_judge_changed(runs: dict[str, Any]) -> None:
 def test_the_results_say_the_certificate_is_stale(runs: dict[str, Any]) -> None:
     notes = " ".join(runs["changed"]["subtasks"][SUBTASK].get("notes") or [])
     assert "certificate stale" in notes
+
+
+def test_compare_says_part_of_the_change_may_be_the_judges(runs: dict[str, Any]) -> None:
+    from trustmh.results.compare import compare_runs
+
+    row = next(r for r in compare_runs(runs["same"], runs["changed"]) if r["subtask"] == SUBTASK)
+    assert row["whose"].startswith("judge and model")
+
+
+def test_compare_of_two_runs_with_a_steady_judge_gives_the_change_to_the_model(runs: dict[str, Any]) -> None:
+    from trustmh.results.compare import compare_runs
+
+    row = next(r for r in compare_runs(runs["same"], runs["same"]) if r["subtask"] == SUBTASK)
+    assert row["whose"].startswith("model")
+
+
+def test_the_compare_command_prints_the_judges_part(runs: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
+    from trustmh.cli import main
+
+    assert main(["compare", str(runs["dir"] / "same"), str(runs["dir"] / "changed")]) == 0
+    assert "part of the change may be the judge's" in capsys.readouterr().out

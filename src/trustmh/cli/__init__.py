@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.cli.args import MAX_LIMIT, add_batch_arguments, at_least, model_name
-from trustmh.cli.results import cmd_gate, cmd_list, cmd_report
+from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--certificates", type=Path, metavar="DIR",
                       help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
                       "~/.cache/trustmh/certificates)")
+
+    comp = sub.add_parser("compare", help="two runs' figures, with the judge's drift on the anchor items apart "
+                          "from the model's change (docs/judge-probes.md#compare)")
+    comp.add_argument("run_a", type=cli_path, help="the earlier run directory (a path or a URL)")
+    comp.add_argument("run_b", type=cli_path, help="the later run directory")
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("judge", help="judge certificates: judge certify (see `trustmh judge --help`)", add_help=False)
@@ -102,7 +107,8 @@ def _main(argv: list[str]) -> int:
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
         handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "merge": cmd_merge, "report": cmd_report,
-                                    "rescore": cmd_rescore, "gate": cmd_gate, "list": cmd_list}
+                                    "rescore": cmd_rescore, "gate": cmd_gate, "list": cmd_list,
+                                    "compare": cmd_compare}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
         if debug:

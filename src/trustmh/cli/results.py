@@ -1,4 +1,4 @@
-"""`trustmh report`, `gate` and `list`: reading finished runs and the catalogue."""
+"""`trustmh report`, `gate`, `compare` and `list`: reading finished runs and the catalogue."""
 
 from __future__ import annotations
 
@@ -65,4 +65,15 @@ def cmd_list(_: argparse.Namespace) -> int:
     for name, ds in DATASETS.items():
         gated = " [gated: user path only]" if ds.gated else ""
         print(f"  {name:<20} {ds.title} ({ds.licence}){gated}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    # start-up: the results readers load only when the command runs
+    from trustmh.results import load_results
+    from trustmh.results.compare import compare_lines, compare_runs
+
+    rows = compare_runs(load_results(args.run_a), load_results(args.run_b))
+    for line in compare_lines(rows):
+        print(line)
     return 0
