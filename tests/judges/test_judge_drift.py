@@ -138,3 +138,15 @@ def test_the_compare_command_prints_the_judges_part(runs: dict[str, Any], capsys
 
     assert main(["compare", str(runs["dir"] / "same"), str(runs["dir"] / "changed")]) == 0
     assert "part of the change may be the judge's" in capsys.readouterr().out
+
+
+def test_the_report_shows_the_judges_bias_battery_beside_its_certificate(runs: dict[str, Any],
+                                                                         tmp_path: Path) -> None:
+    from trustmh.judges.probe_records import FORMAT, KIND, write_probe_record
+    from trustmh.report import run_report_html
+
+    fingerprint = runs["same"]["subtasks"][SUBTASK]["judge"]["fingerprint"]
+    write_probe_record(tmp_path, {"format": FORMAT, "kind": KIND, "fingerprint": fingerprint, "verdict": "fail",
+                                  "reason": "bias found: length", "reference": {"name": "ref.csv"}, "items": [],
+                                  "probes": {}})
+    assert "bias found: length" in run_report_html(runs["same"], certs_dir=tmp_path)
