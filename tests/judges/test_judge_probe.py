@@ -125,12 +125,3 @@ def test_a_tolerance_outside_0_1_is_one_clear_line(tmp_path: Path, capsys: pytes
                  "--tolerance", "2", "--certificates", str(tmp_path / "certs")])
     assert (code, "--tolerance 2: expected a number between 0 and 1" in capsys.readouterr().err) == (2, True)
 
-
-def test_a_judge_that_reacts_to_nothing_makes_the_battery_invalid(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture) -> None:
-    from trustmh.cli import main
-
-    code = main(["judge", "probe", "--judge", "mockllm/model", "--reference", str(reference_csv(tmp_path)),
-                 "--subtask", "safety/over_refusal", "--judge-key", "helpful", "--label-type", "binary",
-                 "--limit", "6", "--certificates", str(tmp_path / "certs")])
-    assert (code, "INVALID" in capsys.readouterr().out) == (3, True)
