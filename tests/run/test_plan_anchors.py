@@ -1,5 +1,5 @@
-"""The anchors' calls in a full default run's plan (docs/judge-probes.md#drift): counted in the totals, printed by
-`trustmh plan`, and at most 2% of the run's calls."""
+"""The anchors' calls in a full default run's plan (docs/judge-probes.md#drift), every judge watched as if
+certified: counted in the totals, printed by `trustmh plan`, and at most 2% of the run's calls."""
 
 from __future__ import annotations
 
@@ -7,19 +7,18 @@ from typing import Any
 
 import pytest
 
-from trustmh.cli import main
-
-MODELS = ["--model", "mockllm/model", "--judge", "mockllm/judge"]
-
 
 @pytest.fixture(scope="module")
 def planned() -> Any:
     from trustmh.run.config import RunOptions, resolve
     from trustmh.run.estimate import estimate, plan_settings
-    from trustmh.run.select import plan_run
+    from trustmh.run.select import add_anchors, plan_run
 
     spec = resolve(RunOptions(model="mockllm/model", judge="mockllm/judge", display="none"))
-    return estimate(plan_run(spec), plan_settings(spec))
+    plan = plan_run(spec)
+    for subtask in list(plan.subtasks.values()):  # every judge certified: each watched
+        add_anchors(plan, subtask)
+    return estimate(plan, plan_settings(spec))
 
 
 def test_a_full_default_run_judges_anchor_items(planned: Any) -> None:
@@ -34,6 +33,7 @@ def test_plan_json_carries_the_anchors(planned: Any) -> None:
     assert planned.to_json()["anchors"]["calls"] == planned.anchor_calls
 
 
-def test_plan_prints_the_anchors_calls(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["plan", *MODELS])
-    assert "anchors (judge drift" in capsys.readouterr().out
+def test_plan_prints_the_anchors_calls(planned: Any) -> None:
+    from trustmh.run.estimate_table import table
+
+    assert "anchors (judge drift" in table(planned)

@@ -321,8 +321,8 @@ class PlanEstimate:
             "wall_seconds": self.wall_seconds.to_json(), "batch": self.batch.to_json(),
             "prompt_cache": [s.to_json() for s in self.prompt_cache], "not_run": self.not_run,
             "gate": self.gate.to_json(),
-            "anchors": {"calls": self.anchor_calls, "share_of_calls": self.anchor_share,
-                        "by_model": dict(self.anchor_calls_by_model)},
+            **({"anchors": {"calls": self.anchor_calls, "share_of_calls": self.anchor_share,
+                            "by_model": dict(self.anchor_calls_by_model)}} if self.anchor_calls else {}),
             **({"power": {sid: row.to_json() for sid, row in self.power.items()}} if self.power is not None else {}),
             **({"budget": self.budget.to_json()} if self.budget is not None else {}),
         }

@@ -13,6 +13,7 @@ from typing import Any
 from trustmh.catalogue import get_subtask, is_implemented
 from trustmh.core import Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
+from trustmh.judges.certificates import certificates_dir, find_certificate, judge_fingerprint
 from trustmh.run.anchors import anchor_items, anchored
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
@@ -86,7 +87,9 @@ def plan_run(spec: RunSpec) -> RunPlan:
             notice(f"{sid}: ERROR {exc}")
             continue
         plan.subtasks[sid] = subtask
-        add_anchors(plan, subtask)
+        if anchored(subtask, ctx) and find_certificate(certificates_dir(spec.output.certificates),
+                                                       judge_fingerprint(subtask, ctx), sid) is not None:
+            add_anchors(plan, subtask)  # a certified judge is watched for drift (docs/judge-probes.md#drift)
         for warning in subtask.warnings_before_run(ctx):
             notice(f"warning: {warning}")
     if not plan.tasks and plan.errors and not plan.derived:
