@@ -1,6 +1,8 @@
 """The plan's estimate is typed (`run/plan_figures.py`) and serialises to the plan.json it wrote before it was:
 tests/fixtures/plan/representative_plan.json was written by `trustmh plan` at d551137 (the untyped estimate)
-with the arguments below: a model, a judge and a simulated patient, single-turn and conversation sub-tasks,
+with the arguments below (updated deliberately for issue 42: with --batch, `totals.cost` is the batch scenario,
+marked `basis: "batch"`, and `totals.cost_live` the live one beside it): a model, a judge and a simulated patient,
+single-turn and conversation sub-tasks,
 prices with rates missing, --batch, power and a budget it is over. Its models are priced by a synthetic price
 file and counted by the approximate tokenizer, so the figures are the same on any machine."""
 

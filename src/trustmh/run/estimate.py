@@ -302,7 +302,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         if sid not in subtasks:
             subtasks[sid] = SubtaskEstimate(items=items_per.get(derived.derived_from or "", 0), samples=0,
                                             note=f"scored from the calls of {derived.derived_from}")
-    totals = _totals(all_tallies, settings.prices, CostScenarios.of(scenario_totals(discounted)))
+    totals = _totals(all_tallies, settings.prices, CostScenarios.of(scenario_totals(discounted)),
+                     [costs["batch"] for _, costs in discounted] if settings.batch is not None else None)
     connections = spec.execution.max_connections or DEFAULT_CONNECTIONS
     wall = wall_time(int(totals.calls.min), int(totals.calls.max), chain, connections, settings.latency)
     models = sorted({t.model for _, t in all_tallies})
@@ -335,18 +336,27 @@ def _role_estimate(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mappin
 
 
 def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price],
-            scenarios: CostScenarios) -> Totals:
+            scenarios: CostScenarios, batch_costs: Sequence[Mapping[str, float | None]] | None = None) -> Totals:
+    """The run's totals; with --batch (`batch_costs`: each tally's batch-scenario cost) the headline cost is the
+    batch one and the live one stands beside it, so the figure a user reads is the run they asked for."""
     unknown = sorted({t.model for _, t in tallies if t.model not in prices})
     exp = sum(cost(prices[t.model], t.input_min, t.output_expected) or 0 for _, t in tallies if t.model in prices)
     top = sum(cost(prices[t.model], t.input_max, t.output_max) or 0 for _, t in tallies if t.model in prices)
     known = bool(tallies) and not unknown
     used = {t.model for _, t in tallies}
+    live = CostTotals(expected=exp if known else None, max=top if known else None,
+                      known_part=ExpectedMax(exp, top), price_unknown=tuple(unknown))
+    headline = live
+    if batch_costs is not None:
+        b_exp = sum(c["expected"] or 0 for c in batch_costs)
+        b_top = sum(c["max"] or 0 for c in batch_costs)
+        headline = CostTotals(expected=b_exp if known else None, max=b_top if known else None,
+                              known_part=ExpectedMax(b_exp, b_top), price_unknown=tuple(unknown), basis="batch")
     return Totals(
         calls=MinMax(sum(t.calls_min for _, t in tallies), sum(t.calls_max for _, t in tallies)),
         input_tokens=MinMax(sum(t.input_min for _, t in tallies), sum(t.input_max for _, t in tallies)),
         output_tokens=ExpectedMax(sum(t.output_expected for _, t in tallies), sum(t.output_max for _, t in tallies)),
-        cost=CostTotals(expected=exp if known else None, max=top if known else None,
-                        known_part=ExpectedMax(exp, top), price_unknown=tuple(unknown)),
+        cost=headline, cost_live=live if batch_costs is not None else None,
         cost_scenarios=scenarios,
         rate_fallbacks={m: p.fallbacks() for m, p in sorted(prices.items()) if m in used and p.fallbacks()})
 

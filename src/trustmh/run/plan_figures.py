@@ -129,10 +129,11 @@ class CostTotals:
     max: float | None
     known_part: ExpectedMax
     price_unknown: tuple[str, ...]  # the models the price file does not list
+    basis: str = "live"  # the rates it is at: "batch" when the run is batched (--batch)
 
     def to_json(self) -> dict[str, Any]:
         return {"expected": self.expected, "max": self.max, "known_part": self.known_part.to_json(),
-                "price_unknown": list(self.price_unknown)}
+                "price_unknown": list(self.price_unknown), **({"basis": self.basis} if self.basis != "live" else {})}
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,12 @@ class Totals:
     cost: CostTotals
     cost_scenarios: CostScenarios
     rate_fallbacks: dict[str, list[str]]  # model -> the rates its price lacks (priced at the live rate)
+    cost_live: CostTotals | None = None  # with --batch: the live cost beside the batch headline
 
     def to_json(self) -> dict[str, Any]:
         return {"calls": self.calls.to_json(), "input_tokens": self.input_tokens.to_json(),
                 "output_tokens": self.output_tokens.to_json(), "cost": self.cost.to_json(),
+                **({"cost_live": self.cost_live.to_json()} if self.cost_live is not None else {}),
                 "cost_scenarios": self.cost_scenarios.to_json(), "rate_fallbacks": self.rate_fallbacks}
 
 
@@ -294,10 +297,8 @@ class PlanEstimate:
     @property
     def bounding_cost(self) -> tuple[float | None, str]:
         """The upper cost a budget is held against and what it is: at batch rates when the run is batched."""
-        if self.batch.on:
-            scenario = self.totals.cost_scenarios["batch"]
-            return (None if scenario is None else scenario.max), "the plan's upper estimate at batch rates"
-        return self.totals.cost.max, "the plan's upper estimate"
+        return self.totals.cost.max, ("the plan's upper estimate at batch rates" if self.totals.cost.basis == "batch"
+                                      else "the plan's upper estimate")
 
     def to_json(self) -> dict[str, Any]:
         return {
