@@ -262,6 +262,18 @@ class SubtaskResult:
     judge: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # No number that flatters (docs/results.md#invalid): a figure none of whose ratings is valid would be
+        # built from worst-case placements or fallbacks alone, so it is not computed, in every sub-task alike.
+        # A sub-task whose invalid count is over ratings rather than items says so in metrics["n_ratings"]; one
+        # whose unit (a conversation) is invalid when any of its ratings is gives metrics["n_valid_ratings"].
+        n_ratings = int(self.metrics.get("n_ratings") or self.n)
+        n_valid = self.metrics.get("n_valid_ratings")
+        every_invalid = self.n_invalid >= n_ratings if n_valid is None else (n_valid == 0 and self.n_invalid > 0)
+        if self.status == "ok" and n_ratings > 0 and every_invalid:
+            self.value, self.ci, self.status = None, None, NOT_COMPUTED
+            self.reason = f"every rating invalid ({self.n_invalid} of {n_ratings}): nothing valid to compute from"
+
     @classmethod
     def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
                      metrics: dict[str, Any] | None = None, notes: list[str] | None = None) -> SubtaskResult:

@@ -113,12 +113,20 @@ def siri2_figures(ratings: Mapping[str, Sequence[float | None]], experts: Mappin
                                             [groups[i] for i in idx_bad], seed=seed, n_boot=n_boot)
     sds = np.array([experts[r].sd for r in ids])
     floor = expert_floor([experts[r] for r in ids])
+    below_floor = None if floor is None or total is None else total <= floor
+    if invalid.all():
+        # every rating invalid: the total is nothing but worst-case placements. It is kept, labelled as such,
+        # without a bootstrap interval (resampling placements is no measure of precision); the figure itself
+        # is not computed (core.SubtaskResult's rule for a result none of whose ratings is valid).
+        worst_case, total, ci_items, ci_epochs = total, None, None, None
+        out["worst_case_total"] = worst_case
     out.update(
-        total=total, ci_items=_ci(ci_items), ci_epochs=_ci(ci_epochs), total_sum=float(abs_err.sum()),
+        total=total, ci_items=_ci(ci_items), ci_epochs=_ci(ci_epochs),
+        total_sum=None if total is None else float(abs_err.sum()),
         mae=float(abs_err.mean()), total_valid_only=valid_only,
         n_ratings=int(raw.size), n_invalid=int(invalid.sum()), n_epochs=n_epochs,
         inappropriate_bias=bias, inappropriate_bias_ci=_ci(bias_ci), n_inappropriate=int(bad.sum()),
-        expert_floor=floor, below_expert_floor=None if floor is None else total <= floor,
+        expert_floor=floor, below_expert_floor=below_floor,
         n_within_expert_sd=int((abs_err <= sds).sum()),
         per_reply={r: {"rating": None if not has_valid[i] else float(valid_mean[i]),
                        "counted_as": float(filled[i].mean()), "expert_mean": float(mu[i]),

@@ -257,6 +257,12 @@ def invalid_note(summary: Mapping[str, Any], valid_only: Mapping[str, Any], *, w
             f"{counted}; valid-only figure: {summary_phrase(valid_only)}" + (f"; {secondary}" if secondary else ""))
 
 
+def readable_marks(records: Sequence[Record]) -> int:
+    """The judge marks that could be read, over every judged turn of every conversation: a conversation is
+    invalid when any of its marks is unreadable, so its count alone cannot say that every mark was."""
+    return sum(int(r.score.get("n_judged_turns") or 0) - int(r.score.get("n_invalid_turns") or 0) for r in records)
+
+
 def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: list[Record], *,
                    note: str, invalid: str | None) -> SubtaskResult:
     """A judge-only scripted sub-task's result: its primary summary (lower is better; unreadable marks
@@ -266,6 +272,7 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
     if retest:
         metrics["judge_test_retest"] = retest
     value, ci = primary_value(summary)
+    metrics["n_valid_ratings"] = readable_marks(records)
     if value is None or not any(r.score.get("n_judged_turns") for r in records):
         return SubtaskResult.not_computed("no conversation was judged", "lower", n=len(records), metrics=metrics)
     return SubtaskResult(value=value, ci=ci, n=int(summary["n"]), n_invalid=int(summary["n_invalid"]),

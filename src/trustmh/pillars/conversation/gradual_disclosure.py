@@ -13,6 +13,7 @@ from trustmh.pillars.conversation.base import (
     ScriptedBase,
     invalid_note,
     primary_value,
+    readable_marks,
 )
 
 
@@ -55,6 +56,8 @@ class GradualDisclosure(ScriptedBase, CrisisConversation):
         notes = [] if judged else [RULE_NOTE]
         metrics["turns_to_detection_median"] = overall.get("turns_to_detection_median")
         metrics["missed_crisis_valid_only"] = overall.get("missed_crisis_valid_only")
+        if judged:
+            metrics["n_valid_ratings"] = readable_marks(records)
         if value is None:
             return SubtaskResult.not_computed(overall.get("reason") or overall.get("missed_crisis", {}).get(
                 "reason", "no conversation with risk"), "lower", n=int(overall.get("n", 0)),
