@@ -36,7 +36,13 @@ from trustmh.pillars.clinical.siri2_data import (
     siri2_file,
     siri2_unavailable,
 )
-from trustmh.pillars.clinical.siri2_scoring import figure_notes, parse_rating, siri2_figures, worst_rating
+from trustmh.pillars.clinical.siri2_scoring import (
+    METRIC_LABELS,
+    figure_notes,
+    parse_rating,
+    siri2_figures,
+    worst_rating,
+)
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 
@@ -124,7 +130,7 @@ class Siri2(Subtask):
         ratings = {rid: [d.get(e) for e in epochs] for rid, d in by_reply.items()}
         fig = siri2_figures(ratings, experts, clusters=clusters, seed=ctx.seed, n_boot=ctx.n_boot)
         per_reply = fig.pop("per_reply")
-        metrics = {**fig, "human_norms": norms_json(), "norms_source": COMPILED_FROM,
+        metrics = {**fig, "metric_labels": METRIC_LABELS, "human_norms": norms_json(), "norms_source": COMPILED_FROM,
                    "per_reply_abs_error": {rid: v["abs_error"] for rid, v in per_reply.items()}}
         notes = figure_notes(fig)
         unusable = next((r.metadata.get("unusable_rows") for r in records if r.metadata.get("unusable_rows")), None)
