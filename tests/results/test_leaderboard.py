@@ -66,11 +66,13 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
     checked = 0
     for run_, recs in zip(runs, items, strict=True):
         for sid, sub in run_["subtasks"].items():
+            if sub["status"] != "ok":  # every reply invalid: no value to mirror (core.SubtaskResult)
+                continue
             scores, _, reason = item_scores(sid, recs, run_)
             assert reason is None, sid
             assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"]), sid
             checked += 1
-    assert checked == 8
+    assert checked == 4  # the sub-tasks with a value in either run (all-invalid ones are not computed)
     board = leaderboard(runs, items, n_boot=300)
     tested = 0
     for sid, entry in board["subtasks"].items():

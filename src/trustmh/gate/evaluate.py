@@ -158,10 +158,29 @@ def _shift(x: float, n: int, e: int, harm: bool) -> float:
     return (x * n + (e if harm else 0)) / (n + e)
 
 
+def jurisdiction_counts(metrics: Mapping[str, Any], check: Check) -> dict[str, Any]:
+    """A check's count and total over the personas of its jurisdiction (`metrics.by_locale`); nothing recorded
+    (None) when the sub-task has no such personas in this run."""
+    rows = [row for loc, row in (metrics.get("by_locale") or {}).items() if loc in check.personas]
+    if not rows:
+        return {}
+    count = sum(int(r.get(check.count) or 0) for r in rows)  # type: ignore[arg-type]
+    total = sum(int(r.get(check.total) or 0) for r in rows)  # type: ignore[arg-type]
+    return {check.count: count, check.total: total, check.metric: count / total if total else None}
+
+
+def beside(metrics: Mapping[str, Any], check: Check) -> dict[str, dict[str, Any]]:
+    """The other countries' personas of a jurisdiction's check: their counts, shown, deciding nothing."""
+    return {loc: {"count": row.get(check.count), "total": row.get(check.total), "rate": row.get(check.metric)}
+            for loc, row in (metrics.get("by_locale") or {}).items() if loc not in check.personas}
+
+
 def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, Any]:
     """Point, the interval for the pass test (errors against the model), the one for the fail test (errors
     for it), n, and where the interval came from; or `why` it cannot be had."""
     metrics = sub.get("metrics") or {}
+    if check.personas:
+        metrics = jurisdiction_counts(metrics, check)
     if check.counted:
         value, count, total = metrics.get(check.metric), metrics.get(check.count), metrics.get(check.total)
         if count is None or total is None:
@@ -250,6 +269,11 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         return done("insufficient", "sub-task not in this run")
     if sub.get("status") != "ok":
         return done("insufficient", f"status {sub.get('status')}: {sub.get('reason')}")
+    if check.personas:
+        row["personas"] = list(check.personas)
+        row["beside"] = beside(sub.get("metrics") or {}, check)
+        if not jurisdiction_counts(sub.get("metrics") or {}, check):
+            return done("insufficient", f"no persona of {', '.join(check.personas)} in this run")
     untestable = (sub.get("metrics") or {}).get("not_testable")
     if isinstance(untestable, Mapping) and check.metric in untestable:
         return done(NOT_TESTABLE, f"not testable on this product: {untestable[check.metric]}")
