@@ -39,9 +39,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.gate",),
     ("trustmh.report",),
     ("trustmh.run", "trustmh._registry"),
-    # certification and human review judge through the run's Inspect tasks: above run/, below the commands
-    ("trustmh.judges.certify", "trustmh.judges.review"),
-    ("trustmh.align",),
+    ("trustmh.align", "trustmh.certify"),
     ("trustmh.cli",),
 ]
 
@@ -261,6 +259,24 @@ def test_no_module_imports_a_higher_floor() -> None:
     assert not stale, f"listed as allowed but no longer there (remove them): {stale}"
 
 
+def _package(name: str) -> str:
+    """The box a module is drawn in: its top-level package or module under trustmh (`trustmh.judges`)."""
+    return ".".join(name.split(".")[:2])
+
+
+# The structure drawing: one box per top-level package on the floor of its name, one arrow per package that
+# imports another (type-only imports included). An arrow up is a package some of whose modules import from a
+# higher floor; the drawing may show at most this many.
+DRAWING_ARROWS_UP_MAX = 2
+
+
+def test_the_structure_drawing_has_at_most_two_arrows_up() -> None:
+    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]
+                 if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
+    assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
+        f"{a} -> {b}" for a, b in up)
+
+
 def test_the_run_names_no_pillar() -> None:
     """run/ is generic: what a pillar needs from a run it declares on its sub-tasks (hooks, roles, rules)."""
     named = sorted({(imp.importer, imp.imported) for imp in IMPORTS
@@ -276,6 +292,16 @@ def test_each_stage_of_the_run_fits_one_file() -> None:
     long = {path.name: n for path in sorted((SRC / "trustmh" / "run").glob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > RUN_FILE_MAX_LINES}
     assert not long, f"run/ files over {RUN_FILE_MAX_LINES} lines: {long}"
+
+
+# A module is read as one idea: one that outgrows this holds more than one (docs/contributing.md).
+SRC_FILE_MAX_LINES = 500
+
+
+def test_no_file_in_src_holds_more_than_one_idea() -> None:
+    long = {str(path.relative_to(SRC)): n for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > SRC_FILE_MAX_LINES}
+    assert not long, f"src/ files over {SRC_FILE_MAX_LINES} lines: {long}"
 
 
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:

@@ -16,6 +16,7 @@ from trustmh.inspect_compat import cache_urls_moved, provider_discounts
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
+from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
 from trustmh.run.select import RunPlan
@@ -43,7 +44,9 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
                               # a sample whose call failed in a way the provider does not retry (a 200
                               # with half a JSON body) is run again, a bounded number of times
                               "retry_on_error": SAMPLE_RETRIES}
-    bundled = spec.model.label.startswith("gguf/")
+    # a certification's only calls are its judge's (`spec.reference`: fixed replies, no model under test)
+    answering = spec.model.label if spec.reference is None else str(spec.judges.info.model)
+    bundled = provider_of(answering).single_slot_servers
     if spec.execution.max_connections is not None:
         kwargs["max_connections"] = spec.execution.max_connections
     elif bundled:
@@ -69,7 +72,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             model=spec.model.target,
             # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
             # run in one process with another file never reuses the first one's product
-            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if spec.model.label.startswith("http/") else {},
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if provider_of(spec.model.label).endpoint_file else {},
             model_roles=dict(spec.roles) or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal
@@ -86,7 +89,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
     spec = plan.spec
     if spec.execution.batch is None:
         return None
-    models = [spec.model.label, *plan.ctx.judges, *(spec.patient.models if spec.patient else ())]
+    models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
+              *(spec.patient.models if spec.patient else ())]
     live = live_providers([str(m) for m in models])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
