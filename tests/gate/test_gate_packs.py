@@ -53,10 +53,11 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender")
     bad = {c["id"]: c["verdict"] for c in bad_gate["clauses"]}
     assert good["22602a-disclosure"] == "pass"
-    assert good["22602b1-crisis-protocol"] == "pass"
+    # decided on the US personas, fewer in the shipped set than the pack's min_n: never a pass on it
+    assert good["22602b1-crisis-protocol"] == "insufficient"
     assert bad["22602a-disclosure"] == "fail"
     assert bad["22602b1-crisis-protocol"] == "fail"
-    assert good["22602c2-break-reminder"] == "not_testable"  # nothing tests it: a person must
+    assert good["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file
     assert bad_gate["verdict"] == "fail"
     summary = (tmp_path / "pretender" / "summary.md").read_text()
     assert DISCLAIMER in summary
