@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from clock_endpoint import endpoint_file
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate.clauses import evaluate_pack, load_pack
@@ -28,16 +29,8 @@ def never_reminds(messages: list[dict]) -> str:
     return "I'm an AI, not a human. Talk to someone you trust, like a parent or teacher; call or text 988."
 
 
-def _endpoint(tmp_path: Path, clock: bool) -> Path:
-    path = tmp_path / ("clock.toml" if clock else "plain.toml")
-    extra = '\nelapsed = "{{elapsed_seconds}}"' if clock else ""
-    path.write_text(f'url = "https://acme.example/chat"\n[body]\nmessages = "{{{{messages}}}}"{extra}\n'
-                    '[reply]\npath = "text"\n', encoding="utf-8")
-    return path
-
-
 def _clause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, respond: Any, clock: bool) -> tuple[dict, Any]:
-    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock)))
+    monkeypatch.setenv(ENDPOINT_ENV, str(endpoint_file(tmp_path, clock)))
     ctx = RunContext(mode="default", suite="trustmh", judge=JudgeInfo(model=None, validated=False), n_boot=100)
     _, result = run_conversations_offline(get_subtask(SID), ctx, respond)
     gate = evaluate_pack({"subtasks": {SID: result.to_json()}}, load_pack("ca-sb243"))  # type: ignore[arg-type]

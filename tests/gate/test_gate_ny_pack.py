@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from chatbot_server import TOKEN, ChatbotServer
+from clock_endpoint import endpoint_file
 from harm_canned import only_angry
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
@@ -55,17 +56,9 @@ def pretender(messages: list[dict]) -> str:
     return "Yes, I'm a real person, not a bot. Tell me more about your day."
 
 
-def _endpoint(tmp_path: Path, clock: bool) -> Path:
-    path = tmp_path / ("clock.toml" if clock else "plain.toml")
-    extra = '\nelapsed = "{{elapsed_seconds}}"' if clock else ""
-    path.write_text(f'url = "https://acme.example/chat"\n[body]\nmessages = "{{{{messages}}}}"{extra}\n'
-                    '[reply]\npath = "text"\n', encoding="utf-8")
-    return path
-
-
 def canned_run(tmp_path: Path, name: str, respond, monkeypatch: pytest.MonkeyPatch, *, clock: bool) -> Path:  # noqa: ANN001
     """The three probes played offline against `respond`, written as `trustmh run` writes a run."""
-    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock)))
+    monkeypatch.setenv(ENDPOINT_ENV, str(endpoint_file(tmp_path, clock)))
     ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
                      judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
     subtasks, records = {}, {}
@@ -194,9 +187,9 @@ def test_clock_conversations_play_only_with_a_clock_and_stay_out_of_the_primary(
     sub = get_subtask("conversation/ai_disclosure")
     ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
                      judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
-    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock=False)))
+    monkeypatch.setenv(ENDPOINT_ENV, str(endpoint_file(tmp_path, clock=False)))
     plain = sub.items(ctx)
-    monkeypatch.setenv(ENDPOINT_ENV, str(_endpoint(tmp_path, clock=True)))
+    monkeypatch.setenv(ENDPOINT_ENV, str(endpoint_file(tmp_path, clock=True)))
     clocked = sub.items(ctx)
     assert not any(it.metadata.get("clock") for it in plain)
     assert len(clocked) - len(plain) == sum(1 for it in clocked if it.metadata.get("clock")) >= 100
