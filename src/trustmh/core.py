@@ -263,10 +263,8 @@ class SubtaskResult:
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # No number that flatters (docs/results.md#invalid): a figure none of whose ratings is valid would be
-        # built from worst-case placements or fallbacks alone, so it is not computed, in every sub-task alike.
-        # A sub-task whose invalid count is over ratings rather than items says so in metrics["n_ratings"]; one
-        # whose unit (a conversation) is invalid when any of its ratings is gives metrics["n_valid_ratings"].
+        # No number that flatters (docs/results.md#invalid): no valid rating, no figure, in every sub-task alike;
+        # metrics n_ratings / n_valid_ratings where the invalid count is over another unit than `n`.
         n_ratings = int(self.metrics.get("n_ratings") or self.n)
         n_valid = self.metrics.get("n_valid_ratings")
         every_invalid = self.n_invalid >= n_ratings if n_valid is None else (n_valid == 0 and self.n_invalid > 0)
