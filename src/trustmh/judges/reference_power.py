@@ -1,0 +1,90 @@
+"""A reference's power: how likely it is to certify a judge exactly as good as one more of its raters
+(docs/references.md#power).
+
+Simulated from the reference's own size and agreement. Each simulated reference has the reference's items,
+raters and agreement; the judge is one more rater drawn from the same model, so it is human-level by
+construction. The model:
+
+* ratings: item truth T ~ N(0, 1), rater value T + e with e ~ N(0, σ²), σ² = (1 − ICC)/ICC, so two raters'
+  ICC is the reference's;
+* labels: item truth drawn from the humans' label shares; a rater reports the truth with probability √κ and
+  otherwise draws a label from the shares (two raters' κ is then κ).
+
+Each simulated reference gets the rule's point figures (the humans' agreement and every comparison's
+difference D_r, `stats.rater_comparison.comparison_points`); their spread over the simulations is the sampling
+error the bootstrap estimates on one reference, so the simulated verdict is "certified" when the humans clear
+the floor and every D_r clears −margin at point − z·SD. The same draws, rescaled by √(n/n'), give the
+power at another size n' (sampling error shrinks as 1/√n), hence the items that would reach `TARGET_POWER`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trustmh.stats.rater_comparison import comparison_points
+
+# Below this power a failed certification says more about the reference than about the judge.
+TARGET_POWER = 0.8
+N_SIMULATIONS = 400
+Z_ONE_SIDED = 1.959963984540054  # the rule reads the lower bound of a two-sided 95% interval
+MAX_ITEMS = 20_000
+
+
+def _simulate(kind: str, n_items: int, n_raters: int, agreement: float, shares: Sequence[float],
+              n_sims: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_sims, n_items, n_raters + 1) values; the last column is the human-level judge."""
+    if kind == "ratings":
+        sigma = math.sqrt((1 - agreement) / agreement)
+        truth = rng.normal(size=(n_sims, n_items, 1))
+        return truth + rng.normal(scale=sigma, size=(n_sims, n_items, n_raters + 1))
+    p = np.asarray(shares, dtype=float) / float(np.sum(shares))
+    truth = rng.choice(len(p), p=p, size=(n_sims, n_items, 1))
+    honest = rng.random((n_sims, n_items, n_raters + 1)) < math.sqrt(agreement)
+    guess = rng.choice(len(p), p=p, size=(n_sims, n_items, n_raters + 1))
+    return np.where(honest, truth, guess).astype(float)
+
+
+def _power_at(scale: float, humans: np.ndarray, diffs: np.ndarray, agreement: float, floor: float,
+              margin: float) -> float:
+    """Share of simulations certified when the sampling error is multiplied by `scale`."""
+    h_sd = float(np.nanstd(humans))
+    d_sd = np.nanstd(diffs, axis=0)
+    h = agreement + (humans - agreement) * scale
+    d = diffs * scale  # a human-level judge's differences are centred on 0
+    floor_ok = h - Z_ONE_SIDED * h_sd * scale >= floor
+    rule_ok = np.all(d - Z_ONE_SIDED * d_sd * scale >= -margin, axis=1)
+    return float(np.mean(floor_ok & rule_ok))
+
+
+def reference_power(kind: str, n_items: int, n_raters: int, agreement: float | None, *, floor: float,
+                    margin: float, seed: int, shares: Sequence[float] = (0.5, 0.5),
+                    n_sims: int = N_SIMULATIONS) -> dict[str, Any]:
+    """{"power", "target", "items_for_target", "n_sims", "model"}: the probability that this reference
+    certifies a judge as good as one more of its raters, and the items (rated by as many raters) that
+    would give `TARGET_POWER` (None when no size up to MAX_ITEMS would). Undefined agreement: power None."""
+    out: dict[str, Any] = {"target": TARGET_POWER, "n_sims": n_sims, "seed": seed,
+                           "model": f"simulated references of {n_items} items × {n_raters} raters at the humans' "
+                                    f"agreement, the judge one more rater"}
+    if agreement is None or not math.isfinite(agreement) or n_items < 2 or n_raters < 2:
+        return {**out, "power": None, "items_for_target": None}
+    agreement = min(max(float(agreement), 0.02), 0.98)
+    rng = np.random.default_rng(seed)
+    sims = _simulate(kind, n_items, n_raters, agreement, shares, n_sims, rng)
+    n_codes = len(shares) if kind == "labels" else 0
+    humans, diffs = comparison_points(sims, kind, n_codes)
+    power = _power_at(1.0, humans, diffs, agreement, floor, margin)
+    need: int | None = None
+    if _power_at(math.sqrt(n_items / MAX_ITEMS), humans, diffs, agreement, floor, margin) >= TARGET_POWER:
+        lo, hi = 2, MAX_ITEMS
+        while lo < hi:  # power rises with the items: the smallest size reaching the target
+            mid = (lo + hi) // 2
+            if _power_at(math.sqrt(n_items / mid), humans, diffs, agreement, floor, margin) >= TARGET_POWER:
+                hi = mid
+            else:
+                lo = mid + 1
+        need = lo
+    return {**out, "power": power, "items_for_target": need}
