@@ -20,6 +20,7 @@ power at another size n' (sampling error shrinks as 1/√n), hence the items tha
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from trustmh.stats.rater_comparison import comparison_points
 # Below this power a failed certification says more about the reference than about the judge.
 TARGET_POWER = 0.8
 N_SIMULATIONS = 400
-Z_ONE_SIDED = 1.959963984540054  # the rule reads the lower bound of a two-sided 95% interval
+Z_95 = 1.959963984540054  # the rule reads the lower bound of a two-sided 95% interval
 MAX_ITEMS = 20_000
 
 
@@ -55,36 +56,59 @@ def _power_at(scale: float, humans: np.ndarray, diffs: np.ndarray, agreement: fl
     d_sd = np.nanstd(diffs, axis=0)
     h = agreement + (humans - agreement) * scale
     d = diffs * scale  # a human-level judge's differences are centred on 0
-    floor_ok = h - Z_ONE_SIDED * h_sd * scale >= floor
-    rule_ok = np.all(d - Z_ONE_SIDED * d_sd * scale >= -margin, axis=1)
+    floor_ok = h - Z_95 * h_sd * scale >= floor
+    rule_ok = np.all(d - Z_95 * d_sd * scale >= -margin, axis=1)
     return float(np.mean(floor_ok & rule_ok))
 
 
 def reference_power(kind: str, n_items: int, n_raters: int, agreement: float | None, *, floor: float,
                     margin: float, seed: int, shares: Sequence[float] = (0.5, 0.5),
                     n_sims: int = N_SIMULATIONS) -> dict[str, Any]:
-    """{"power", "target", "items_for_target", "n_sims", "model"}: the probability that this reference
-    certifies a judge as good as one more of its raters, and the items (rated by as many raters) that
-    would give `TARGET_POWER` (None when no size up to MAX_ITEMS would). Undefined agreement: power None."""
+    """{"power", "target", "items_for_target", "difference_sd", "n_sims", "model"}: the probability that this
+    reference certifies a judge as good as one more of its raters, the items (rated by as many raters) that
+    would give `TARGET_POWER` (None when no size up to MAX_ITEMS would), and the SD of such a judge's
+    difference D_r on this reference. Undefined agreement: power None. Cached: several judges certified on
+    one reference share one simulation."""
+    return dict(_reference_power(kind, int(n_items), int(n_raters), None if agreement is None else float(agreement),
+                                 float(floor), float(margin), int(seed), tuple(float(x) for x in shares), int(n_sims)))
+
+
+@lru_cache(maxsize=32)
+def _reference_power(kind: str, n_items: int, n_raters: int, agreement: float | None, floor: float,
+                     margin: float, seed: int, shares: tuple[float, ...], n_sims: int) -> dict[str, Any]:
     out: dict[str, Any] = {"target": TARGET_POWER, "n_sims": n_sims, "seed": seed,
                            "model": f"simulated references of {n_items} items × {n_raters} raters at the humans' "
                                     f"agreement, the judge one more rater"}
     if agreement is None or not math.isfinite(agreement) or n_items < 2 or n_raters < 2:
-        return {**out, "power": None, "items_for_target": None}
+        return {**out, "power": None, "items_for_target": None, "difference_sd": None}
     agreement = min(max(float(agreement), 0.02), 0.98)
     rng = np.random.default_rng(seed)
-    sims = _simulate(kind, n_items, n_raters, agreement, shares, n_sims, rng)
     n_codes = len(shares) if kind == "labels" else 0
-    humans, diffs = comparison_points(sims, kind, n_codes)
+    humans, diffs = comparison_points(_simulate(kind, n_items, n_raters, agreement, shares, n_sims, rng), kind,
+                                      n_codes)
     power = _power_at(1.0, humans, diffs, agreement, floor, margin)
-    need: int | None = None
-    if _power_at(math.sqrt(n_items / MAX_ITEMS), humans, diffs, agreement, floor, margin) >= TARGET_POWER:
-        lo, hi = 2, MAX_ITEMS
-        while lo < hi:  # power rises with the items: the smallest size reaching the target
-            mid = (lo + hi) // 2
-            if _power_at(math.sqrt(n_items / mid), humans, diffs, agreement, floor, margin) >= TARGET_POWER:
-                hi = mid
-            else:
-                lo = mid + 1
-        need = lo
-    return {**out, "power": power, "items_for_target": need}
+    sd = float(np.nanmean(np.nanstd(diffs, axis=0)))  # the seats are exchangeable in the simulation
+    need = _items_for_target(n_items, humans, diffs, agreement, floor, margin)
+    if need is not None and need != n_items:  # re-simulated at that size: the rescaling is exact only near it
+        humans, diffs = comparison_points(_simulate(kind, need, n_raters, agreement, shares, n_sims, rng), kind,
+                                          n_codes)
+        need = _items_for_target(need, humans, diffs, agreement, floor, margin)
+    return {**out, "power": power, "items_for_target": need, "difference_sd": sd}
+
+
+def _items_for_target(n_items: int, humans: np.ndarray, diffs: np.ndarray, agreement: float, floor: float,
+                      margin: float) -> int | None:
+    """The smallest size whose rescaled power reaches TARGET_POWER (None: none up to MAX_ITEMS)."""
+    def power(n: int) -> float:
+        return _power_at(math.sqrt(n_items / n), humans, diffs, agreement, floor, margin)
+
+    if power(MAX_ITEMS) < TARGET_POWER:
+        return None
+    lo, hi = 2, MAX_ITEMS
+    while lo < hi:  # power rises with the items
+        mid = (lo + hi) // 2
+        if power(mid) >= TARGET_POWER:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -74,7 +74,7 @@ import numpy as np
 
 from trustmh.core import TrustmhError
 from trustmh.stats.agreement import fleiss_kappa, krippendorff_alpha, ratings_to_table
-from trustmh.judges.reference_power import reference_power
+from trustmh.judges.reference_power import Z_95, reference_power
 from trustmh.stats.bootstrap import DEFAULT_N_BOOT, cluster_codes, cluster_draw_counts, cluster_indices, percentile_ci
 from trustmh.stats.icc import icc_a1
 from trustmh.stats.rater_comparison import consensus, pair_agreement, pair_rows, specific_agreement
@@ -188,6 +188,16 @@ def _draws(items: Sequence[Hashable], clusters: Mapping[Hashable, Hashable] | No
     return [np.concatenate([rows_of[c] for c in d]) for d in draws]
 
 
+def _replicates(t: _Table, stat: str, clusters: Mapping[Hashable, Hashable] | None, n_boot: int,
+                seed: int) -> np.ndarray:
+    """The humans' statistic on every bootstrap replicate; ICC(A,1) on equal-sized replicates in one batch."""
+    draws = _draws(t.items, clusters, n_boot, seed)
+    if stat == "icc_a1" and len({len(rows) for rows in draws}) == 1:
+        with np.errstate(all="ignore"):
+            return np.asarray(icc_a1(t.m[np.stack(draws)]), dtype=float)
+    return np.array([_agreement(t.m[rows], stat, len(t.codes)) for rows in draws])
+
+
 def _interval(point: float, reps: np.ndarray) -> dict[str, Any]:
     lo, hi = percentile_ci(reps, LEVEL)
     ok = math.isfinite(lo) and math.isfinite(hi)
@@ -215,7 +225,7 @@ def human_agreement(ratings_by_item_by_rater: Ratings, kind: str = "ratings", *,
     if len(t.items) < 2 or len(t.raters) < 2:
         return {**out, "value": None, "ci": None}
     point = _agreement(t.m, stat, n_codes)
-    reps = np.array([_agreement(t.m[rows], stat, n_codes) for rows in _draws(t.items, clusters, n_boot, seed)])
+    reps = _replicates(t, stat, clusters, n_boot, seed)
     return {**out, **_interval(point, reps)}
 
 
@@ -278,6 +288,21 @@ def _comparisons(t: _Table, judge: np.ndarray, kind: str, codes: np.ndarray, n_c
     return out, reps
 
 
+def _no_narrower_than_a_human(each: dict[str, Any], human_sd: float | None) -> None:
+    """Widen each seat's difference interval to at least point ± z·SD of a human-level judge's difference on
+    this reference (simulated, `reference_power`). A judge that copies a rater has a much tighter paired
+    interval in that rater's seat (it shares the rater's noise); without this its small shortfall would pass
+    the margin more often than an independent judge as good as a human. The bootstrap interval is kept."""
+    if not human_sd:
+        return
+    for entry in each.values():
+        d = entry["difference"]
+        if d["value"] is None or d["ci"] is None:
+            continue
+        d["bootstrap_ci"] = list(d["ci"])
+        d["ci"] = [min(d["ci"][0], d["value"] - Z_95 * human_sd), max(d["ci"][1], d["value"] + Z_95 * human_sd)]
+
+
 def _bounds(point: float, reps: np.ndarray) -> list[float] | None:
     """Percentile bounds counting −inf replicates (undefined) as the worst; None when the point is undefined."""
     if not math.isfinite(point) or reps.size < 10:
@@ -296,9 +321,8 @@ def _fmt(fig: Mapping[str, Any]) -> str:
 def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, Any], kind: str = "ratings", *,
                       seed: int, n_boot: int = DEFAULT_N_BOOT, floor: float | None = None, margin: float = MARGIN,
                       clusters: Mapping[Hashable, Hashable] | None = None,
-                      scale: tuple[float, float] | None = None, power: bool = True) -> CriterionVerdict:
-    """Certify a judge on one criterion against several human raters (the rule of the module docstring).
-    `power=False` skips the power simulation (a certificate always runs it)."""
+                      scale: tuple[float, float] | None = None) -> CriterionVerdict:
+    """Certify a judge on one criterion against several human raters (the rule of the module docstring)."""
     floor = FLOORS[kind] if floor is None else float(floor)
     least = -float(margin) if margin else 0.0  # the lowest admissible bound of the difference (never "-0")
     extra = [INVALID_LABEL] + [v for v in judge_ratings.values() if not _missing(v)] if kind == "labels" else []
@@ -328,18 +352,18 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
     codes, n_clusters = cluster_codes(labels_of)
     w = cluster_draw_counts(n_clusters, n_boot, seed)
     h0 = _agreement(t.m, stat, n_codes)
-    h_reps = np.array([_agreement(t.m[rows], stat, n_codes) for rows in _draws(t.items, clusters, n_boot, seed)])
+    h_reps = _replicates(t, stat, clusters, n_boot, seed)
     if kind == "labels":  # a resample where a label is absent shows no agreement on it, not a perfect one
         h_reps = np.where(np.isfinite(h_reps), h_reps, 0.0)
     humans = _interval(h0, h_reps)
-    each, d_reps = _comparisons(t, judge, kind, codes, n_clusters, w)
+    shares = tuple(float(np.sum(t.m == code)) for lab, code in t.codes.items() if lab in used)
+    power = reference_power(kind, len(t.items), len(t.raters), humans["value"], floor=floor, margin=float(margin),
+                            seed=seed, shares=shares or (0.5, 0.5))
+    each, _ = _comparisons(t, judge, kind, codes, n_clusters, w)
+    _no_narrower_than_a_human(each, power.get("difference_sd"))
     worst = min(each, key=lambda r: (each[r]["difference"]["ci"] or [-math.inf])[0])
     figures.update(humans=humans, comparisons=each, worst_comparison=worst, n_judge_invalid=n_invalid,
-                   n_clusters=n_clusters, difference=each[worst]["difference"])
-    if power:
-        shares = [float(np.sum(t.m == code)) for lab, code in t.codes.items() if lab in used]
-        figures["power"] = reference_power(kind, len(t.items), len(t.raters), humans["value"], floor=floor,
-                                           margin=float(margin), seed=seed, shares=shares or (0.5, 0.5))
+                   n_clusters=n_clusters, difference=each[worst]["difference"], power=power)
     n_note = f"n = {len(t.items)} items in {n_clusters} clusters, {len(t.raters)} raters"
     if humans["ci"] is None or humans["ci"][0] < floor:
         return CriterionVerdict(CANNOT_CERTIFY, figures,
@@ -355,16 +379,18 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
     if ok:
         return CriterionVerdict(CERTIFIED, figures, "the judge agrees with every rater's peers at least as well as "
                                 f"that rater does; the worst seat: {detail}")
-    p = figures.get("power") or {}
-    if p.get("power") is not None and p["power"] < p["target"]:
+    shown_worse = [r for r, e in each.items() if e["difference"]["ci"] and e["difference"]["ci"][1] < least]
+    p = power
+    if not shown_worse and p.get("power") is not None and p["power"] < p["target"]:
         need = p["items_for_target"]
         more = (f"about {need} items rated by {len(t.raters)} raters ({need * len(t.raters)} labels) would give "
                 f"power {p['target']:g}" if need else "no size would: the humans agree too little")
         return CriterionVerdict(CANNOT_CERTIFY, figures,
                                 f"{TOO_SMALL}: a judge as good as one more rater would be certified with "
                                 f"probability {p['power']:.2f} only; {more}. The worst seat: {detail}")
-    return CriterionVerdict(NOT_CERTIFIED, figures, f"the judge is not shown to agree with the raters' peers as "
-                            f"well as the raters do; the worst seat: {detail}")
+    verb = (f"agrees less well with the raters' peers than the raters do (shown in {', '.join(shown_worse)}'s "
+            "seat)" if shown_worse else "is not shown to agree with the raters' peers as well as the raters do")
+    return CriterionVerdict(NOT_CERTIFIED, figures, f"the judge {verb}; the worst seat: {detail}")
 
 
 def overall_status(verdicts: Iterable[CriterionVerdict | Mapping[str, Any] | str]) -> str:
