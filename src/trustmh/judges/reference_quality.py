@@ -90,6 +90,8 @@ KINDS = ("ratings", "labels")
 FLOORS = {"ratings": 0.50, "labels": 0.40}
 # The tolerated shortfall of the judge-in-place agreement, at the lower bound of the paired difference.
 MARGIN = 0.05
+# Two agreements on [−1, 1] differ by at least −2: an undefined replicate of a difference counts as that.
+WORST_DIFFERENCE = -2.0
 TOO_SMALL = "reference too small to certify a human-level judge"
 LEVEL = 0.95
 INVALID_LABEL = "(unreadable)"
@@ -261,7 +263,7 @@ def _comparisons(t: _Table, judge: np.ndarray, kind: str, codes: np.ndarray, n_c
                  w: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
     """Each rater left out against the others' consensus, the judge in the same seat (stats.rater_comparison):
     per rater the humans' and the judge's figures and D_r with intervals; and the (B, k) replicate D_r
-    (an undefined replicate −inf: it cannot show the judge as good)."""
+    (an undefined replicate counts as WORST_DIFFERENCE: it cannot show the judge as good)."""
     n_codes = len(t.codes)
     out: dict[str, Any] = {}
     reps = np.empty((w.shape[0], len(t.raters)))
@@ -274,7 +276,7 @@ def _comparisons(t: _Table, judge: np.ndarray, kind: str, codes: np.ndarray, n_c
         h0, j0 = (float(pair_agreement(x, kind, n_codes)) for x in (h_point, j_point))
         h, j = pair_agreement(h_reps, kind, n_codes), pair_agreement(j_reps, kind, n_codes)
         d = j - h
-        reps[:, r] = np.where(np.isfinite(d), d, -np.inf)
+        reps[:, r] = np.where(np.isfinite(d), d, WORST_DIFFERENCE)
         entry = {"n_items": int(h_point.sum()) if kind == "labels" else int(h_point[0]),
                  "humans": _interval(h0, h), "judge": _interval(j0, j), "difference": _interval(j0 - h0, d)}
         entry["difference"]["ci"] = _bounds(j0 - h0, reps[:, r])
@@ -304,7 +306,8 @@ def _no_narrower_than_a_human(each: dict[str, Any], human_sd: float | None) -> N
 
 
 def _bounds(point: float, reps: np.ndarray) -> list[float] | None:
-    """Percentile bounds counting −inf replicates (undefined) as the worst; None when the point is undefined."""
+    """Percentile bounds of replicates where an undefined one already counts as the worst; None when the
+    point is undefined."""
     if not math.isfinite(point) or reps.size < 10:
         return None
     lo, hi = np.percentile(reps, [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2])
