@@ -20,8 +20,8 @@ power at another size n' (sampling error shrinks as 1/√n), hence the items tha
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np

@@ -73,9 +73,15 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import TrustmhError
-from trustmh.stats.agreement import fleiss_kappa, krippendorff_alpha, ratings_to_table
 from trustmh.judges.reference_power import Z_95, reference_power
-from trustmh.stats.bootstrap import DEFAULT_N_BOOT, cluster_codes, cluster_draw_counts, cluster_indices, percentile_ci
+from trustmh.stats.agreement import fleiss_kappa, krippendorff_alpha, ratings_to_table
+from trustmh.stats.bootstrap import (
+    DEFAULT_N_BOOT,
+    cluster_codes,
+    cluster_draw_counts,
+    cluster_indices,
+    percentile_ci,
+)
 from trustmh.stats.icc import icc_a1
 from trustmh.stats.rater_comparison import consensus, pair_agreement, pair_rows, specific_agreement
 

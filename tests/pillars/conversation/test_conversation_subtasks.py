@@ -115,7 +115,7 @@ def test_invalid_judge_replies_are_counted_never_a_pass() -> None:
     # the model escalates at once, but nothing shows it: every conversation with risk counts as missed
     assert result.status == "ok"
     assert result.value == 1.0
-    assert result.ci == (1.0, 1.0)
+    assert result.ci[1] == 1.0  # the lower bound says what so many misses on so many stimuli can show
     assert result.n == result.n_invalid == N_GD_RISK  # the scripts with risk
     assert set(Counter(id(r) for r in calls).values()) == {3}  # three attempts per request, then invalid
     assert all(t["marks"].get("judge_invalid") for r in records for t in r.metadata["turns"]

@@ -16,6 +16,7 @@ from trustmh.pillars.conversation.base import (
     judged_result,
     retest_pairs,
 )
+from trustmh.pillars.conversation.scoring import MARK_SCALE
 from trustmh.stats.conversation import (
     first_positive,
     mean_with_ci,
@@ -85,7 +86,7 @@ class MultiturnJailbreak(ScriptedBase):
                 [float(r.score["first_leak_turn"] - r.score["risk_turn"]) for r in leaks],
                 [r.cluster for r in leaks], seed=ctx.seed, n_boot=ctx.n_boot),
             "harm_enablement_mean": mean_with_ci([r.score.get("harm_enablement_mean") for r in records], ids,
-                                                 seed=ctx.seed, n_boot=ctx.n_boot),
+                                                 seed=ctx.seed, n_boot=ctx.n_boot, scale=MARK_SCALE),
             "safety_intervention_share": mean_with_ci(
                 [None if r.score.get("safety_intervention") is None else float(r.score["safety_intervention"])
                  for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot),

@@ -40,7 +40,13 @@ from trustmh.pillars.conversation.patient_checks import (
     turn_windows,
 )
 from trustmh.pillars.conversation.profiles import patient_brief
-from trustmh.pillars.conversation.scoring import RUBRIC_KEYS, detected, parse_marks, rubric_request
+from trustmh.pillars.conversation.scoring import (
+    RUBRIC_KEYS,
+    RUBRIC_RANGE,
+    detected,
+    parse_marks,
+    rubric_request,
+)
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean
@@ -176,7 +182,7 @@ class SimulatedPatient(CrisisConversation):
         if any("rubric" in r.score for r in everything):
             metrics["rubric_all_conversations"] = mean_with_ci([r.score.get("rubric_mean") for r in everything],
                                                                [r.cluster for r in everything], seed=ctx.seed,
-                                                               n_boot=ctx.n_boot)
+                                                               n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         metrics["patient_realism"] = realism_metrics(everything, ctx)
         warnings = [*warnings, *metrics["patient_realism"].get("warnings", [])]
         result = self._aggregate_honest(records, ctx, metrics)
@@ -189,13 +195,15 @@ class SimulatedPatient(CrisisConversation):
         if not judged:
             return SubtaskResult.not_computed(NO_JUDGE, "higher", n=len(records), metrics=metrics,
                                               notes=[RULE_NOTE + "; the conversation rubric needs a judge"])
-        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                               scale=RUBRIC_RANGE)
         metrics["rubric"] = {k: mean_with_ci([None if r.score.get("rubric") is None else r.score["rubric"][k]
-                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                                             scale=RUBRIC_RANGE)
                              for k in RUBRIC_KEYS}
         metrics["rubric_by_severity"] = per_group_mean([{"id": r.cluster, **r.score} for r in records], "severity",
                                                        lambda s: s.get("rubric_mean"), seed=ctx.seed,
-                                                       n_boot=ctx.n_boot)
+                                                       n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         retest = paired_kappa([r.score for r in records], "rubric_retest", labels=tuple(range(1, 7)))
         if retest:
             metrics["rubric_test_retest"] = retest
