@@ -198,12 +198,15 @@ def _draws(items: Sequence[Hashable], clusters: Mapping[Hashable, Hashable] | No
 
 def _replicates(t: _Table, stat: str, clusters: Mapping[Hashable, Hashable] | None, n_boot: int,
                 seed: int) -> np.ndarray:
-    """The humans' statistic on every bootstrap replicate; ICC(A,1) on equal-sized replicates in one batch."""
+    """The humans' statistic on every bootstrap replicate; ICC(A,1) on equal-sized replicates in one batch. For
+    labels, a resample where a label is absent shows no agreement on it (0), not a perfect one (undefined κ
+    dropped would leave only the resamples that agree: two shared positives in 120 items gave [1.00, 1.00])."""
     draws = _draws(t.items, clusters, n_boot, seed)
     if stat == "icc_a1" and len({len(rows) for rows in draws}) == 1:
         with np.errstate(all="ignore"):
             return np.asarray(icc_a1(t.m[np.stack(draws)]), dtype=float)
-    return np.array([_agreement(t.m[rows], stat, len(t.codes)) for rows in draws])
+    reps = np.array([_agreement(t.m[rows], stat, len(t.codes)) for rows in draws])
+    return np.where(np.isfinite(reps), reps, 0.0) if t.codes else reps
 
 
 def _interval(point: float, reps: np.ndarray) -> dict[str, Any]:
@@ -362,8 +365,6 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
     w = cluster_draw_counts(n_clusters, n_boot, seed)
     h0 = _agreement(t.m, stat, n_codes)
     h_reps = _replicates(t, stat, clusters, n_boot, seed)
-    if kind == "labels":  # a resample where a label is absent shows no agreement on it, not a perfect one
-        h_reps = np.where(np.isfinite(h_reps), h_reps, 0.0)
     humans = _interval(h0, h_reps)
     shares = tuple(float(np.sum(t.m == code)) for lab, code in t.codes.items() if lab in used)
     power = reference_power(kind, len(t.items), len(t.raters), humans["value"], floor=floor, margin=float(margin),
