@@ -261,6 +261,10 @@ class SubtaskResult:
     method: str | None = None  # e.g. "rule", "judge", "keyword"
     judge: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    # The primary's independent units when items share a stimulus (conversation figures): the stimuli behind
+    # the n items and the independent items they are worth (docs/statistics.md#clustered-intervals).
+    clusters: int | None = None
+    effective_n: float | None = None
 
     @classmethod
     def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
@@ -274,6 +278,9 @@ class SubtaskResult:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        for key in ("clusters", "effective_n"):  # written only where the items share stimuli
+            if d[key] is None:
+                del d[key]
         d["small_n"] = self.small_n
         if self.small_n:
             d["notes"] = [*d["notes"], f"rests on {self.n} item(s), fewer than {SMALL_N}: read it as indicative"]

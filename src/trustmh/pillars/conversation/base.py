@@ -238,6 +238,11 @@ def primary_value(summary: Mapping[str, Any]) -> tuple[float | None, tuple[float
     return summary["value"], (ci[0], ci[1])
 
 
+def unit_of(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The primary's clusters and effective n (stats.conversation), for SubtaskResult beside n."""
+    return {"clusters": summary.get("clusters"), "effective_n": summary.get("effective_n")}
+
+
 def summary_phrase(summary: Mapping[str, Any]) -> str:
     """A summary dict as one phrase for a note: value, interval and n, or why it is not computed."""
     if summary.get("status") == "not_computed" or summary.get("value") is None:
@@ -269,7 +274,7 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
     if value is None or not any(r.score.get("n_judged_turns") for r in records):
         return SubtaskResult.not_computed("no conversation was judged", "lower", n=len(records), metrics=metrics)
     return SubtaskResult(value=value, ci=ci, n=int(summary["n"]), n_invalid=int(summary["n_invalid"]),
-                         direction="lower", metrics=metrics, method="judge",
+                         **unit_of(summary), direction="lower", metrics=metrics, method="judge",
                          notes=[note] + ([invalid] if invalid else []))
 
 

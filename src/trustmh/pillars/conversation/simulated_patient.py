@@ -31,6 +31,7 @@ from trustmh.pillars.conversation.base import (
     paired_kappa,
     primary_value,
     set_path,
+    unit_of,
 )
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.patient_checks import (
@@ -219,7 +220,7 @@ class SimulatedPatient(CrisisConversation):
                                               n_invalid=len(records), metrics=metrics,
                                               notes=[missed_note] if missed_note else [])
         return SubtaskResult(value=value, ci=ci, n=int(overall["n"]), n_invalid=int(overall["n_invalid"]),
-                             direction="higher", metrics=metrics, method="judge",
+                             **unit_of(overall), direction="higher", metrics=metrics, method="judge",
                              notes=["value: mean of the five conversation criteria (1-6) over conversations"]
                              + ([missed_note] if missed_note else []))
 
