@@ -454,11 +454,21 @@ class Subtask:
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         raise NotImplementedError
 
+    def primary_of(self, items: list[Item]) -> list[Item]:
+        """The items the primary is over: all of them, unless the sub-task leaves some out (a missed-crisis
+        rate is over the conversations with risk, not the no-risk controls)."""
+        return items
+
     def primary_items(self, items: list[Item]) -> int:
-        """How many of `items` the primary is over: all of them, unless the sub-task leaves some out (a
-        missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
-        sizes the gate's checks on the primary by it."""
-        return len(items)
+        """How many of `items` the primary is over (`primary_of`). `trustmh plan` sizes the gate's checks on
+        the primary by it."""
+        return len(self.primary_of(items))
+
+    def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
+        """How many of the primary's items share each stimulus, for `trustmh plan`'s design effect
+        (docs/statistics.md#clustered-intervals); None: the primary's interval treats its items as they are
+        resampled today (no shared-stimulus design effect planned)."""
+        return None
 
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 

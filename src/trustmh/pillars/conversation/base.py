@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from importlib import resources
@@ -113,6 +114,11 @@ class ConversationBase(ConversationSubtask):
 
     def direction(self, mode: Mode) -> Direction:
         return self.primary_direction
+
+    def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
+        """Conversations of the primary per stimulus (Item.cluster: the set's stimulus, the locale, the
+        profile), largest first: the unit of every conversation interval."""
+        return sorted(Counter(it.cluster or it.id for it in self.primary_of(items)).values(), reverse=True)
 
     def judged_turns(self, item: Item) -> list[int]:
         """Model turns the per-turn judge reads: from the set-up turn on (every turn of a no-risk control)."""
