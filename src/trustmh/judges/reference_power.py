@@ -112,3 +112,17 @@ def _items_for_target(n_items: int, humans: np.ndarray, diffs: np.ndarray, agree
         else:
             lo = mid + 1
     return lo
+
+
+# The human agreement assumed for a reference not yet labelled (`trustmh plan`): a good two-rater reference
+# (ICC or κ 0.7), stated beside the count it gives.
+ASSUMED_AGREEMENT = 0.7
+
+
+def items_to_certify(kind: str, *, n_raters: int = 2, agreement: float = ASSUMED_AGREEMENT, floor: float,
+                     margin: float, seed: int = 0) -> int | None:
+    """Items a new reference of `n_raters` raters agreeing at `agreement` needs for power TARGET_POWER to certify
+    a human-level judge (None when no size up to MAX_ITEMS would)."""
+    shares = (0.5, 0.5) if kind == "ratings" else (0.7, 0.3)
+    return reference_power(kind, 200, n_raters, agreement, floor=floor, margin=margin, seed=seed,
+                           shares=shares)["items_for_target"]
