@@ -210,8 +210,9 @@ def _replicates(t: _Table, stat: str, clusters: Mapping[Hashable, Hashable] | No
 
 
 def _interval(point: float, reps: np.ndarray) -> dict[str, Any]:
+    """Point and percentile interval; no interval around an undefined point (a κ on one label)."""
     lo, hi = percentile_ci(reps, LEVEL)
-    ok = math.isfinite(lo) and math.isfinite(hi)
+    ok = math.isfinite(lo) and math.isfinite(hi) and math.isfinite(point)
     return {"value": point if math.isfinite(point) else None, "ci": [lo, hi] if ok else None}
 
 
