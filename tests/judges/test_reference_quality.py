@@ -227,3 +227,18 @@ def test_clusters_are_the_bootstrap_unit_and_are_counted() -> None:
     clusters = {i: f"c{k // 5}" for k, i in enumerate(AGREE)}
     figures = certify_criterion(AGREE, _copy(AGREE, "C1"), "ratings", seed=0, n_boot=N_BOOT, clusters=clusters).figures
     assert figures["n_clusters"] == 12
+
+
+def test_the_humans_agreement_is_measured_on_the_whole_reference_when_the_judge_saw_a_sample() -> None:
+    sample = dict(list(_copy(AGREE, "C1").items())[:10])
+    whole = human_agreement(AGREE, "ratings", seed=0, n_boot=N_BOOT)["value"]
+    figures = certify_criterion(AGREE, sample, "ratings", seed=0, n_boot=N_BOOT).figures
+    assert (figures["humans"]["value"], figures["n_items_judged"]) == (pytest.approx(whole), 10)
+
+
+def test_a_reference_certified_on_a_sample_is_a_trial() -> None:
+    from trustmh.judges.reference_quality import certify_reference
+
+    sample = dict(list(_copy(AGREE, "C1").items())[:10])
+    quality = certify_reference(AGREE, sample, label_type="ordinal", seed=0, n_boot=N_BOOT)
+    assert (quality["trial"], quality["n_reference_items"], quality["n_judged_items"]) == (True, 60, 10)

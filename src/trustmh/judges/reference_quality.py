@@ -335,7 +335,11 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
                       seed: int, n_boot: int = DEFAULT_N_BOOT, floor: float | None = None, margin: float = MARGIN,
                       clusters: Mapping[Hashable, Hashable] | None = None,
                       scale: tuple[float, float] | None = None) -> CriterionVerdict:
-    """Certify a judge on one criterion against several human raters (the rule of the module docstring)."""
+    """Certify a judge on one criterion against several human raters (the rule of the module docstring).
+
+    The humans' agreement, the floor and the power are measured on every item of `human_ratings` (the whole
+    reference); the judge's seats on the items `judge_ratings` names (a `--limit` sample: then a trial,
+    `n_items_judged` < `n_items`). A named item whose value is None or missing is unreadable."""
     floor = FLOORS[kind] if floor is None else float(floor)
     least = -float(margin) if margin else 0.0  # the lowest admissible bound of the difference (never "-0")
     extra = [INVALID_LABEL] + [v for v in judge_ratings.values() if not _missing(v)] if kind == "labels" else []
@@ -360,8 +364,15 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
         figures.update(humans={"value": None, "ci": None}, n_judge_invalid=0)
         return CriterionVerdict(CANNOT_CERTIFY, figures, f"the reference cannot certify this criterion: {why}"
                                 + (", so the humans' agreement is undefined" if "fewer" in why else ""))
-    judge, n_invalid = _judge_column(t, judge_ratings, kind, scale)
-    labels_of = [item if clusters is None else clusters.get(item, item) for item in t.items]
+    rows = [i for i, item in enumerate(t.items) if item in judge_ratings]
+    judged_t = _Table([t.items[i] for i in rows], t.raters, t.m[rows], t.codes, 0)
+    figures["n_items_judged"] = len(rows)
+    if len(rows) < 2:
+        figures.update(humans={"value": None, "ci": None}, n_judge_invalid=0)
+        return CriterionVerdict(CANNOT_CERTIFY, figures, f"the judge was asked about {len(rows)} of the "
+                                f"{len(t.items)} items: at least two are needed to compare it with the raters")
+    judge, n_invalid = _judge_column(judged_t, judge_ratings, kind, scale)
+    labels_of = [item if clusters is None else clusters.get(item, item) for item in judged_t.items]
     codes, n_clusters = cluster_codes(labels_of)
     w = cluster_draw_counts(n_clusters, n_boot, seed)
     h0 = _agreement(t.m, stat, n_codes)
@@ -370,12 +381,14 @@ def certify_criterion(human_ratings: Ratings, judge_ratings: Mapping[Hashable, A
     shares = tuple(float(np.sum(t.m == code)) for lab, code in t.codes.items() if lab in used)
     power = reference_power(kind, len(t.items), len(t.raters), humans["value"], floor=floor, margin=float(margin),
                             seed=seed, shares=shares or (0.5, 0.5))
-    each, _ = _comparisons(t, judge, kind, codes, n_clusters, w)
+    each, _ = _comparisons(judged_t, judge, kind, codes, n_clusters, w)
     _no_narrower_than_a_human(each, power.get("difference_sd"))
     worst = min(each, key=lambda r: (each[r]["difference"]["ci"] or [-math.inf])[0])
     figures.update(humans=humans, comparisons=each, worst_comparison=worst, n_judge_invalid=n_invalid,
                    n_clusters=n_clusters, difference=each[worst]["difference"], power=power)
-    n_note = f"n = {len(t.items)} items in {n_clusters} clusters, {len(t.raters)} raters"
+    n_note = (f"n = {len(rows)} items in {n_clusters} clusters, {len(t.raters)} raters"
+              + (f"; a trial on {len(rows)} of the reference's {len(t.items)} items" if len(rows) < len(t.items)
+                 else ""))
     if humans["ci"] is None or humans["ci"][0] < floor:
         return CriterionVerdict(CANNOT_CERTIFY, figures,
                                 f"the reference cannot certify this criterion: the humans' own agreement "
@@ -431,21 +444,24 @@ def certify_reference(humans: Mapping[Hashable, Mapping[Hashable, Any]], judged:
     criterion also carries that criterion's verdict at the top ("reason", "humans", "difference", ...).
     `kind` overrides the one the label type implies (KIND_OF).
 
-    `humans`: item -> rater -> label, or with `attributes` item -> rater -> {attribute: label}; `judged`: item ->
-    the judge's label (or {attribute: label}); items the judge was not asked about are left out. A single-label
-    reference names its one criterion `criterion`."""
+    `humans`: item -> rater -> label, or with `attributes` item -> rater -> {attribute: label}, on the whole
+    reference (the humans' agreement is always measured on all of it); `judged`: item -> the judge's label (or
+    {attribute: label}); items the judge was not asked about (a `--limit` sample) are left out of the judge's
+    seats, and the result says `trial` (never a certificate to store). A single-label reference names its one
+    criterion `criterion`."""
     kind = kind or KIND_OF[label_type]
     names = list(attributes) or [criterion]
-    items = [i for i in humans if i in judged]
     criteria: dict[str, Any] = {}
     for name in names:
         def pick(value: Any, name: str = name) -> Any:
             return (value or {}).get(name) if attributes else value
 
-        h = {i: {r: pick(v) for r, v in humans[i].items()} for i in items}
-        j = {i: pick(judged[i]) for i in items}
+        h = {i: {r: pick(v) for r, v in row.items()} for i, row in humans.items()}  # the whole reference
+        j = {i: pick(judged[i]) for i in humans if i in judged}
         criteria[name] = certify_criterion(h, j, kind, seed=seed, n_boot=n_boot, floor=floor, margin=margin,
                                            clusters=clusters, scale=scale).to_dict()
     single = criteria[names[0]] if len(names) == 1 else {}
+    n_judged = sum(1 for i in humans if i in judged)
     return {**single, "status": overall_status(criteria.values()), "floor": FLOORS[kind] if floor is None else floor,
-            "margin": margin, "criteria": criteria}
+            "margin": margin, "criteria": criteria, "trial": n_judged < len(humans),
+            "n_reference_items": len(humans), "n_judged_items": n_judged}
