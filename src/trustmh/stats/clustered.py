@@ -10,7 +10,8 @@ stimulus (the cluster) as the unit:
 2. the values are put on [0, 1] (a 0–2 mean divided by 2); the effective n is x̄(1 − x̄)/v (for a rate, n
    over the design effect) and the interval is Clopper–Pearson on it with Korn & Graubard's (1998)
    degrees-of-freedom adjustment: the effective n shrinks by (z/q)², where q is the t quantile on C − 1
-   degrees of freedom for the independent part of the variance and on Satterthwaite's degrees of freedom
+   degrees of freedom for the independent part of the variance (z for a rate: its independent variance is
+   known once the rate is) and on Satterthwaite's degrees of freedom
    for the part the clustering adds (few clusters carrying the spread, as with a rare outcome in a handful
    of stimuli, make that part uncertain; Bell & McCaffrey 2002). The interval stays inside the scale and
    keeps its coverage near 0 and 1 and with few clusters (benchmarks/cluster_coverage.py);
@@ -95,10 +96,13 @@ def clustered_interval(values: Sequence[float], clusters: Sequence[object], *,
         out["icc_assumed"] = float(icc_if_undefined)
     # The variance beyond the independent items' is estimated from the clusters, with Satterthwaite's
     # degrees of freedom: few clusters carrying the spread (a rare outcome in a handful of stimuli) make it
-    # uncertain, so its quantile widens (Bell & McCaffrey 2002); the independent part keeps t on C − 1.
+    # uncertain, so its quantile widens (Bell & McCaffrey 2002). The independent part keeps t on C − 1, or z
+    # for a rate, whose independent variance p(1 − p)/n is known once p is (Clopper–Pearson's own case).
     df = min(n_clusters - 1, spread**2 / float((residuals**4).sum())) if spread > 0 else n_clusters - 1
     excess = max(0.0, variance - v_independent) if math.isfinite(variance) else 0.0
-    q_base, q_excess = _t_quantile(level, n_clusters - 1), _t_quantile(level, df)
+    binary = bool(np.all((x == 0.0) | (x == 1.0)))
+    q_base = _t_quantile(level, math.inf if binary else n_clusters - 1)
+    q_excess = _t_quantile(level, df)
     q = (math.sqrt((v_independent * q_base**2 + excess * q_excess**2) / (v_independent + excess))
          if v_independent + excess > 0 else q_base)
     out["df"] = df
