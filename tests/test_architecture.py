@@ -3,7 +3,7 @@ function-level imports of trustmh's own code only where a comment says they keep
 of documents that are not in the repository, and runtime dependencies that are what src/ imports.
 
 The graph is read with `ast` from src/trustmh/**/*.py, imports under `if TYPE_CHECKING:` left out (they never
-run). `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
+run) except for cycles: a loop through a type-only import is still two modules that cannot be read apart. `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
 import of a.b. The parent packages Python initialises on the way are not counted: they are a package's own
 business, and a package `__init__` that re-exports its submodules would otherwise close a loop with each.
 """
@@ -39,9 +39,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.gate",),
     ("trustmh.report",),
     ("trustmh.run", "trustmh._registry"),
-    # certification and human review judge through the run's Inspect tasks: above run/, below the commands
-    ("trustmh.judges.certify", "trustmh.judges.review"),
-    ("trustmh.align",),
+    ("trustmh.align", "trustmh.certify"),
     ("trustmh.cli",),
 ]
 
@@ -98,7 +96,8 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports_of(name: str) -> list[Import]:
+def _imports_of(name: str, type_only: bool = False) -> list[Import]:
+    """The imports of module `name` that run; with `type_only`, those under `if TYPE_CHECKING:` instead."""
     path = MODULES[name]
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -127,29 +126,34 @@ def _imports_of(name: str) -> list[Import]:
             out.append(full if full in MODULES else base)
         return out
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, checking: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.body:
+                    visit_stmt(stmt, in_function, checking=True)
                 for stmt in child.orelse:
                     visit_stmt(stmt, in_function)
                 continue
-            visit_stmt(child, in_function)
+            visit_stmt(child, in_function, checking)
 
-    def visit_stmt(node: ast.AST, in_function: bool) -> None:
+    def visit_stmt(node: ast.AST, in_function: bool, checking: bool = False) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if checking != type_only:
+                return
             for target in targets(node):
                 owner = _owning_module(target) if target.startswith("trustmh") else None
                 if owner and owner != name:
                     found.append(Import(name, owner, node.lineno, in_function, commented(node)))
             return
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        visit(node, inside)
+        visit(node, inside, checking)
 
     visit(ast.parse(source, filename=str(path)), False)
     return found
 
 
 IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name)]
+TYPE_ONLY_IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name, type_only=True)]
 
 
 def _floor(name: str) -> int:
@@ -238,6 +242,14 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert not loops, "import cycles:\n" + "\n".join(loops)
 
 
+def test_the_import_graph_has_no_cycle_counting_type_only_imports() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]:
+        edges[imp.importer].add(imp.imported)
+    loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
+    assert not loops, "import cycles through type-only imports:\n" + "\n".join(loops)
+
+
 def test_no_module_imports_a_higher_floor() -> None:
     assert len(UPWARD_ALLOWED) <= 2
     upward = {(imp.importer, imp.imported) for imp in IMPORTS if _floor(imp.imported) > _floor(imp.importer)}
@@ -245,6 +257,24 @@ def test_no_module_imports_a_higher_floor() -> None:
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
     assert not stale, f"listed as allowed but no longer there (remove them): {stale}"
+
+
+def _package(name: str) -> str:
+    """The box a module is drawn in: its top-level package or module under trustmh (`trustmh.judges`)."""
+    return ".".join(name.split(".")[:2])
+
+
+# The structure drawing: one box per top-level package on the floor of its name, one arrow per package that
+# imports another (type-only imports included). An arrow up is a package some of whose modules import from a
+# higher floor; the drawing may show at most this many.
+DRAWING_ARROWS_UP_MAX = 2
+
+
+def test_the_structure_drawing_has_at_most_two_arrows_up() -> None:
+    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]
+                 if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
+    assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
+        f"{a} -> {b}" for a, b in up)
 
 
 def test_the_run_names_no_pillar() -> None:
@@ -262,6 +292,16 @@ def test_each_stage_of_the_run_fits_one_file() -> None:
     long = {path.name: n for path in sorted((SRC / "trustmh" / "run").glob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > RUN_FILE_MAX_LINES}
     assert not long, f"run/ files over {RUN_FILE_MAX_LINES} lines: {long}"
+
+
+# A module is read as one idea: one that outgrows this holds more than one (docs/contributing.md).
+SRC_FILE_MAX_LINES = 500
+
+
+def test_no_file_in_src_holds_more_than_one_idea() -> None:
+    long = {str(path.relative_to(SRC)): n for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > SRC_FILE_MAX_LINES}
+    assert not long, f"src/ files over {SRC_FILE_MAX_LINES} lines: {long}"
 
 
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:

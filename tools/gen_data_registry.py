@@ -337,7 +337,7 @@ def build(manifest: dict[str, str], pins: dict[str, str] | None = None) -> list[
             (SIRI2, SIRI2_FILES, {"name": "siri2", "title": 'SIRI-2 items and expert scores, with released model results (mental-health-benchmark-tutorial)',
                                   "licence": "MIT (repository); the SIRI-2 items are Neimeyer & Bonnelle's copyrighted instrument",
                                   "option": "siri2_dir", "notes": "Pinned at commit ea89f477a779492c7d8bf4b7e97f2fdba6976c87. The items are read at run time from the publisher's file or a folder you supply (-O siri2_dir=DIR laid out like the repository); trustmh never ships or rewrites them."}),
-            (MOORE, MOORE_FILES, {"name": "moore_stigma", "title": 'Stigma vignettes, questions, released coded answers and GSS 2018 rates (llms-as-therapists)',
+            (MOORE, MOORE_FILES, {"name": "moore", "title": 'Moore et al. (FAccT 2025), llms-as-therapists: stigma vignettes, questions, released coded answers and GSS 2018 rates; interjections with their verification questions and the appropriateness of LLM, commercial-bot and human-therapist replies',
                                   "licence": "MIT", "option": "moore_dir", "notes": "Pinned at commit 743e5c2d6ceb156f9114ff405786151628aac84e. Moore et al., FAccT 2025; vignettes after the General Social Survey's vignette studies. Read at run time (-O moore_dir=DIR laid out like the repository, or TRUSTMH_DATA_DIR, or a pinned download)."})):
         base = "external/" + repo.split("/")[1]
         ds.append({**entry, "source": f"https://github.com/{repo}",

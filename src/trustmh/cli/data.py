@@ -20,7 +20,8 @@ from trustmh.core import TrustmhError
 from trustmh.data import locate, registry
 from trustmh.data.download import fetch_file
 from trustmh.data.locate import expected_sha256
-from trustmh.data.registry import DATASETS, Dataset, cache_dir, data_dir, sha256_file
+from trustmh.data.registry import DATASETS, Dataset, cache_dir, data_dir
+from trustmh.digest import sha256_file
 
 Emit = Callable[[str], None]
 

@@ -34,8 +34,8 @@ from trustmh.data.registry import (
     cache_dir,
     git_blob_id_stream,
     offline,
-    sha256_file,
 )
+from trustmh.digest import sha256_file
 from trustmh.storage import atomic_file, write_text_atomic
 
 PINS_FILE = "pins.json"

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from trustmh.core import TrustmhError, truthy
+from trustmh.digest import sha256_file
 
 DEFAULT_CACHE = Path("~/.cache/trustmh")
 
@@ -152,15 +153,6 @@ def norm_relpath(relpath: str | os.PathLike[str]) -> str:
 # --- hashing (lazy, once per file per process) -----------------------------------------------------------
 
 _HASHES: dict[tuple[str, int, int], str] = {}
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file, always recomputed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def git_blob_id(data: bytes) -> str:

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trustmh.catalogue import get_subtask, is_implemented
-from trustmh.core import RunContext, Subtask, SubtaskResult, TrustmhError, notice
+from trustmh.core import Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
-from trustmh.run.tasks import build_task
+from trustmh.run.plan_figures import PlanEstimate
+from trustmh.run.tasks import build_task, fixed_reply_task
 
 
 @dataclass
@@ -34,7 +35,8 @@ class RunPlan:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
-    planned: dict[str, Any] | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
+    error_messages: dict[str, list[str]] = field(default_factory=dict)  # their distinct messages per sub-task
+    planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
@@ -87,3 +89,12 @@ def plan_run(spec: RunSpec) -> RunPlan:
         raise TrustmhError("; ".join(plan.errors))
     return plan
 
+
+
+def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str) -> RunPlan:
+    """The plan of a certification (`spec.reference`): one task judging the reference's fixed replies with
+    `subtask`'s judge (the sub-task itself, or what asks its judge of a stored item), no generation."""
+    ctx = spec.context()
+    task = fixed_reply_task(subtask, items, ctx, name)
+    return RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={subtask.id: subtask},
+                   item_order={subtask.id: {str(sample.id): i for i, sample in enumerate(task.dataset)}})

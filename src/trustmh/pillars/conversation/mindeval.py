@@ -52,8 +52,9 @@ from trustmh.core import (
     TrustmhError,
     clean_json,
 )
-from trustmh.data.locate import resolve
+from trustmh.data.publisher import file_in_folder
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
+from trustmh.digest import sha256_bytes
 from trustmh.judges.reference_quality import FLOORS, human_agreement
 from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -241,7 +242,7 @@ def read_annotations(path: Path) -> Annotations:
     RowReport.require_usable(len(conversations), str(path), report.problems)
     return Annotations(path=path, conversations=conversations, fields=fields, field_spelling=spelling,
                        raters=sorted(raters.values(), key=lambda r: int(r[1:])), not_applicable=not_applicable,
-                       report=report, sha256=hashlib.sha256(raw).hexdigest())
+                       report=report, sha256=sha256_bytes(raw))
 
 
 # --------------------------------------------------------------------------------------- the mapping check
@@ -350,12 +351,7 @@ def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, d
 def locate(source: Path | None, rel: str) -> Path:
     """A MindEval file: under `source` (a folder laid out like the repository) when given, else from the data
     registry (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
-    if source is not None:
-        path = Path(source).expanduser() / rel
-        if not path.is_file():
-            raise TrustmhError(f"--from {source}: no {rel} (point --from at a copy of SWORDHealth/mind-eval)")
-        return path
-    return resolve(DATASET, f"{REL_ROOT}/{rel}")
+    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}")
 
 
 def criterion_table(ann: Annotations) -> list[tuple[str, str, tuple[str, ...]]]:

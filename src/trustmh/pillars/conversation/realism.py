@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeRequest, TrustmhError
-from trustmh.data.registry import get
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.judges.parse import extract_judge_object
 from trustmh.judges.schema import json_object_schema
@@ -44,7 +43,7 @@ from trustmh.prompts import render
 from trustmh.stats.bootstrap import bootstrap_mean
 
 USER_TURNS = "data/human_user_turns.jsonl"
-REL = f"external/mind-eval/{USER_TURNS}"
+BASE = "external/mind-eval"  # the registry's folder for the publisher's files
 OPTION = "mindeval_dir"
 TEMPLATE = "conversation_realism_judge"
 REQUEST = "realism"
@@ -100,18 +99,9 @@ def find_human_turns(options: Mapping[str, Any]) -> Path | None:
     """`-O mindeval_dir=DIR` (a copy of the repository), else a copy already in TRUSTMH_DATA_DIR or the cache
     (never a download: a run does not fetch an unlicensed file)."""
     # here, not at start-up: the data locator loads the downloader
-    from trustmh.data.locate import find_local, resolve
+    from trustmh.data.publisher import local_publisher_file
 
-    given = options.get(OPTION)
-    if given:
-        path = Path(str(given)).expanduser() / USER_TURNS
-        if not path.is_file():
-            raise TrustmhError(f"-O {OPTION}={given}: no {USER_TURNS} there (give a copy of SWORDHealth/mind-eval)")
-        return resolve("mindeval", REL, path)  # size-bounded and recorded like every user copy
-
-    df = get("mindeval").file(REL)
-    found = None if df is None else find_local(get("mindeval"), df)
-    return None if found is None else found[0]
+    return local_publisher_file(USER_TURNS, options, dataset="mindeval", option=OPTION, base=BASE)
 
 
 def read_human_turns(path: Path) -> HumanTurns:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import ChecksumError, Option, TrustmhError
-from trustmh.data import resolve
 from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
+from trustmh.data.publisher import publisher_file
 from trustmh.data.rows import (
     TURN_SEP,
     RowProblem,
@@ -92,18 +92,14 @@ def crisis_file(key: str, options: Mapping[str, Any] | None = None) -> Path:
     publisher's repository) if given, else through the data registry."""
     repo_path = CRISIS_FILES[key]
     options = options or {}
-    folder = options.get("crisis_dir")
-    if folder:
-        path = Path(folder) / repo_path
-        if not path.is_file():
-            raise TrustmhError(f"crisis: {path} not found (crisis_dir={folder} must be laid out like the "
-                               f"publisher's repository, with {repo_path})")
-        return path
     try:
-        return resolve("crisis", CRISIS_PREFIX + repo_path)
+        return publisher_file(repo_path, options, dataset="crisis", option="crisis_dir",
+                              base=CRISIS_PREFIX.rstrip("/"))
     except ChecksumError:
         raise
     except TrustmhError as exc:
+        if options.get("crisis_dir"):
+            raise
         raise TrustmhError(f"{exc} To use a local copy of the LLMs-Mental-Health-Crisis repository, pass "
                            f"-O crisis_dir=FOLDER (a folder laid out like it, with {repo_path}).") from exc
 

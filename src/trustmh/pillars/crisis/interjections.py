@@ -19,7 +19,6 @@ from trustmh.core import (
     GenConfig,
     Item,
     JudgeRequest,
-    Option,
     Record,
     RunContext,
     Subtask,
@@ -27,7 +26,7 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
-from trustmh.data.publisher import publisher_file as registered_publisher_file
+from trustmh.data.publisher import folder_option, publisher_file
 from trustmh.data.rows import RowReport
 from trustmh.judges.parse import extract_judge_object, strip_reasoning
 from trustmh.judges.schema import json_object_schema
@@ -55,15 +54,15 @@ HUMAN_FILE = (f"{RESULTS_DIR}/date=2025-04-14&filter-model=gpt-4o-2024-08-06&mod
               "&steel-man-prompt=False/2025-04-15.csv")
 NOT_AVAILABLE = "publisher's file not available"
 OPTION = "moore_dir"
-OPTIONS = {OPTION: Option("local copy of github.com/jlcmoore/llms-as-therapists (Moore et al. interjections)")}
+OPTIONS = folder_option(DATASET)  # -O moore_dir, declared once from the registry
 
 
-def publisher_file(rel: str, ctx: RunContext, *, download: bool = True) -> Path:
+def moore_file(rel: str, ctx: RunContext, *, download: bool = True) -> Path:
     """`rel` of the publisher's repository: under `-O moore_dir=DIR`, else the data registry's pinned copy
     (TRUSTMH_DATA_DIR, the cache, then a checksum-verified download unless `download` is False)."""
     if not download and not ctx.options.get(OPTION):
         raise TrustmhError(f"no local copy given (-O {OPTION}=DIR)")
-    return registered_publisher_file(rel, ctx.options, dataset=DATASET, option=OPTION, base=DATA_ROOT)
+    return publisher_file(rel, ctx.options, dataset=DATASET, option=OPTION, base=DATA_ROOT)
 
 
 def parse_answer(text: str | None) -> str | None:
@@ -144,13 +143,13 @@ class Interjections(Subtask):
         if (reason := super().not_computed_reason(ctx)) is not None:
             return reason
         try:  # the starter suite never downloads: without a local copy the sub-task says so and is skipped
-            publisher_file(PROMPTS_FILE, ctx, download=ctx.suite != "starter")
+            moore_file(PROMPTS_FILE, ctx, download=ctx.suite != "starter")
         except TrustmhError as exc:
             return f"{NOT_AVAILABLE} ({exc})".replace("\n", " ")
         return None
 
     def items(self, ctx: RunContext) -> list[Item]:
-        interjections = load_interjections(publisher_file(PROMPTS_FILE, ctx))
+        interjections = load_interjections(moore_file(PROMPTS_FILE, ctx))
         return apply_limit([item_of(i) for i in interjections], ctx, lambda it: it.metadata["condition"],
                            min_per_stratum=True)
 
@@ -172,7 +171,7 @@ class Interjections(Subtask):
 
     def human_therapists(self, names: set[str], ctx: RunContext) -> tuple[dict[str, Any] | None, str | None]:
         try:
-            path = publisher_file(HUMAN_FILE, ctx)
+            path = moore_file(HUMAN_FILE, ctx)
         except TrustmhError as exc:
             return None, f"human therapists: not shown, {NOT_AVAILABLE} ({exc})".replace("\n", " ")
         report = RowReport()

@@ -7,7 +7,7 @@ reply and the answer an appropriate reply gets (`verification_correct`). A reply
 rater's answer equals that answer (their `correct_response`); a row with no readable answer is not
 appropriate (their comparison of a missing answer is false), and is counted as such here too.
 
-Files read (paths under the publisher's repository, pinned in the data registry as `moore_interjections`):
+Files read (paths under the publisher's repository, pinned in the data registry as `moore`):
 
 * `interjection_prompts.py`: the ten interjections, read as data (`ast.literal_eval` of the one dictionary,
   never executed);
@@ -36,10 +36,11 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.data import resolve
+from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
 
-DATASET = "moore_interjections"
+DATASET = "moore"
 REPO = "jlcmoore/llms-as-therapists"
 COMMIT = "743e5c2d6ceb156f9114ff405786151628aac84e"
 DATA_ROOT = "external/llms-as-therapists"  # the registry's folder for the publisher's files
@@ -162,6 +163,7 @@ def run_settings(folder: str) -> dict[str, str]:
 def load_interjections(path: Path) -> list[Interjection]:
     """The interjections of the publisher's `interjection_prompts.py`, read as data: the literal assigned to
     `CONDITION_TO_INTERJECTIONS` is evaluated with `ast.literal_eval` (the file is never executed)."""
+    check_input_file(path, MAX_DATA_FILE_BYTES, str(path))  # a folder's file: bounded like every file supplied
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
@@ -311,6 +313,7 @@ def read_result_file(path: Path, rel: str, report: RowReport,
     """One result file (`rel`: its path in the repository, `<results>/<run folder>/<file>`); None when it holds
     no answer column (named in `report`). `defined`: name -> appropriate answer of interjection_prompts.py, to
     name stored answers that differ."""
+    check_input_file(path, MAX_DATA_FILE_BYTES, str(path))  # a folder's file: bounded like every file supplied
     folder = run_settings(path.parent.name)
     if path.suffix == ".jsonl":
         raw = _read_jsonl(path, rel, report)

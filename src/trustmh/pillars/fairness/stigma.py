@@ -31,11 +31,13 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
+from trustmh.data.publisher import folder_option
 from trustmh.data.rows import RowReport
 from trustmh.judges.parse import parse_mcq
 from trustmh.pillars.fairness.stigma_data import (
     CONDITIONS,
     CONTROL,
+    DATASET,
     DONT_KNOW,
     HUMAN_FILE,
     INVALID,
@@ -54,9 +56,7 @@ from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 
-OPTIONS: dict[str, Option] = {
-    "moore_dir": Option("a copy of the llms-as-therapists repository (data/ and external_data/ files)"),
-}
+OPTIONS: dict[str, Option] = folder_option(DATASET)  # -O moore_dir, declared once from the registry
 ATTRIBUTION = ("vignettes and questions: Moore et al., \"Expressing stigma and inappropriate responses prevents "
                "LLMs from safely replacing mental health providers\", FAccT 2025 (jlcmoore/llms-as-therapists, "
                "MIT), after the General Social Survey's vignette studies; public rates: GSS 2018 as released there")
@@ -119,7 +119,7 @@ class Stigma(Subtask):
     default_only = True
     modes = ("default",)
     options = OPTIONS
-    datasets = ("moore_stigma",)
+    datasets = (DATASET,)
     per_item = {"faithful": "not part of faithful mode", "default": _stigma_code}
     format_reminder = "Please reply with only the letter of one option (A, B, C, D or E)."
 

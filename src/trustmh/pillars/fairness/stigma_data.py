@@ -2,7 +2,7 @@
 `jlcmoore/llms-as-therapists`, MIT), after the General Social Survey's vignette studies, and the publisher's
 coding of an answer as stigmatising.
 
-Files (read at run time; registry dataset `moore_stigma`, or `-O moore_dir=DIR` laid out like the
+Files (read at run time; registry dataset `moore`, or `-O moore_dir=DIR` laid out like the
 repository). Their names are swapped in the repository, and trustmh reads them by content:
 
 * `data/questions.jsonl`: the 72 vignettes, {education, race, gender, condition, vignette};
@@ -32,7 +32,7 @@ from trustmh.core import RunContext, TrustmhError
 from trustmh.data.publisher import publisher_file, unavailable_reason
 from trustmh.data.rows import RowProblem, RowReport
 
-DATASET = "moore_stigma"
+DATASET = "moore"
 OPTION = "moore_dir"
 BASE = "external/llms-as-therapists"
 VIGNETTES_FILE = "data/questions.jsonl"  # sic: the publisher's names are swapped

@@ -21,7 +21,8 @@ import numpy as np
 
 from trustmh.core import TrustmhError
 from trustmh.data.files import read_table
-from trustmh.data.registry import cache_dir, sha256_file
+from trustmh.data.registry import cache_dir
+from trustmh.digest import sha256_file
 from trustmh.pillars.mentalbench.ratings import (
     ATTRIBUTES,
     ST,

@@ -30,8 +30,9 @@ import numpy as np
 from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError, clean_json
 from trustmh.data.files import FORMULA_STARTS
+from trustmh.digest import files_sha256
+from trustmh.judges.agreement import agreement_figures, consensus
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
-from trustmh.judges.certify.core import agreement_figures, consensus
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.prompts import load_template
@@ -217,7 +218,7 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                    sample: Mapping[str, Any], labels: Mapping[str, Mapping[str, float]], *, seed: int, n_boot: int,
                    certs_dir: Path, thresholds: list[str] | None) -> dict[str, Any]:
     results, items = judged_items(run_dir, sorted({s["subtask"] for s in sample.values()}))
-    digest = hashlib.sha256(b"".join(Path(p).read_bytes() for p in label_paths)).hexdigest()
+    digest = files_sha256(label_paths)
     summary: dict[str, Any] = {"run_dir": str(run_dir), "subtasks": {}}
     for sid in sorted({s["subtask"] for s in sample.values()}):
         keys = [k for k, s in sample.items() if s["subtask"] == sid and k in labels]

@@ -25,8 +25,8 @@ from typing import Any
 
 from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.data.rows import RowReport
-from trustmh.judges.certify.core import Reference, sha256_files
-from trustmh.judges.certify.references import ReferenceRequest, ReferenceSource
+from trustmh.digest import files_sha256
+from trustmh.judges.references import Reference, ReferenceRequest, ReferenceSource
 from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.crisis.interjections import Interjections
@@ -89,7 +89,7 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
     published = {r.key: None if r.published_judge is None else int(r.published_judge != r.appropriate_answer)
                  for r in chosen}
     # one name per judge: each keeps its own resumable work folder (<certificates>/work/<name>)
-    return Reference(name=f"{NAME}-{subtask_id.split('/')[-1]}", source="public", sha256=sha256_files(files), subtask=subtask_id,
+    return Reference(name=f"{NAME}-{subtask_id.split('/')[-1]}", source="public", sha256=files_sha256(files), subtask=subtask_id,
                      label_type="binary", items=[_item(subtask_id, r) for r in chosen],
                      humans={r.key: dict(r.humans) for r in chosen}, judge_value=_not_appropriate(subtask_id),
                      clusters={r.key: r.key for r in chosen}, quality_kind="labels",

@@ -7,8 +7,8 @@ from typing import Any
 
 from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.data import resolve
-from trustmh.judges.certify.core import Reference, sha256_files
-from trustmh.judges.certify.references import ReferenceSource
+from trustmh.digest import files_sha256
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 from trustmh.pillars.mentalbench.generation import FIXED_PROMPT, MentalBenchGeneration
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
@@ -56,11 +56,10 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
     if len(replies) < len(rated.replies):
         notes.append(f"--limit: a seeded sample of {len(replies)} of {len(rated.replies)} rated replies "
                      "(stratified by source)")
-    return Reference(name="mentalalign-experts", source="public", sha256=sha256_files(rated.files),
+    return Reference(name="mentalalign-experts", source="public", sha256=files_sha256(rated.files),
                      subtask=MentalBenchGeneration.id, label_type="ordinal", items=items, humans=humans,
                      judge_value=_attribute_scores, scale=(1.0, 5.0), notes=notes, attributes=ATTRIBUTES,
                      clusters=clusters, counts={"rated_replies": len(rated.replies), "left_out": rated.skipped})
-
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=MentalBenchGeneration.id, label_type="ordinal",

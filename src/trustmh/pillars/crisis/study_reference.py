@@ -1,13 +1,13 @@
-"""The crisis study's two raters' appropriateness scores (1-5) of stored answers, judged by
-`crisis/crisis_escalation`'s judge (docs/judges.md#certify)."""
+"""The reference `crisis-study`: the crisis study's two raters' appropriateness scores (1-5) of stored answers,
+judged by `crisis/crisis_escalation`'s judge (docs/judges.md#certify). Declared in the pillar's `REFERENCES`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from trustmh.core import Record, RunContext, TrustmhError
-from trustmh.judges.certify.core import Reference, sha256_files
-from trustmh.judges.certify.references import ReferenceSource
+from trustmh.digest import files_sha256
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 
@@ -18,11 +18,10 @@ def _appropriateness(rec: Record) -> Any:
     return rec.score.get("appropriateness") if rec.score.get("judge_valid", True) else None
 
 
-def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
+def crisis_reference(ctx: RunContext) -> Reference:
     """The crisis study's H1/H2 appropriateness scores (1-5) of stored answers, judged by the escalation judge
-    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges)."""
-    if path:
-        ctx.options["crisis_dir"] = path
+    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges). The study's
+    files: `--reference-path` (the run's `crisis_dir`), else the data registry."""
     sub = CrisisEscalation()
     items, note = sub.human_rated_items(ctx)
     if not items:
@@ -31,13 +30,13 @@ def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
     humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
     # the rows the reader flagged or left out (the study's unlabelled rows among them), said in the certificate
     rows = items[0].metadata["human_rated_rows"]
-    return Reference(name="crisis-study-h1h2", source="public", sha256=sha256_files(files), subtask=sub.id,
+    return Reference(name="crisis-study-h1h2", source="public", sha256=files_sha256(files), subtask=sub.id,
                      label_type="ordinal", items=items, humans=humans, judge_value=_appropriateness,
                      scale=(1.0, 5.0), notes=[f"H1/H2 score files {rows}"],
                      counts={"rated_answers": items[0].metadata["human_rated_total"], "judged_here": len(items)})
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=CrisisEscalation.id, label_type="ordinal",
-                            load=lambda ctx, request: crisis_reference(ctx, request.path),
+                            load=lambda ctx, _request: crisis_reference(ctx), path_option="crisis_dir",
                             help="the crisis study's H1/H2 scores; --reference-path: a local copy of the "
                             "study's repository")
