@@ -23,6 +23,7 @@ from trustmh.judges.certify.references import ReferenceRequest
 from trustmh.judges.certify.references.crisis_study import crisis_reference
 from trustmh.judges.certify.references.mindeval import mindeval_reference
 from trustmh.judges.certify.references.moore_interjections import JUDGED, moore_reference
+
 from trustmh.judges.reference_power import reference_power
 from trustmh.judges.reference_quality import FLOORS, KIND_OF, MARGIN, human_agreement
 
