@@ -18,14 +18,13 @@ import platform
 import sys
 from pathlib import Path
 
-from trustmh.judges.certify.core import certify_context
-from trustmh.judges.certify.references import ReferenceRequest
-from trustmh.judges.certify.references.crisis_study import crisis_reference
-from trustmh.judges.certify.references.mindeval import mindeval_reference
-from trustmh.judges.certify.references.moore_interjections import JUDGED, moore_reference
-
+from trustmh.core import JudgeInfo, RunContext
 from trustmh.judges.reference_power import reference_power
 from trustmh.judges.reference_quality import FLOORS, KIND_OF, MARGIN, human_agreement
+from trustmh.judges.references import ReferenceRequest
+from trustmh.pillars.conversation.mindeval_reference import mindeval_reference
+from trustmh.pillars.crisis.moore_reference import JUDGED, moore_reference
+from trustmh.pillars.crisis.study_reference import crisis_reference
 
 
 def _find(root: Path, *names: str) -> str | None:
@@ -41,11 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-boot", type=int, default=2000)
     args = ap.parse_args(argv)
     root = Path(os.environ.get("TRUSTMH_REFS_DIR", ""))
-    ctx = certify_context(["mockllm/none"], seed=args.seed)
+    ctx = RunContext(seed=args.seed, judge=JudgeInfo(model=None, validated=False), options={})
     builders = []
     crisis = _find(root, "ellisalicante+LLMs-Mental-Health-Crisis", "LLMs-Mental-Health-Crisis")
     if crisis:
-        builders.append(lambda: crisis_reference(ctx, crisis))
+        ctx.options["crisis_dir"] = crisis
+        builders.append(lambda: crisis_reference(ctx))
     moore = _find(root, "jlcmoore+llms-as-therapists", "llms-as-therapists")
     if moore:
         builders += [lambda s=s: moore_reference(ctx, ReferenceRequest(path=moore, subtask=s)) for s in JUDGED]
