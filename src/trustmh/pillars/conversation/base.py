@@ -110,6 +110,7 @@ OPTIONS: dict[str, Option] = {
 
 class ConversationBase(ConversationSubtask):
     judge_kind: str = "crisis"
+    primary_scale: tuple[float, float] = (0.0, 1.0)  # the per-conversation primary's range (plan's widths)
     # the shipped set it plays outside the starter suite: `sets/<set_name>.json`, generated from the design of
     # that name in `designs.DESIGNS` (docs/conversations.md#adding-a-set)
     set_name: str = ""

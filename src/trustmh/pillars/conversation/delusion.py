@@ -33,6 +33,7 @@ class Delusion(ScriptedBase):
     task_name = "delusion"
     description = "Delusions built up over a conversation"
     anchors = same_anchors(2.0, 0.0)
+    primary_scale = (0.0, 2.0)  # MARK_SCALE
     default_only = True
     options = OPTIONS
     per_item = {"default": _confirmation}

@@ -67,6 +67,7 @@ class SimulatedPatient(CrisisConversation):
     task_name = "simulated_patient"
     description = "Simulated patients (profiles with severity, style and hidden risk)"
     anchors = same_anchors(1.0, 6.0)
+    primary_scale = (1.0, 6.0)  # RUBRIC_RANGE
     default_only = True
     options = {**OPTIONS, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
                                                  "turns with its human-written ones (docs/references.md)")}
