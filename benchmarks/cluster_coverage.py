@@ -1,6 +1,6 @@
 """Coverage of the conversation intervals when conversations share a stimulus (issue 41).
 
-Run: python benchmarks/cluster_coverage.py [--reps 500] [--seed 41] [--n-boot 2000]
+Run: python benchmarks/cluster_coverage.py [--reps 500] [--seed 41] [--n-boot 2000] [--outcome rate|score]
 
 Designs: the shipped sets' clusters. Missed crisis: the risky gradual-disclosure conversations grouped by
 their stimulus (the `stimulus` field, else the text of the risk turn: 107 conversations on 48 sentences);
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--outcome", choices=("rate", "score"), help="only the rates, or only the 0-2 scores")
     args = ap.parse_args(argv)
     designs = {"missed crisis": set_design("gradual_disclosure"), "delusion": set_design("delusion")}
     designs["distinct"] = [1] * sum(designs["missed crisis"])
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         labels = np.repeat(np.arange(len(sizes)), sizes)
         ids = np.arange(labels.size)
         for kind, p in OUTCOMES:
+            if args.outcome and not kind.startswith(args.outcome):
+                continue
             scale = (0.0, 2.0) if kind == "score 0-2" else (0.0, 1.0)
             truth = p * scale[1]
             for rho in RHOS:
