@@ -46,8 +46,8 @@ API
 
     Why the lower bound of the paired difference: the burden of proof is on the judge; it is certified only
     when the data show it is not worse than a human rater by more than the margin. Why a margin: "at least as
-    well" is a non-inferiority claim; without one a judge exactly as good as a rater would fail about 39 times
-    in 40. 0.05 on the ICC/κ/α scale is a tenth of the ratings floor. The margin and the reference's power
+    well" is a non-inferiority claim; without one a judge exactly as good as a rater would almost never pass.
+    0.05 on the ICC/κ/α scale is a tenth of the ratings floor. The margin and the reference's power
     (`judges.reference_power`: the probability that a judge as good as one more rater is certified, simulated
     from the reference's own size and agreement) are recorded in the figures; for labels, every comparison
     also records the specific (positive and negative) agreement beside κ.
