@@ -98,7 +98,8 @@ def clustered_interval(values: Sequence[float], clusters: Sequence[object], *,
     # degrees of freedom: few clusters carrying the spread (a rare outcome in a handful of stimuli) make it
     # uncertain, so its quantile widens (Bell & McCaffrey 2002). The independent part keeps t on C − 1, or z
     # for a rate, whose independent variance p(1 − p)/n is known once p is (Clopper–Pearson's own case).
-    df = min(n_clusters - 1, spread**2 / float((residuals**4).sum())) if spread > 0 else n_clusters - 1
+    # (one degree of freedom fewer: the residuals are from the estimated mean)
+    df = min(n_clusters - 1, spread**2 / float((residuals**4).sum()) - 1) if spread > 0 else n_clusters - 1
     excess = max(0.0, variance - v_independent) if math.isfinite(variance) else 0.0
     binary = bool(np.all((x == 0.0) | (x == 1.0)))
     q_base = _t_quantile(level, math.inf if binary else n_clusters - 1)
