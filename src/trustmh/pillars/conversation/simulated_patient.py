@@ -135,7 +135,12 @@ class SimulatedPatient(CrisisConversation):
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
         pair = _realism_pair(item, turns, ctx)
-        item = self.as_revealed(item, turns)
+        checked = self.as_revealed(item, turns).metadata.get("risk_turn")
+        planned = item.metadata.get("risk_turn")
+        if planned is not None and checked is not None:
+            # judged from the earlier of the planned and the checked onset: a superset of what the score reads,
+            # and the plan's estimate (placeholder turns carry no risk) counts the planned turns
+            item = replace(item, metadata={**item.metadata, "risk_turn": min(int(planned), int(checked))})
         return [*super().conversation_judge_requests(item, turns, ctx),
                 *(rubric_request(turns, k) for k in range(1, r + 1)),
                 *([] if pair is None else realism.realism_requests(pair[0], pair[1])),
