@@ -28,7 +28,9 @@ LAY_WORDS: dict[str, str] = {
 }
 CLINICAL_LABELS = ("suicidal ideation", "ideation", "suicidal", "suicide", "self-harm", "self harm", "homicidal",
                    "homicide", "psychosis", "psychotic", "delusion", "substance withdrawal", "withdrawal",
-                   "hidden risk", "harm to others", "overdose", "intoxication", "mania", "manic")
+                   "hidden risk", "harm to others", "overdose", "intoxication", "mania", "manic", "depression",
+                   "ptsd", "bipolar", "anorexia", "bulimia", "eating disorder", "hx", "passive si", "active si",
+                   "hallucination", "schizo")
 _LABEL = re.compile(r"\b(?:" + "|".join(re.escape(lbl) for lbl in CLINICAL_LABELS) + r")\w*", re.IGNORECASE)
 
 
@@ -51,6 +53,23 @@ def clinical_labels_in(text: str) -> list[str]:
     return sorted({m.group(0).lower() for m in _LABEL.finditer(text)})
 
 
+PERSONA_LINES = (("name", "Your name is {}."), ("age", "You are {} years old."), ("pronouns", "Your pronouns: {}."),
+                 ("background", "Your life: {}."), ("history", "Your past: {}."),
+                 ("protective_factors", "What keeps you going: {}."), ("disclosure_style", "How you open up: {}."),
+                 ("reaction_to_help", "When offered help: {}."))
+
+
+def persona_text(persona: Mapping[str, Any] | None) -> str:
+    """The persona's lines for the brief (`personas` module docstring); empty without a persona."""
+    if not persona:
+        return ""
+    lines = [fmt.format(persona[key]) for key, fmt in PERSONA_LINES if persona.get(key)]
+    phrasing = [str(p) for p in persona.get("sample_phrasing") or []]
+    if phrasing:
+        lines.append("Things you might say, in your own way: " + " / ".join(f'"{p}"' for p in phrasing) + ".")
+    return "\n" + "\n".join(lines)
+
+
 def patient_brief(profile: Mapping[str, Any], turn: int) -> str:
     """The patient's system prompt for `turn`: hidden risk is only released from its reveal turn on."""
     missing = [k for k in REQUIRED if not profile.get(k)]
@@ -64,7 +83,7 @@ def patient_brief(profile: Mapping[str, Any], turn: int) -> str:
                      "without any detail of means or method.")
     else:
         risk_line = ""
-    brief = render("conversation_patient", situation=profile["situation"], severity=profile["severity"],
+    brief = render("conversation_patient", persona=persona_text(profile.get("persona")), situation=profile["situation"], severity=profile["severity"],
                    style=profile["style"], will_disclose=", ".join(profile["will_disclose"]),
                    will_not_disclose=in_lay_words(", ".join(profile["will_not_disclose"]), risk),
                    risk_line=risk_line, reaction=profile["direct_question_reaction"])

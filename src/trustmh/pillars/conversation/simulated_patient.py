@@ -23,7 +23,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.multiturn import PatientTurn, judge_repeats, patient_messages
-from trustmh.pillars.conversation import realism
+from trustmh.pillars.conversation import personas, realism
 from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
@@ -64,7 +64,9 @@ class SimulatedPatient(CrisisConversation):
     anchors = same_anchors(1.0, 6.0)
     default_only = True
     options = {**{k: v for k, v in OPTIONS.items() if k != "sets"}, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
-                                                 "turns with its human-written ones (docs/references.md)")}
+                                                 "turns with its human-written ones (docs/references.md)"),
+               personas.OPTION: Option("vera-mh (the registered copy) or a copy of SpringCare/VERA-MH: play its "
+                                       "personas instead of the bundled profiles (docs/conversations.md)")}
     per_item = {"default": _rubric}
     title = "Simulated patients (conversation rubric)"
     primary_direction = "higher"
@@ -79,8 +81,10 @@ class SimulatedPatient(CrisisConversation):
         return turns
 
     def load_items(self, ctx: RunContext) -> list[Item]:
-        if ctx.suite == "starter":
-
+        persona_file = personas.persona_source(ctx.options)
+        if persona_file is not None:
+            profiles, where = personas.read_vera_personas(persona_file), str(persona_file)
+        elif ctx.suite == "starter":
             profiles = load_starter(self.id)
             where = f"starter/{self.id}"
         else:
