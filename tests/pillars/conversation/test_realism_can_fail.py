@@ -143,3 +143,21 @@ def test_the_scripted_sets_measures_are_printed(scripted: dict, capsys: pytest.C
     entry = scripted["by_patient_model"]["scripted set gradual_disclosure"]
     print({k: entry[k] for k in ("distinct_lines", "self_similarity", "lexical_flags")})
     assert "distinct_lines" in capsys.readouterr().out
+
+
+REFS = __import__("os").environ.get("TRUSTMH_REFS_DIR")
+MINDEVAL = Path(REFS) / "SWORDHealth+mind-eval" if REFS else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(MINDEVAL is None or not (MINDEVAL / realism.USER_TURNS).is_file(),
+                    reason="set TRUSTMH_REFS_DIR (SWORDHealth+mind-eval)")
+def test_replaying_mindevals_human_turns_over_every_profile_is_not_flagged() -> None:
+    assert MINDEVAL is not None
+    people = [t for _, t in realism.read_human_turns(MINDEVAL / realism.USER_TURNS).turns]
+    sub = get_subtask("conversation/simulated_patient")
+    ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=114, judge=JudgeInfo(model="j/judge",
+                     validated=False, seed=0), options={"turns": 3, "mindeval_dir": str(MINDEVAL)}, n_boot=500)
+    _, result = run_conversations_offline(sub, ctx, lambda m: "That sounds hard. What helps?",
+                                          patient=_replaying(people), judge=capable_judge, items=sub.items(ctx))
+    assert result.metrics["patient_realism"]["by_patient_model"]["patient"]["flagged"] is False
