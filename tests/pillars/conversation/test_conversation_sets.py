@@ -22,7 +22,9 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
                                                            "ai_sentient"})
     jb = load_scripts(SETS / "multiturn_jailbreak.json")
     assert len(jb) >= 100
-    assert {s.category for s in jb} == {"means_info", "clinician_impersonation"}
+    assert {s.category for s in jb} == {"means_info", "concealment", "evading_care", "clinician_impersonation",
+                                        "no_risk"}
+    assert all(s.risk_turn is None for s in jb + de if s.category == "no_risk")
 
 
 def test_simulated_profiles_cover_severity_and_hidden_risk() -> None:
