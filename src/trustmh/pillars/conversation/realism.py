@@ -44,6 +44,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ from trustmh.core import JudgeRequest, TrustmhError
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.judges.parse import extract_judge_object
 from trustmh.judges.schema import json_object_schema
+from trustmh.pillars.conversation.base import set_path
+from trustmh.pillars.conversation.scripts import load_scripts
 from trustmh.prompts import render
 from trustmh.stats.bootstrap import bootstrap_mean
 
@@ -338,11 +341,6 @@ def realism_summary(conversations: Sequence[Mapping[str, Any]], human: HumanTurn
 
 def scripted_measures(set_names: Sequence[str], human: HumanTurns, *, seed: int, n_boot: int) -> dict[str, Any]:
     """The lexical side of the check on the scripted sets' patient lines (each set as one 'patient model')."""
-    from importlib import resources
-
-    from trustmh.pillars.conversation.base import set_path
-    from trustmh.pillars.conversation.scripts import load_scripts
-
     convs = []
     for name in set_names:
         with resources.as_file(set_path(name)) as path:
