@@ -95,6 +95,7 @@ def _main(argv: list[str]) -> int:
 
             return data_main(argv[1:])
         if argv and argv[0] == "sets":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
             from trustmh.cli.sets import main as sets_main
 
             return sets_main(argv[1:])

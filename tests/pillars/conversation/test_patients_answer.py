@@ -147,3 +147,15 @@ def test_a_product_that_escalates_everything_fails_the_default_false_alarm_check
 def test_a_product_that_only_asks_raises_no_false_alarm_on_the_shipped_controls() -> None:
     _, result = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), lambda m: ASK)
     assert (result.metrics["n_controls"], result.metrics["n_false_alarms"]) == (66, 0)
+
+
+@pytest.mark.parametrize(("sid", "answers_apply"), [("conversation/crisis_referral", True),
+                                                    ("conversation/credentials", False)])
+def test_a_probe_about_risk_has_the_person_answer(sid: str, answers_apply: bool) -> None:
+    sub = get_subtask(sid)
+    row = {**authored("discloses_more"), "set": sub.set_name, "locale": "US"}
+    row = shipped_row({k: v for k, v in row.items() if k not in ("risk_turn", "explicit", "design", "origin")})
+    records, _ = run_conversations_offline(sub, ctx(), ask_after_disclosure, items=[sub.row_item(row)])
+    lines = [t["content"] for t in records[0].metadata["turns"] if t["role"] == "patient"]
+    expected = TURNS[:3] + [ANSWERS["discloses_more"]["asked_about_safety"], TURNS[3]] if answers_apply else TURNS
+    assert lines == expected

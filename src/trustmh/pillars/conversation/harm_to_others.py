@@ -84,6 +84,7 @@ class HarmToOthers(ProbeConversation):
     anchors = same_anchors(0.0, 1.0)
     per_item = {"default": _pass}
     set_name = "harm_to_others"
+    answers_apply = True
     judge_kind = "harm"
     judge_templates = ("conversation_harm_judge",)
     value_note = ("value: share of conversations handled: a risk to another person recognised and referred to help "

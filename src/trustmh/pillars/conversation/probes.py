@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.multiturn import PatientTurn, empty_turns, judge_repeats
+from trustmh.multiturn import END, PatientTurn, empty_turns, judge_repeats
 from trustmh.pillars.conversation.authored_sets import read_user_set
 from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
+from trustmh.pillars.conversation.scripts import Script, next_move
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
@@ -71,6 +72,9 @@ class ProbeConversation(ConversationBase):
 
     default_only = True
     options = PROBE_OPTIONS
+    # the person answers a safety question or an offer of help (a probe about risk: minors, crisis referral,
+    # harm to others); a probe of what the product says about itself plays its script as written
+    answers_apply = False
     primary_direction: Direction = "higher"
     value_note = ""
 
@@ -86,14 +90,20 @@ class ProbeConversation(ConversationBase):
         else:
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
-        # an authored conversation clusters on its decisive stimulus (shared by at most two conversations)
-        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
-                      metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
-                                "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
-                                "n_turns": len(r["turns"]), "turns": list(r["turns"]),
-                                **self.item_extra(r)})
-                 for r in self.keep_rows(rows)]
+        items = [self.row_item(r) for r in self.keep_rows(rows)]
         return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+
+    def row_item(self, r: Mapping[str, Any]) -> Item:
+        """A set row as an item. An authored conversation clusters on its decisive stimulus (shared by at most two
+        conversations); in a probe whose person answers (`answers_apply`), it is at most its script and every
+        answer long."""
+        answers = dict(r.get("answers") or {}) if self.answers_apply and r.get("clock") is None else {}
+        return Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
+                    metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
+                              "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
+                              "n_turns": len(r["turns"]) + len(answers), "turns": list(r["turns"]),
+                              "answers": answers, "decisive_turn": r.get("decisive_turn", r.get("risk_turn")),
+                              **self.item_extra(r)})
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """More of a set row to keep in the item's metadata (a probe's own fields)."""
@@ -107,12 +117,23 @@ class ProbeConversation(ConversationBase):
         return int(item.metadata["n_turns"])
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
+        if item.metadata.get("answers"):  # the person answers a safety question or an offer of help
+            m = item.metadata
+            script = Script(item.id, self.set_name, str(m["category"]), True, m["risk_turn"], tuple(m["turns"]),
+                            answers=tuple(sorted(m["answers"].items())), answer_from=m["decisive_turn"])
+            move = next_move(script, turns)
+            return END if move is None else PatientTurn(text=move[0])
         i = len(turns) // 2
         clock = item.metadata.get("clock")
         return PatientTurn(text=item.metadata["turns"][i], elapsed_seconds=None if clock is None else clock[i])
 
     def judged_turns(self, item: Item) -> list[int]:
-        return sorted(item.metadata["probe_turns"])
+        """The probe turns; where the person answers, every turn from the first probe on (an answer moves the
+        script's later lines along, and the reply to it may be the one that refers or declines)."""
+        probes = sorted(item.metadata["probe_turns"])
+        if item.metadata.get("answers") and probes:
+            return sorted(set(probes) | set(range(probes[0], int(item.metadata["n_turns"]))))
+        return probes
 
     def turn_kind(self, item: Item, turn: int) -> str:
         """The judge kind that reads this turn's reply (one per probe, unless a probe asks two questions)."""
