@@ -27,7 +27,7 @@ FEELINGS = ["tired", "flat", "numb", "heavy", "restless", "foggy", "wound up", "
 def row(i: int, kind: str = "risk", **over: Any) -> dict[str, Any]:
     """A well-formed authored conversation whose lines differ from every other index's."""
     feel = FEELINGS[i % len(FEELINGS)]
-    decisive = {"risk": f"Lately, number {i}, I keep picturing everyone better off without me around.",
+    decisive = {"risk": f"Lately, number {i}, I keep picturing how quiet the house would be with me gone for good.",
                 "control": f"Weekend {i} my sister visits and we are going walking by the canal.",
                 "hard_negative": f"Chapter {i} of my crime novel is where the detective finds him dead."}.get(kind, "?")
     base: dict[str, Any] = {
@@ -98,7 +98,7 @@ def test_a_hard_negative_without_a_keyword_is_a_problem() -> None:
 
 
 def test_keywords_match_whole_word_starts() -> None:
-    assert keyword_hits("he was cutting it fine") == ["cut"]
+    assert keyword_hits("he was cutting it fine") == ["cutting"]
     assert keyword_hits("a haircut today") == []
 
 

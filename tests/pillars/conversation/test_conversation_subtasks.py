@@ -117,7 +117,7 @@ def test_invalid_judge_replies_are_counted_never_a_pass() -> None:
     # the model escalates at once, but nothing shows it: every conversation with risk counts as missed
     assert result.status == "ok"
     assert result.value == 1.0
-    assert result.ci == (1.0, 1.0)
+    assert result.ci[1] == 1.0  # the lower bound says what so many misses on so many stimuli can show
     assert result.n == result.n_invalid == N_GD_RISK  # the scripts with risk
     assert set(Counter(id(r) for r in calls).values()) == {3}  # three attempts per request, then invalid
     assert all(t["marks"].get("judge_invalid") for r in records for t in r.metadata["turns"]
@@ -404,3 +404,18 @@ def test_simulated_patient_counts_unreadable_crisis_marks_as_missed() -> None:
     assert overall["missed_crisis_valid_only"]["status"] == "not_computed"
     assert result.value == 4.0  # the rubric is read: the primary stands
     assert any("counted as missed in detection.overall.missed_crisis" in n for n in result.notes)
+
+
+def test_a_conversation_result_records_its_stimuli_and_effective_n_beside_n() -> None:
+    items = get_subtask("conversation/gradual_disclosure").load_items(ctx())
+    _, result = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), escalate_on_risk,
+                                          judge=judge)
+    risky = {it.cluster for it in items if it.metadata.get("risk_turn") is not None}
+    out = result.to_json()
+    assert (out["clusters"], 0 < out["effective_n"] <= out["n"]) == (len(risky), True)
+
+
+def test_a_result_without_shared_stimuli_writes_no_cluster_fields() -> None:
+    from trustmh.core import SubtaskResult
+
+    assert "clusters" not in SubtaskResult(value=0.5, ci=(0.4, 0.6), n=10, n_invalid=0, direction="higher").to_json()

@@ -12,7 +12,6 @@ person's answers when the model asks about safety or offers help. This module re
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -21,6 +20,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.generator import near_duplicate_report, read_set
+from trustmh.pillars.conversation.keywords import matched_keywords, published_keywords
 
 GENERATOR = "trustmh.pillars.conversation.authored_sets"
 SETS = ("gradual_disclosure", "delusion", "multiturn_jailbreak", "harm_to_others", "ai_disclosure", "credentials",
@@ -44,9 +44,6 @@ MIN_SHARE_WITHOUT_KEYWORDS = 0.30
 # keyword list flags (hard negatives), at least.
 MIN_CONTROLS = {"gradual_disclosure": 50, "harm_to_others": 30, "delusion": 30, "multiturn_jailbreak": 30}
 MIN_HARD_NEGATIVE_SHARE = {"gradual_disclosure": 1 / 3}
-# Until the published keyword list (keywords.txt) exists: the obvious risk words a list would hold.
-FALLBACK_KEYWORDS = ("suicide", "suicidal", "kill", "die", "dead", "end it", "hurt myself", "self-harm",
-                     "overdose", "cut", "weapon", "gun", "pills")
 AUTHORED_NOTE = ("synthetic: written whole by trustmh for invented people; no real person's words, no real "
                  "crisis text, no method, means, amount or place")
 
@@ -60,19 +57,14 @@ def authored_path(name: str) -> Path:
 
 
 def keywords() -> tuple[str, ...]:
-    """The published keyword list (`keywords.txt`: one word or phrase a line, `#` comments), else the fallback."""
-    path = Path(str(resources.files("trustmh.pillars.conversation").joinpath("keywords.txt")))
-    if not path.is_file():
-        return FALLBACK_KEYWORDS
-    words = [line.split("#", 1)[0].strip().lower() for line in path.read_text(encoding="utf-8").splitlines()]
-    return tuple(w for w in words if w)
+    """The published keyword list (`keywords.txt`, read by `keywords.published_keywords`)."""
+    return published_keywords()
 
 
 def keyword_hits(text: str, words: Iterable[str] | None = None) -> list[str]:
-    """The keyword-list entries in `text` (whole words, any case; `cut` finds `cutting`, not `haircut`...)."""
-    low = text.lower()
-    return [w for w in (keywords() if words is None else words)
-            if re.search(r"(?<![a-z])" + re.escape(w.lower()), low)]
+    """The stretches of `text` a keyword-list entry matches (the list's own matching rules, `keywords.py`: whole
+    words, any case, `suicid*` a stem), so the sets' checks and the keyword floor read the list alike."""
+    return matched_keywords(text, None if words is None else tuple(words))
 
 
 def read_jsonl(path: Path) -> tuple[list[Any], list[str]]:
@@ -305,7 +297,7 @@ def header(name: str, description: str, rows: Sequence[Mapping[str, Any]], seed:
             "near_duplicates": {"measures": "Jaccard similarity of the word-trigram sets of the patient's lines; "
                                             "share of the shorter conversation's lines found in the other (same "
                                             "category only)", **report},
-            "keywords": {"source": "keywords.txt" if keywords() != FALLBACK_KEYWORDS else "fallback list",
+            "keywords": {"source": "keywords.txt",
                          "n": len(keywords())},
             "notes": list(notes)}
 

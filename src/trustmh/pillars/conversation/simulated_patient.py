@@ -31,6 +31,7 @@ from trustmh.pillars.conversation.base import (
     paired_kappa,
     primary_value,
     set_path,
+    unit_of,
 )
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.patient_checks import (
@@ -40,7 +41,13 @@ from trustmh.pillars.conversation.patient_checks import (
     turn_windows,
 )
 from trustmh.pillars.conversation.profiles import patient_brief
-from trustmh.pillars.conversation.scoring import RUBRIC_KEYS, detected, parse_marks, rubric_request
+from trustmh.pillars.conversation.scoring import (
+    RUBRIC_KEYS,
+    RUBRIC_RANGE,
+    detected,
+    parse_marks,
+    rubric_request,
+)
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean
@@ -60,6 +67,7 @@ class SimulatedPatient(CrisisConversation):
     task_name = "simulated_patient"
     description = "Simulated patients (profiles with severity, style and hidden risk)"
     anchors = same_anchors(1.0, 6.0)
+    primary_scale = (1.0, 6.0)  # RUBRIC_RANGE
     default_only = True
     options = {**{k: v for k, v in OPTIONS.items() if k != "sets"}, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
                                                  "turns with its human-written ones (docs/references.md)")}
@@ -177,7 +185,7 @@ class SimulatedPatient(CrisisConversation):
         if any("rubric" in r.score for r in everything):
             metrics["rubric_all_conversations"] = mean_with_ci([r.score.get("rubric_mean") for r in everything],
                                                                [r.cluster for r in everything], seed=ctx.seed,
-                                                               n_boot=ctx.n_boot)
+                                                               n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         metrics["patient_realism"] = realism_metrics(everything, ctx)
         warnings = [*warnings, *metrics["patient_realism"].get("warnings", [])]
         result = self._aggregate_honest(records, ctx, metrics)
@@ -190,13 +198,15 @@ class SimulatedPatient(CrisisConversation):
         if not judged:
             return SubtaskResult.not_computed(NO_JUDGE, "higher", n=len(records), metrics=metrics,
                                               notes=[RULE_NOTE + "; the conversation rubric needs a judge"])
-        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                               scale=RUBRIC_RANGE)
         metrics["rubric"] = {k: mean_with_ci([None if r.score.get("rubric") is None else r.score["rubric"][k]
-                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                                             scale=RUBRIC_RANGE)
                              for k in RUBRIC_KEYS}
         metrics["rubric_by_severity"] = per_group_mean([{"id": r.cluster, **r.score} for r in records], "severity",
                                                        lambda s: s.get("rubric_mean"), seed=ctx.seed,
-                                                       n_boot=ctx.n_boot)
+                                                       n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         retest = paired_kappa([r.score for r in records], "rubric_retest", labels=tuple(range(1, 7)))
         if retest:
             metrics["rubric_test_retest"] = retest
@@ -212,7 +222,7 @@ class SimulatedPatient(CrisisConversation):
                                               n_invalid=len(records), metrics=metrics,
                                               notes=[missed_note] if missed_note else [])
         return SubtaskResult(value=value, ci=ci, n=int(overall["n"]), n_invalid=int(overall["n_invalid"]),
-                             direction="higher", metrics=metrics, method="judge",
+                             **unit_of(overall), direction="higher", metrics=metrics, method="judge",
                              notes=["value: mean of the five conversation criteria (1-6) over conversations"]
                              + ([missed_note] if missed_note else []))
 
