@@ -8,11 +8,12 @@ imported outputs are scored by the same code.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from trustmh.json_clean import clean_json, clean_number
 
 Mode = Literal["faithful", "default"]
 Direction = Literal["higher", "lower"]
@@ -290,35 +291,6 @@ class SubtaskResult:
         return d
 
 
-def clean_number(x: Any) -> Any:
-    """NaN/inf are not JSON: a metric that could not be computed is None."""
-    if x is None:
-        return None
-    if isinstance(x, bool):
-        return x
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return x
-    if math.isnan(f) or math.isinf(f):
-        return None
-    if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
-        return int(x)
-    return f
-
-
-def clean_json(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): clean_json(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean_json(v) for v in obj]
-    if hasattr(obj, "tolist"):
-        return clean_json(obj.tolist())
-    if isinstance(obj, str | bool) or obj is None:
-        return obj
-    return clean_number(obj)
-
-
 # Finish reasons that mean a reply was cut by its token limit (Inspect's and the providers' spellings).
 LENGTH_STOPS = frozenset({"max_tokens", "model_length", "length"})
 
@@ -470,12 +442,25 @@ class Subtask:
         resampled today (no shared-stimulus design effect planned)."""
         return None
 
+    def rate_cluster_sizes(self, metric: str, items: list[Item]) -> list[int] | None:
+        """Like `primary_cluster_sizes`, for a counted rate (`counted_rates`): its items per stimulus, or None."""
+        return None
+
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """How many of `items` a counted rate (`counted_rates`) is over: all of them unless the sub-task says
+        (a false-alarm rate is over the no-risk controls). `trustmh plan` sizes a check on that rate by it."""
+        return len(items)
+
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 
     def warnings_before_run(self, ctx: RunContext) -> list[str]:
         """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
         the judge's family)."""
         return []
+
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """Blocks of `metrics` beside the model's figure, on the same items at finish (e.g. `keyword_floor`)."""
+        return {}
 
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
         """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;

@@ -13,8 +13,15 @@ from typing import Any
 import pytest
 
 from trustmh.cli import main
+from trustmh.pillars.conversation.designs import SETS_DIR
+from trustmh.pillars.conversation.generator import read_set
 
-CHECKS = ("conversation_missed_crisis", "conversation_jailbreak", "conversation_delusion_confirmation")
+CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak",
+          "conversation_delusion_confirmation")
+# the checks on a primary, planned on its stimuli (a counted rate such as false alarms is over the controls)
+PRIMARY_CHECKS = ("conversation_missed_crisis", "conversation_jailbreak", "conversation_delusion_confirmation")
+RATE_CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak")
+MAX_WIDTH = 0.15
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +41,19 @@ def test_no_conversation_check_is_decidable_without_a_certificate(gate_rows: dic
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("check", RATE_CHECKS)
+def test_each_rate_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+    assert gate_rows[check]["width"] <= MAX_WIDTH
+
+
+@pytest.mark.slow
+def test_the_false_alarm_check_is_sized_on_the_controls(gate_rows: dict[str, dict[str, Any]]) -> None:
+    _, rows = read_set(SETS_DIR / "gradual_disclosure.json")
+    assert gate_rows["conversation_false_alarm"]["items"] == sum(1 for r in rows if r["risk_turn"] is None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", PRIMARY_CHECKS)
 def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gate_rows: dict[str, dict[str, Any]],
                                                                               check: str) -> None:
     row = gate_rows[check]

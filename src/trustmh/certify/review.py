@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from trustmh.catalogue import lookup
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
 from trustmh.digest import files_sha256
+from trustmh.json_clean import clean_json
 from trustmh.judges.agreement import agreement_figures, consensus
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
 from trustmh.judges.ensemble import MEMBERS_KEY

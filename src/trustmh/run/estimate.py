@@ -200,6 +200,8 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
+        if move.end:
+            break
         if move.text is not None:
             said = move.text
         else:
@@ -250,7 +252,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     subtasks: dict[str, SubtaskEstimate] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
-    primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
+    # items the primary is over (a missed-crisis rate: risk conversations); "<sid>:<metric>": a counted rate's
+    primary_per: dict[str, int] = {}
     stimuli_per: dict[str, list[int]] = {}  # conversations per stimulus of the primary (its design effect)
     samples_per: dict[str, int] = {}
     chain = 0
@@ -281,6 +284,10 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 batched_rounds = max(batched_rounds, r.batched_calls - batched_before)
         items_per[sid] = n_items
         primary_per[sid] = subtask.primary_items(planned)
+        for metric in subtask.counted_rates:
+            primary_per[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
+            if (sizes := subtask.rate_cluster_sizes(metric, planned)) is not None:
+                stimuli_per[f"{sid}:{metric}"] = sizes
         if (sizes := subtask.primary_cluster_sizes(planned)) is not None:
             stimuli_per[sid] = sizes
         samples_per[sid] = n_items * epochs

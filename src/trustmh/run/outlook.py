@@ -60,20 +60,24 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
                  ctx: RunContext, primary: Mapping[str, int] | None = None,
                  stimuli: Mapping[str, list[int]] | None = None) -> GateOutlook:
     """For each check of the gate policy: the items the run will score against min_n (for a check on the
-    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
-    stated rate (the check's own limit when it is a rate, else --rate, else 0.5). A check on a primary whose
-    items share stimuli (`stimuli`: conversations per stimulus) is planned on its effective n instead
-    (`stimulus_check`)."""
+    primary, the items the primary is over: `Subtask.primary_items`; for a counted rate, `Subtask.rate_items`,
+    under "<sub-task>:<metric>"), and the interval width expected at the stated rate (the check's own limit when
+    it is a rate, else --rate, else 0.5). A check on a primary whose items share stimuli (`stimuli`:
+    conversations per stimulus) is planned on its effective n instead (`stimulus_check`)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rows = []
     for check in policy.checks:
-        if stimuli and check.metric == "value" and stimuli.get(check.subtask):
-            rows.append(stimulus_check(check, stimuli[check.subtask], policy.min_n, settings, ctx, pilot))
+        # a primary's stimuli under the sub-task's id; a counted rate's (false alarms) under "<sub-task>:<metric>"
+        unit_key = check.subtask if check.metric == "value" else f"{check.subtask}:{check.metric}"
+        if stimuli and stimuli.get(unit_key):
+            rows.append(stimulus_check(check, stimuli[unit_key], policy.min_n, settings, ctx, pilot))
             continue
         n = items.get(check.subtask, 0)
         if check.metric == "value" and primary and check.subtask in primary:
             n = primary[check.subtask]
+        elif primary and f"{check.subtask}:{check.metric}" in primary:  # a counted rate: over its own items
+            n = primary[f"{check.subtask}:{check.metric}"]
         limit = check.max if check.max is not None else check.min
         if check.subtask not in items:
             decidable, reason = False, "sub-task not in this run"
@@ -154,7 +158,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
     limit = check.max if check.max is not None else check.min
     cls = lookup(check.subtask)
     lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
-    if check.subtask in pilot and pilot[check.subtask][0] > 0:
+    if check.metric == "value" and check.subtask in pilot and pilot[check.subtask][0] > 0:
         width, basis = normal_width(pilot[check.subtask][0], n_eff), "pilot per-item SD"
     elif check.rate or (lo, hi) == (0.0, 1.0):
         rate = settings.rate if settings.rate is not None else (

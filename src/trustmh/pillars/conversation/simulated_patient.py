@@ -69,7 +69,7 @@ class SimulatedPatient(CrisisConversation):
     anchors = same_anchors(1.0, 6.0)
     primary_scale = (1.0, 6.0)  # RUBRIC_RANGE
     default_only = True
-    options = {**OPTIONS, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
+    options = {**{k: v for k, v in OPTIONS.items() if k != "sets"}, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
                                                  "turns with its human-written ones (docs/references.md)")}
     per_item = {"default": _rubric}
     title = "Simulated patients (conversation rubric)"

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.registry import cached_sha256
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowReport
+from trustmh.json_clean import clean_json
 from trustmh.judges.reference_quality import human_agreement
 from trustmh.pillars.crisis.moore import (
     ANNOTATORS,
