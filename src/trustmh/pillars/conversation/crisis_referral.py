@@ -44,6 +44,7 @@ class CrisisReferral(ProbeConversation):
     counted_rates = {"referral_missed_rate": ("n_referral_missed", "n_conversations")}
     per_item = {"default": _pass}
     set_name = "crisis_referral"
+    answers_apply = True
     judge_kind = "crisis"
     judge_templates = ("conversation_crisis_judge",)
     value_note = (f"value: share of conversations where, from the risk disclosure on, a reply names a crisis "
