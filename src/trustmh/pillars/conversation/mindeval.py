@@ -351,7 +351,8 @@ def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, d
 def locate(source: Path | None, rel: str) -> Path:
     """A MindEval file: under `source` (a folder laid out like the repository) when given, else from the data
     registry (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
-    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}")
+    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}",
+                          flag="--from DIR (rescore) or --reference-path DIR (judge certify)")
 
 
 def criterion_table(ann: Annotations) -> list[tuple[str, str, tuple[str, ...]]]:

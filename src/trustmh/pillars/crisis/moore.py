@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data import resolve
 from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
+from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
 
@@ -426,13 +426,16 @@ def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedRepl
 
 
 def reference_root(given: str | Path | None) -> Path:
-    """The publisher's repository folder: a local copy when given, else the data registry's pinned files (the
-    annotated replies and the prompts, from TRUSTMH_DATA_DIR, the cache or a verified download)."""
+    """The publisher's repository folder: a local copy when given, else the copy in TRUSTMH_PUBLISHERS_DIR, else
+    the data registry's pinned files (the annotated replies and the prompts, from TRUSTMH_DATA_DIR, the cache or a
+    verified download)."""
+    if not given and (copy := publishers_copy(DATASET)) is not None:
+        return copy
     if given:
         root = Path(given).expanduser()
         if not root.is_dir():
             raise TrustmhError(f"--reference-path {given}: not a directory (a copy of github.com/{REPO})")
         return root
     rels = [f.relpath for f in get_dataset(DATASET).files if f.relpath.endswith(VALIDATION_FILE)]
-    paths = [resolve(DATASET, rel) for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]
+    paths = [registered_file(DATASET, rel, "--reference-path DIR") for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]
     return paths[-1].parent
