@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import RunContext, TrustmhError
+from trustmh.data.files import bounded_file
 from trustmh.data.publisher import publisher_file, unavailable_reason
 from trustmh.data.rows import RowProblem, RowReport
 
@@ -78,7 +79,7 @@ def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
     item 14 left out. A row without a whole-number id or with an empty text is named and skipped."""
     report = report if report is not None else RowReport()
     try:
-        rows = json.loads(path.read_text(encoding="utf-8-sig"))
+        rows = json.loads(bounded_file(path).read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     if not isinstance(rows, list):
@@ -136,7 +137,7 @@ def load_experts(path: Path, report: RowReport | None = None) -> dict[str, Exper
 
 def _csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             fields = [f.strip() for f in reader.fieldnames or []]
             missing = [c for c in required if c not in fields]

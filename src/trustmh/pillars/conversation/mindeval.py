@@ -52,6 +52,7 @@ from trustmh.core import (
     TrustmhError,
     clean_json,
 )
+from trustmh.data.files import bounded_file
 from trustmh.data.publisher import file_in_folder
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
@@ -160,7 +161,7 @@ def read_annotations(path: Path) -> Annotations:
     """Read the annotation file; every row, field or rating it cannot use is named in `report` (and the file
     is refused only when no conversation is usable)."""
     try:
-        raw = path.read_bytes()
+        raw = bounded_file(path).read_bytes()
     except OSError as exc:
         raise TrustmhError(f"{path}: cannot read ({exc.strerror or exc})") from None
     report = RowReport()
@@ -258,10 +259,10 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     {criterion: count}} or {"status": "not checked", "why": ...}."""
     if prompts_path is None or not prompts_path.is_file():
         return {"status": "not checked", "why": f"{JUDGE_PROMPTS} not found beside the data"}
-    text = prompts_path.read_text(encoding="utf-8", errors="replace")
+    text = bounded_file(prompts_path).read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)
     raw_rows: dict[str, dict[str, Any]] = {}
-    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
+    for line in bounded_file(ann.path).read_text(encoding="utf-8-sig", errors="replace").split("\n"):
         try:
             obj = json.loads(line)
         except ValueError:

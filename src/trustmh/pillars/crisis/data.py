@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Option, TrustmhError
-from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, read_text_bounded
 from trustmh.data.publisher import publisher_file
 from trustmh.data.rows import (
     TURN_SEP,
@@ -300,7 +300,7 @@ def load_cssrs(path: str | Path) -> list[dict[str, Any]]:
     csv.field_size_limit(1 << 30)
     rows: list[dict[str, Any]] = []
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        with bounded_file(path).open(encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
             missing = {"User", "Post", "Label"} - set(reader.fieldnames or [])
             if missing:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_file
 from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
@@ -205,7 +205,7 @@ def load_interjections(path: Path) -> list[Interjection]:
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        with bounded_file(path).open(encoding="utf-8-sig", newline="") as fh:
             return list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise TrustmhError(f"{path}: cannot read as CSV ({exc})") from None
@@ -214,7 +214,7 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
 def _read_jsonl(path: Path, rel: str, report: RowReport) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded_file(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     for i, line in enumerate(lines):

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import JudgeRequest, TrustmhError, clean_json
-from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, read_text_bounded
 from trustmh.data.rows import (
     RowProblem,
     RowReport,
@@ -300,7 +300,7 @@ def published_appropriateness(root: Path) -> dict[str, dict[str, dict[str, float
         if not path.is_file():
             return None
         try:
-            with path.open(encoding="utf-8", newline="") as fh:
+            with bounded_file(path).open(encoding="utf-8", newline="") as fh:
                 rows = list(csv.reader(fh))
             header = [PUBLISHED_NAMES.get(h, h) for h in rows[0][1:]]
             for rec in rows[1:]:
@@ -479,7 +479,7 @@ def compare_published_labelling(root: Path, pairs: Sequence[dict[str, Any]],
         for fam, v in fams.items():
             ours[(h, fam)] = (v["agreement"], v["cohen_kappa"])
     n_cells, differ, unknown = 0, [], []
-    for m in _PUB_PAIR.finditer(path.read_text(encoding="utf-8", errors="replace")):
+    for m in _PUB_PAIR.finditer(bounded_file(path).read_text(encoding="utf-8", errors="replace")):
         a = rater_of.get(m["a"])
         b = rater_of.get(m["b"]) or re.sub(r"\s*\(n=\d+\)$", "", m["b"])
         if a is None or (a, b) not in ours:
@@ -503,7 +503,7 @@ def published_labelling(root: Path) -> dict[str, float] | None:
     path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
     if not path.is_file():
         return None
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = bounded_file(path).read_text(encoding="utf-8", errors="replace")
     return {m["who"]: float(m["k"]) for m in _PUB_FLEISS.finditer(text)} or None
 
 

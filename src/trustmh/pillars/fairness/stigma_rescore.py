@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError, clean_json
+from trustmh.data.files import bounded_file
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.fairness.stigma import stigma_rates
 from trustmh.pillars.fairness.stigma_data import (
@@ -71,7 +72,7 @@ def read_coded_csv(path: Path, report: RowReport) -> dict[str, list[dict[str, An
     csv.field_size_limit(1 << 30)
     out: dict[str, list[dict[str, Any]]] = {}
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             need = {"model", "condition", "question_only", "code", "vignette"}
             if not need <= set(reader.fieldnames or []):
@@ -99,7 +100,7 @@ def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
     """One run file → coded rows of its stigma questions (trustmh's coding of `answer` among `options`)."""
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded_file(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     name = f"{path.parent.name}/{path.name}"
@@ -128,7 +129,7 @@ def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
 def published_rates(path: Path) -> dict[str, dict[str, float]]:
     """The notebook's printed per-condition rates: label ("gpt-4o", "gpt-4o\\nno-steel") → condition → rate."""
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(bounded_file(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     out: dict[str, dict[str, float]] = {}
