@@ -3,7 +3,7 @@ function-level imports of trustmh's own code only where a comment says they keep
 of documents that are not in the repository, and runtime dependencies that are what src/ imports.
 
 The graph is read with `ast` from src/trustmh/**/*.py, imports under `if TYPE_CHECKING:` left out (they never
-run). `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
+run) except for cycles: a loop through a type-only import is still two modules that cannot be read apart. `from X import Y` counts as an import of X.Y when X.Y is a module, else of X; `import a.b` counts as an
 import of a.b. The parent packages Python initialises on the way are not counted: they are a package's own
 business, and a package `__init__` that re-exports its submodules would otherwise close a loop with each.
 """
@@ -98,7 +98,8 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports_of(name: str) -> list[Import]:
+def _imports_of(name: str, type_only: bool = False) -> list[Import]:
+    """The imports of module `name` that run; with `type_only`, those under `if TYPE_CHECKING:` instead."""
     path = MODULES[name]
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -127,29 +128,34 @@ def _imports_of(name: str) -> list[Import]:
             out.append(full if full in MODULES else base)
         return out
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, checking: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.body:
+                    visit_stmt(stmt, in_function, checking=True)
                 for stmt in child.orelse:
                     visit_stmt(stmt, in_function)
                 continue
-            visit_stmt(child, in_function)
+            visit_stmt(child, in_function, checking)
 
-    def visit_stmt(node: ast.AST, in_function: bool) -> None:
+    def visit_stmt(node: ast.AST, in_function: bool, checking: bool = False) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if checking != type_only:
+                return
             for target in targets(node):
                 owner = _owning_module(target) if target.startswith("trustmh") else None
                 if owner and owner != name:
                     found.append(Import(name, owner, node.lineno, in_function, commented(node)))
             return
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        visit(node, inside)
+        visit(node, inside, checking)
 
     visit(ast.parse(source, filename=str(path)), False)
     return found
 
 
 IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name)]
+TYPE_ONLY_IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name, type_only=True)]
 
 
 def _floor(name: str) -> int:
@@ -236,6 +242,14 @@ def test_the_import_graph_has_no_cycle() -> None:
         edges[imp.importer].add(imp.imported)
     loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
     assert not loops, "import cycles:\n" + "\n".join(loops)
+
+
+def test_the_import_graph_has_no_cycle_counting_type_only_imports() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]:
+        edges[imp.importer].add(imp.imported)
+    loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
+    assert not loops, "import cycles through type-only imports:\n" + "\n".join(loops)
 
 
 def test_no_module_imports_a_higher_floor() -> None:

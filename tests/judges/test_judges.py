@@ -127,7 +127,7 @@ def test_the_ensemble_rule_is_resolved_once_into_the_spec_and_its_context() -> N
     assert declared.ensemble_rule(JailbreakResistance) == "vote"
     assert declared.ensemble_rule(MentalBenchGeneration) == "mean"
     spec = resolve(request(ensemble="median"))
-    assert spec.ensemble == "median"
+    assert spec.judges.ensemble == "median"
     assert spec.context().ensemble_rule(MentalBenchGeneration) == "median"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,7 @@ def run_options(args: argparse.Namespace) -> Any:
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.prices import load_prices
     from trustmh.run.config import RunOptions
+    from trustmh.run.parts import setting_names
 
     if args.no_judge and args.judge:
         raise TrustmhError("--judge and --no-judge contradict each other; pass one")
@@ -208,20 +210,15 @@ def run_options(args: argparse.Namespace) -> Any:
         if key in options and str(options[key]) != str(value):
             raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
         options[key] = str(value)
+    # the parts' settings (`run/parts.py`) by their names; an argument `plan` lacks keeps the part's default
+    settings = {name: getattr(args, name) for name in setting_names() if hasattr(args, name)}
+    settings.update(cache=not args.no_cache, cache_moved={new: old for old, new in args.endpoint_moved},
+                    prompt_cache=not args.no_prompt_cache, prices=load_prices(args.prices))
     return RunOptions(model=args.model, suite=args.suite, pillars=args.pillars, subtasks=args.subtasks,
-                      limit=args.limit, epochs=args.epochs, judge=args.judge[0] if args.judge else None, no_judge=args.no_judge,
-                      judge_validated=args.judge_validated, mode=args.mode, seed=args.seed, out=args.out,
-                      max_retries=args.max_retries, timeout=args.timeout, max_connections=args.max_connections,
-                      display=args.display, n_boot=args.n_boot, options=options, cache=not args.no_cache,
-                      cache_moved={new: old for old, new in args.endpoint_moved},
-                      more_judges=list(args.judge[1:]), overwrite=args.overwrite, max_tasks=args.max_tasks,
-                      shard=args.shard, log_buffer=args.log_buffer, live_log=args.live_log,
-                      certificates=getattr(args, "certificates", None),
-                      patient=args.patient, prices=load_prices(args.prices), latency=args.latency,
-                      expect_reply_tokens=args.expect_reply_tokens, budget=getattr(args, "budget", None),
-                      force=getattr(args, "force", False), endpoint=getattr(args, "endpoint", None),
-                      batch=args.batch, batch_conversations=args.batch_conversations,
-                      prompt_cache=not args.no_prompt_cache)
+                      limit=args.limit, epochs=args.epochs, judge=args.judge[0] if args.judge else None,
+                      more_judges=list(args.judge[1:]), no_judge=args.no_judge, judge_validated=args.judge_validated,
+                      mode=args.mode, seed=args.seed, n_boot=args.n_boot, options=options, patient=args.patient,
+                      endpoint=getattr(args, "endpoint", None), **settings)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -258,11 +255,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from trustmh.run.config import resolve
     from trustmh.run.estimate import estimate, plan_settings, to_json
     from trustmh.run.estimate_table import table
+    from trustmh.run.plan_figures import BudgetOutlook
     from trustmh.run.select import plan_run
     from trustmh.storage import write_text_atomic
 
     opts = run_options(args)
-    needs_prices(opts)
+    needs_prices(opts.cost)
     spec = resolve(opts)
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
@@ -270,11 +268,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                         policy=args.policy))
     if args.budget is not None:
         why = over_budget(data, args.budget)
-        data["budget"] = {"amount": args.budget, "would_start": why is None or args.force, "reason": why}
+        data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,
+                                                  reason=why))
     print(table(data))
     if args.budget is not None:
         if why is None:
-            verdict = f"would start: the plan's upper estimate {data['totals']['cost']['max']:.4f} is within it"
+            verdict = f"would start: the plan's upper estimate {data.totals.cost.max:.4f} is within it"
         elif args.force:
             verdict = f"would start (--force) and stop at the budget: {why}"
         else:

@@ -34,6 +34,8 @@ from typing import Any
 
 from trustmh.core import TrustmhError, notice
 from trustmh.prices import Price, cost_of_counts
+from trustmh.run.parts import CostSettings
+from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.tokens import Tokenizer
 from trustmh.storage import Url, write_text_atomic
 
@@ -155,26 +157,24 @@ def active_budget() -> Budget | None:
     return _ACTIVE.get()
 
 
-def needs_prices(request: Any) -> None:
+def needs_prices(cost: CostSettings) -> None:
     """--budget without a price file cannot be counted: said before the plan is built."""
-    if request.budget is not None and not request.prices:
+    if cost.budget is not None and not cost.prices:
         raise TrustmhError("--budget needs --prices FILE (the cost of each model's tokens)")
 
 
-def over_budget(planned: dict[str, Any], amount: float) -> str | None:
-    """Why a run of this plan (plan.json) would refuse to start under `amount`; None when it would start."""
-    planned_cost = planned["totals"]["cost"]
-    if planned_cost["price_unknown"]:
-        return f"price unknown for {', '.join(planned_cost['price_unknown'])}: the run's cost cannot be bounded"
-    top, what = planned_cost["max"], "the plan's upper estimate"
-    if (planned.get("batch") or {}).get("on"):  # a batched run is bounded at the batch rates
-        top, what = planned["totals"]["cost_scenarios"]["batch"]["max"], "the plan's upper estimate at batch rates"
-    if top > amount:
+def over_budget(planned: PlanEstimate, amount: float) -> str | None:
+    """Why a run of this plan would refuse to start under `amount`; None when it would start."""
+    if planned.totals.cost.price_unknown:
+        return (f"price unknown for {', '.join(planned.totals.cost.price_unknown)}: the run's cost cannot be "
+                "bounded")
+    top, what = planned.bounding_cost  # a batched run is bounded at the batch rates
+    if top is not None and top > amount:
         return f"{what} {top:.4f} is over the budget {amount:g}"
     return None
 
 
-def check_before(planned: dict[str, Any], amount: float | None, force: bool) -> None:
+def check_before(planned: PlanEstimate, amount: float | None, force: bool) -> None:
     """Refuse to start a run whose planned upper cost is over --budget (or cannot be bounded), unless --force."""
     if amount is None:
         return

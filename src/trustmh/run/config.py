@@ -7,8 +7,10 @@ suite, the chosen sub-tasks, the judges (typed, with the ensemble's members), th
 product endpoint, the offline demo's trims and reply caps, the Inspect roles, and the user's own `-O` keys
 (never written to). Every later stage reads the spec; `RunSpec.context()` is the one `RunContext` of a run.
 
-Adding a setting: a field on `RunOptions` (with its default), the same on `RunSpec`, one line in `resolve`
-that checks and copies it, and, if it changes what a run computes, the manifest (`run_manifest`).
+Adding a setting of how a run is made, paid or written: a field on its part in `run/parts.py` and the command-line
+argument (module docstring there). A setting that `resolve` must check or turn into something else (the model,
+the judges, the patient, the selection): a field on `RunOptions`, the same on `RunSpec` or its part, and one
+line in `resolve`. Either way, if it changes what a run computes, the manifest (`run_manifest`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
 from trustmh.run.calls import judge_role, patient_role
+from trustmh.run.parts import PARTS, CostSettings, Execution, Output, part_of
 from trustmh.storage import Url
 
 DEMO_LIMIT = 2
@@ -50,108 +53,91 @@ DEMO_JUDGE_TEXT_CHARS = 80
 DEMO_FAIRNESS_VALUES = 2  # identity values per attribute: 9 fairness variants instead of 17
 
 
-@dataclass
+@dataclass(init=False)
 class RunOptions:
-    """The request: what the caller asked for, before defaults and checks (`resolve`)."""
+    """The request: what the caller asked for, before defaults and checks (`resolve`). A keyword that names a
+    field of a part (`run/parts.py`: `timeout=`, `out=`, `budget=`…) goes to that part; a part may also be given
+    whole (`execution=Execution(...)`)."""
 
-    # A model string, or an Inspect `Model` object (tests pass canned models this way).
-    model: Any = None
-    suite: str | None = None
-    pillars: list[str] | None = None
-    subtasks: list[str] | None = None
-    limit: int | None = None
+    model: Any = None  # `--model`: a model string, or an Inspect `Model` object (tests pass canned models)
+    suite: str | None = None  # `--suite` (None: starter for the bundled model, else trustmh)
+    pillars: list[str] | None = None  # `--pillars`
+    subtasks: list[str] | None = None  # `--subtasks`
+    limit: int | None = None  # `--limit`: items per sub-task
     epochs: int = 1  # `--epochs N`: repeated administrations of the sub-tasks that repeat their items
-    judge: Any = None
-    no_judge: bool = False
-    judge_validated: bool = False
-    certificates: str | None = None  # judge certificates directory (the report's Judges section)
-    mode: Mode = "default"
-    seed: int = 0
-    out: Path | Url = Path("trustmh-out")  # a local path or an fsspec URL (`trustmh.storage`)
-    max_retries: int = 3
-    timeout: int = 120
-    max_connections: int | None = None
-    display: str | None = None
-    n_boot: int = 2000
+    judge: Any = None  # `--judge`: the first judge (a model string or Model object)
+    more_judges: list[Any] = field(default_factory=list)  # further ensemble members after `judge`
+    no_judge: bool = False  # `--no-judge`
+    judge_validated: bool = False  # `--judge-validated`: the judge has a certificate
+    mode: Mode = "default"  # `--mode`
+    seed: int = 0  # `--seed`
+    n_boot: int = 2000  # `--n-boot`: bootstrap resamples
     options: dict[str, Any] = field(default_factory=dict)  # the user's own `-O` keys
-    cache: bool = True
-    # `--endpoint-moved OLD=NEW`: {NEW_URL: OLD_URL}, the same model now answering at NEW_URL keeps the
-    # response cache it built at OLD_URL (`inspect_compat.cache_urls_moved`)
-    cache_moved: dict[str, str] = field(default_factory=dict)
-    overwrite: bool = False  # replace a run of another configuration in `out` instead of refusing
-    # Sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled model its
-    # number of llama.cpp servers (`trustmh.models.gguf.default_parallel`).
-    max_tasks: int | None = None
-    # Further ensemble members after `judge` (model strings or Inspect `Model` objects).
-    more_judges: list[Any] = field(default_factory=list)
-    # (i, N): run only the i-th of N deterministic slices of every sub-task's items (`trustmh merge`).
-    shard: tuple[int, int] | None = None
-    # Finished samples per log flush (None: the default), and Inspect's realtime event log (live viewing of
-    # running samples in `inspect view`), off by default for its CPU cost (see `inspect_eval.log_settings`).
-    log_buffer: int | None = None
-    live_log: bool = False
-    # The simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or Model object,
-    # a comma-separated string or a list for an ensemble.
+    # `--patient`: the simulated patient (conversation sub-tasks; Inspect role `patient`): a model string or
+    # Model object, a comma-separated string or a list for an ensemble.
     patient: Any = None
-    # `--endpoint FILE`: the product's API for `--model http/<name>` (trustmh.models.endpoint)
-    endpoint: Path | None = None
-    # Prices (`--prices FILE`, loaded), the spending limit (`--budget`), and starting above the plan's upper
-    # estimate anyway (`--force`); the plan's assumptions (`--latency`, `--expect-reply-tokens`).
-    prices: dict[str, Any] = field(default_factory=dict)
-    budget: float | None = None
-    force: bool = False
-    latency: float | None = None
-    expect_reply_tokens: int | None = None
-    # `--batch [N]` (None: live; 0: Inspect's batch size), `--batch-conversations`, `--no-prompt-cache`
-    # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
-    batch: int | None = None
-    batch_conversations: bool = False
-    prompt_cache: bool = True
+    endpoint: Path | None = None  # `--endpoint FILE`: the product's API for `--model http/<name>`
+    execution: Execution = field(default_factory=Execution)
+    cost: CostSettings = field(default_factory=CostSettings)
+    output: Output = field(default_factory=Output)
+
+    def __init__(self, **settings: Any) -> None:
+        own = {f.name: f for f in fields(self)}
+        for f in own.values():
+            setattr(self, f.name, f.default_factory() if f.default is MISSING else f.default)
+        by_part: dict[str, dict[str, Any]] = {name: {} for name in PARTS}
+        for key, value in settings.items():
+            if key in own:
+                setattr(self, key, value)
+            elif (part := part_of(key)) is not None:
+                by_part[part][key] = value
+            else:
+                raise TypeError(f"RunOptions: no setting {key!r}")
+        for name, given in by_part.items():
+            if given:
+                setattr(self, name, replace(getattr(self, name), **given))
+
+
+@dataclass(frozen=True)
+class ModelUnderTest:
+    """The model under test, resolved."""
+
+    label: str  # its name as reported (a model string; the bundled model when none was given)
+    target: Any  # what Inspect is given: the label, or the Model object a caller passed
+    endpoint: dict[str, Any] | None = None  # {url, send, session} of `--endpoint` (a product's API)
+
+
+@dataclass(frozen=True)
+class Judges:
+    """The judges, resolved."""
+
+    info: JudgeInfo  # first member, every member, validated
+    # How an ensemble of judges combines scores (`-O ensemble`, checked); None: each sub-task's declared rule
+    # (`RunContext.ensemble_rule` gives the rule of a sub-task).
+    ensemble: EnsembleRule | None = None
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A run, resolved: every stage reads this and nothing else of the request."""
+    """A run, resolved: every stage reads this and nothing else of the request. Composed of typed parts (the model,
+    the judges, the patient, and `run/parts.py`'s execution, cost and output) beside what selects the items."""
 
-    model: str  # the label of the model under test
-    model_target: Any  # what Inspect is given: the label, or the Model object a caller passed
+    model: ModelUnderTest
+    judges: Judges
+    patient: Patient | None  # the simulated patient, when a chosen sub-task plays one
     suite: str
     mode: Mode
     seed: int
     limit: int | None  # after the offline demo's default
     subtasks: tuple[str, ...]  # the chosen sub-task ids, in catalogue order
-    judge: JudgeInfo  # the judges: first member, every member, validated
-    # How an ensemble of judges combines scores (`-O ensemble`, checked); None: each sub-task's declared rule
-    # (`RunContext.ensemble_rule` gives the rule of a sub-task).
-    ensemble: EnsembleRule | None
-    patient: Patient | None  # the simulated patient, when a chosen sub-task plays one
     roles: dict[str, Any]  # Inspect model roles: grader, grader_2…, patient, patient_2…
-    endpoint: dict[str, Any] | None  # {url, send, session} of `--endpoint` (a product's API)
     options: dict[str, Any]  # the user's own `-O` keys, as given
     trims: dict[str, Any]  # the offline demo's trims and the bundled model's reply cap (a user key wins)
     n_boot: int = 2000
     epochs: int = 1  # `--epochs N`, 1..EPOCHS_MAX: for the sub-tasks that repeat their items (`Subtask.repeats`)
-    timeout: int = 120
-    max_retries: int = 3
-    cache: bool = True
-    cache_moved: dict[str, str] = field(default_factory=dict)
-    max_connections: int | None = None
-    max_tasks: int | None = None
-    display: str | None = None
-    out: Path | Url = Path("trustmh-out")
-    overwrite: bool = False
-    shard: tuple[int, int] | None = None
-    log_buffer: int | None = None
-    live_log: bool = False
-    certificates: str | None = None
-    prices: dict[str, Any] = field(default_factory=dict)
-    budget: float | None = None
-    force: bool = False
-    latency: float | None = None
-    expect_reply_tokens: int | None = None
-    batch: int | None = None  # `--batch [N]` (None: live; 0: Inspect's batch size)
-    batch_conversations: bool = False
-    prompt_cache: bool = True
+    execution: Execution = field(default_factory=Execution)
+    cost: CostSettings = field(default_factory=CostSettings)
+    output: Output = field(default_factory=Output)
 
     @property
     def sub_task_options(self) -> dict[str, Any]:
@@ -161,17 +147,18 @@ class RunSpec:
     def context(self) -> RunContext:
         """The run's one RunContext (what a sub-task knows of the run)."""
         return run_context(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
-                           judges=self.judge.members, judge_validated=self.judge.validated,
-                           options=self.sub_task_options, n_boot=self.n_boot, timeout=self.timeout,
-                           max_retries=self.max_retries, cache=self.cache, model=self.model, patient=self.patient,
-                           ensemble=self.ensemble, epochs=self.epochs)
+                           judges=self.judges.info.members, judge_validated=self.judges.info.validated,
+                           options=self.sub_task_options, n_boot=self.n_boot, timeout=self.execution.timeout,
+                           max_retries=self.execution.max_retries, cache=self.execution.cache,
+                           model=self.model.label, patient=self.patient, ensemble=self.judges.ensemble,
+                           epochs=self.epochs)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of
         the roles (and the product's URL) beside them."""
         recorded = self.context().recorded_options()
-        if self.endpoint is not None:
-            recorded["endpoint"] = self.endpoint["url"]
+        if self.model.endpoint is not None:
+            recorded["endpoint"] = self.model.endpoint["url"]
         return recorded
 
 
@@ -312,8 +299,8 @@ def _announce(spec: RunSpec, demo: bool) -> None:
              + " (override with --limit / -O key=value)")
     if "max_tokens_cap" in options:
         _log(f"replies capped at {options['max_tokens_cap']} tokens (-O max_tokens_cap=N to change)")
-    judge = spec.judge
-    _log(f"model={spec.model} suite={spec.suite} mode={spec.mode} seed={spec.seed} "
+    judge = spec.judges.info
+    _log(f"model={spec.model.label} suite={spec.suite} mode={spec.mode} seed={spec.seed} "
          f"judge={judge.model or 'none'}{'' if judge.validated or not judge.model else ' (unvalidated)'}")
 
 
@@ -336,18 +323,13 @@ def resolve(opts: RunOptions) -> RunSpec:
     roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
     roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
     demo = model == BUNDLED_MODEL and suite == "starter"
-    spec = RunSpec(model=model, model_target=model_target, suite=suite, mode=opts.mode, seed=opts.seed,
+    spec = RunSpec(model=ModelUnderTest(label=model, target=model_target, endpoint=endpoint),
+                   judges=Judges(info=judge, ensemble=ensemble_option(opts.options)), patient=patient,
+                   suite=suite, mode=opts.mode, seed=opts.seed,
                    limit=DEMO_LIMIT if demo and opts.limit is None else opts.limit, subtasks=tuple(chosen),
-                   judge=judge, ensemble=ensemble_option(opts.options), patient=patient, roles=roles,
-                   endpoint=endpoint, options=dict(opts.options),
-                   trims=demo_trims(model, suite, judge), n_boot=opts.n_boot, timeout=opts.timeout,
-                   max_retries=opts.max_retries, cache=opts.cache, cache_moved=dict(opts.cache_moved),
-                   max_connections=opts.max_connections, max_tasks=opts.max_tasks, display=opts.display,
-                   out=opts.out, overwrite=opts.overwrite, shard=opts.shard, log_buffer=opts.log_buffer,
-                   live_log=opts.live_log, certificates=opts.certificates, prices=dict(opts.prices),
-                   budget=opts.budget, force=opts.force, latency=opts.latency,
-                   expect_reply_tokens=opts.expect_reply_tokens, epochs=opts.epochs, batch=opts.batch,
-                   batch_conversations=opts.batch_conversations, prompt_cache=opts.prompt_cache)
+                   roles=roles, options=dict(opts.options), trims=demo_trims(model, suite, judge),
+                   n_boot=opts.n_boot, epochs=opts.epochs, execution=opts.execution, cost=opts.cost,
+                   output=opts.output)
     _announce(spec, demo)
     return spec
 
@@ -360,8 +342,8 @@ def run_manifest(spec: RunSpec) -> dict[str, Any]:
 
     return json.loads(json.dumps({
         "trustmh_version": trustmh.__version__, "inspect_version": inspect_ai.__version__,
-        "model": spec.model, "suite": spec.suite, "mode": spec.mode, "seed": spec.seed, "limit": spec.limit,
-        "judges": list(spec.judge.members), "judge_validated": spec.judge.validated,
+        "model": spec.model.label, "suite": spec.suite, "mode": spec.mode, "seed": spec.seed, "limit": spec.limit,
+        "judges": list(spec.judges.info.members), "judge_validated": spec.judges.info.validated,
         "subtasks": list(spec.subtasks), "options": spec.recorded_options(), "n_boot": spec.n_boot,
         # one administration (the default) is left out, as manifests written before `--epochs` have it
         **({"epochs": spec.epochs} if spec.epochs != 1 else {}),

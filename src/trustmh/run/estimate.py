@@ -23,9 +23,9 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, RunContext, Subtask, judge_tokens, max_reasks
 from trustmh.discounts import (
@@ -40,16 +40,28 @@ from trustmh.models.batch import BatchMode, live_providers
 from trustmh.models.batch import provider as provider_of
 from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages, read_system_prompt
 from trustmh.prices import Price, cost
-from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixTracker, min_cacheable
+from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixShare, PrefixTracker, min_cacheable
+from trustmh.run.config import RunSpec
 from trustmh.run.outlook import gate_outlook, power
+from trustmh.run.plan_figures import (
+    EXPECTED_TOKENS,
+    Assumptions,
+    BatchOutlook,
+    CostScenarios,
+    CostTotals,
+    ExpectedMax,
+    MinMax,
+    PlanEstimate,
+    PlanSettings,
+    RoleEstimate,
+    SubtaskEstimate,
+    Totals,
+)
 from trustmh.run.tokens import APPROXIMATE, Tokenizer, placeholder
 
-# What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
-# chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
-# patient's chat message. `--expect-reply-tokens` replaces the first.
-EXPECTED_TOKENS = {"model": 150, "judge": 80, "patient": 40, "proxy": 80}
-# Assumed seconds per call when no `--latency` is given (a hosted model answering a few hundred tokens).
-DEFAULT_LATENCY = 3.0
+if TYPE_CHECKING:  # the plan's module imports the Inspect glue, loaded only when a run is planned
+    from trustmh.run.select import RunPlan
+
 # Inspect's default connections per model when --max-connections is not given.
 DEFAULT_CONNECTIONS = 10
 
@@ -71,12 +83,6 @@ class RoleTally:
     chain: int = 0  # the longest chain of calls one sample makes in this role (no re-asks)
     cached_read: int = 0  # input a prefix cache could read: a conversation turn's earlier turns
     cache_write: int = 0  # ... and the input it would write (explicit caches, e.g. Anthropic's)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "model": self.model, "samples": self.samples,
-                "calls": {"min": self.calls_min, "max": self.calls_max},
-                "input_tokens": {"min": self.input_min, "max": self.input_max},
-                "output_tokens": {"expected": self.output_expected, "max": self.output_max}}
 
 
 class _Replay:
@@ -180,7 +186,7 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
                    r.expected[role], attempts=MAX_ATTEMPTS, template=req.name)
 
 
-def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model: str, cap: int) -> None:
+def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, epoch: int, model: str, cap: int) -> None:
     """The steps of `trustmh.run.conversation` for one sample: patient turns, model turns, then judges."""
     # start-up: the Inspect glue's constants, imported only when a conversation is planned
     from trustmh.run.conversation import PATIENT_MAX_TOKENS, STARTER_PATIENT_MAX_TOKENS
@@ -213,42 +219,33 @@ def replay_conversation(r: _Replay, subtask: Any, item: Item, epoch: int, model:
 
 
 # ------------------------------------------------------------------------------------------------- plan
-@dataclass
-class PlanSettings:
-    prices: dict[str, Price] = field(default_factory=dict)
-    expected: dict[str, int] = field(default_factory=lambda: dict(EXPECTED_TOKENS))
-    latency: float = DEFAULT_LATENCY
-    rate: float | None = None
-    target_width: float | None = None
-    detect_difference: float | None = None
-    pilot: str | Path | None = None
-    policy: str | Path | None = None
-    batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
-
-
-def plan_settings(spec: Any, **more: Any) -> PlanSettings:
-    """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and `more`."""
+def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
+                  detect_difference: float | None = None, pilot: str | Path | None = None,
+                  policy: str | Path | None = None) -> PlanSettings:
+    """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
+    questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
-    if spec.expect_reply_tokens:
-        expected["model"] = int(spec.expect_reply_tokens)
-    settings = PlanSettings(prices=dict(spec.prices), expected=expected, **more)
-    if getattr(spec, "batch", None) is not None:
-        settings.batch = BatchMode(size=spec.batch or None, conversations=spec.batch_conversations)
-    if spec.latency:
-        settings.latency = float(spec.latency)
+    if spec.cost.expect_reply_tokens:
+        expected["model"] = int(spec.cost.expect_reply_tokens)
+    settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, rate=rate, target_width=target_width,
+                            detect_difference=detect_difference, pilot=pilot, policy=policy)
+    if spec.execution.batch is not None:
+        settings.batch = BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations)
+    if spec.cost.latency:
+        settings.latency = float(spec.cost.latency)
     return settings
 
 
-def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
-    """The plan's figures (plan.json) for a `trustmh.run.select.RunPlan`."""
+def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
+    """The plan's figures (plan.json is their `to_json()`)."""
     # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
     from trustmh.run.calls import ITEM_KEY
 
     ctx: RunContext = plan.ctx
     spec = plan.spec
-    model = spec.model
+    model = spec.model.label
     tokenizers: dict[str, Tokenizer] = {}
-    subtasks: dict[str, Any] = {}
+    subtasks: dict[str, SubtaskEstimate] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
     primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
@@ -258,7 +255,7 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
     mode = settings.batch or BatchMode(conversations=False)
     batched_rounds = 0
     discounted: list[tuple[RoleTokens, dict[str, Any]]] = []
-    shares: list[dict[str, Any]] = []
+    shares: list[PrefixShare] = []
     for task in plan.tasks:
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]
@@ -282,79 +279,76 @@ def estimate(plan: Any, settings: PlanSettings) -> dict[str, Any]:
         items_per[sid] = n_items
         primary_per[sid] = subtask.primary_items(planned)
         samples_per[sid] = n_items * epochs
-        subtasks[sid] = {"items": n_items, "samples": n_items * epochs,
-                         "roles": [_priced(t, settings.prices, tokenizers) for t in r.tallies.values()]}
         all_tallies.extend((sid, t) for t in r.tallies.values())
         sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)
                       for (role, who, template), tracker in r.prefixes.items()]
-        shares.extend(x.to_json() for x in sub_shares)
-        for row, t in zip(subtasks[sid]["roles"], r.tallies.values(), strict=True):
+        shares.extend(sub_shares)
+        roles = []
+        for t in r.tallies.values():
             mine = [x for x, key in zip(sub_shares, r.prefixes, strict=True) if key[:2] == (t.role, t.model)]
             tokens = RoleTokens(t.role, t.model, isinstance(subtask, ConversationSubtask), t.input_min,
                                 t.input_max, t.output_expected, t.output_max,
                                 t.cached_read + sum(x.cached_read for x in mine),
                                 t.cache_write + sum(x.cache_write for x in mine))
-            row["cost_scenarios"] = scenario_costs(tokens, settings.prices.get(t.model), mode)
-            row["batched"] = batched(tokens, mode)
-            discounted.append((tokens, row["cost_scenarios"]))
-    for sid in plan.derived:
-        subtasks.setdefault(sid, {"items": items_per.get(plan.derived[sid].derived_from, 0),
-                                  "samples": 0, "roles": [],
-                                  "note": f"scored from the calls of {plan.derived[sid].derived_from}"})
+            scenarios = scenario_costs(tokens, settings.prices.get(t.model), mode)
+            roles.append(_role_estimate(t, settings.prices, tokenizers, CostScenarios.of(scenarios),
+                                        batched(tokens, mode)))
+            discounted.append((tokens, scenarios))
+        subtasks[sid] = SubtaskEstimate(items=n_items, samples=n_items * epochs, roles=tuple(roles))
     for sid in plan.hidden:
-        subtasks.get(sid, {})["note"] = "run only for a derived sub-task"
-    totals = _totals(all_tallies, settings.prices)
-    totals["cost_scenarios"] = scenario_totals(discounted)
-    totals["rate_fallbacks"] = {m: p.fallbacks() for m, p in sorted(settings.prices.items())
-                                if m in {t.model for _, t in all_tallies} and p.fallbacks()}
-    connections = spec.max_connections or DEFAULT_CONNECTIONS
-    wall = wall_time(totals["calls"]["min"], totals["calls"]["max"], chain, connections, settings.latency)
+        if sid in subtasks:
+            subtasks[sid] = replace(subtasks[sid], note="run only for a derived sub-task")
+    for sid, derived in plan.derived.items():
+        if sid not in subtasks:
+            subtasks[sid] = SubtaskEstimate(items=items_per.get(derived.derived_from or "", 0), samples=0,
+                                            note=f"scored from the calls of {derived.derived_from}")
+    totals = _totals(all_tallies, settings.prices, CostScenarios.of(scenario_totals(discounted)))
+    connections = spec.execution.max_connections or DEFAULT_CONNECTIONS
+    wall = wall_time(int(totals.calls.min), int(totals.calls.max), chain, connections, settings.latency)
     models = sorted({t.model for _, t in all_tallies})
-    batch_info = {"on": settings.batch is not None, "conversations": mode.conversations,
-                  "size": mode.size, "live_providers": live_providers(models), "batched_rounds": batched_rounds,
-                  "wall_seconds": batch_wall_time(wall, batched_rounds)}
-    return {
-        "model": model, "suite": spec.suite, "mode": ctx.mode, "seed": ctx.seed, "limit": ctx.limit,
-        "judges": ctx.judges, "patient": spec.patient.to_json() if spec.patient else None,
-        "assumptions": {
-            "expected_output_tokens": settings.expected, "latency_seconds": settings.latency,
-            "max_connections": connections,
-            "tokenizers": {m: t.note for m, t in sorted(tokenizers.items())},
-            "calls": "min: no re-ask and every judge reply valid; max: every re-ask the run allows",
-            "cost": "expected: min calls at the expected reply length; max: max calls, every reply at its cap; "
-                    "no provider prefix caching assumed (cost_scenarios: batch rates for the batched roles, "
-                    "cached reads of each judge template's shared prefix after its first call)",
-        },
-        "priced": bool(settings.prices), "subtasks": subtasks, "totals": totals, "wall_seconds": wall,
-        "batch": batch_info, "prompt_cache": shares,
-        "not_run": {sid: res.reason for sid, res in plan.results.items()},
-        "gate": gate_outlook(samples_per, items_per, settings, ctx, primary_per),
-        **({"power": power(plan, items_per, settings)}
-           if settings.target_width is not None or settings.detect_difference is not None else {}),
-    }
+    asks_power = settings.target_width is not None or settings.detect_difference is not None
+    return PlanEstimate(
+        model=model, suite=spec.suite, mode=ctx.mode, seed=ctx.seed, limit=ctx.limit, judges=tuple(ctx.judges),
+        patient=spec.patient,
+        assumptions=Assumptions(expected_output_tokens=settings.expected, latency_seconds=settings.latency,
+                                max_connections=connections,
+                                tokenizers={m: t.note for m, t in sorted(tokenizers.items())}),
+        priced=bool(settings.prices), subtasks=subtasks, totals=totals, wall_seconds=MinMax(**wall),
+        batch=BatchOutlook(on=settings.batch is not None, conversations=mode.conversations, size=mode.size,
+                           live_providers=tuple(live_providers(models)), batched_rounds=batched_rounds,
+                           wall_seconds=MinMax(**batch_wall_time(wall, batched_rounds))),
+        prompt_cache=tuple(shares), not_run={sid: res.reason for sid, res in plan.results.items()},
+        gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per),
+        power=power(plan, items_per, settings) if asks_power else None)
 
 
-def _priced(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mapping[str, Tokenizer]) -> dict[str, Any]:
-    row = t.to_json()
+def _role_estimate(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mapping[str, Tokenizer],
+                   scenarios: CostScenarios, is_batched: bool) -> RoleEstimate:
     price = prices.get(t.model)
-    row["tokenizer"] = tokenizers[t.model].note if t.model in tokenizers else APPROXIMATE
-    row["cost"] = ({"expected": cost(price, t.input_min, t.output_expected),
-                    "max": cost(price, t.input_max, t.output_max)} if price else "price unknown")
-    return row
+    return RoleEstimate(
+        role=t.role, model=t.model, samples=t.samples, calls=MinMax(t.calls_min, t.calls_max),
+        input_tokens=MinMax(t.input_min, t.input_max), output_tokens=ExpectedMax(t.output_expected, t.output_max),
+        tokenizer=tokenizers[t.model].note if t.model in tokenizers else APPROXIMATE,
+        cost=ExpectedMax(cost(price, t.input_min, t.output_expected), cost(price, t.input_max, t.output_max))
+        if price else None,
+        cost_scenarios=scenarios, batched=is_batched)
 
 
-def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price]) -> dict[str, Any]:
+def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price],
+            scenarios: CostScenarios) -> Totals:
     unknown = sorted({t.model for _, t in tallies if t.model not in prices})
     exp = sum(cost(prices[t.model], t.input_min, t.output_expected) or 0 for _, t in tallies if t.model in prices)
     top = sum(cost(prices[t.model], t.input_max, t.output_max) or 0 for _, t in tallies if t.model in prices)
-    return {"calls": {"min": sum(t.calls_min for _, t in tallies), "max": sum(t.calls_max for _, t in tallies)},
-            "input_tokens": {"min": sum(t.input_min for _, t in tallies),
-                             "max": sum(t.input_max for _, t in tallies)},
-            "output_tokens": {"expected": sum(t.output_expected for _, t in tallies),
-                              "max": sum(t.output_max for _, t in tallies)},
-            "cost": {"expected": exp if tallies and not unknown else None,
-                     "max": top if tallies and not unknown else None,
-                     "known_part": {"expected": exp, "max": top}, "price_unknown": unknown}}
+    known = bool(tallies) and not unknown
+    used = {t.model for _, t in tallies}
+    return Totals(
+        calls=MinMax(sum(t.calls_min for _, t in tallies), sum(t.calls_max for _, t in tallies)),
+        input_tokens=MinMax(sum(t.input_min for _, t in tallies), sum(t.input_max for _, t in tallies)),
+        output_tokens=ExpectedMax(sum(t.output_expected for _, t in tallies), sum(t.output_max for _, t in tallies)),
+        cost=CostTotals(expected=exp if known else None, max=top if known else None,
+                        known_part=ExpectedMax(exp, top), price_unknown=tuple(unknown)),
+        cost_scenarios=scenarios,
+        rate_fallbacks={m: p.fallbacks() for m, p in sorted(prices.items()) if m in used and p.fallbacks()})
 
 
 def wall_time(calls_min: int, calls_max: int, chain: int, connections: int, latency: float) -> dict[str, float]:
@@ -363,5 +357,6 @@ def wall_time(calls_min: int, calls_max: int, chain: int, connections: int, late
             "max": max(chain, math.ceil(calls_max / connections)) * latency}
 
 
-def to_json(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, indent=2, default=str) + "\n"
+def to_json(data: PlanEstimate) -> str:
+    """plan.json's text."""
+    return json.dumps(data.to_json(), indent=2, default=str) + "\n"

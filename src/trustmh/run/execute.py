@@ -26,14 +26,14 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
     """Run the evaluation; returns (results.json content, exit code). One process at a time per run
     directory (`rundir.locked`); with --overwrite the previous run is kept aside until this one has written
     its results, and put back if this one fails first."""
-    needs_prices(opts)
+    needs_prices(opts.cost)
     spec = resolve(opts)
-    out = run_path(spec.out)
+    out = run_path(spec.output.out)
     with rundir.locked(out):
         try:
             data, code = _run(spec, out)
         except BaseException:
-            if opts.overwrite and rundir.restore_aside(out):
+            if opts.output.overwrite and rundir.restore_aside(out):
                 notice(f"the previous run in {out} is kept (this one did not finish)")
             raise
         rundir.drop_aside(out)
@@ -43,14 +43,14 @@ def run(opts: RunOptions) -> tuple[dict[str, Any], int]:
 def _run(spec: RunSpec, out: Path | Url) -> tuple[dict[str, Any], int]:
     plan = plan_run(spec)
     plan.planned = estimate(plan, plan_settings(spec))
-    check_before(plan.planned, spec.budget, spec.force)
+    check_before(plan.planned, spec.cost.budget, spec.cost.force)
     started = time.time()
     manifest = run_manifest(spec)
-    if spec.shard is not None:
-        manifest["shard"] = list(spec.shard)
+    if spec.execution.shard is not None:
+        manifest["shard"] = list(spec.execution.shard)
     # the content of every data file the plan read: a continued run whose inputs changed is refused
     manifest["datasets"] = resolved_files()
-    continued = rundir.prepare(out, manifest, overwrite=spec.overwrite)
+    continued = rundir.prepare(out, manifest, overwrite=spec.output.overwrite)
     if continued:
         notice(f"continuing the run in {out}: finished sub-tasks and samples are reused, cached calls are "
                "not paid again")
@@ -58,10 +58,10 @@ def _run(spec: RunSpec, out: Path | Url) -> tuple[dict[str, Any], int]:
         if reopened:
             notice(f"{len(reopened)} sub-task(s) had errored samples: those samples are asked again, the "
                    "finished ones are kept")
-    if spec.shard is not None:
-        shard_tasks(plan, spec.shard)
+    if spec.execution.shard is not None:
+        shard_tasks(plan, spec.execution.shard)
     write_text_atomic(out / "plan.json", to_json(plan.planned))
-    budget = open_budget(spec.budget, spec.prices, out)
+    budget = open_budget(spec.cost.budget, spec.cost.prices, out)
     with metering(budget):
         logs = evaluate(plan, out)
     records, model_reported = collect(plan, logs)

@@ -16,6 +16,7 @@ from trustmh.judges.parse import judge_was_recovered
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.usage import usage_rows
+from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.secrets import redact, scrub_run_dir, secret_values
 from trustmh.run.select import RunPlan
 from trustmh.storage import Url
@@ -75,11 +76,10 @@ def judge_bookkeeping(result: SubtaskResult, recs: list[Record], ctx: RunContext
                             "score fields were recovered and used")
 
 
-def plan_block(planned: dict[str, Any]) -> dict[str, Any]:
-    """results.json's `plan`: the estimate's totals, wall time and assumptions, and its batch figures when the
-    run was batched."""
-    return {"totals": planned["totals"], "wall_seconds": planned["wall_seconds"],
-            "assumptions": planned["assumptions"], **({"batch": planned["batch"]} if "batch" in planned else {})}
+def plan_block(planned: PlanEstimate) -> dict[str, Any]:
+    """results.json's `plan`: the estimate's totals, wall time, assumptions and batch figures."""
+    return {"totals": planned.totals.to_json(), "wall_seconds": planned.wall_seconds.to_json(),
+            "assumptions": planned.assumptions.to_json(), "batch": planned.batch.to_json()}
 
 
 def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: str | None, out: Path | Url,
@@ -100,16 +100,16 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
                                                       subtask.direction(ctx.mode))
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl
-    planned = plan.planned or {}
+    planned = plan.planned
     spec = plan.spec
     run_results = RunResults(
-        model=spec.model, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
+        model=spec.model.label, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
         errors=errors, options=spec.recorded_options(), generation=plan.generation, patient=spec.patient,
-        shard=spec.shard, budget=budget, usage=usage_rows(records, spec.prices, planned.get("subtasks")),
+        shard=spec.execution.shard, budget=budget, usage=usage_rows(records, spec.cost.prices, planned.to_json()["subtasks"] if planned else None),
         plan=plan_block(planned) if planned else None,
-        notice=None if spec.shard is None else (f"shard {spec.shard[0]}/{spec.shard[1]}: a slice of the items, "
+        notice=None if spec.execution.shard is None else (f"shard {spec.execution.shard[0]}/{spec.execution.shard[1]}: a slice of the items, "
                                                 "not a result; combine all shards with `trustmh merge`"))
-    data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.certificates))
+    data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.output.certificates))
     for sid, subtask in plan.subtasks.items():
         if sid in records:
             for message in subtask.finish_run(records[sid], out, ctx):

@@ -38,27 +38,27 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
     if not plan.tasks:
         return []
     # attempt_timeout is what abandons a hung request; timeout bounds the whole retry loop.
-    kwargs: dict[str, Any] = {"max_retries": spec.max_retries, "attempt_timeout": spec.timeout,
-                              "timeout": spec.timeout * (spec.max_retries + 2),
+    kwargs: dict[str, Any] = {"max_retries": spec.execution.max_retries, "attempt_timeout": spec.execution.timeout,
+                              "timeout": spec.execution.timeout * (spec.execution.max_retries + 2),
                               # a sample whose call failed in a way the provider does not retry (a 200
                               # with half a JSON body) is run again, a bounded number of times
                               "retry_on_error": SAMPLE_RETRIES}
-    bundled = spec.model.startswith("gguf/")
-    if spec.max_connections is not None:
-        kwargs["max_connections"] = spec.max_connections
+    bundled = spec.model.label.startswith("gguf/")
+    if spec.execution.max_connections is not None:
+        kwargs["max_connections"] = spec.execution.max_connections
     elif bundled:
         # bundled model: one call per single-slot llama.cpp server (Inspect ignores the provider's own default
         # and would queue 20 requests in the front, where they would time out)
         kwargs["max_connections"] = default_parallel()
-    if spec.max_tasks:
-        max_tasks = spec.max_tasks
+    if spec.execution.max_tasks:
+        max_tasks = spec.execution.max_tasks
     elif bundled:
         max_tasks = default_parallel()  # a sub-task's last sample need not leave a server idle
     else:
         max_tasks = DEFAULT_MAX_TASKS
-    display = spec.display or (None if sys.stderr.isatty() else "plain")
+    display = spec.execution.display or (None if sys.stderr.isatty() else "plain")
     mode = batch_mode(plan, out)
-    with response_cache_dir(out), cache_urls_moved(spec.cache_moved), provider_discounts(mode, spec.prompt_cache):
+    with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), provider_discounts(mode, spec.execution.prompt_cache):
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -66,10 +66,10 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             log_dir=str(out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
-            model=spec.model_target,
+            model=spec.model.target,
             # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
             # run in one process with another file never reuses the first one's product
-            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if spec.model.startswith("http/") else {},
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if spec.model.label.startswith("http/") else {},
             model_roles=dict(spec.roles) or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal
@@ -84,20 +84,20 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
 def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
     """The run's batch mode (`--batch`), its journal in the run directory, and which models run live."""
     spec = plan.spec
-    if spec.batch is None:
+    if spec.execution.batch is None:
         return None
-    models = [spec.model, *plan.ctx.judges, *(spec.patient.models if spec.patient else ())]
+    models = [spec.model.label, *plan.ctx.judges, *(spec.patient.models if spec.patient else ())]
     live = live_providers([str(m) for m in models])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
     conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]
-    if conversations and not spec.batch_conversations:
+    if conversations and not spec.execution.batch_conversations:
         notice(f"--batch: the turns of {', '.join(conversations)} stay live (--batch-conversations batches them: "
              "hours per turn); their judges are batched")
     if isinstance(out, Url):
         notice("--batch with a run directory at a URL: no batch journal is kept, so a run killed while batches are "
              "in flight submits (and pays for) their requests again when started again")
-    return BatchMode(size=spec.batch or None, conversations=spec.batch_conversations,
+    return BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations,
                      journal_dir=None if isinstance(out, Url) else Path(out),
                      tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
@@ -114,8 +114,8 @@ def log_settings(spec: RunSpec, display: str | None) -> dict[str, Any]:
       a sample that waited 60 s, so a slow run never holds more than a minute of samples unwritten.
     * score_display=False when nothing is displayed: Inspect would still recompute the running metric.
     """
-    settings: dict[str, Any] = {"log_realtime": spec.live_log,
-                                "log_buffer": spec.log_buffer or DEFAULT_LOG_BUFFER}
+    settings: dict[str, Any] = {"log_realtime": spec.execution.live_log,
+                                "log_buffer": spec.execution.log_buffer or DEFAULT_LOG_BUFFER}
     if display == "none":
         settings["score_display"] = False
     return settings

@@ -10,16 +10,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trustmh.core import RunContext, TrustmhError
 from trustmh.gate import load_policy
 from trustmh.results import load_items, load_results
 from trustmh.results.item_scores import item_scores
+from trustmh.run.plan_figures import GateCheckOutlook, GateOutlook, ItemsNeeded, PlanSettings, PowerRow
 from trustmh.stats.power import items_for_difference, items_for_width, normal_width, wilson_width
 
-if TYPE_CHECKING:
-    from trustmh.run.estimate import PlanSettings
+if TYPE_CHECKING:  # the plan's module imports the Inspect glue, loaded only when a run is planned
+    from trustmh.run.select import RunPlan
 
 # The rate assumed for interval widths and power when neither a pilot nor --rate says otherwise (the widest).
 DEFAULT_RATE = 0.5
@@ -46,7 +47,7 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
 
 
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
-                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> dict[str, Any]:
+                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> GateOutlook:
     """For each check of the gate policy: the items the run will score against min_n (for a check on the
     primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
     stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
@@ -58,27 +59,27 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
         if check.metric == "value" and primary and check.subtask in primary:
             n = primary[check.subtask]
         limit = check.max if check.max is not None else check.min
-        row: dict[str, Any] = {"id": check.id, "subtask": check.subtask, "metric": check.metric,
-                               "items": n, "min_n": policy.min_n, "in_run": check.subtask in items}
         if check.subtask not in items:
-            row.update(decidable=False, reason="sub-task not in this run")
+            decidable, reason = False, "sub-task not in this run"
         elif n < policy.min_n:
-            row.update(decidable=False, reason=f"{items_text(n)} < min_n {policy.min_n}: the gate will say "
-                                               "insufficient evidence")
+            decidable, reason = False, (f"{items_text(n)} < min_n {policy.min_n}: the gate will say insufficient "
+                                        "evidence")
         else:
-            row.update(decidable=True, reason=f"{items_text(n)} >= min_n {policy.min_n}")
+            decidable, reason = True, f"{items_text(n)} >= min_n {policy.min_n}"
+        width: float | None
         if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]
-            row.update(width=normal_width(sd, n), width_basis=f"pilot per-item SD {sd:.3f}")
+            width, basis = normal_width(sd, n), f"pilot per-item SD {sd:.3f}"
         elif limit is not None and not 0 <= float(limit) <= 1:
-            row.update(width=None, width_basis="not a rate (its limit is on another scale): give --pilot RUN_DIR "
-                                               "for its expected width")
+            width, basis = None, "not a rate (its limit is on another scale): give --pilot RUN_DIR for its expected width"
         else:
             rate = settings.rate if settings.rate is not None else (
                 float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
-            row.update(width=wilson_width(rate, n) if n else None, width_basis=f"Wilson 95% at rate {rate:g}")
-        rows.append(row)
-    return {"policy": policy.version, "source": policy.source, "checks": rows}
+            width, basis = (wilson_width(rate, n) if n else None), f"Wilson 95% at rate {rate:g}"
+        rows.append(GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n,
+                                     min_n=policy.min_n, in_run=check.subtask in items, decidable=decidable,
+                                     reason=reason, width=width, width_basis=basis))
+    return GateOutlook(policy=policy.version, source=policy.source, checks=tuple(rows))
 
 
 def items_text(n: int) -> str:
@@ -86,11 +87,11 @@ def items_text(n: int) -> str:
     return f"{n:,} item" if n == 1 else f"{n:,} items"
 
 
-def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[str, Any]:
+def power(plan: RunPlan, items: Mapping[str, int], settings: PlanSettings) -> dict[str, PowerRow]:
     """Items needed per sub-task for --target-width / --detect-difference, capped by the data available."""
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rate = settings.rate if settings.rate is not None else DEFAULT_RATE
-    rows: dict[str, Any] = {}
+    rows: dict[str, PowerRow] = {}
     for sid in items:
         sd, basis = math.sqrt(rate * (1 - rate)), f"stated rate {rate:g} (SD {math.sqrt(rate * (1 - rate)):.3f})"
         if sid in pilot:
@@ -100,23 +101,21 @@ def power(plan: Any, items: Mapping[str, int], settings: PlanSettings) -> dict[s
             else:  # every pilot item scored the same: no spread to size a run from
                 basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
         available = available_items(plan, sid)
-        row: dict[str, Any] = {"basis": basis, "planned_items": items[sid], "available_items": available}
-        if settings.target_width is not None:
-            need = items_for_width(sd, settings.target_width)
-            row["target_width"] = {"width": settings.target_width, "items_needed": need,
-                                   "capped": available is not None and need > available,
-                                   "items": min(need, available) if available is not None else need}
-        if settings.detect_difference is not None:
-            need = items_for_difference(sd, settings.detect_difference)
-            row["detect_difference"] = {"difference": settings.detect_difference, "items_needed": need,
-                                        "power": 0.8, "alpha": 0.05,
-                                        "capped": available is not None and need > available,
-                                        "items": min(need, available) if available is not None else need}
-        rows[sid] = row
+
+        def needed(need: int, target: float, difference: bool, available: int | None = available) -> ItemsNeeded:
+            return ItemsNeeded(target=target, items_needed=need, capped=available is not None and need > available,
+                               items=min(need, available) if available is not None else need, difference=difference)
+
+        rows[sid] = PowerRow(
+            basis=basis, planned_items=items[sid], available_items=available,
+            target_width=None if settings.target_width is None else needed(
+                items_for_width(sd, settings.target_width), settings.target_width, False),
+            detect_difference=None if settings.detect_difference is None else needed(
+                items_for_difference(sd, settings.detect_difference), settings.detect_difference, True))
     return rows
 
 
-def available_items(plan: Any, sid: str) -> int | None:
+def available_items(plan: RunPlan, sid: str) -> int | None:
     """Items of a sub-task without --limit (None when they cannot be loaded here)."""
     try:
         return len(plan.subtasks[sid].items(replace(plan.ctx, limit=None)))

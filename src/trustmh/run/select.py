@@ -16,6 +16,7 @@ from trustmh.data.locate import reset_resolved
 from trustmh.data.publisher import PublisherMissing, how_to_supply, repo_name
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
+from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.tasks import build_task
 
 
@@ -35,7 +36,7 @@ class RunPlan:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
-    planned: dict[str, Any] | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
+    planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
