@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import trustmh.cli.rescore  # noqa: F401 - imported before the clock starts: the bound is timed, not the imports
 from fixture_paths import FIXTURES
 from trustmh.cli import main
 
@@ -21,7 +22,7 @@ CRISIS_MERGED = ("data/llm_evaluator/gpt-judge/n_200/merged/"
 # format, its synthetic publisher folder, the file inside it that is replaced (a walked folder's file included)
 CASES: dict[str, tuple[str, Path, str]] = {
     "siri2-means": ("siri2", FIXTURES / "siri2", "experiment-results/model_scores_by_condition.csv"),
-    "siri2-items": ("siri2", FIXTURES / "siri2", "instrument/siri2_items.json"),
+    "siri2-totals": ("siri2", FIXTURES / "siri2", "experiment-results/siri2_total_scores.csv"),
     "moore-combined": ("moore-interjections", FIXTURES / "moore_interjections" / "publisher",
                        "results/interjections/all_combined.csv"),
     "stigma-combined": ("moore-stigma", FIXTURES / "moore_stigma", "results/stigma/all_combined.csv"),

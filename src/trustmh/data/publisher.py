@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import ChecksumError, Option, RunContext, TrustmhError
+from trustmh.data.files import present
 from trustmh.data.locate import find_local, resolve
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.registry import offline
@@ -87,7 +88,7 @@ def file_in_folder(folder: str | Path | None, rel: str, *, dataset: str, base: s
         given_as = f"{PUBLISHERS_ENV} ({folder})"
     if folder:
         path = Path(str(folder)).expanduser() / rel
-        if not path.is_file():
+        if not present(path):
             raise TrustmhError(f"{given_as}: no {rel} there (expected a folder laid out like "
                                f"{get_dataset(dataset).source})")
         return resolve(dataset, f"{base}/{rel}", path)

@@ -52,7 +52,7 @@ from trustmh.core import (
     TrustmhError,
     clean_json,
 )
-from trustmh.data.files import bounded_file
+from trustmh.data.files import bounded_file, present
 from trustmh.data.publisher import file_in_folder
 from trustmh.data.rows import RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
@@ -257,7 +257,7 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     conversation found among the annotated ones, does each example score equal the four clinicians' mean over
     the mapped fields (0 counted as 0, as the publisher's examples do)? {"examples", "matched", "reproduced":
     {criterion: count}} or {"status": "not checked", "why": ...}."""
-    if prompts_path is None or not prompts_path.is_file():
+    if prompts_path is None or not present(prompts_path):
         return {"status": "not checked", "why": f"{JUDGE_PROMPTS} not found beside the data"}
     text = bounded_file(prompts_path).read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)

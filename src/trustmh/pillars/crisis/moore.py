@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_file
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_file, present
 from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowProblem, RowReport
@@ -298,7 +298,7 @@ def read_result_files(root: Path, report: RowReport) -> list[ResultFile]:
         raise TrustmhError(f"--from {root}: no {RESULTS_DIR} folder (expected the publisher's repository layout, "
                            f"github.com/{REPO})")
     prompts = root / PROMPTS_FILE
-    defined = {i.name: i.appropriate_answer for i in load_interjections(prompts)} if prompts.is_file() else {}
+    defined = {i.name: i.appropriate_answer for i in load_interjections(prompts)} if present(prompts) else {}
     out: list[ResultFile] = []
     for path in sorted(p for p in base.glob("*/*") if p.suffix in (".jsonl", ".csv")):
         if (f := read_result_file(path, path.relative_to(root).as_posix(), report, defined)) is not None:
@@ -345,14 +345,22 @@ def _check_answers(rows: Sequence[Row], defined: Mapping[str, str], rel: str, re
                               f"{PROMPTS_FILE}", "kept as stored (the publisher's figures use it)"))
 
 
+COMBINED_CHECK = "the check of the per-run figures against the publisher's all_combined.csv is not made"
+
+
 def read_combined(root: Path, report: RowReport) -> list[dict[str, Any]] | None:
     """The publisher's all_combined.csv as rows {participant_type, condition, name, appropriate (their
     correct_response), recomputed (from the answer column that file's rows carry)}, or None when absent."""
     path = root / COMBINED_FILE
-    if not path.is_file():
+    if not present(path):
+        report.missing_file(COMBINED_FILE, "absent", COMBINED_CHECK)
+        return None
+    raw = _read_csv(path)
+    if not raw:
+        report.missing_file(COMBINED_FILE, "empty or only a header", COMBINED_CHECK)
         return None
     out = []
-    for i, r in enumerate(_read_csv(path)):
+    for i, r in enumerate(raw):
         who = text_of(r.get("participant_type"))
         who = " ".join(who.split()) if who else None  # "CharacterAI\nTherapist" -> one line
         stored = (r.get("correct_response") or "").strip()
@@ -361,6 +369,9 @@ def read_combined(root: Path, report: RowReport) -> list[dict[str, Any]] | None:
                                   "skipped"))
             continue
         correct = answer_of(r.get("verification_correct"))
+        if correct is None:
+            report.add(RowProblem(COMBINED_FILE, i, "verification_correct", f"not yes/no ({r.get('verification_correct')!r})",
+                                  "stored value kept; not recomputed"))
         answer = answer_of(r.get(f"{GPT4O}_classification")) if who != HUMAN_THERAPIST_MODEL and \
             _missing(r.get("human_classification")) else answer_of(r.get("human_classification"))
         out.append({"participant_type": who, "condition": text_of(r.get("condition")),
@@ -403,7 +414,7 @@ def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedRepl
         raise TrustmhError(f"{path}: no annotator columns ({', '.join(a + '_classification' for a in ANNOTATORS)})")
     files = [path]
     defined = {}
-    if (prompts := root / PROMPTS_FILE).is_file():
+    if present(prompts := root / PROMPTS_FILE):
         defined = {i.name: i for i in load_interjections(prompts)}
         files.append(prompts)
     judge = next((r for r in vfile.raters if r not in ANNOTATORS), GPT4O)

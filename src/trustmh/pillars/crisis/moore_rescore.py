@@ -192,6 +192,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
         raise TrustmhError(f"--from {source}: not a directory (give a copy of github.com/jlcmoore/llms-as-therapists)")
     report = RowReport()
     files = read_result_files(source, report)
+    combined_rows = read_combined(source, report)  # read (and bounded) before any figure is computed
     per_file = {f.path: {"kind": f.kind, "model": f.model, "run": f.run, "n_rows": len(f.rows),
                          "raters": {x: figures(f.rows, x, seed=seed, n_boot=n_boot) for x in f.raters}}
                 for f in files}
@@ -213,7 +214,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
                                        if r.participant})
     vfiles = [f for f in files if f.kind == "validation"]
     agreement = validation_agreement(vfiles[0], seed=seed, n_boot=n_boot) if vfiles else None
-    combined = combined_check(read_combined(source, report), paper) if "human_therapists" in paper else None
+    combined = combined_check(combined_rows, paper) if "human_therapists" in paper else None
     read = [f.path for f in files] + [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if (source / rel).is_file()]
     result = {
         "source": str(source), "publisher": CITATION, "pinned_commit": COMMIT, "seed": seed, "n_boot": n_boot,

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import JudgeRequest, TrustmhError, clean_json
-from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, read_text_bounded
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, present, read_text_bounded
 from trustmh.data.rows import (
     RowProblem,
     RowReport,
@@ -165,10 +165,10 @@ def reference_answers(root: Path, report: RowReport) -> tuple[list[dict[str, Any
     """The answers the humans rated, as the study lines them up: its sampled file when present, else H1's
     file (then the H1 copy is the reference)."""
     sampled = root / SAMPLED
-    if sampled.is_file():
+    if present(sampled):
         return [r if isinstance(r, dict) else {} for r in _read_list_lenient(sampled)], sampled.name
     h1 = root / HUMAN_SCORE_FILES["H1"]
-    if not h1.is_file():
+    if not present(h1):
         raise TrustmhError(f"--from {root}: neither {SAMPLED} nor {HUMAN_SCORE_FILES['H1']} found")
     report.add(RowProblem(sampled.name, -1, "file", "absent", f"{h1.name} used as the reference copy"))
     return [r if isinstance(r, dict) else {} for r in _read_list_lenient(h1)], h1.name
@@ -234,7 +234,7 @@ def human_columns(root: Path, reference: Sequence[dict[str, Any]], report: RowRe
     how: dict[str, str] = {}
     for h, rel in HUMAN_SCORE_FILES.items():
         path = root / rel
-        if not path.is_file():
+        if not present(path):
             report.add(RowProblem(path.name, -1, "file", "absent", "rater left out"))
             continue
         own = RowReport()
@@ -297,7 +297,7 @@ def published_appropriateness(root: Path) -> dict[str, dict[str, dict[str, float
     for metric, fname, scale in (("mae", "pairwise_mae.csv", 1.0), ("rmse", "pairwise_rmse.csv", 1.0),
                                  ("within_1", "pairwise_within1.csv", 0.01)):
         path = folder / fname
-        if not path.is_file():
+        if not present(path):
             return None
         try:
             with bounded_file(path).open(encoding="utf-8", newline="") as fh:
@@ -370,7 +370,7 @@ def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
     human_files = sorted((root / "data" / "human_label").glob("H*_label*_n206_s42.json"))
     llm_files = sorted(p for p in (root / "data" / "llm_label").glob("*-labeled-sampled_dataset_n_200_*.json")
                        if "merged" not in p.name.rsplit("s42", 1)[-1])
-    if not ref_path.is_file() or not human_files:
+    if not present(ref_path) or not human_files:
         return None
     reference = [r if isinstance(r, dict) else {} for r in _read_list_lenient(ref_path)]
     raters: dict[str, list[str]] = {}
@@ -470,7 +470,7 @@ def compare_published_labelling(root: Path, pairs: Sequence[dict[str, Any]],
     """Every pair's agreement (%) and Cohen's κ, and every human-vs-LLM mean, against the study's
     agreement_report.md tables, at the 3 decimals it prints. None when the report is absent."""
     path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
-    if not path.is_file():
+    if not present(path):
         return None
     rater_of = {f: n for n, f in files.items()}
     ours: dict[tuple[str, str], tuple[float | None, float | None]] = {
@@ -501,7 +501,7 @@ _PUB_FLEISS = re.compile(r"Fleiss' Kappa \(across (?P<who>[^)]+)\):\s*(?P<k>-?[0
 def published_labelling(root: Path) -> dict[str, float] | None:
     """Fleiss' κ as printed (3 decimals) in the study's outputs/crisis_label_agreement/agreement_report.md."""
     path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
-    if not path.is_file():
+    if not present(path):
         return None
     text = bounded_file(path).read_text(encoding="utf-8", errors="replace")
     return {m["who"]: float(m["k"]) for m in _PUB_FLEISS.finditer(text)} or None

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError, clean_json
-from trustmh.data.files import bounded_file
+from trustmh.data.files import bounded_file, present
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.pillars.fairness.stigma import stigma_rates
 from trustmh.pillars.fairness.stigma_data import (
@@ -172,11 +172,11 @@ def rescore_moore_stigma(source: Path, out: Path, *, seed: int = 0, n_boot: int 
         raise TrustmhError(f"--from {source}: not a directory (give the llms-as-therapists repository's folder)")
     report = RowReport()
     nb_path = source / NOTEBOOK
-    published = published_rates(nb_path) if nb_path.is_file() else None
+    published = published_rates(nb_path) if present(nb_path) else None
     if published is None:
         report.add(RowProblem(NOTEBOOK, -1, "file", "absent", "nothing to compare with"))
     sets: list[dict[str, Any]] = []
-    if (source / CODED_FILE).is_file():
+    if present(source / CODED_FILE):
         for label, rows in sorted(read_coded_csv(source / CODED_FILE, report).items()):
             fig = _rates(rows, seed, n_boot)
             sets.append({"source": CODED_FILE, "model": label, "prompt": MAIN_PROMPT, **fig,
@@ -209,7 +209,7 @@ def rescore_moore_stigma(source: Path, out: Path, *, seed: int = 0, n_boot: int 
         raise TrustmhError(f"--from {source}: neither {CODED_FILE} nor run folders under {RUNS}/ (expected the "
                            "llms-as-therapists layout)")
     public: dict[str, Any] | None = None
-    if (source / HUMAN_FILE).is_file() and (source / QUESTIONS_FILE).is_file():
+    if present(source / HUMAN_FILE) and present(source / QUESTIONS_FILE):
         per_q = load_public_rates(source / HUMAN_FILE, load_questions(source / QUESTIONS_FILE, report), report)
         public = {"per_question": per_q, "per_condition": public_condition_rates(per_q)}
     else:
