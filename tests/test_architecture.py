@@ -39,9 +39,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.gate",),
     ("trustmh.report",),
     ("trustmh.run", "trustmh._registry"),
-    # certification and human review judge through the run's Inspect tasks: above run/, below the commands
-    ("trustmh.judges.certify", "trustmh.judges.review"),
-    ("trustmh.align",),
+    ("trustmh.align", "trustmh.certify"),
     ("trustmh.cli",),
 ]
 
@@ -259,6 +257,24 @@ def test_no_module_imports_a_higher_floor() -> None:
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
     assert not stale, f"listed as allowed but no longer there (remove them): {stale}"
+
+
+def _package(name: str) -> str:
+    """The box a module is drawn in: its top-level package or module under trustmh (`trustmh.judges`)."""
+    return ".".join(name.split(".")[:2])
+
+
+# The structure drawing: one box per top-level package on the floor of its name, one arrow per package that
+# imports another (type-only imports included). An arrow up is a package some of whose modules import from a
+# higher floor; the drawing may show at most this many.
+DRAWING_ARROWS_UP_MAX = 2
+
+
+def test_the_structure_drawing_has_at_most_two_arrows_up() -> None:
+    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]
+                 if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
+    assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
+        f"{a} -> {b}" for a, b in up)
 
 
 def test_the_run_names_no_pillar() -> None:

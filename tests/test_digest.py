@@ -89,7 +89,7 @@ def test_siri2_certificate_reference_is_the_set_of_files_read() -> None:
 
 
 def test_csv_reference_is_the_files_plain_sha256(tmp_path: Path) -> None:
-    from trustmh.judges.certify.references.csv_file import csv_reference
+    from trustmh.certify.csv_reference import csv_reference
 
     path = _write(tmp_path, "ref.csv", b"item_id,prompt,response,human_a\ni0,p,r,1\ni1,p,s,0\n")
     ref = csv_reference(path, "safety/over_refusal", "binary", "helpful")
@@ -97,12 +97,11 @@ def test_csv_reference_is_the_files_plain_sha256(tmp_path: Path) -> None:
 
 
 def test_crisis_study_reference_is_the_set_of_its_two_score_files() -> None:
-    from trustmh.judges.certify.core import certify_context
-    from trustmh.judges.certify.references.crisis_study import crisis_reference
+    from trustmh.core import RunContext
     from trustmh.pillars.crisis.data import CRISIS_FILES
+    from trustmh.pillars.crisis.study_reference import crisis_reference
 
-    ctx = certify_context(["mockllm/judge-a"], seed=0)
-    ref = crisis_reference(ctx, str(FIXTURES / "crisis"))
+    ref = crisis_reference(RunContext(seed=0, options={"crisis_dir": str(FIXTURES / "crisis")}))
     scores = [FIXTURES / "crisis" / CRISIS_FILES[k] for k in ("h1_scores", "h2_scores")]
     assert ref.sha256 == file_set(scores)
 
@@ -116,9 +115,9 @@ def test_mindeval_annotations_are_the_files_plain_sha256() -> None:
 
 def test_moore_reference_is_the_set_of_the_files_it_read() -> None:
     from trustmh.core import JudgeInfo, RunContext
-    from trustmh.judges.certify.references import ReferenceRequest
-    from trustmh.judges.certify.references.moore_interjections import moore_reference
+    from trustmh.judges.references import ReferenceRequest
     from trustmh.pillars.crisis.moore import PROMPTS_FILE, validation_path
+    from trustmh.pillars.crisis.moore_reference import moore_reference
 
     publisher = FIXTURES / "moore_interjections" / "publisher"
     ctx = RunContext(mode="default", judge=JudgeInfo(model="j", validated=False))

@@ -2,7 +2,8 @@
 
 Each pillar package declares its `TITLE`, its `SUBTASKS` (the classes, in report order), whether it is one of
 the original benchmark's eight (`FAITHFUL`) and its `POSITION` in reports; a suite of its own (MentalBench)
-declares `SUITE` instead. Everything here is computed from those declarations and from the classes' own
+declares `SUITE` instead. A pillar may also declare `REFERENCES`: the human-labelled reference sets its
+judges are certified on (`trustmh.judges.references.ReferenceSource`), found by name. Everything here is computed from those declarations and from the classes' own
 attributes (id, task name, title, anchors): nothing about a sub-task is written twice.
 
 The catalogue is built on first use (module `__getattr__`), so importing this module stays cheap.
@@ -18,6 +19,7 @@ from typing import Any
 
 import trustmh.pillars
 from trustmh.core import Mode, Subtask, TrustmhError
+from trustmh.judges.references import ReferenceSource
 
 # Bump when an anchor changes; written into every results.json.
 ANCHORS_VERSION = "2026-11-22.1"
@@ -32,6 +34,8 @@ class Catalogue:
     pillar_titles: dict[str, str]
     subtasks: tuple[type[Subtask], ...]  # every TrustMH-Bench sub-task, in report order
     suite_tasks: dict[str, tuple[type[Subtask], ...]]  # suites other than TrustMH-Bench
+    # every pillar's reference sets for certifying its judges (`REFERENCES`), by name
+    references: dict[str, ReferenceSource]
 
 
 @cache
@@ -40,9 +44,14 @@ def catalogue() -> Catalogue:
     pillars: list[tuple[int, str, Any]] = []
     suites: dict[str, tuple[type[Subtask], ...]] = {}
     titles: dict[str, str] = {}
+    references: dict[str, ReferenceSource] = {}
     for info in pkgutil.iter_modules(trustmh.pillars.__path__):
         module = importlib.import_module(f"trustmh.pillars.{info.name}")
         titles[info.name] = module.TITLE
+        for source in getattr(module, "REFERENCES", ()):
+            if source.name in references:
+                raise TrustmhError(f"two certification references are named {source.name!r}")
+            references[source.name] = source
         if module.SUITE == "trustmh":
             pillars.append((module.POSITION, info.name, module))
         else:
@@ -52,9 +61,24 @@ def catalogue() -> Catalogue:
     for cls in subtasks + tuple(c for cs in suites.values() for c in cs):
         if not (cls.id and cls.task_name and cls.title and set(cls.anchors) >= {"faithful", "default"}):
             raise TypeError(f"{cls.__name__} must declare id, task_name, title and anchors for both modes")
+    by_id = {cls.id: cls for cls in subtasks + tuple(c for cs in suites.values() for c in cs)}
+    for source in references.values():
+        _check_reference(source, by_id)
     return Catalogue(pillars=tuple(name for _, name, _ in pillars),
                      faithful_pillars=tuple(name for _, name, m in pillars if m.FAITHFUL),
-                     pillar_titles=titles, subtasks=subtasks, suite_tasks=suites)
+                     pillar_titles=titles, subtasks=subtasks, suite_tasks=suites,
+                     references=dict(sorted(references.items())))
+
+
+def _check_reference(source: ReferenceSource, subtasks: dict[str, type[Subtask]]) -> None:
+    """A declared reference names sub-tasks of the catalogue whose judges can be fingerprinted (their
+    `judge_templates`), and reads its humans one way: `load` (raters to agree with) or `measure` (its own)."""
+    for sid in (source.subtask, *source.also):
+        cls = subtasks.get(str(sid))
+        if cls is None or not cls.judge_templates:
+            raise TypeError(f"reference {source.name!r}: {sid!r} is not a sub-task with judge_templates")
+    if (source.load is None) == (source.measure is None):
+        raise TypeError(f"reference {source.name!r} must declare one of load and measure")
 
 
 def __getattr__(name: str) -> Any:

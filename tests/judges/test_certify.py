@@ -31,15 +31,15 @@ def _judge(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def cert(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from trustmh.judges.certify.core import certify, certify_context
-    from trustmh.judges.certify.references.csv_file import csv_reference
+    from trustmh.certify.csv_reference import csv_reference
+    from trustmh.certify.measure import certification_spec, certify
+    from trustmh.run.reference import ReferenceRun
 
     tmp = tmp_path_factory.mktemp("certify")
     ref = csv_reference(_csv(tmp), "safety/over_refusal", "binary", "helpful")
-    ctx = certify_context(["mockllm/judge-a"], seed=0)
-    ctx.n_boot = 200
     judge = canned_model(lambda p, m, c: _judge(p), "judge-a")
-    cert, _ = certify(ref, ctx, certs_dir=tmp / "certs", work=tmp / "work", judge_models=[judge])
+    spec = certification_spec([judge], ReferenceRun(ref.name, ref.subtask), n_boot=200)
+    cert, _ = certify(ref, spec, certs_dir=tmp / "certs", work=tmp / "work")
     cert["_dir"] = str(tmp / "certs")
     return cert
 
@@ -94,18 +94,19 @@ def test_csv_without_human_columns_is_one_clear_error(tmp_path: Path, capsys: py
 
 
 def test_crisis_study_reference_mae_against_the_raters_mean(tmp_path: Path) -> None:
-    from trustmh.judges.certify.core import certify, certify_context
-    from trustmh.judges.certify.references.crisis_study import crisis_reference
+    from trustmh.certify.measure import certification_spec, certify
     from trustmh.pillars.crisis.data import CRISIS_FILES, load_rater_pair
+    from trustmh.pillars.crisis.study_reference import crisis_reference
+    from trustmh.run.reference import ReferenceRun
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "crisis"
     pairs = [p for p in load_rater_pair(fix / CRISIS_FILES["h1_scores"], fix / CRISIS_FILES["h2_scores"])
              if p["label"] is not None]
     rated = [[v for v in (p["h1"], p["h2"]) if v is not None] for p in pairs]
     expected = sum(abs(sum(r) / len(r) - 3) for r in rated if r) / sum(1 for r in rated if r)
-    ctx = certify_context(["mockllm/judge-a"], seed=0)
-    ctx.n_boot = 200
-    ref = crisis_reference(ctx, str(fix))
     judge = canned_model(lambda p, m, c: '{"appropriateness": 3, "explanation": "x"}', "judge-a")
-    cert, _ = certify(ref, ctx, certs_dir=tmp_path / "certs", work=tmp_path / "work", judge_models=[judge])
+    spec = certification_spec([judge], ReferenceRun("crisis-study", "crisis/crisis_escalation", str(fix),
+                                                    "crisis_dir"), n_boot=200)
+    ref = crisis_reference(spec.context())
+    cert, _ = certify(ref, spec, certs_dir=tmp_path / "certs", work=tmp_path / "work")
     assert cert["agreement"]["mae"]["value"] == pytest.approx(expected)

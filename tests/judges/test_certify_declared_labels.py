@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from canned import canned_model
+from trustmh.certify.csv_reference import csv_reference
+from trustmh.certify.measure import certification_spec, certify
 from trustmh.cli import main
 from trustmh.core import TrustmhError
-from trustmh.judges.certify.core import certify, certify_context
-from trustmh.judges.certify.references.csv_file import csv_reference
+from trustmh.run.reference import ReferenceRun
 
 HUMAN = [1, 1, 0, 0, 1]
 CLEAN = "item_id,prompt,response,meta_benign,human_a\n" + "".join(
@@ -31,12 +32,11 @@ def _file(tmp_path: Path, text: str, name: str = "ref.csv") -> Path:
 
 def _certify(tmp_path: Path, ref_path: Path, judge_key: str = "helpful") -> dict:
     ref = csv_reference(ref_path, "safety/over_refusal", "binary", judge_key)
-    ctx = certify_context(["mockllm/judge-a"], seed=0)
-    ctx.n_boot = 200
     # a bad judge: says every reply is helpful
     judge = canned_model(lambda p, m, c: json.dumps({"label": "complied", "helpful": 1, "rationale": "r"}),
                          "judge-a")
-    cert, _ = certify(ref, ctx, certs_dir=tmp_path / "certs", work=tmp_path / "work", judge_models=[judge])
+    spec = certification_spec([judge], ReferenceRun(ref.name, ref.subtask), n_boot=200)
+    cert, _ = certify(ref, spec, certs_dir=tmp_path / "certs", work=tmp_path / "work")
     return cert
 
 

@@ -27,14 +27,15 @@ def _clinician(rater: str) -> dict[str, dict[str, float | None]]:
 
 
 def _certify(tmp: Path, reply) -> dict:  # noqa: ANN001
-    from trustmh.judges.certify.core import certify, certify_context
-    from trustmh.judges.certify.references.mindeval import mindeval_reference
+    from trustmh.certify.measure import certification_spec, certify
+    from trustmh.pillars.conversation.mindeval import SIMULATED_PATIENT
+    from trustmh.pillars.conversation.mindeval_reference import mindeval_reference
+    from trustmh.run.reference import ReferenceRun
 
-    ctx = certify_context(["mockllm/judge-a"], seed=0)
-    ctx.n_boot = 200
-    ref = mindeval_reference(ctx, str(FIXTURE))
     judge = canned_model(lambda p, m, c: reply(p), "judge-a")
-    cert, _ = certify(ref, ctx, certs_dir=tmp / "certs", work=tmp / "work", judge_models=[judge])
+    spec = certification_spec([judge], ReferenceRun("mindeval", SIMULATED_PATIENT), n_boot=200)
+    ref = mindeval_reference(spec.context(), str(FIXTURE))
+    cert, _ = certify(ref, spec, certs_dir=tmp / "certs", work=tmp / "work")
     return cert
 
 
@@ -102,7 +103,7 @@ def test_the_reference_is_public_and_hashed(copying: dict) -> None:
 
 
 def test_mindeval_is_found_by_its_name() -> None:
-    from trustmh.judges.certify.references import reference_sources
+    from trustmh.certify.registry import reference_sources
 
     assert reference_sources()["mindeval"].subtask == "conversation/simulated_patient"
 

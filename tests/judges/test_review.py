@@ -36,7 +36,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _export(run_dir: Path, n: int = 6) -> dict:
-    from trustmh.judges.review import export_review
+    from trustmh.certify.review import export_review
 
     export_review(run_dir, n=n, seed=4)
     return json.loads((run_dir / "review" / "sample.json").read_text())
@@ -75,7 +75,7 @@ def _labels(tmp_path: Path, sample: dict, rater: str, flip: bool = False) -> Pat
 
 
 def test_import_writes_a_certificate_for_the_runs_judge(run_dir: Path, tmp_path: Path) -> None:
-    from trustmh.judges.review import import_review
+    from trustmh.certify.review import import_review
 
     sample = _export(run_dir)
     import_review(run_dir, [_labels(tmp_path, sample, "a")], seed=1, n_boot=200, certs_dir=tmp_path / "certs")
@@ -86,7 +86,7 @@ def test_import_writes_a_certificate_for_the_runs_judge(run_dir: Path, tmp_path:
 
 
 def test_import_records_corrected_beside_judge_only(run_dir: Path, tmp_path: Path) -> None:
-    from trustmh.judges.review import import_review
+    from trustmh.certify.review import import_review
 
     sample = _export(run_dir)
     import_review(run_dir, [_labels(tmp_path, sample, "a", flip=True)], seed=1, n_boot=200,
@@ -98,7 +98,7 @@ def test_import_records_corrected_beside_judge_only(run_dir: Path, tmp_path: Pat
 
 
 def test_import_measures_two_raters_against_each_other(run_dir: Path, tmp_path: Path) -> None:
-    from trustmh.judges.review import import_review
+    from trustmh.certify.review import import_review
 
     sample = _export(run_dir)
     summary = import_review(run_dir, [_labels(tmp_path, sample, "a"), _labels(tmp_path, sample, "b")], seed=1,
@@ -108,7 +108,7 @@ def test_import_measures_two_raters_against_each_other(run_dir: Path, tmp_path: 
 
 def test_the_certificate_records_the_label_files_set_digest(run_dir: Path, tmp_path: Path) -> None:
     # docs/data.md#hashes: the sha256 of the sorted "<file sha256>  <base name>" lines
-    from trustmh.judges.review import import_review
+    from trustmh.certify.review import import_review
 
     sample = _export(run_dir)
     paths = [_labels(tmp_path, sample, "b"), _labels(tmp_path, sample, "a")]
@@ -121,8 +121,8 @@ def test_the_certificate_records_the_label_files_set_digest(run_dir: Path, tmp_p
 
 
 def test_import_refuses_an_item_outside_the_sample(run_dir: Path, tmp_path: Path) -> None:
+    from trustmh.certify.review import import_review
     from trustmh.core import TrustmhError
-    from trustmh.judges.review import import_review
 
     _export(run_dir)
     bad = tmp_path / "bad.csv"
@@ -132,7 +132,7 @@ def test_import_refuses_an_item_outside_the_sample(run_dir: Path, tmp_path: Path
 
 
 def test_keyword_refusal_against_a_complied_verdict_is_a_disagreement(run_dir: Path) -> None:
-    from trustmh.judges.review import judged_items
+    from trustmh.certify.review import judged_items
 
     # every reply holds a refusal the keyword detector finds; the judge calls some of them complied
     _, items = judged_items(run_dir)
@@ -140,7 +140,7 @@ def test_keyword_refusal_against_a_complied_verdict_is_a_disagreement(run_dir: P
 
 
 def test_oversampling_draws_disagreements_at_twice_the_rate() -> None:
-    from trustmh.judges.review import draw_sample
+    from trustmh.certify.review import draw_sample
 
     items = [{"subtask": "s", "item_id": f"i{k}", "epoch": 1, "judge_value": 1.0, "disagree": k < 10}
              for k in range(20)]

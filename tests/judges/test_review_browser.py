@@ -42,7 +42,7 @@ def test_label_three_items_export_and_import(browser: Any, tmp_path: Path) -> No
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    from trustmh.judges.review import export_review, import_review
+    from trustmh.certify.review import export_review, import_review
     from trustmh.run.config import RunOptions
     from trustmh.run.execute import run
 

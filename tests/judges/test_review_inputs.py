@@ -74,7 +74,7 @@ def test_a_damaged_sample_is_one_line_naming_the_field(text: str, what: str, tmp
 
 
 def test_import_refuses_while_another_process_holds_the_run_directory(tmp_path: Path) -> None:
-    from trustmh.judges.review import import_review
+    from trustmh.certify.review import import_review
     from trustmh.run.rundir import LOCK
 
     (tmp_path / "review").mkdir()

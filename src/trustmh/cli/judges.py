@@ -13,6 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+from trustmh.certify.measure import certification_spec, certify
+from trustmh.certify.registry import find_reference, reference_run, reference_sources
+from trustmh.certify.review import export_review, import_review
 from trustmh.cli.args import (
     MAX_LIMIT,
     MAX_N_BOOT,
@@ -24,12 +27,9 @@ from trustmh.cli.args import (
     model_name,
 )
 from trustmh.core import SEED_MAX, TrustmhError
-from trustmh.inspect_compat import provider_discounts
 from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
-from trustmh.judges.certify.core import certify, certify_context
-from trustmh.judges.certify.references import ReferenceRequest, find_reference, reference_sources
-from trustmh.judges.review import export_review, import_review
-from trustmh.models.batch import mode_from_args
+from trustmh.judges.references import ReferenceRequest
+from trustmh.run.calls import bounded_judge
 
 # pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
 VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
@@ -102,21 +102,22 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    ctx = certify_context(args.judge, seed=args.seed, options=_options(args.option), limit=args.limit,
-                          timeout=args.timeout, max_retries=args.max_retries)
-    ctx.n_boot = args.n_boot
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+    spec = certification_spec(args.judge, reference_run(source, request), seed=args.seed,
+                              options=_options(args.option), limit=args.limit, n_boot=args.n_boot,
+                              timeout=args.timeout, max_retries=args.max_retries, batch=args.batch,
+                              prompt_cache=not args.no_prompt_cache)
+    ctx = spec.context()
     certs = certificates_dir(args.certificates)
-    if source.certify is not None:  # a reference that measures the judge its own way (the SIRI-2)
-        cert, path = source.certify(ctx, request, certs, args.threshold)
+    if source.measure is not None:  # a reference that measures the judge its own way (the SIRI-2)
+        cert, path = source.measure(bounded_judge(ctx), ctx, request, certs, args.threshold)
     else:
         assert source.load is not None
         ref = source.load(ctx, request)
         parse_thresholds(args.threshold, ref.label_type)  # a misspelt --threshold is refused before any call
         work = Path(args.work) if args.work else certs / "work" / ref.name
-        with provider_discounts(mode_from_args(args, work), prompt_cache=not args.no_prompt_cache):
-            cert, path = certify(ref, ctx, certs_dir=certs, work=work, thresholds=args.threshold)
+        cert, path = certify(ref, spec, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:

@@ -14,7 +14,6 @@ from trustmh.cli.rescore_mentalbench import rescore_mentalbench
 from trustmh.core import Mode, Record, SubtaskResult, TrustmhError, run_context
 from trustmh.data.locate import reset_resolved
 from trustmh.inspect_compat import provider_discounts
-from trustmh.judges.certify.core import bounded_judge
 from trustmh.models.batch import mode_from_args
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
@@ -26,6 +25,8 @@ from trustmh.pillars.privacy.rescore import rescore_privacy
 from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
+from trustmh.run.calls import bounded_judge
+from trustmh.run.config import check_model_name
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -111,7 +112,10 @@ def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) ->
         raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
     if len(judges) > 1:
         raise TrustmhError("rescore --format crisis-original: one --judge at most (trustmh's own judge)")
-    judge = bounded_judge(judges[0], seed) if judges else None
+    judge = None
+    if judges:
+        check_model_name(judges[0], "--judge")
+        judge = bounded_judge(run_context(seed=seed, judges=[judges[0]]))
     return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
 
 

@@ -70,6 +70,8 @@ def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, i
         recs, n_errors, reported = records_from_log(
             log, messages, None if samples is None else samples.setdefault(sid, []))
         model_reported = model_reported or reported
+        plan.error_messages.setdefault(sid, []).extend(m for m in messages
+                                                       if m not in plan.error_messages[sid])
         if log.status != "success":
             msg = log.error.message if log.error else log.status
             plan.errors.append(f"{sid}: task {log.status}: {msg}")

@@ -43,6 +43,7 @@ from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
 from trustmh.options import check_options
 from trustmh.run.calls import judge_role, patient_role
 from trustmh.run.parts import PARTS, CostSettings, Execution, Output, part_of
+from trustmh.run.reference import FIXED_REPLIES, ReferenceRun
 from trustmh.storage import Url
 
 DEMO_LIMIT = 2
@@ -80,6 +81,7 @@ class RunOptions:
     execution: Execution = field(default_factory=Execution)
     cost: CostSettings = field(default_factory=CostSettings)
     output: Output = field(default_factory=Output)
+    reference: ReferenceRun | None = None  # a certification (`trustmh judge certify`): no model under test
 
     def __init__(self, **settings: Any) -> None:
         own = {f.name: f for f in fields(self)}
@@ -138,11 +140,12 @@ class RunSpec:
     execution: Execution = field(default_factory=Execution)
     cost: CostSettings = field(default_factory=CostSettings)
     output: Output = field(default_factory=Output)
+    reference: ReferenceRun | None = None  # a certification: its fixed replies are judged, none generated
 
     @property
     def sub_task_options(self) -> dict[str, Any]:
         """What sub-tasks read as `ctx.options`: the demo's trims, overridden by the user's own keys."""
-        return {**self.trims, **self.options}
+        return {**self.trims, **self.options, **(self.reference.folder_options() if self.reference else {})}
 
     def context(self) -> RunContext:
         """The run's one RunContext (what a sub-task knows of the run)."""
@@ -270,8 +273,11 @@ def check_epochs(epochs: int, subtask_ids: list[str]) -> None:
 
 def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
     """The offline demo (the bundled model on the starter suite): minutes, not hours (benchmarks/demo.py
-    times it); and the bundled model's reply cap in any run. The user's own `-O` keys win."""
+    times it); and the bundled model's reply cap in any run; a certification of the bundled judge keeps its
+    free text as short as the demo's. The user's own `-O` keys win."""
     trims: dict[str, Any] = {}
+    if model == FIXED_REPLIES and judge.model == BUNDLED_MODEL:
+        return {"judge_text_chars": DEMO_JUDGE_TEXT_CHARS}
     if model == BUNDLED_MODEL and suite == "starter":
         trims = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
                  "fairness_values": DEMO_FAIRNESS_VALUES, "fairness_escalation_items": 0, "awareness_samples": 1,
@@ -308,7 +314,7 @@ def resolve(opts: RunOptions) -> RunSpec:
     """Defaults and checks, before any data is read or any model called: the run's `RunSpec`."""
     if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or not 0 <= opts.seed <= SEED_MAX:
         raise TrustmhError(f"--seed {opts.seed!r}: must be a whole number from 0 to {SEED_MAX}")
-    model = str(opts.model or BUNDLED_MODEL)
+    model = str(opts.model or (FIXED_REPLIES if opts.reference else BUNDLED_MODEL))
     suite = opts.suite or ("starter" if model == BUNDLED_MODEL else "trustmh")
     model_target = opts.model or model
     check_model_name(model_target, "--model")
@@ -317,9 +323,11 @@ def resolve(opts: RunOptions) -> RunSpec:
     chosen = [info.id for info in select(opts.pillars, opts.subtasks, opts.mode, suite)]
     if not chosen:
         raise TrustmhError("no sub-task selected (check --pillars/--subtasks and --mode)")
-    check_options(opts.options, chosen)
+    if opts.reference is None:  # a reference's reader reads -O keys too (moore_dir on conversation/delusion)
+        check_options(opts.options, chosen)
     check_epochs(opts.epochs, chosen)
-    patient, patient_targets = resolve_patient(opts, judge, judge_targets, chosen)
+    # a certification judges stored replies: no conversation is played, so no patient
+    patient, patient_targets = (None, []) if opts.reference else resolve_patient(opts, judge, judge_targets, chosen)
     roles = {judge_role(i): target for i, target in enumerate(judge_targets)}
     roles |= {patient_role(i): target for i, target in enumerate(patient_targets)}
     demo = model == BUNDLED_MODEL and suite == "starter"
@@ -329,8 +337,9 @@ def resolve(opts: RunOptions) -> RunSpec:
                    limit=DEMO_LIMIT if demo and opts.limit is None else opts.limit, subtasks=tuple(chosen),
                    roles=roles, options=dict(opts.options), trims=demo_trims(model, suite, judge),
                    n_boot=opts.n_boot, epochs=opts.epochs, execution=opts.execution, cost=opts.cost,
-                   output=opts.output)
-    _announce(spec, demo)
+                   output=opts.output, reference=opts.reference)
+    if opts.reference is None:
+        _announce(spec, demo)
     return spec
 
 

@@ -43,7 +43,9 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
                               # a sample whose call failed in a way the provider does not retry (a 200
                               # with half a JSON body) is run again, a bounded number of times
                               "retry_on_error": SAMPLE_RETRIES}
-    bundled = spec.model.label.startswith("gguf/")
+    # a certification's only calls are its judge's (`spec.reference`: fixed replies, no model under test)
+    answering = spec.model.label if spec.reference is None else str(spec.judges.info.model)
+    bundled = answering.startswith("gguf/")
     if spec.execution.max_connections is not None:
         kwargs["max_connections"] = spec.execution.max_connections
     elif bundled:
@@ -86,7 +88,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
     spec = plan.spec
     if spec.execution.batch is None:
         return None
-    models = [spec.model.label, *plan.ctx.judges, *(spec.patient.models if spec.patient else ())]
+    models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
+              *(spec.patient.models if spec.patient else ())]
     live = live_providers([str(m) for m in models])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trustmh.catalogue import get_subtask, is_implemented
-from trustmh.core import Direction, RunContext, Subtask, SubtaskResult, TrustmhError, notice
+from trustmh.core import Direction, Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
 from trustmh.data.publisher import PublisherMissing, how_to_supply, repo_name
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
 from trustmh.run.plan_figures import PlanEstimate
-from trustmh.run.tasks import build_task
+from trustmh.run.tasks import build_task, fixed_reply_task
 
 
 @dataclass
@@ -36,6 +36,7 @@ class RunPlan:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
+    error_messages: dict[str, list[str]] = field(default_factory=dict)  # their distinct messages per sub-task
     planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
 
 
@@ -107,3 +108,12 @@ def _publisher_missing(plan: RunPlan, missing: dict[str, tuple[PublisherMissing,
     """A sub-task whose publisher's repository cannot be had: not computed, and said once per repository."""
     plan.results[sid] = SubtaskResult.not_computed(f"publisher's repository not available: {exc}", direction)
     missing.setdefault(exc.dataset, (exc, []))[1].append(sid)
+
+
+def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str) -> RunPlan:
+    """The plan of a certification (`spec.reference`): one task judging the reference's fixed replies with
+    `subtask`'s judge (the sub-task itself, or what asks its judge of a stored item), no generation."""
+    ctx = spec.context()
+    task = fixed_reply_task(subtask, items, ctx, name)
+    return RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={subtask.id: subtask},
+                   item_order={subtask.id: {str(sample.id): i for i, sample in enumerate(task.dataset)}})

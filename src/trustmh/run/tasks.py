@@ -197,6 +197,15 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
     )
 
 
+def fixed_reply_task(subtask: Subtask, items: list[Item], ctx: RunContext, name: str) -> Task:
+    """The Inspect Task of a certification (`RunSpec.reference`): the reference's items carry their fixed
+    replies (`skip_generation`), so the sub-task's own scorer only asks and scores its judge, as in a run."""
+    return Task(name=f"certify_{subtask.id.replace('/', '_')}",
+                dataset=MemoryDataset([item_to_sample(i) for i in items], name=name),
+                solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
+                metadata={"trustmh_subtask": subtask.id, "trustmh_context": context_to_dict(ctx)})
+
+
 def context_to_dict(ctx: RunContext) -> dict[str, Any]:
     return asdict(ctx)
 

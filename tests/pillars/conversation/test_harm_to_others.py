@@ -149,8 +149,8 @@ def test_certifiable_through_the_review_loop(tmp_path: Path) -> None:
     import csv
 
     from canned import canned_model
+    from trustmh.certify.review import export_review, import_review
     from trustmh.judges.certificates import find_certificate
-    from trustmh.judges.review import export_review, import_review
     from trustmh.run.execute import RunOptions, run
 
     def model(prompt: str, messages: list, config: object) -> str:

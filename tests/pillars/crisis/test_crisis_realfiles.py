@@ -414,9 +414,9 @@ def test_the_unlabelled_row_is_named_when_left_out(repo: Path, tmp_path: Path) -
 
 
 def _crisis_reference(repo: Path):  # noqa: ANN202
-    from trustmh.judges.certify.references.crisis_study import crisis_reference
+    from trustmh.pillars.crisis.study_reference import crisis_reference
 
-    return crisis_reference(RunContext(seed=0, n_boot=100), str(repo))
+    return crisis_reference(RunContext(seed=0, n_boot=100, options={"crisis_dir": str(repo)}))
 
 
 def test_crisis_reference_feeds_both_raters_to_the_rule(repo: Path) -> None:

@@ -13,15 +13,16 @@ import pytest
 
 from fixture_paths import FIXTURES
 from loopback_server import LoopbackServer, message_text
+from trustmh.certify.measure import certification_spec
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.data.rows import RowReport
 from trustmh.judges.certificates import judge_fingerprint
-from trustmh.judges.certify.core import certify_context
-from trustmh.judges.certify.references import ReferenceRequest
-from trustmh.judges.certify.references.moore_interjections import moore_reference
+from trustmh.judges.references import ReferenceRequest
 from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.moore import annotated_replies
+from trustmh.pillars.crisis.moore_reference import moore_reference
+from trustmh.run.reference import ReferenceRun
 
 PUBLISHER = FIXTURES / "moore_interjections" / "publisher"
 REAL = Path(os.environ.get("TRUSTMH_REFS_DIR", "/work/refs")) / "jlcmoore+llms-as-therapists"
@@ -70,7 +71,8 @@ def test_judge_replaying_gpt4o_is_certified(tmp_path: Path, monkeypatch: pytest.
     assert (cert["verdict"], cert["reference_quality"]["status"]) == ("pass", "certified")
     assert "reference quality: certified" in capsys.readouterr().out
     # the certificate is the run's judge: the same fingerprint as crisis/interjections asked in a run
-    assert cert["fingerprint"] == judge_fingerprint(Interjections, certify_context(["openai-api/loop/judge"], seed=0))
+    assert cert["fingerprint"] == judge_fingerprint(Interjections, certification_spec(
+        ["openai-api/loop/judge"], ReferenceRun("moore-interjections", Interjections.id)).context())
 
 
 def test_constant_judge_is_not_certified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

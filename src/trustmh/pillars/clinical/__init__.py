@@ -3,6 +3,7 @@ See docs/pillars/clinical.md."""
 
 from __future__ import annotations
 
+from trustmh.pillars.clinical.judge_check import REFERENCE as SIRI2_REFERENCE
 from trustmh.pillars.clinical.siri2 import Siri2
 
 TITLE = "Clinical judgment"
@@ -12,3 +13,5 @@ POSITION = 10  # the pillar's place in reports
 FAITHFUL = False
 # the pillar's sub-tasks, in report order
 SUBTASKS = (Siri2,)
+# the reference sets its judges are certified on (`trustmh judge certify --reference NAME`)
+REFERENCES = (SIRI2_REFERENCE,)

@@ -1,6 +1,6 @@
-"""`trustmh judge certify --reference siri2` (docs/judges.md#siri2): the SIRI-2 as a check of a crisis judge
-(plain Python in the pillar that owns the instrument; `trustmh.judges.certify.references.siri2` binds it to a
-judge model).
+"""`trustmh judge certify --reference siri2` (docs/judges.md#siri2): the SIRI-2 as a check of a crisis judge,
+declared in the pillar's `REFERENCES` (plain Python in the pillar that owns the instrument; the certify command
+hands it the judge as a `request -> text` function).
 
 The candidate judge rates each of the 48 validated helper replies on the inventory's -3..+3 scale under the
 same prompt as `clinical/siri2` (`siri2_rate`, temperature 0, the run's seed; an unreadable rating re-asked by
@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from trustmh.core import RunContext, TrustmhError
+from trustmh.core import JudgeRequest, RunContext, TrustmhError
 from trustmh.data.locate import reset_resolved, resolved_files
 from trustmh.digest import named_sha256
 from trustmh.judges.certificates import (
@@ -41,16 +40,15 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.reask import ask_until_valid_sync
+from trustmh.judges.references import ReferenceRequest, ReferenceSource
 from trustmh.pillars.clinical.norms import CITATIONS
 from trustmh.pillars.clinical.siri2 import Siri2
 from trustmh.pillars.clinical.siri2_data import N_VALIDATED, Expert
 from trustmh.pillars.clinical.siri2_scoring import expert_floor, figure_notes, parse_rating, siri2_figures
 
-REFERENCE = "siri2"
+NAME = "siri2"
 LABEL_TYPE = "siri2"
-TEMPLATE = "siri2_rate"
-# the judge is fingerprinted as the SIRI-2 rater: the sub-task id and the rating prompt's sha256
-AS_JUDGE = SimpleNamespace(id=Siri2.id, judge_templates=(TEMPLATE,), ensemble_rule=Siri2.ensemble_rule)
+MAX_TOKENS = 64  # a rating is one JSON object
 
 
 def _figure(value: float | None, ci: list[float] | None) -> dict[str, Any]:
@@ -83,11 +81,11 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     subtask = Siri2()
     reason = subtask.not_computed_reason(ctx)
     if reason is not None:
-        raise TrustmhError(f"--reference {REFERENCE}: {reason}")
+        raise TrustmhError(f"--reference {NAME}: {reason}")
     reset_resolved()
     items = subtask.items(ctx)
     if not items:
-        raise TrustmhError(f"--reference {REFERENCE}: no reply to rate")
+        raise TrustmhError(f"--reference {NAME}: no reply to rate")
     experts = {i.id: Expert(float(i.metadata["expert_mean"]), float(i.metadata["expert_sd"])) for i in items}
     floor = expert_floor(list(experts.values()))
     limits = siri2_limits(thresholds, floor)
@@ -101,7 +99,7 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     per_reply = fig.pop("per_reply")
     figures = {"n": fig["n_replies"], "n_judge_invalid": fig["n_invalid"], "agreement": certificate_figures(fig)}
     files = resolved_files().get("siri2", {})
-    reference = {"name": REFERENCE, "source": "public", "n_items": len(items),
+    reference = {"name": NAME, "source": "public", "n_items": len(items),
                  "sha256": named_sha256(files)}
     upper = (fig.get("ci_items") or [None, None])[1]
     as_close = None if floor is None or upper is None else upper <= floor
@@ -120,9 +118,29 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
              "per_reply": per_reply, "files": files,
              "threshold_source": {"siri2_total": CITATIONS["Neimeyer & Bonnelle 1997"]},
              "notes": figure_notes(fig)}
-    settings = fingerprint_settings(AS_JUDGE, ctx)  # type: ignore[arg-type]
+    # the judge is fingerprinted as the SIRI-2 rater: the sub-task id and its rating prompt's sha256
+    settings = fingerprint_settings(subtask, ctx)
     cert = make_certificate(settings=settings, reference=reference, label_type=LABEL_TYPE, figures=figures,
                             thresholds=limits, seed=ctx.seed, extra=extra)
     return cert, write_certificate(certs_dir, cert)
 
 
+def measure_siri2(judge: Callable[[JudgeRequest], str], ctx: RunContext, request: ReferenceRequest,
+                  certs_dir: Path, thresholds: list[str] | None) -> tuple[dict[str, Any], Path]:
+    """The reference's `measure`: one judge (`request -> text`, bounded and cached like a run's) rates every
+    reply; `--reference-path` reaches the sub-task as its `siri2_dir` (the source's `path_option`)."""
+    if len(ctx.judges) > 1:
+        raise TrustmhError(f"--reference {NAME}: one --judge at a time")
+
+    def ask(prompt: str) -> str:
+        # one attempt per call: the re-ask loop is siri2_certificate's
+        return judge(JudgeRequest(name="siri2_rating", prompt=prompt, validate=lambda _text: True,
+                                  max_tokens=MAX_TOKENS))
+
+    return siri2_certificate(ask, ctx, certs_dir=certs_dir, thresholds=thresholds)
+
+
+REFERENCE = ReferenceSource(name=NAME, subtask=Siri2.id, label_type=LABEL_TYPE, measure=measure_siri2,
+                            path_option="siri2_dir",
+                            help="the SIRI-2 expert panel's means and SDs: the judge rates crisis replies -3..+3; "
+                                 "--reference-path: a copy of the tutorial repository")

@@ -62,6 +62,9 @@ class Siri2(Subtask):
     modes = ("default",)
     options = OPTIONS
     datasets = ("siri2",)
+    # The rating prompt, which a judge certified on the SIRI-2 is asked with (`--reference siri2`, judge_check.py):
+    # its certificate's fingerprint names it, as any judged sub-task's names its judge's.
+    judge_templates = ("siri2_rate",)
     per_item = {"faithful": "not part of faithful mode", "default": _abs_error}
     repeats = True  # `--epochs N` administers the inventory N times
     format_reminder = 'Please answer with only a JSON object of the form {"rating": N}, N a whole number from -3 to 3.'

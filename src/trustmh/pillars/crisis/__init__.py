@@ -5,7 +5,9 @@ from __future__ import annotations
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.crisis.identification import CrisisIdentification
 from trustmh.pillars.crisis.interjections import Interjections
+from trustmh.pillars.crisis.moore_reference import REFERENCE as MOORE_REFERENCE
 from trustmh.pillars.crisis.severity import SeverityIdentification
+from trustmh.pillars.crisis.study_reference import REFERENCE as STUDY_REFERENCE
 
 TITLE = "Crisis Identification and Escalation"
 SUITE = "trustmh"
@@ -14,3 +16,5 @@ POSITION = 2  # the pillar's place in reports
 FAITHFUL = True
 # the pillar's sub-tasks, in report order
 SUBTASKS = (CrisisIdentification, SeverityIdentification, CrisisEscalation, Interjections)
+# the reference sets its judges are certified on (`trustmh judge certify --reference NAME`)
+REFERENCES = (STUDY_REFERENCE, MOORE_REFERENCE)

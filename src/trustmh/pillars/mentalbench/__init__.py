@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from trustmh.pillars.mentalbench.generation import MentalBenchGeneration
+from trustmh.pillars.mentalbench.mentalalign_reference import REFERENCE as MENTALALIGN_REFERENCE
 
 TITLE = "MentalBench"
 SUITE = "mentalbench"
 # the pillar's sub-tasks, in report order
 SUBTASKS = (MentalBenchGeneration,)
+# the reference sets its judges are certified on (`trustmh judge certify --reference NAME`)
+REFERENCES = (MENTALALIGN_REFERENCE,)

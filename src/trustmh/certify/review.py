@@ -31,8 +31,8 @@ from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError, clean_json
 from trustmh.data.files import FORMULA_STARTS
 from trustmh.digest import files_sha256
+from trustmh.judges.agreement import agreement_figures, consensus
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
-from trustmh.judges.certify.core import agreement_figures, consensus
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.prompts import load_template

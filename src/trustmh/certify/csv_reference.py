@@ -10,9 +10,8 @@ from typing import Any
 from trustmh.catalogue import lookup
 from trustmh.core import Item, Record, TrustmhError
 from trustmh.digest import sha256_file
-from trustmh.judges.certify.core import Reference
-from trustmh.judges.certify.references import CSV_REFERENCE, ReferenceRequest, ReferenceSource
 from trustmh.judges.labels import META_PREFIX, check_label_type, read_reference_csv
+from trustmh.judges.references import CSV_REFERENCE, Reference, ReferenceRequest, ReferenceSource
 
 
 def _judge_key(key: str) -> Callable[[Record], Any]:

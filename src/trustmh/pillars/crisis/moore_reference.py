@@ -26,8 +26,7 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.data.rows import RowReport
 from trustmh.digest import files_sha256
-from trustmh.judges.certify.core import Reference
-from trustmh.judges.certify.references import ReferenceRequest, ReferenceSource
+from trustmh.judges.references import Reference, ReferenceRequest, ReferenceSource
 from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.crisis.interjections import Interjections

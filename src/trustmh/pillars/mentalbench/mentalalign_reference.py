@@ -8,8 +8,7 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.data import resolve
 from trustmh.digest import files_sha256
-from trustmh.judges.certify.core import Reference
-from trustmh.judges.certify.references import ReferenceSource
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
 from trustmh.pillars.mentalbench.generation import FIXED_PROMPT, MentalBenchGeneration
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
@@ -61,7 +60,6 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
                      subtask=MentalBenchGeneration.id, label_type="ordinal", items=items, humans=humans,
                      judge_value=_attribute_scores, scale=(1.0, 5.0), notes=notes, attributes=ATTRIBUTES,
                      clusters=clusters, counts={"rated_replies": len(rated.replies), "left_out": rated.skipped})
-
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=MentalBenchGeneration.id, label_type="ordinal",

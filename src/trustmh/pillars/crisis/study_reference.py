@@ -1,5 +1,5 @@
-"""The crisis study's two raters' appropriateness scores (1-5) of stored answers, judged by
-`crisis/crisis_escalation`'s judge (docs/judges.md#certify)."""
+"""The reference `crisis-study`: the crisis study's two raters' appropriateness scores (1-5) of stored answers,
+judged by `crisis/crisis_escalation`'s judge (docs/judges.md#certify). Declared in the pillar's `REFERENCES`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 from trustmh.core import Record, RunContext, TrustmhError
 from trustmh.digest import files_sha256
-from trustmh.judges.certify.core import Reference
-from trustmh.judges.certify.references import ReferenceSource
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.crisis.data import crisis_file
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 
@@ -19,11 +18,10 @@ def _appropriateness(rec: Record) -> Any:
     return rec.score.get("appropriateness") if rec.score.get("judge_valid", True) else None
 
 
-def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
+def crisis_reference(ctx: RunContext) -> Reference:
     """The crisis study's H1/H2 appropriateness scores (1-5) of stored answers, judged by the escalation judge
-    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges)."""
-    if path:
-        ctx.options["crisis_dir"] = path
+    (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges). The study's
+    files: `--reference-path` (the run's `crisis_dir`), else the data registry."""
     sub = CrisisEscalation()
     items, note = sub.human_rated_items(ctx)
     if not items:
@@ -39,6 +37,6 @@ def crisis_reference(ctx: RunContext, path: str | None) -> Reference:
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=CrisisEscalation.id, label_type="ordinal",
-                            load=lambda ctx, request: crisis_reference(ctx, request.path),
+                            load=lambda ctx, _request: crisis_reference(ctx), path_option="crisis_dir",
                             help="the crisis study's H1/H2 scores; --reference-path: a local copy of the "
                             "study's repository")

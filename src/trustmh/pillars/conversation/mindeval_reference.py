@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trustmh.core import RunContext
-from trustmh.judges.certify.core import Reference
-from trustmh.judges.certify.references import ReferenceSource
+from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.conversation import mindeval
 from trustmh.pillars.conversation.scoring import RUBRIC_KEYS
 from trustmh.sampling import apply_limit
