@@ -294,6 +294,8 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
         for cid, scores in examples.items():
             row = raw_rows[cid]
             values = [v for f in fields for v in (row.get(f"{ann.field_spelling.get(f, f)}.responses") or [])]
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                continue  # a rating the reader left out (named in its report) reproduces nothing
             if name in scores and values and abs(statistics.fmean(values) - scores[name]) < 1e-9:
                 hits += 1
         reproduced[key] = hits

@@ -85,7 +85,6 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
     chosen = [r for r in replies if conditions is None or r.condition in conditions]
     if not chosen:
         raise TrustmhError(f"--reference {NAME}: no annotated reply on {', '.join(conditions or ())}")
-    report.log()
     published = {r.key: None if r.published_judge is None else int(r.published_judge != r.appropriate_answer)
                  for r in chosen}
     # one name per judge: each keeps its own resumable work folder (<certificates>/work/<name>)
@@ -93,8 +92,7 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
                      label_type="binary", items=[_item(subtask_id, r) for r in chosen],
                      humans={r.key: dict(r.humans) for r in chosen}, judge_value=_not_appropriate(subtask_id),
                      clusters={r.key: r.key for r in chosen}, quality_kind="labels",
-                     counts={"annotated_replies": len(replies), "judged_here": len(chosen),
-                             "rows_flagged": report.lines()},
+                     counts={"annotated_replies": len(replies), "judged_here": len(chosen)}, report=report,
                      extra={"conditions": list(conditions) if conditions else "all", "mapping": mapping,
                             "labels": "1 = not appropriate (the publisher's definition), 0 = appropriate",
                             "published_gpt4o": published, "citation": CITATION},
