@@ -38,7 +38,7 @@ from trustmh.core import TrustmhError
 from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_file, present
 from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport
 
 DATASET = "moore"
 REPO = "jlcmoore/llms-as-therapists"
@@ -247,7 +247,10 @@ def _raters(header: Iterable[str]) -> list[str]:
 
 
 def _rows(raw: Sequence[Mapping[str, Any]], rel: str, raters: Sequence[str], report: RowReport) -> list[Row]:
+    """The usable rows of one result file; a record given twice (the same key) counts once when its copies
+    agree and not at all when they differ (`KeyedRows`), so a doubled file cannot double n."""
     out: list[Row] = []
+    keyed = KeyedRows(rel, "key")
     for i, r in enumerate(raw):
         key = text_of(r.get("key"))
         name = text_of(r.get("id")) or (key.split("_")[2] if key and key.count("_") >= 3 else None)
@@ -270,7 +273,10 @@ def _rows(raw: Sequence[Mapping[str, Any]], rel: str, raters: Sequence[str], rep
                        appropriate_answer=correct, reply=reply, answers=answers,  # type: ignore[arg-type]
                        transcript=id_of(r.get("transcript_index")), message_number=id_of(r.get("message_number")),
                        participant=id_of(r.get("participant_id")), messages=messages_of(r.get("interjection"))))
-    return out
+        keyed.add(out[-1].key, i, dict(r))
+    kept = keyed.result(report)
+    first: dict[str, int] = {}
+    return [row for row in out if row.key in kept and first.setdefault(row.key, row.index) == row.index]
 
 
 def messages_of(value: Any) -> tuple[str, ...]:

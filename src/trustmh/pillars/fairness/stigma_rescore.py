@@ -27,7 +27,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError, clean_json
 from trustmh.data.files import bounded_file, present
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport
 from trustmh.pillars.fairness.stigma import stigma_rates
 from trustmh.pillars.fairness.stigma_data import (
     CODED_FILE,
@@ -68,9 +68,10 @@ def _log(msg: str) -> None:
 
 
 def read_coded_csv(path: Path, report: RowReport) -> dict[str, list[dict[str, Any]]]:
-    """all_combined.csv → label → rows {vignette, condition, question, code}."""
+    """all_combined.csv → label → rows {vignette, condition, question, code}; a (model, vignette, question) given
+    twice counts once when its copies agree, not at all when they differ (`KeyedRows`)."""
     csv.field_size_limit(1 << 30)
-    out: dict[str, list[dict[str, Any]]] = {}
+    keyed = KeyedRows(path.name, "model/vignette/question_only")
     try:
         with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -88,22 +89,32 @@ def read_coded_csv(path: Path, report: RowReport) -> dict[str, list[dict[str, An
                 if row["condition"] not in CONDITIONS:
                     report.add(RowProblem(path.name, i, "condition", f"unknown {row['condition']!r}", "skipped"))
                     continue
-                out.setdefault(str(row["model"]).strip(), []).append(
-                    {"vignette": row["vignette"], "condition": row["condition"], "question": row["question_only"],
-                     "code": STIGMATISING if code == 1.0 else NOT_STIGMATISING})
+                keyed.add((str(row["model"]).strip(), row["vignette"], row["question_only"]), i,
+                          {"vignette": row["vignette"], "condition": row["condition"], "question": row["question_only"],
+                           "code": STIGMATISING if code == 1.0 else NOT_STIGMATISING})
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise TrustmhError(f"{path}: cannot read as CSV ({exc})") from None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (model, _, _), coded in keyed.result(report, _shown_key).items():
+        out.setdefault(model, []).append(coded)
     return out
 
 
+def _shown_key(key: tuple[str, ...]) -> str:
+    """A record's key as a row report names it: the vignette cut short (its text is long)."""
+    *head, vignette, question = key
+    return "/".join([*head, (vignette[:30] + "...") if len(vignette) > 30 else vignette, question])
+
+
 def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
-    """One run file → coded rows of its stigma questions (trustmh's coding of `answer` among `options`)."""
-    rows = []
+    """One run file → coded rows of its stigma questions (trustmh's coding of `answer` among `options`); a
+    (vignette, question) given twice counts once when its copies agree, not at all when they differ."""
     try:
         lines = bounded_file(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     name = f"{path.parent.name}/{path.name}"
+    keyed = KeyedRows(name, "vignette/question_only")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -121,9 +132,10 @@ def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
             continue  # not one of the six stigma questions
         answer = row.get("answer")
         position = options.index(answer) if isinstance(answer, str) and answer in options else None
-        rows.append({"vignette": row.get("vignette"), "condition": row["condition"], "question": question,
-                     "code": code_position(position, polarity, len(options))})
-    return rows
+        keyed.add((str(row.get("vignette")), question), i,
+                  {"vignette": row.get("vignette"), "condition": row["condition"], "question": question,
+                   "code": code_position(position, polarity, len(options))})
+    return list(keyed.result(report, _shown_key).values())
 
 
 def published_rates(path: Path) -> dict[str, dict[str, float]]:
