@@ -129,7 +129,7 @@ def test_rescore_reads_temperature_1_0_and_1_as_one_condition_and_flags_a_wrong_
 
 def test_rescore_names_the_unreadable_row_and_the_incomplete_condition(rescored: dict) -> None:
     assert rescored["unusable_rows"] == [
-        "model_scores_by_condition.csv row 18: mean missing; skipped",
+        "model_scores_by_condition.csv row 18: mean not a number ('n/a'); skipped",
         "experiment-results/model_scores_by_condition.csv: m3/0/short no mean for 2A; total not compared"]
 
 
