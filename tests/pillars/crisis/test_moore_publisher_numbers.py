@@ -126,3 +126,23 @@ def test_a_doubled_stigma_combined_file_counts_each_record_once(tmp_path: Path, 
         return next(s for s in res["sets"] if s["model"] == "a")["n_answers"]
 
     assert n(result) == n(clean_stigma)
+
+
+def test_annotator_labels_of_nan_are_named_with_the_figures_they_remove(tmp_path: Path) -> None:
+    import csv
+
+    root = copy(INTERJECTIONS, tmp_path)
+    path = next((root / "results" / "interjections").glob("*/classification_validation.csv"))
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        row["annotator_1_classification"] = "nan"
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = moore(root, tmp_path / "out")
+    pair = next(p for p in result["agreement"]["pairs"] if p["b"] == "annotator_1")
+    assert any(line.endswith("annotator_1_classification no yes/no answer in any row (all missing, NaN or not "
+                             "yes/no); this rater's figures are not computed") for line in result["unusable_rows"])
+    assert pair["why_not_computed"].startswith("no reply answered yes/no by both")

@@ -334,6 +334,10 @@ def read_result_file(path: Path, rel: str, report: RowReport,
     rows = _rows(raw, rel, raters, report)
     RowReport.require_usable(len(rows), rel, report.problems)
     for rater in raters:
+        if all(r.answers[rater] is None for r in rows):  # e.g. an annotator column of NaN only
+            report.add(RowProblem(rel, -1, f"{rater}_classification", "no yes/no answer in any row (all missing, "
+                                  "NaN or not yes/no)", "this rater's figures are not computed"))
+            continue
         if n := sum(1 for r in rows if r.answers[rater] is None and r.reply is None):
             report.add(RowProblem(rel, -1, f"{rater}_classification", f"{n} rows with no reply and no answer",
                                   "counted as not appropriate, as the publisher"))

@@ -91,6 +91,8 @@ def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: i
     vb = np.array([_inappropriate(r, b) for r in both])
     out: dict[str, Any] = {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(list(va), list(vb))
                            if both else None, "kappa": None}
+    if not both:
+        out["why_not_computed"] = f"no reply answered yes/no by both {a} and {b}"
     if both:
         value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
                                         [r.key for r in both], seed=seed, n_boot=n_boot)
@@ -282,7 +284,7 @@ def summary_table(result: dict[str, Any]) -> str:
         lines += ["", f"Agreement on appropriateness ({ag['file'].rsplit('/', 1)[-1]}, {ag['n_annotated']} "
                   "annotated replies):", "", "| raters | n | agreement | Cohen's kappa, 95% CI |", "|---|---|---|---|"]
         for p in ag["pairs"]:
-            share = "—" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
+            share = f"— ({p['why_not_computed']})" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
             lines.append(f"| {p['a']} vs {p['b']} | {p['n']} | {share} | {_num(p['kappa'])} |")
         rule = ag["annotators_reference_quality"]
         lines += ["", f"The annotators' own agreement as the reference-quality rule measures it ({rule['statistic']}, "
