@@ -18,6 +18,7 @@ file uses these helpers to
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -127,14 +128,16 @@ class KeyedRows:
     def __contains__(self, key: Any) -> bool:
         return key in self._rows
 
-    def result(self, report: RowReport, shown: Callable[[Any], str] = str) -> dict[Any, Any]:
-        """{key: value} of the usable keys; every duplicated row named in `report`."""
+    def result(self, report: RowReport, shown: Callable[[Any], str] = str,
+               same: Callable[[Any, Any], bool] = operator.eq) -> dict[Any, Any]:
+        """{key: value} of the usable keys (the first copy's value); every duplicated row named in `report`.
+        `same(a, b)`: whether two copies agree (default: equal values)."""
         out: dict[Any, Any] = {}
         for key, copies in self._rows.items():
             first_row, first = copies[0]
             if len(copies) == 1:
                 out[key] = first
-            elif all(value == first for _, value in copies[1:]):
+            elif all(same(value, first) for _, value in copies[1:]):
                 out[key] = first
                 report.extend([RowProblem(self.file, row, self.column, f"{shown(key)} repeats row {first_row}",
                                           "skipped") for row, _ in copies[1:]])

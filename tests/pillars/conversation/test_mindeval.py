@@ -104,7 +104,7 @@ def test_messages_become_turns_therapist_first(ann) -> None:  # noqa: ANN001
 
 def test_unusable_rows_are_named_and_counted(ann) -> None:  # noqa: ANN001
     lines = ann.report.lines()
-    assert any("not JSON" in x for x in lines) and any("repeated" in x for x in lines)
+    assert any("not JSON" in x for x in lines) and any("repeats row" in x for x in lines)
 
 
 def test_mismatched_lists_leave_the_field_out(ann) -> None:  # noqa: ANN001

@@ -54,7 +54,7 @@ from trustmh.core import (
 )
 from trustmh.data.files import bounded_file, present
 from trustmh.data.publisher import file_in_folder
-from trustmh.data.rows import RowProblem, RowReport, normalize_text
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
 from trustmh.judges.reference_quality import FLOORS, human_agreement
 from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
@@ -189,16 +189,19 @@ def read_annotations(path: Path) -> Annotations:
     raters: dict[str, str] = {}  # user id -> C1..
     not_applicable = dict.fromkeys(fields, 0)
     conversations: list[Conversation] = []
-    seen: set[str] = set()
+    keyed = KeyedRows(name, "id")  # a conversation given twice: once if its copies agree, else left out
     for i, obj in rows:
         cid = obj.get("id")
         if not isinstance(cid, str) or not cid.strip():
             report.add(RowProblem(name, i, "id", "missing", "skipped"))
             continue
-        if cid in seen:
-            report.add(RowProblem(name, i, "id", f"repeated ({cid})", "skipped"))
+        keyed.add(cid, i, (i, obj))
+    kept = {first for first, _ in keyed.result(report, lambda cid: f"conversation {cid}",
+                                               same=lambda a, b: a[1] == b[1]).values()}
+    for i, obj in rows:
+        if i not in kept:
             continue
-        seen.add(cid)
+        cid = obj["id"]
         turns, why = _turns(obj.get("messages"))
         if turns is None:
             report.add(RowProblem(name, i, "messages", str(why),
