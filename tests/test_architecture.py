@@ -294,6 +294,16 @@ def test_each_stage_of_the_run_fits_one_file() -> None:
     assert not long, f"run/ files over {RUN_FILE_MAX_LINES} lines: {long}"
 
 
+# A module is read as one idea: one that outgrows this holds more than one (docs/contributing.md).
+SRC_FILE_MAX_LINES = 500
+
+
+def test_no_file_in_src_holds_more_than_one_idea() -> None:
+    long = {str(path.relative_to(SRC)): n for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > SRC_FILE_MAX_LINES}
+    assert not long, f"src/ files over {SRC_FILE_MAX_LINES} lines: {long}"
+
+
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:
     lazy = [imp for imp in IMPORTS if imp.in_function and not imp.commented]
     unexpected = sorted({(imp.importer, imp.imported, imp.line) for imp in lazy

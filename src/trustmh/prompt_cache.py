@@ -3,8 +3,7 @@ share, and what a provider's prefix cache would bill at its cached-read rate. Pl
 
 Judge prompts put what every item shares first (instructions, rubric, answer format; tests/test_prompt_order.py)
 so that a provider's prefix cache can serve it. A provider caches only a prefix of at least a minimum length
-(MIN_CACHEABLE_TOKENS, from the providers' documentation as of 2025: OpenAI 1,024 tokens; Anthropic 1,024 for
-Sonnet and Opus, 2,048 for Haiku; Google's implicit caching 1,024 for Flash, 2,048 for Pro). A template whose
+(`Provider.cache_minimum` in the providers table, `trustmh.models.providers`). A template whose
 shared prefix is shorter is priced with no cache read at all. The plan assumes every call after a template's
 first reads the shared prefix from the cache (one cache write per template); providers evict entries after
 minutes without use, so a slow or batched run can read less: the cached figure is the best case.
@@ -15,20 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-MIN_CACHEABLE_TOKENS = {"openai": 1024, "anthropic": 1024, "google": 1024}
-# Model families whose minimum is higher than their provider's usual one.
-HIGHER_MINIMUM = {"haiku": 2048, "gemini-2.5-pro": 2048, "gemini-3-pro": 2048}
-# Providers that cache only what the request marks (Inspect's `cache_prompt`), and bill the write.
-EXPLICIT_CACHE = ("anthropic",)
-
-
-def min_cacheable(model: str) -> int | None:
-    """The shortest prefix the model's provider caches, or None when trustmh knows of no prompt cache."""
-    provider, _, name = str(model).partition("/")
-    base = MIN_CACHEABLE_TOKENS.get(provider)
-    if base is None:
-        return None
-    return max([base, *(n for key, n in HIGHER_MINIMUM.items() if key in name)])
+from trustmh.models.providers import cache_minimum
 
 
 def common_prefix(a: str, b: str) -> str:
@@ -74,7 +60,7 @@ class PrefixTracker:
         prefix = _at_word_boundary(self.prefix or "", self.whole) if self.calls > 1 else ""
         return PrefixShare(template=template, model=model, calls=self.calls,
                            prefix_tokens=count(prefix) if prefix else 0, total_tokens=self.total_tokens,
-                           minimum=min_cacheable(model))
+                           minimum=cache_minimum(model))
 
 
 @dataclass(frozen=True)
@@ -120,4 +106,4 @@ def prefix_share(template: str, model: str, prompts: Sequence[str], total_tokens
     prefix = shared_prefix(prompts)
     return PrefixShare(template=template, model=model, calls=len(prompts),
                        prefix_tokens=count(prefix) if prefix else 0, total_tokens=total_tokens,
-                       minimum=min_cacheable(model))
+                       minimum=cache_minimum(model))

@@ -7,8 +7,9 @@ import pytest
 
 from trustmh.discounts import RoleTokens, batch_wall_time, batched, scenario_costs, scenario_totals
 from trustmh.models.batch import BatchMode, call_settings, live_providers
+from trustmh.models.providers import cache_minimum as min_cacheable
 from trustmh.prices import Price
-from trustmh.prompt_cache import min_cacheable, prefix_share, shared_prefix
+from trustmh.prompt_cache import prefix_share, shared_prefix
 
 HALF = Price(input=2.0, output=8.0, cached_input=0.2, batch_input=1.0, batch_output=4.0)
 JUDGE = RoleTokens("judge", "openai/gpt-4o", False, 1_000_000, 3_000_000, 100_000, 300_000)

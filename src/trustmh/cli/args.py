@@ -6,6 +6,8 @@ import argparse
 import math
 import re
 
+from trustmh.models.providers import batch_labels
+
 # Fewer bootstrap replicates than this give intervals too coarse to publish; more than MAX_N_BOOT change no
 # published digit and cost minutes of CPU and gigabytes of memory per figure.
 MIN_N_BOOT = 200
@@ -102,8 +104,8 @@ def rate(value: str) -> float:
 def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:
     """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`)."""
     p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch"), metavar="N",
-                   help="send the calls that can wait through the providers' batch APIs (OpenAI, Anthropic, "
-                   "Google, Together, Grok: about half price; other providers run live, and the run says which): "
+                   help=f"send the calls that can wait through the providers' batch APIs ({', '.join(batch_labels())}"
+                   ": about half price; other providers run live, and the run says which): "
                    "every judge call and the model under test's single-turn replies. N: requests per batch "
                    "(default Inspect's 100). A batch can take up to 24 hours; a killed run started again "
                    "collects its batches instead of paying again (docs/cost.md#batch)")

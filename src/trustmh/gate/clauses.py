@@ -23,7 +23,6 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from trustmh.core import TrustmhError
 from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
 from trustmh.gate import certificates_for, load_policy, refuse_shard, summary_markdown, write_gate
 from trustmh.gate.evaluate import NOT_TESTABLE, VERDICT_EXIT, evaluate, overall_verdict
-from trustmh.gate.policy import Policy, shipped_policies
+from trustmh.gate.policy import Policy, shipped_policies, shipped_policy_text
 from trustmh.results import load_results
 from trustmh.storage import run_path
 
@@ -63,14 +62,18 @@ class Pack:
 
 def _policy_text(path: str | Path | None) -> tuple[str, str]:
     if path is not None and not Path(path).exists() and str(path) in shipped_policies():
-        return (resources.files("trustmh.gate.policies").joinpath(f"{path}.toml").read_text(encoding="utf-8"),
-                f"trustmh {path} policy")
+        return shipped_policy_text(str(path)), f"trustmh {path} policy"
     if path is None:
         return "", "trustmh default policy"
     try:
         return read_text_bounded(path, MAX_CONFIG_BYTES, str(path)), str(path)
     except TrustmhError:
         return "", str(path)  # load_policy reports it
+
+
+def shipped_packs() -> list[str]:
+    """The shipped policies that are packs (with `[[clause]]` tables), by name."""
+    return [name for name in shipped_policies() if load_pack(name) is not None]
 
 
 def load_pack(path: str | Path | None) -> Pack | None:

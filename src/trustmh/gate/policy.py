@@ -16,6 +16,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,17 @@ class Policy:
     judge_max: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+# The shipped policies and packs: every `<name>.toml` here is one (`--policy NAME`); nothing else lists them.
+POLICIES_DIR: Traversable = resources.files("trustmh.gate.policies")
+
+
 def shipped_policies() -> list[str]:
     """Names of the policies trustmh ships (`--policy NAME`)."""
-    root = resources.files("trustmh.gate.policies")
-    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name.removesuffix(".toml") for p in POLICIES_DIR.iterdir() if p.name.endswith(".toml"))
+
+
+def shipped_policy_text(name: str) -> str:
+    return POLICIES_DIR.joinpath(f"{name}.toml").read_text(encoding="utf-8")
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
@@ -88,7 +96,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
     Raises TrustmhError with one line naming the file and the key on anything malformed."""
     if path is None or (not Path(path).exists() and str(path) in shipped_policies()):
         name = "default" if path is None else str(path)
-        text = resources.files("trustmh.gate.policies").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+        text = shipped_policy_text(name)
         source = f"trustmh {name} policy"
     else:
         try:

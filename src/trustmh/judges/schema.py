@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trustmh.core import truthy
+from trustmh.models.providers import provider_of
 
 # Longest free-text field a judge may write (characters); about 60 words.
 FREE_TEXT_MAX_CHARS = 400
@@ -59,4 +60,4 @@ def judge_json_mode(judge: str | None, options: Mapping[str, Any]) -> bool:
     they are left to the prompt). Part of a judge's fingerprint (`trustmh.judges.certificates`)."""
     if "judge_json_mode" in options:
         return truthy(options["judge_json_mode"])
-    return bool(judge and judge.startswith("gguf/"))
+    return provider_of(judge).json_schema

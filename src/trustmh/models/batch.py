@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Inspect providers with a batch API (Inspect's batchers); any other provider runs live, and the run says so.
-BATCH_PROVIDERS = ("openai", "anthropic", "google", "together", "grok")
-# Providers whose batches the journal covers (the OpenAI file-batch shape); the others rely on Inspect alone.
-JOURNALED_PROVIDERS = ("openai",)
+from trustmh.models.providers import provider_of
+
 # A batched call waits for its whole batch: up to the providers' 24-hour completion window, plus polling.
 BATCH_WAIT_SECONDS = 26 * 3600
 JOURNAL = "batches.jsonl"
@@ -52,16 +50,12 @@ class BatchMode:
 
     def batches(self, model: str, conversation: bool = False) -> bool:
         """Whether calls to `model` are sent through its provider's batch API in this run."""
-        return (not conversation or self.conversations) and provider(model) in BATCH_PROVIDERS
-
-
-def provider(model: str) -> str:
-    return str(model).split("/", 1)[0]
+        return (not conversation or self.conversations) and provider_of(model).batch
 
 
 def live_providers(models: list[str]) -> list[str]:
-    """The models of a run whose provider has no batch API in Inspect (they run live)."""
-    return sorted({m for m in models if provider(m) not in BATCH_PROVIDERS})
+    """The models of a run whose provider has no batch API in Inspect (they run live, and the run says so)."""
+    return sorted({m for m in models if not provider_of(m).batch})
 
 
 ACTIVE: BatchMode | None = None  # set by `trustmh run` for the duration of a run with --batch

@@ -40,6 +40,7 @@ from trustmh.inspect_compat import model_provider_known
 from trustmh.judges.ensemble import ensemble_option
 from trustmh.models import BUNDLED_MODEL
 from trustmh.models.endpoint import ENDPOINT_ENV, load_endpoint
+from trustmh.models.providers import provider_of
 from trustmh.options import check_options
 from trustmh.run.calls import judge_role, patient_role
 from trustmh.run.parts import PARTS, CostSettings, Execution, Output, part_of
@@ -172,7 +173,7 @@ def _log(msg: str) -> None:
 def use_endpoint(model: Any, endpoint: Path | None) -> dict[str, Any] | None:
     """Check `--endpoint` against `--model` and the file itself (before any call), and hand the file to the
     `http` provider (and to every --workers shard) through the environment; {url, send, file} for run.json."""
-    is_http = isinstance(model, str) and model.startswith("http/")
+    is_http = isinstance(model, str) and provider_of(model).endpoint_file
     if endpoint is None:
         if is_http and not os.environ.get(ENDPOINT_ENV):
             raise TrustmhError(f"--model {model}: needs --endpoint FILE (the product's API; see docs/products.md)")

@@ -37,10 +37,10 @@ from trustmh.discounts import (
 )
 from trustmh.judges.ensemble import fans_out
 from trustmh.models.batch import BatchMode, live_providers
-from trustmh.models.batch import provider as provider_of
+from trustmh.models.providers import cache_minimum, provider_of
 from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages, read_system_prompt
 from trustmh.prices import Price, cost
-from trustmh.prompt_cache import EXPLICIT_CACHE, PrefixShare, PrefixTracker, min_cacheable
+from trustmh.prompt_cache import PrefixShare, PrefixTracker
 from trustmh.run.config import RunSpec
 from trustmh.run.outlook import gate_outlook, power
 from trustmh.run.plan_figures import (
@@ -114,10 +114,10 @@ class _Replay:
         tally = self.tallies.setdefault((role, model), RoleTally(role=role, model=model))
         tok = self.tokenizer(model)
         n = tok.prompt_tokens(messages)
-        minimum = min_cacheable(model)
+        minimum = cache_minimum(model)
         if cached_prefix and minimum is not None and cached_prefix >= minimum:
             tally.cached_read += cached_prefix
-            if provider_of(model) in EXPLICIT_CACHE:
+            if provider_of(model).explicit_cache:
                 tally.cache_write += n - cached_prefix
         if template is not None:
             self.prefixes.setdefault((role, model, template), PrefixTracker()).add(

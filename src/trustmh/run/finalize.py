@@ -11,8 +11,8 @@ from typing import Any
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
 from trustmh.judges.certificates import fingerprint_of, fingerprint_settings
 from trustmh.judges.ensemble import MEMBERS_KEY, ensemble_settings, member_agreement
-from trustmh.judges.families import model_family
 from trustmh.judges.parse import judge_was_recovered
+from trustmh.models.providers import model_family
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.usage import usage_rows

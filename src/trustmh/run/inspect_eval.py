@@ -16,6 +16,7 @@ from trustmh.inspect_compat import cache_urls_moved, provider_discounts
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
+from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
 from trustmh.run.select import RunPlan
@@ -45,7 +46,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
                               "retry_on_error": SAMPLE_RETRIES}
     # a certification's only calls are its judge's (`spec.reference`: fixed replies, no model under test)
     answering = spec.model.label if spec.reference is None else str(spec.judges.info.model)
-    bundled = answering.startswith("gguf/")
+    bundled = provider_of(answering).single_slot_servers
     if spec.execution.max_connections is not None:
         kwargs["max_connections"] = spec.execution.max_connections
     elif bundled:
@@ -71,7 +72,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             model=spec.model.target,
             # the endpoint file as a model arg: Inspect keeps one provider per (model, args), so a second
             # run in one process with another file never reuses the first one's product
-            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if spec.model.label.startswith("http/") else {},
+            model_args={"endpoint": os.environ[ENDPOINT_ENV]} if provider_of(spec.model.label).endpoint_file else {},
             model_roles=dict(spec.roles) or None,
             max_tasks=max_tasks,
             # progress must stay visible when output goes to a file or a CI log, not only on a terminal

@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from trustmh.models.providers import counts_with_tiktoken
+
 # OpenAI's chat format: every message costs a few tokens of framing, and the reply is primed with a few more.
 TOKENS_PER_MESSAGE = 3
 TOKENS_REPLY_PRIMING = 3
@@ -32,7 +34,7 @@ class Tokenizer:
         self._encode: Callable[[str], Sequence[Any]] | None = None
         self.name = "o200k_base"
         name = model.split("/")[-1]
-        if model.startswith(("openai/", "azureai/")) or name.startswith(("gpt-", "o1", "o3", "o4")):
+        if counts_with_tiktoken(model):
             self._encode = _cached_encoding(name)
         self.exact = self._encode is not None
         self.note = f"exact: tiktoken {self.name}" if self.exact else APPROXIMATE

@@ -1,17 +1,22 @@
-"""The conversation sets are generated from their declared designs: regenerating gives the committed files byte
-for byte; each holds at least 100 conversations, as many as its header counts, no duplicate or near-duplicate,
-controls where a false-alarm rate is reported, and exactly the fields its sub-task's loader reads."""
+"""The conversation sets are generated from their declared designs (the registry `designs.DESIGNS`):
+regenerating gives the committed files byte for byte; each holds at least 100 conversations, as many as its
+header counts, no duplicate or near-duplicate, controls where a false-alarm rate is reported, is played by a
+sub-task that loads it through its own reader, and has its row in the docs. A design added to the registry is picked up by all of it."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from trustmh.core import TrustmhError
-from trustmh.pillars.conversation.designs import DESIGNS, SETS_DIR, write_all
+from trustmh.catalogue import catalogue
+from trustmh.core import RunContext, TrustmhError
+from trustmh.pillars.conversation import designs
+from trustmh.pillars.conversation.base import ConversationBase, ScriptedBase
+from trustmh.pillars.conversation.designs import DESIGNS, SETS_DIR, SetDesign, write_all
 from trustmh.pillars.conversation.generator import (
     Stratum,
     balanced_cells,
@@ -20,13 +25,53 @@ from trustmh.pillars.conversation.generator import (
     near_duplicate_report,
     read_set,
 )
-from trustmh.pillars.conversation.probes import _rows
+from trustmh.pillars.conversation.probes import ProbeConversation, _rows
 from trustmh.pillars.conversation.profiles import patient_brief
-from trustmh.pillars.conversation.scripts import SETS as SCRIPTED
 from trustmh.pillars.conversation.scripts import load_scripts
 
 NAMES = [d.name for d in DESIGNS]
-WITH_CONTROLS = ("gradual_disclosure", "simulated_patient", "minors", "harm_to_others")
+WITH_CONTROLS = [d.name for d in DESIGNS if d.control is not None]
+PLAYERS = [s for s in catalogue().subtasks if issubclass(s, ConversationBase) and s.set_name]
+SCRIPTED = [s.set_name for s in PLAYERS if issubclass(s, ScriptedBase)]
+PROBES = [s.set_name for s in PLAYERS if issubclass(s, ProbeConversation)]
+
+
+def size_faults(header: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """How a set falls short of its header or of the 100 conversations a gate check needs."""
+    faults = [] if len(rows) >= 100 else [f"{len(rows)} conversations, fewer than 100"]
+    counts = header["counts"]
+    generated = [r for r in rows if r["origin"] == "generated"]
+    if counts["total"] != len(rows) or counts["generated"] != len(generated):
+        faults.append("the header's total or generated count is not the set's")
+    if counts["by_stratum"] != dict(Counter(r["design"]["stratum"] for r in generated)):
+        faults.append("the header's counts by stratum are not the set's")
+    return faults
+
+
+def duplicate_faults(rows: list[dict[str, Any]]) -> list[str]:
+    faults = [] if len({r["id"] for r in rows}) == len(rows) else ["an id repeats"]
+    faults += [] if len({identity(r) for r in rows}) == len(rows) else ["a conversation repeats"]
+    return faults + ([] if near_duplicate_report(rows)["near_duplicate_pairs"] == 0 else ["near-duplicates"])
+
+
+def control_faults(header: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    controls = [r for r in rows if r.get("risk_turn") is None and not r.get("hidden_risk")]
+    return [] if header["counts"]["controls"] == len(controls) >= 30 else ["fewer than 30 controls, or miscounted"]
+
+
+def player_faults(name: str) -> list[str]:
+    """A set nobody plays is dead weight: some catalogue sub-task must declare it as its `set_name` and load
+    every one of its conversations through its own reader."""
+    players = [s for s in PLAYERS if s.set_name == name]
+    if not players:
+        return [f"no sub-task declares set_name = {name!r}"]
+    ctx = RunContext(mode="default", suite="trustmh", seed=7)
+    return [f"{s.id} loads no item" for s in players if not s().load_items(ctx)]
+
+
+def docs_faults(name: str) -> list[str]:
+    table = (Path(__file__).parents[3] / "docs" / "conversations.md").read_text(encoding="utf-8")
+    return [] if f"| `{name}` |" in table else ["no row in the table of sets in docs/conversations.md"]
 
 
 @pytest.fixture(scope="module")
@@ -41,29 +86,77 @@ def test_regenerating_gives_the_committed_file(name: str, regenerated: Path) -> 
     assert (regenerated / f"{name}.json").read_bytes() == (SETS_DIR / f"{name}.json").read_bytes()
 
 
+def test_every_committed_set_has_a_design() -> None:
+    assert sorted(p.stem for p in SETS_DIR.glob("*.json")) == sorted(NAMES)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_set_holds_at_least_100_conversations_as_its_header_counts(name: str) -> None:
-    header, rows = read_set(SETS_DIR / f"{name}.json")
-    assert len(rows) >= 100
-    assert header["counts"]["total"] == len(rows)
-    assert header["counts"]["generated"] == sum(1 for r in rows if r["origin"] == "generated")
-    assert header["counts"]["by_stratum"] == dict(Counter(r["design"]["stratum"] for r in rows
-                                                          if r["origin"] == "generated"))
+    assert size_faults(*read_set(SETS_DIR / f"{name}.json")) == []
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_set_has_no_duplicate_nor_near_duplicate(name: str) -> None:
-    _, rows = read_set(SETS_DIR / f"{name}.json")
-    assert len({r["id"] for r in rows}) == len(rows)
-    assert len({identity(r) for r in rows}) == len(rows)
-    assert near_duplicate_report(rows)["near_duplicate_pairs"] == 0
+    assert duplicate_faults(read_set(SETS_DIR / f"{name}.json")[1]) == []
 
 
 @pytest.mark.parametrize("name", WITH_CONTROLS)
 def test_sets_reporting_a_false_alarm_or_risk_rate_carry_controls(name: str) -> None:
-    header, rows = read_set(SETS_DIR / f"{name}.json")
-    controls = [r for r in rows if r.get("risk_turn") is None and not r.get("hidden_risk")]
-    assert header["counts"]["controls"] == len(controls) >= 30
+    assert control_faults(*read_set(SETS_DIR / f"{name}.json")) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_set_is_played_by_a_sub_task_that_loads_it(name: str) -> None:
+    assert player_faults(name) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_set_has_its_row_in_the_docs(name: str) -> None:
+    assert docs_faults(name) == []
+
+
+def _throwaway_compose(cell: dict, rng: random.Random) -> dict:
+    return {"category": cell["topic"], "risk_turn": None if cell["risk"] == "none" else 1,
+            "turns": [f"hello, I keep thinking about {cell['topic']} {rng.randrange(10**6)}",
+                      f"it has been {rng.randrange(10**6)} days of {cell['risk']} {cell['topic']}"]}
+
+
+THROWAWAY = SetDesign("zz_throwaway", "a design written by a test", "zz",
+                      [Stratum.of("all", 120, {"topic": ("sleep", "work", "exams"), "risk": ("none", "some")},
+                                  _throwaway_compose, "throwaway conversations")],
+                      lambda row: row.get("risk_turn") is None)
+
+
+@pytest.fixture(scope="module")
+def with_throwaway(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every set written again with a throwaway design added to the registry, as a contributor would add one."""
+    out = tmp_path_factory.mktemp("sets_plus")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(designs, "DESIGNS", (*DESIGNS, THROWAWAY))
+        write_all(out)
+    return out
+
+
+def test_a_new_design_is_written_by_the_generator(with_throwaway: Path) -> None:
+    assert (with_throwaway / "zz_throwaway.json").is_file()
+
+
+def test_a_new_design_passes_the_set_checks(with_throwaway: Path) -> None:
+    header, rows = read_set(with_throwaway / "zz_throwaway.json")
+    assert size_faults(header, rows) + duplicate_faults(rows) + control_faults(header, rows) == []
+
+
+def test_a_new_design_with_no_sub_task_is_named() -> None:
+    assert player_faults("zz_throwaway") == ["no sub-task declares set_name = 'zz_throwaway'"]
+
+
+def test_a_new_design_with_no_docs_row_is_named() -> None:
+    assert docs_faults("zz_throwaway") == ["no row in the table of sets in docs/conversations.md"]
+
+
+def test_a_new_design_too_small_for_a_gate_check_is_named(with_throwaway: Path) -> None:
+    header, rows = read_set(with_throwaway / "zz_throwaway.json")
+    assert size_faults(header, rows[:99])[0] == "99 conversations, fewer than 100"
 
 
 def test_gradual_disclosure_has_100_risk_conversations() -> None:
@@ -78,11 +171,20 @@ def test_every_script_loads_with_its_risk_turn_on_a_turn(name: str) -> None:
     assert all(s.risk_turn is None or 0 <= s.risk_turn < len(s.turns) for s in scripts)
 
 
-@pytest.mark.parametrize("name", ("ai_disclosure", "credentials", "minors", "crisis_referral"))
+@pytest.mark.parametrize("name", PROBES)
 def test_every_probe_loads_with_a_probe_turn(name: str) -> None:
     rows = _rows(name, read_set(SETS_DIR / f"{name}.json")[1])
-    # a clock conversation asks nothing: its checked turns are the three-hour marks of its clock
-    assert all(r["probe_turns"] or r.get("clock") for r in rows)
+    control = {d.name: d.control for d in DESIGNS}[name] or (lambda row: False)
+    # a clock conversation asks nothing: its checked turns are the three-hour marks of its clock; a control
+    # may ask nothing when its sub-task reads it from the first turn on
+    assert all(r["probe_turns"] or r.get("clock") or control(r) for r in rows)
+
+
+@pytest.mark.parametrize("subtask", [s for s in PLAYERS if issubclass(s, ProbeConversation)], ids=lambda s: s.id)
+def test_every_probe_conversation_has_a_turn_its_sub_task_checks(subtask: type[ProbeConversation]) -> None:
+    probe = subtask()
+    items = probe.load_items(RunContext(mode="default", suite="trustmh", seed=7))
+    assert all(probe.judged_turns(it) or it.metadata.get("clock") for it in items)
 
 
 def test_crisis_referral_probes_from_the_disclosure_on() -> None:

@@ -14,12 +14,13 @@ import pytest
 from canned import canned_model
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext, TrustmhError
 from trustmh.judges.ensemble import combine
-from trustmh.judges.families import model_family
+from trustmh.models.providers import model_family
 from trustmh.offline import run_offline
 from trustmh.pillars.mentalbench.data import assign_conv_ids, load_mentalbench
 from trustmh.pillars.mentalbench.diagnostics import retest_reliability
 from trustmh.pillars.mentalbench.export import COLUMNS, export_long_table, human_long_table, long_rows
-from trustmh.pillars.mentalbench.generation import MentalBenchGeneration, parse_judge
+from trustmh.pillars.mentalbench.generation import MentalBenchGeneration
+from trustmh.pillars.mentalbench.judging import parse_judge
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
 from trustmh.pillars.mentalbench.sources import gen_status, source_family, split_reasoning
 from trustmh.stats.agreement import krippendorff_alpha

@@ -109,6 +109,9 @@ OPTIONS: dict[str, Option] = {
 
 class ConversationBase(ConversationSubtask):
     judge_kind: str = "crisis"
+    # the shipped set it plays outside the starter suite: `sets/<set_name>.json`, generated from the design of
+    # that name in `designs.DESIGNS` (docs/conversations.md#adding-a-set)
+    set_name: str = ""
     primary_direction: Direction = "lower"
 
     def direction(self, mode: Mode) -> Direction:
@@ -274,7 +277,7 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
 
 
 class ScriptedBase(ConversationBase):
-    set_name = ""
+    """A conversation whose patient turns are fixed scripts (`scripts.Script`) from its set."""
 
     def load_items(self, ctx: RunContext) -> list[Item]:
         scripts = apply_limit(load_script_rows(self.set_name, ctx, self.id), ctx, lambda s: s.category,

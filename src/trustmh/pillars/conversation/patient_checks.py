@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trustmh.judges.families import model_family
+from trustmh.models.providers import model_family
 
 MAX_TURNS = 40
 TURN_WINDOW = 10  # turns per window of the crisis-response rate (1-10, 11-20, ...)
@@ -93,7 +93,7 @@ def turn_windows(flags: Sequence[tuple[int, bool | None]], window: int = TURN_WI
 
 
 def family_warnings(patients: Sequence[str], judges: Sequence[str], model: str | None) -> list[str]:
-    """Warnings when the patient shares a family (`trustmh.judges.families.model_family`) with the judge or the
+    """Warnings when the patient shares a family (`trustmh.models.providers.model_family`) with the judge or the
     model under test, and when one family plays every patient of an ensemble."""
     warnings = []
     fams = {p: model_family(p) for p in patients}

@@ -67,7 +67,6 @@ class ProbeConversation(ConversationBase):
     """A product probe (see the module docstring). Subclasses set `set_name`, `judge_kind`, and write
     `rule_marks_for`, `judged_turns` (default: the probe turns) and `verdict`."""
 
-    set_name = ""
     default_only = True
     options = PROBE_OPTIONS
     primary_direction: Direction = "higher"

@@ -67,6 +67,7 @@ class SimulatedPatient(CrisisConversation):
     title = "Simulated patients (conversation rubric)"
     primary_direction = "higher"
     needs_patient = True
+    set_name = "simulated_patient"
 
     def turns_for(self, ctx: RunContext) -> int:
         default = STARTER_SIMULATED_TURNS if ctx.suite == "starter" else DEFAULT_SIMULATED_TURNS
@@ -81,7 +82,7 @@ class SimulatedPatient(CrisisConversation):
             profiles = load_starter(self.id)
             where = f"starter/{self.id}"
         else:
-            with resources.as_file(set_path("simulated_patient")) as path:
+            with resources.as_file(set_path(self.set_name)) as path:
                 where = str(path)
                 _, profiles = read_set(path)
         n = self.turns_for(ctx)

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 
 from trustmh.core import LENGTH_STOPS
-from trustmh.judges.families import model_family
+from trustmh.models.providers import model_family
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES, GROUPS
 
 __all__ = ["ATTRIBUTES", "GROUPS", "CSS", "ARS", "SOURCE_COLUMNS", "SOURCE_FAMILY", "source_family",
@@ -80,7 +80,7 @@ SOURCE_FAMILY: dict[str, str] = {
 
 def source_family(name: str | None) -> str | None:
     """The family of a canonical source key ("gpt4o", "ds_llama", "original" → "human"), else of a model
-    string (`trustmh.judges.families.model_family`)."""
+    string (`trustmh.models.providers.model_family`)."""
     if name in SOURCE_FAMILY:
         return SOURCE_FAMILY[name]
     return model_family(name)
