@@ -261,7 +261,7 @@ def _save_parsed(base: Path, data: AlignData) -> None:
 
 def _load_parsed(base: Path) -> AlignData | None:
     try:
-        meta = json.loads(bounded_file(base.with_suffix(".json")).read_text(encoding="utf-8"))
+        meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))  # our own cache, not a publisher's file
         with np.load(base.with_suffix(".npz"), allow_pickle=False) as z:
             raters = {key: ParsedRatings(rater, kind, *(z[f"{key}|{name}"] for name in _ARRAYS))
                       for key, (rater, kind) in meta["raters"].items()}
