@@ -91,3 +91,16 @@ def test_an_explicit_option_wins_over_the_publishers_folder(tmp_path: Path, monk
     own = tmp_path / "own"
     shutil.copytree(FIXTURES / "crisis", own)
     assert crisis_file("h1_scores", {"crisis_dir": str(own)}).is_relative_to(own)
+
+
+@pytest.mark.slow  # the whole suite's plan, about a minute on a busy machine
+@pytest.mark.usefixtures("offline_fresh")
+def test_a_fresh_offline_plan_of_the_whole_suite_has_no_error_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TRUSTMH_PUBLISHERS_DIR", str(publishers_folder(tmp_path / "publishers")))
+    code = main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "ERROR" not in err
+    assert "not available here" not in err
