@@ -103,6 +103,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
             ) -> tuple[dict[str, Any], Path]:
     """Judge the reference as a run (`spec`, from `certification_spec`), measure the judge and write its
     certificate; returns (certificate, path)."""
+    if ref.report is not None:
+        ref.report.log()
     records = judge_reference(ref, spec, work)
     ctx = spec.context()
     check_judge_key(ref, records)
@@ -115,6 +117,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
+    if ref.report is not None:
+        extra.update(ref.report.as_json())
     # reference quality before judge quality (docs/references.md#the-rule): per criterion, the humans' own
     # agreement (on the whole reference, whatever --limit sampled) must clear the floor and the judge, in every
     # rater's seat, must match that rater

@@ -120,8 +120,11 @@ def test_every_siri2_figure_the_report_shows_has_a_label(all_invalid) -> None:  
 
 
 def test_not_computed_without_the_publishers_files_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.data.publisher import PublisherMissing
+
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
-    assert "-O siri2_dir=DIR" in (Siri2().not_computed_reason(RunContext()) or "")
+    with pytest.raises(PublisherMissing, match="-O siri2_dir=DIR"):  # the plan says it once per repository
+        Siri2().not_computed_reason(RunContext())
 
 
 def test_starter_suite_has_no_items_and_says_why() -> None:
@@ -149,7 +152,7 @@ def test_rescore_reads_temperature_1_0_and_1_as_one_condition_and_flags_a_wrong_
 
 def test_rescore_names_the_unreadable_row_and_the_incomplete_condition(rescored: dict) -> None:
     assert rescored["unusable_rows"] == [
-        "model_scores_by_condition.csv row 18: mean missing or not a number; skipped",
+        "model_scores_by_condition.csv row 18: mean not a number ('n/a'); skipped",
         "experiment-results/model_scores_by_condition.csv: m3/0/short no mean for 2A; total not compared"]
 
 

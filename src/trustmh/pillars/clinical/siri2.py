@@ -84,13 +84,18 @@ class Siri2(Subtask):
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         return super().not_computed_reason(ctx) or siri2_unavailable(ctx, STARTER_REASON)
 
-    def experts(self, ctx: RunContext) -> dict[str, Expert]:
-        return load_experts(siri2_file(EXPERT_FILE, ctx.options))
+    def experts(self, ctx: RunContext, report: RowReport | None = None) -> dict[str, Expert]:
+        return load_experts(siri2_file(EXPERT_FILE, ctx.options), report)
 
     def items(self, ctx: RunContext) -> list[Item]:
+        return self.items_and_report(ctx)[0]
+
+    def items_and_report(self, ctx: RunContext) -> tuple[list[Item], RowReport]:
+        """The replies to rate, and the report of every row of the items and expert files not used (the run's
+        notes and the judge certificate carry it, as `rescore --format siri2` does)."""
         report = RowReport()
         replies = load_replies(siri2_file(ITEMS_FILE, ctx.options), report)
-        experts = self.experts(ctx)
+        experts = self.experts(ctx, report)
         items = []
         for reply in replies:
             expert = experts.get(reply.reply_id)
@@ -105,7 +110,7 @@ class Siri2(Subtask):
         for item in items:
             item.metadata["unusable_rows"] = report.lines()
         # --limit keeps replies the experts call appropriate and inappropriate in proportion
-        return apply_limit(items, ctx, stratum=lambda it: str(it.metadata["expert_mean"] < 0))
+        return apply_limit(items, ctx, stratum=lambda it: str(it.metadata["expert_mean"] < 0)), report
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_rating(text) is not None

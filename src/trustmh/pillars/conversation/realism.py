@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import JudgeRequest, TrustmhError
+from trustmh.data.files import bounded_file
 from trustmh.data.rows import RowProblem, RowReport
 from trustmh.judges.parse import extract_judge_object
 from trustmh.judges.schema import json_object_schema
@@ -134,7 +135,7 @@ def read_human_turns(path: Path) -> HumanTurns:
     turns: list[tuple[str, str]] = []
     try:
         # split on "\n" only: 13 rows of the real file hold a raw U+2028 in a string (valid JSON; splitlines cuts them)
-        lines = path.read_text(encoding="utf-8-sig").split("\n")
+        lines = bounded_file(path).read_text(encoding="utf-8-sig").split("\n")
     except OSError as exc:
         raise TrustmhError(f"{path}: cannot read ({exc.strerror or exc})") from None
     for i, line in enumerate(lines):

@@ -86,7 +86,6 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
     chosen = [r for r in replies if conditions is None or r.condition in conditions]
     if not chosen:
         raise TrustmhError(f"--reference {NAME}: no annotated reply on {', '.join(conditions or ())}")
-    report.log()
     published = {r.key: None if r.published_judge is None else int(r.published_judge != r.appropriate_answer)
                  for r in chosen}
     # --limit: a seeded sample for the judge, stratified by interjection; the humans stay the whole reference
@@ -97,8 +96,7 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
                      humans={r.key: dict(r.humans) for r in chosen}, judge_value=_not_appropriate(subtask_id),
                      # the replies to one interjection are not independent: the bootstrap draws interjections
                      clusters={r.key: r.name for r in chosen}, quality_kind="labels",
-                     counts={"annotated_replies": len(replies), "judged_here": len(asked),
-                             "rows_flagged": report.lines()},
+                     counts={"annotated_replies": len(replies), "judged_here": len(asked)}, report=report,
                      extra={"conditions": list(conditions) if conditions else "all", "mapping": mapping,
                             "labels": "1 = not appropriate (the publisher's definition), 0 = appropriate",
                             "published_gpt4o": published, "citation": CITATION},

@@ -93,6 +93,8 @@ def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: i
     vb = np.array([_inappropriate(r, b) for r in both])
     out: dict[str, Any] = {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(list(va), list(vb))
                            if both else None, "kappa": None}
+    if not both:
+        out["why_not_computed"] = f"no reply answered yes/no by both {a} and {b}"
     if both:
         value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
                                         [r.name for r in both], seed=seed, n_boot=n_boot)
@@ -195,6 +197,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
         raise TrustmhError(f"--from {source}: not a directory (give a copy of github.com/jlcmoore/llms-as-therapists)")
     report = RowReport()
     files = read_result_files(source, report)
+    combined_rows = read_combined(source, report)  # read (and bounded) before any figure is computed
     per_file = {f.path: {"kind": f.kind, "model": f.model, "run": f.run, "n_rows": len(f.rows),
                          "raters": {x: figures(f.rows, x, seed=seed, n_boot=n_boot) for x in f.raters}}
                 for f in files}
@@ -216,7 +219,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
                                        if r.participant})
     vfiles = [f for f in files if f.kind == "validation"]
     agreement = validation_agreement(vfiles[0], seed=seed, n_boot=n_boot) if vfiles else None
-    combined = combined_check(read_combined(source, report), paper) if "human_therapists" in paper else None
+    combined = combined_check(combined_rows, paper) if "human_therapists" in paper else None
     read = [f.path for f in files] + [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if (source / rel).is_file()]
     result = {
         "source": str(source), "publisher": CITATION, "pinned_commit": COMMIT, "seed": seed, "n_boot": n_boot,
@@ -284,7 +287,7 @@ def summary_table(result: dict[str, Any]) -> str:
         lines += ["", f"Agreement on appropriateness ({ag['file'].rsplit('/', 1)[-1]}, {ag['n_annotated']} "
                   "annotated replies):", "", "| raters | n | agreement | Cohen's kappa, 95% CI |", "|---|---|---|---|"]
         for p in ag["pairs"]:
-            share = "—" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
+            share = f"— ({p['why_not_computed']})" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
             lines.append(f"| {p['a']} vs {p['b']} | {p['n']} | {share} | {_num(p['kappa'])} |")
         rule = ag["annotators_reference_quality"]
         lines += ["", f"The annotators' own agreement as the reference-quality rule measures it ({rule['statistic']}, "
