@@ -457,15 +457,13 @@ class Subtask:
         return None
 
     def rate_items(self, metric: str, items: list[Item]) -> int:
-        """How many of `items` a counted rate (`counted_rates`) is over: all of them unless the sub-task says
-        (a false-alarm rate is over the no-risk controls). `trustmh plan` sizes a check on that rate by it."""
+        """How many of `items` a counted rate is over (false alarms: the controls); `plan` sizes its check on it."""
         return len(items)
 
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
 
     def warnings_before_run(self, ctx: RunContext) -> list[str]:
-        """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
-        the judge's family)."""
+        """What the user should know before the run starts (warnings: a patient of the judge's family...)."""
         return []
 
     def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
@@ -473,8 +471,7 @@ class Subtask:
         return {}
 
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
-        """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;
-        returns what to tell the user."""
+        """Its own files written into the run directory `out` (a Path or a URL); returns what to tell the user."""
         return []
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
