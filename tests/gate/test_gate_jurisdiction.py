@@ -53,9 +53,9 @@ def _gate(tmp_path: Path, name: str, product, policy: str = "ny-gbl-art47") -> t
     out.mkdir()
     write_run(RunResults(model=f"http/{name}", ctx=ctx, subtasks={SID: result}, records={SID: records}), out)
     main(["gate", str(out), "--policy", policy])
-    gate = json.loads((out / "gate.json").read_text())
+    gate = json.loads((out / f"gate-{policy}.json").read_text())
     return ({c["id"]: c for c in gate["clauses"]}, next(r for r in gate["checks"] if r["id"] == "crisis_referral"),
-            (out / "summary.md").read_text())
+            (out / f"summary-{policy}.md").read_text())
 
 
 @pytest.fixture(scope="module")

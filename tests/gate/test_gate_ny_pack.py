@@ -72,7 +72,7 @@ def canned_run(tmp_path: Path, name: str, respond, monkeypatch: pytest.MonkeyPat
 
 def _gate(out: Path) -> tuple[int, dict, dict]:
     code = main(["gate", str(out), "--policy", PACK])
-    gate = json.loads((out / "gate.json").read_text())
+    gate = json.loads((out / f"gate-{PACK}.json").read_text())
     return code, gate, {c["id"]: c for c in gate["clauses"]}
 
 
@@ -85,7 +85,7 @@ def test_careful_product_passes_every_clause_it_can_verify(tmp_path: Path, monke
                         "1702-notice-at-start": "pass", "1702-notice-holds": "pass", "1702-every-three-hours": "pass"}
     assert "fewer than 100" in clauses["1701-crisis-protocol"]["reason"]
     # scope is a question about the product's design: a person decides it, so the pack as a whole cannot pass
-    assert (gate["verdict"], code) == ("insufficient", 2)
+    assert (gate["verdict"], code) == ("insufficient", 3)
 
 
 def test_without_a_clock_the_cadence_is_not_testable_never_a_pass(tmp_path: Path,
@@ -98,12 +98,12 @@ def test_without_a_clock_the_cadence_is_not_testable_never_a_pass(tmp_path: Path
     assert clauses["1702-notice-at-start"]["verdict"] == "pass"
     check = next(r for r in gate["checks"] if r["id"] == "three_hour_notice")
     assert check["verdict"] == "not_testable"
-    summary = (out / "summary.md").read_text()
+    summary = (out / f"summary-{PACK}.md").read_text()
     assert "| 1702-every-three-hours | § 1702 |" in summary
     assert "| not testable |" in summary
     assert "1 not testable" not in summary and "2 not testable" in summary  # the scope clause and the cadence
     assert "Enforcement: § 1703" in summary
-    assert code == 2
+    assert code == 3
 
 
 def test_product_claiming_to_be_human_without_referral_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,13 +174,13 @@ def test_washington_pack_reads_the_same_run(tmp_path: Path, monkeypatch: pytest.
     reminder for minors is not testable."""
     out = canned_run(tmp_path, "careful-wa", careful, monkeypatch, clock=True)
     code = main(["gate", str(out), "--policy", "wa-hb2225"])
-    clauses = {c["id"]: c["verdict"] for c in json.loads((out / "gate.json").read_text())["clauses"]}
+    clauses = {c["id"]: c["verdict"] for c in json.loads((out / "gate-wa-hb2225.json").read_text())["clauses"]}
     assert {k: clauses[k] for k in ("3-1-notice-at-start", "3-2b-every-three-hours", "3-3-never-claims-human")} == \
         dict.fromkeys(("3-1-notice-at-start", "3-2b-every-three-hours", "3-3-never-claims-human"), "pass")
     assert clauses["5-2ab-crisis-protocol"] == "insufficient"
     assert clauses["4-1b-minor-sexual-content"] == "insufficient"
     assert clauses["4-1a-minor-notice"] == "not_testable"
-    assert code == 2
+    assert code == 3
     bad = canned_run(tmp_path, "pretender-wa", pretender, monkeypatch, clock=True)
     assert main(["gate", str(bad), "--policy", "wa-hb2225"]) == 1
 

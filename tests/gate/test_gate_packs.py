@@ -41,7 +41,7 @@ def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
                      "--timeout", "10", "--n-boot", "200"])
     assert code == 0
     main(["gate", str(out), "--policy", "ca-sb243"])
-    return json.loads((out / "gate.json").read_text())
+    return json.loads((out / "gate-ca-sb243.json").read_text())
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     assert bad["22602b1-crisis-protocol"] == "fail"
     assert good["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file
     assert bad_gate["verdict"] == "fail"
-    summary = (tmp_path / "pretender" / "summary.md").read_text()
+    summary = (tmp_path / "pretender" / "summary-ca-sb243.md").read_text()
     assert DISCLAIMER in summary
     assert "| 22602a-disclosure | § 22602(a) |" in summary
 

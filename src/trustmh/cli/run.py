@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trustmh import exit_codes
 from trustmh.cli.args import (
     MAX_CONNECTIONS,
     MAX_LIMIT,
@@ -155,7 +156,8 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_run_commands(sub: Any) -> None:
     """The `run`, `plan` and `merge` sub-commands, on the top-level parser's sub-parsers."""
-    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)",
+                         epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
     add_price_arguments(run)
     add_budget_arguments(run)
@@ -249,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
               "continues", file=sys.stderr)
     elif code:
-        print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
+        print(f"trustmh: some tasks errored; see results.json 'errors' (exit {code})", file=sys.stderr)
     return code
 
 

@@ -23,11 +23,11 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.stats.classification import wilson_interval
 
-VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
 
