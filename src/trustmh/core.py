@@ -268,12 +268,10 @@ class SubtaskResult:
     effective_n: float | None = None
 
     def __post_init__(self) -> None:
-        # No number that flatters (docs/results.md#invalid): no valid rating, no figure, in every sub-task alike;
-        # metrics n_ratings / n_valid_ratings where the invalid count is over another unit than `n`.
-        n_ratings = int(self.metrics.get("n_ratings") or self.n)
-        n_valid = self.metrics.get("n_valid_ratings")
-        every_invalid = self.n_invalid >= n_ratings if n_valid is None else (n_valid == 0 and self.n_invalid > 0)
-        if self.status == "ok" and n_ratings > 0 and every_invalid:
+        # No valid rating, no figure, in every sub-task alike (docs/results.md#invalid; metrics n_ratings etc.)
+        n_ratings, n_valid = int(self.metrics.get("n_ratings") or self.n), self.metrics.get("n_valid_ratings")
+        if self.status == "ok" and n_ratings > 0 and (self.n_invalid >= n_ratings if n_valid is None
+                                                      else n_valid == 0 and self.n_invalid > 0):
             self.value, self.ci, self.status = None, None, NOT_COMPUTED
             self.reason = f"every rating invalid ({self.n_invalid} of {n_ratings}): nothing valid to compute from"
 
