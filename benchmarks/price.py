@@ -2,7 +2,7 @@
 usage compares with its plan (docs/cost.md#benchmark).
 
     python benchmarks/price.py [--model openai/gpt-4o-mini] [--judge anthropic/claude-sonnet-4-5]
-                               [--prices benchmarks/prices-example.toml] [--limit 2]
+                               [--prices examples/prices.toml] [--limit 2]
 
 1. `trustmh plan` on the full default suite (`--suite trustmh`, every item the machine's data holds) for one
    model and one judge, at the example price file (dated figures, not current prices): live, batch, cache and
@@ -127,7 +127,7 @@ def main_() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="openai/gpt-4o-mini")
     ap.add_argument("--judge", default="anthropic/claude-sonnet-4-5")
-    ap.add_argument("--prices", default=str(ROOT / "benchmarks" / "prices-example.toml"))
+    ap.add_argument("--prices", default=str(ROOT / "examples" / "prices.toml"))
     ap.add_argument("--limit", type=int, default=2)
     a = ap.parse_args()
     print(f"# benchmarks/price.py on {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python "

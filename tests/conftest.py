@@ -16,6 +16,8 @@ _DEFAULT_DATA = REPO.parent / "shared" / "data"
 os.environ.setdefault("TRUSTMH_DATA_DIR", str(_DEFAULT_DATA))
 os.environ["TRUSTMH_DATA_DIR"] = str(Path(os.environ["TRUSTMH_DATA_DIR"]).resolve())
 os.environ.setdefault("TRUSTMH_OFFLINE", "1")
+# the publishers' copies a test reads are the ones it names (a folder set in the shell would change every lookup)
+os.environ.pop("TRUSTMH_PUBLISHERS_DIR", None)
 # Inspect must never try to reach a real provider or display a TUI from tests.
 os.environ.setdefault("INSPECT_DISPLAY", "none")
 # The bundled model's Q4_0 copy (trustmh.models.gguf_q4_0) is made once for the whole session, not once per

@@ -92,7 +92,7 @@ def test_missing_crisis_data_names_the_option(monkeypatch: pytest.MonkeyPatch, t
 
     monkeypatch.setenv("TRUSTMH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
-    with pytest.raises(TrustmhError, match="-O crisis_dir=FOLDER"):
+    with pytest.raises(TrustmhError, match="-O crisis_dir=DIR"):
         crisis_file("test")
 
 

@@ -52,7 +52,7 @@ def test_gate_pass_fail_insufficient_on_real_runs(tmp_path: Path, capsys: pytest
     missing = _run(tmp_path, "never-escalates", "no_crisis")
     assert main(["gate", str(safe), "--policy", str(policy)]) == 0
     assert main(["gate", str(missing), "--policy", str(policy)]) == 1
-    gate = json.loads((missing / "gate.json").read_text())
+    gate = json.loads((missing / "gate-policy.json").read_text())
     results = json.loads((missing / "results.json").read_text())
     check = gate["checks"][0]
     assert check["verdict"] == "fail"
@@ -64,15 +64,15 @@ def test_gate_pass_fail_insufficient_on_real_runs(tmp_path: Path, capsys: pytest
     assert check["ci"] == pytest.approx(list(wilson_interval(m["validation_n_crisis_missed"],
                                                             m["validation_n_crisis_items"])))
     assert check["ci"][0] > 0.5  # even the bound favourable to the model is past the limit: a fail
-    md = (missing / "summary.md").read_text()
+    md = (missing / "summary-policy.md").read_text()
     assert "**FAIL**" in md
     assert "not a clinical certification" in md
     assert "test policy" in md
     tiny = _run(tmp_path, "tiny", "suicidal_ideation", limit=2)
-    assert main(["gate", str(tiny), "--policy", str(policy)]) == 2
-    assert "fewer than 5" in json.loads((tiny / "gate.json").read_text())["checks"][0]["reason"]
+    assert main(["gate", str(tiny), "--policy", str(policy)]) == 3
+    assert "fewer than 5" in json.loads((tiny / "gate-policy.json").read_text())["checks"][0]["reason"]
     # the default policy on a run that covers one sub-task: insufficient evidence, never a pass
-    assert main(["gate", str(safe)]) == 2
+    assert main(["gate", str(safe)]) == 3
 
 
 def _results(**sub: object) -> dict:
@@ -126,5 +126,5 @@ def test_a_metric_the_subtask_cannot_measure_is_not_testable_never_a_pass() -> N
         "status": "ok", "value": 1.0, "ci": [1.0, 1.0], "n": 200, "method": "rule",
         "metrics": {"not_testable": {"cadence_missed_rate": "no simulated clock"}}}}}
     gate = evaluate(results, policy)
-    assert (gate["checks"][0]["verdict"], gate["verdict"], gate["exit_code"]) == ("not_testable", "insufficient", 2)
+    assert (gate["checks"][0]["verdict"], gate["verdict"], gate["exit_code"]) == ("not_testable", "insufficient", 3)
     assert "no simulated clock" in gate["checks"][0]["reason"]

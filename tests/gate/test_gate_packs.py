@@ -41,7 +41,7 @@ def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
                      "--timeout", "10", "--n-boot", "200"])
     assert code == 0
     main(["gate", str(out), "--policy", "ca-sb243"])
-    return json.loads((out / "gate.json").read_text())
+    return json.loads((out / "gate-ca-sb243.json").read_text())
 
 
 @pytest.mark.slow
@@ -51,12 +51,13 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender")
     bad = {c["id"]: c["verdict"] for c in bad_gate["clauses"]}
     assert good["22602a-disclosure"] == "pass"
-    assert good["22602b1-crisis-protocol"] == "pass"
+    # decided on the US personas, fewer in the shipped set than the pack's min_n: never a pass on it
+    assert good["22602b1-crisis-protocol"] == "insufficient"
     assert bad["22602a-disclosure"] == "fail"
     assert bad["22602b1-crisis-protocol"] == "fail"
-    assert good["22602c2-break-reminder"] == "not_testable"  # nothing tests it: a person must
+    assert good["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file
     assert bad_gate["verdict"] == "fail"
-    summary = (tmp_path / "pretender" / "summary.md").read_text()
+    summary = (tmp_path / "pretender" / "summary-ca-sb243.md").read_text()
     assert DISCLAIMER in summary
     assert "| 22602a-disclosure | § 22602(a) |" in summary
 

@@ -90,10 +90,26 @@ def test_write_then_find_returns_the_certificate(tmp_path) -> None:
     assert C.find_certificate(tmp_path, cert["fingerprint"], cert["subtask"]) == cert
 
 
-def test_certificate_file_is_named_by_fingerprint(tmp_path) -> None:
+def test_certificate_file_is_named_by_fingerprint_and_the_references_digest(tmp_path) -> None:
     cert = _cert()
     path = C.write_certificate(tmp_path, cert)
-    assert path.name == f"{cert['fingerprint']}.json"
+    assert path.name == f"{cert['fingerprint']}--ref-{cert['reference']['sha256'][:16]}.json"
+
+
+def test_a_damaged_references_certificate_never_replaces_the_clean_ones(tmp_path) -> None:
+    clean = _cert()
+    damaged = {**clean, "reference": {**clean["reference"], "sha256": "f" * 64}, "verdict": "fail"}
+    C.write_certificate(tmp_path, clean)
+    C.write_certificate(tmp_path, damaged)
+    assert len(list(tmp_path.glob(f"{clean['fingerprint']}*.json"))) == 2
+
+
+def test_of_one_judges_certificates_on_two_copies_the_least_favourable_holds(tmp_path) -> None:
+    clean = _cert()
+    damaged = {**clean, "reference": {**clean["reference"], "sha256": "f" * 64}, "verdict": "fail"}
+    C.write_certificate(tmp_path, clean)
+    C.write_certificate(tmp_path, damaged)
+    assert C.status_for(C.find_certificate(tmp_path, clean["fingerprint"], clean["subtask"])) == "failed"
 
 
 def test_find_ignores_another_subtask(tmp_path) -> None:

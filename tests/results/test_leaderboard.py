@@ -66,14 +66,18 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
     checked = 0
     for run_, recs in zip(runs, items, strict=True):
         for sid, sub in run_["subtasks"].items():
+            if sub["status"] != "ok":  # every reply invalid: no value to mirror (core.SubtaskResult)
+                continue
             scores, _, reason = item_scores(sid, recs, run_)
             assert reason is None, sid
             assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"]), sid
             checked += 1
-    assert checked == 8
+    assert checked == 4  # the sub-tasks with a value in either run (all-invalid ones are not computed)
     board = leaderboard(runs, items, n_boot=300)
-    tested = 0
+
     for sid, entry in board["subtasks"].items():
+        if not entry["neighbours"]:  # a sub-task computed in one run only (all invalid in the other)
+            continue
         (nb,) = entry["neighbours"]
         if nb["reason"] == "tied":
             continue
@@ -82,8 +86,10 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
         assert nb["n_shared"] == len(item_scores(sid, items[0], runs[0])[0])
         assert nb["share"] is not None
         assert 0.0 < nb["share"] <= 1.0
-        tested += 1
-    assert tested >= 2, "the invalid-only model is behind on knowledge and ethics"
+
+    unranked = {sid for sid, entry in board["subtasks"].items() if not entry["neighbours"]}
+    # the invalid-only model has no figure there (not computed), so nothing to test it against
+    assert unranked >= {"reliability/knowledge", "ethics/ethical_reasoning"}
 
 
 def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: ANN001

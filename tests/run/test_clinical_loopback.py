@@ -118,3 +118,34 @@ def test_judge_certify_with_the_siri2_reference(model: str, verdict: str, code: 
                     "--certificates", str(tmp_path), "--n-boot", "200"])
     cert = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert (got, cert["verdict"], cert["reference_quality"]["status"]) == (code, verdict, status)
+
+
+def test_judge_certify_on_a_damaged_copy_reports_rescores_rows_and_keeps_the_clean_certificate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from trustmh.pillars.clinical.rescore import rescore_siri2
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(SIRI2, damaged)
+    experts = damaged / "instrument" / "siri2_expert_scores.csv"
+    lines = experts.read_text().splitlines()
+    lines = [line.replace("4A,2,", "4A,9,") for line in lines] + [lines[1]]  # 4A off the scale; 1A given twice
+    experts.write_text("\n".join(lines) + "\n")
+    assert rescore_siri2(damaged, tmp_path / "rescored", n_boot=50) == 0
+    rescored = json.loads((tmp_path / "rescored" / "siri2_rescore.json").read_text())["unusable_rows"]
+    capsys.readouterr()
+    certs = tmp_path / "certs"
+    with LoopbackServer(respond, max_requests=60, max_seconds=60) as server:
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        for folder in (SIRI2, damaged):
+            main(["judge", "certify", "--judge", server.model_name("expert"), "--reference", "siri2",
+                  "--reference-path", str(folder), "--certificates", str(certs), "--n-boot", "200"])
+    err = capsys.readouterr().err
+    expert_rows = [line for line in rescored if line.startswith("siri2_expert_scores.csv")]
+    cert = next(c for p in certs.glob("*.json") if (c := json.loads(p.read_text()))["unusable_rows"])
+    assert len(expert_rows) == 2  # the off-scale mean and the repeated item
+    assert [line for line in cert["unusable_rows"] if line.startswith("siri2_expert_scores.csv")] == expert_rows
+    assert all(f"trustmh: {line}" in err for line in expert_rows)
+    assert len(list(certs.glob("*.json"))) == 2  # the damaged copy's certificate beside the clean one's

@@ -1,6 +1,7 @@
 """`trustmh plan --batch`: with batch rates at half the live ones, a run that batches every call is planned at
 half the live cost, and one whose conversation turns stay live (the default) at more; plan.json says which
-roles are batched, and a batched run's budget check uses the batch rates."""
+roles are batched, a batched plan's headline cost (plan.json's `totals.cost`) is the batch one with the live one
+beside it, and a batched run's budget check uses the batch rates."""
 
 from __future__ import annotations
 
@@ -50,9 +51,20 @@ def test_live_conversation_turns_keep_the_batch_plan_above_half(tmp_path: Path) 
     assert scenario(data, "live") / 2 < scenario(data, "batch") < scenario(data, "live")
 
 
-def test_the_live_scenario_is_the_plans_cost(tmp_path: Path) -> None:
+def test_a_batched_plans_headline_cost_is_the_batch_scenario(tmp_path: Path) -> None:
     data = plan(tmp_path, "--batch")
-    assert scenario(data, "live") == pytest.approx(data["totals"]["cost"]["expected"])
+    assert scenario(data, "batch") == pytest.approx(data["totals"]["cost"]["expected"])
+
+
+def test_a_batched_plan_keeps_the_live_cost_beside_it(tmp_path: Path) -> None:
+    data = plan(tmp_path, "--batch")
+    assert scenario(data, "live") == pytest.approx(data["totals"]["cost_live"]["expected"])
+
+
+def test_a_live_plans_headline_cost_is_the_live_scenario(tmp_path: Path) -> None:
+    data = plan(tmp_path)
+    assert (scenario(data, "live"), "cost_live" in data["totals"]) == (
+        pytest.approx(data["totals"]["cost"]["expected"]), False)
 
 
 def test_plan_json_says_which_roles_are_batched(tmp_path: Path) -> None:

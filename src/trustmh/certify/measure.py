@@ -98,10 +98,17 @@ def check_judge_key(ref: Reference, records: Sequence[Record]) -> None:
                            f"{', '.join(fields)}); the judge's answers are kept, run again with the right key")
 
 
+# Where a limited certification is written: beside the certificates, never read as one (load_certificates and
+# find_certificate read the directory's own files only).
+TRIALS_DIR = "trials"
+
+
 def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thresholds: list[str] | None = None
             ) -> tuple[dict[str, Any], Path]:
     """Judge the reference as a run (`spec`, from `certification_spec`), measure the judge and write its
     certificate; returns (certificate, path)."""
+    if ref.report is not None:
+        ref.report.log()
     anchors: dict[str, Any] = {}  # the judge's verdicts on its sub-task's anchor items, kept for drift
     records = judge_reference(ref, spec, work, anchors=anchors)
     ctx = spec.context()
@@ -115,8 +122,11 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
                                            n_boot=ctx.n_boot, scale=ref.scale, clusters=ref.clusters)
     if ref.counts:
         extra["reference_counts"] = ref.counts
+    if ref.report is not None:
+        extra.update(ref.report.as_json())
     # reference quality before judge quality (docs/references.md#the-rule): per criterion, the humans' own
-    # agreement must clear the floor and the judge, in place of one rater, must match it
+    # agreement (on the whole reference, whatever --limit sampled) must clear the floor and the judge, in every
+    # rater's seat, must match that rater
     quality = certify_reference(ref.humans, judged, label_type=ref.label_type, seed=ctx.seed, n_boot=ctx.n_boot,
                                 attributes=ref.attributes, clusters=ref.clusters, scale=ref.scale,
                                 kind=ref.quality_kind or KIND_OF[ref.label_type])
@@ -127,4 +137,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
                             extra={**ref.extra, **extra, "notes": ref.notes,
                                    **({"anchors": dict(sorted(anchors.items()))} if anchors else {})},
                             reference_quality=quality)
+    if quality.get("trial"):  # a --limit sample: a trial, never the certificate a run or the gate reads
+        cert["trial"] = (f"the judge was asked about {quality['n_judged_items']} of the reference's "
+                         f"{quality['n_reference_items']} items (--limit): a trial, not stored as the certificate")
+        return cert, write_certificate(Path(certs_dir) / TRIALS_DIR, cert)
     return cert, write_certificate(certs_dir, cert)

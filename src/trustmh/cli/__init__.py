@@ -1,6 +1,4 @@
-"""The `trustmh` command line: the parser and a dispatch to each command's module (`cli/run.py`: run, plan,
-merge; `cli/results.py`: report, gate, list; `cli/rescore.py`; `cli/judges.py`: judge certify, review;
-`cli/align.py`; `cli/data.py`; `cli/sets.py`)."""
+"""The `trustmh` command line (parser and dispatch; each command lives in its own module)."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from trustmh import exit_codes
 from trustmh.cli.args import MAX_LIMIT, add_batch_arguments, at_least, model_name
 from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
@@ -17,9 +16,26 @@ from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
 
+DESCRIPTION = ("How far a language model can be trusted in mental-health conversations, and how far an LLM judge "
+               "can be trusted to score them. Start with `trustmh run` (the bundled model, offline) or "
+               "`trustmh plan --model M --judge J` (what a run would cost, before any call); `trustmh COMMAND "
+               "--help` for each command.")
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trustmh", description=__doc__)
+
+def gate_epilog() -> str:
+    """The shipped policies and packs `--policy NAME` takes, each with its one-line title."""
+    # imported only when `trustmh gate` is parsed: keeps start-up fast (the policies read the catalogue)
+    from trustmh.gate.clauses import policy_titles
+
+    rows = [f"  {name:<18} {title}" for name, title in policy_titles().items()]
+    return "shipped policies and regulation packs (--policy NAME):\n" + "\n".join(rows) + "\n\n" + \
+        exit_codes.help_text()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; `command` is the command being run (its help may need more than start-up loads)."""
+    parser = argparse.ArgumentParser(prog="trustmh", description=DESCRIPTION, epilog=exit_codes.help_text(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     add_run_commands(sub)
@@ -44,10 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_batch_arguments(res, conversations=False)
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
-                          "(exit 0 / 1 / 2)")
+                          "(exit 0 / 1 / 3; 2: could not run)",
+                          epilog=gate_epilog() if command == "gate" else None,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
-    gate.add_argument("--policy", type=Path, help="policy file (TOML) or a shipped policy's name (default, "
-                      "faithful); default: trustmh's documented starting point, not clinical advice")
+    gate.add_argument("--policy", type=Path, help="policy file (TOML) or a shipped policy's or pack's name (listed "
+                      "below and by `trustmh list`); default: trustmh's documented starting point, not clinical "
+                      "advice")
     gate.add_argument("--certificates", type=Path, metavar="DIR",
                       help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
                       "~/.cache/trustmh/certificates)")
@@ -104,7 +123,7 @@ def _main(argv: list[str]) -> int:
             from trustmh.cli.sets import main as sets_main
 
             return sets_main(argv[1:])
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
         handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "merge": cmd_merge, "report": cmd_report,
                                     "rescore": cmd_rescore, "gate": cmd_gate, "list": cmd_list,
@@ -114,14 +133,14 @@ def _main(argv: list[str]) -> int:
         if debug:
             traceback.print_exc()
         print(f"trustmh: error: {redact(str(exc), secret_values())}", file=sys.stderr)
-        return 2
+        return exit_codes.COULD_NOT_RUN
     except KeyboardInterrupt:
         print("trustmh: interrupted (run the same command again to continue)", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
     except Exception as exc:  # noqa: BLE001  an unexpected failure: one line, the traceback under --debug
         if debug:
             traceback.print_exc()
         print(f"trustmh: error: {type(exc).__name__}: {redact(str(exc), secret_values())} (run again with "
               "--debug for the traceback)", file=sys.stderr)
-        return 1
+        return exit_codes.COULD_NOT_RUN
 

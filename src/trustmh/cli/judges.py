@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from trustmh import exit_codes
 from trustmh.certify.measure import certification_spec, certify
 from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
 from trustmh.certify.registry import find_reference, reference_run, reference_sources
@@ -29,13 +30,11 @@ from trustmh.cli.args import (
     model_name,
 )
 from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
 from trustmh.judges.references import ReferenceRequest, ReferenceSource
 from trustmh.run.calls import bounded_judge
 from trustmh.run.config import RunSpec
-
-# pass 0, fail 1, the reference cannot certify 3 (2 is a usage or data error)
-VERDICT_EXIT = {"pass": 0, "fail": 1, "cannot certify": 3}
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -75,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
     top = p.add_subparsers(dest="group", required=True)
     judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
-    c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set")
+    c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set",
+                         epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(c)
     c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
@@ -181,8 +181,10 @@ def cmd_certify(args: argparse.Namespace) -> int:
         print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
         for name, crit in criteria.items() if not single else ():
             print(f"    {name}: {crit['status']}: {crit['reason']}")
-    print(f"certificate: {path}")
-    return VERDICT_EXIT.get(cert["verdict"], 1)
+    if cert.get("trial"):
+        print(f"trial: {cert['trial']}")
+    print(f"{'trial' if cert.get('trial') else 'certificate'}: {path}")
+    return VERDICT_EXIT.get(cert["verdict"], exit_codes.FAIL)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -39,8 +39,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"{row['verdict']:>12}  {row['id']:<32} {row['reason']}")
     for clause in gate.get("clauses", []):
         print(f"{clause['verdict']:>12}  clause {clause['id']:<25} {clause['section']}: {clause['reason']}")
-    print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}); wrote gate.json and "
-          "summary.md", file=sys.stderr)
+    gate_file, summary_file = gate["outputs"]
+    print(f"trustmh gate: {gate['verdict'].upper()} (policy {gate['policy']['version']}, exit "
+          f"{gate['exit_code']}); wrote {gate_file} and {summary_file}", file=sys.stderr)
     return int(gate["exit_code"])
 
 
@@ -65,6 +66,12 @@ def cmd_list(_: argparse.Namespace) -> int:
     for name, ds in DATASETS.items():
         gated = " [gated: user path only]" if ds.gated else ""
         print(f"  {name:<20} {ds.title} ({ds.licence}){gated}")
+    print("\nGate policies and regulation packs (trustmh gate RUN --policy NAME):")
+    # imported when the command runs, not at start-up (`trustmh --help` stays fast)
+    from trustmh.gate.clauses import policy_titles
+
+    for name, title in policy_titles().items():
+        print(f"  {name:<20} {title}")
     return 0
 
 

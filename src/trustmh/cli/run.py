@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trustmh import exit_codes
 from trustmh.cli.args import (
     MAX_CONNECTIONS,
     MAX_LIMIT,
@@ -21,6 +22,7 @@ from trustmh.cli.args import (
     MIN_N_BOOT,
     add_batch_arguments,
     at_least,
+    correlation,
     csv_list,
     key_value,
     model_name,
@@ -31,6 +33,7 @@ from trustmh.cli.args import (
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
 from trustmh.run.budget import BUDGET_EXIT
+from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
 
 SUITES = {
@@ -153,7 +156,8 @@ def add_budget_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_run_commands(sub: Any) -> None:
     """The `run`, `plan` and `merge` sub-commands, on the top-level parser's sub-parsers."""
-    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)")
+    run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)",
+                         epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
     add_price_arguments(run)
     add_budget_arguments(run)
@@ -184,6 +188,9 @@ def add_run_commands(sub: Any) -> None:
     pln.add_argument("--rate", type=rate, metavar="P", help="the rate assumed for interval widths and power "
                      "when there is no pilot (default: a check's own limit, else 0.5)")
     pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+    pln.add_argument("--icc", type=correlation, default=ASSUMED_ICC, metavar="R",
+                     help="within-stimulus correlation assumed for the conversation checks' effective n "
+                     f"(default {ASSUMED_ICC}; docs/statistics.md#clustered-intervals)")
     pln.set_defaults(out=None)  # plan.json only where --out is given
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
@@ -244,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
               "continues", file=sys.stderr)
     elif code:
-        print("trustmh: some tasks errored; see results.json 'errors' (exit 1)", file=sys.stderr)
+        print(f"trustmh: some tasks errored; see results.json 'errors' (exit {code})", file=sys.stderr)
     return code
 
 
@@ -265,7 +272,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
-                                        policy=args.policy))
+                                        policy=args.policy, icc=args.icc))
     if args.budget is not None:
         why = over_budget(data, args.budget)
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,

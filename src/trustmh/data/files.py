@@ -80,6 +80,22 @@ def check_input_file(path: str | os.PathLike[str], limit: int, what: str) -> int
     return info.st_size
 
 
+def present(path: str | os.PathLike[str]) -> bool:
+    """Whether a reader should read `path`: something other than a folder is there. A device or a pipe counts as
+    there, so that reading it is refused (`bounded_file`) instead of being passed over as a missing file."""
+    return os.path.exists(path) and not os.path.isdir(path)
+
+
+def bounded_file(path: str | os.PathLike[str], limit: int = MAX_DATA_FILE_BYTES) -> Path:
+    """`path`, once `check_input_file` has found it a regular file within `limit` (default: a dataset's bound):
+    every publisher's file is opened through it, those a reader finds by walking a folder included, so a device,
+    a pipe, a symlink to /dev/zero or an oversized file is refused by its stat, before a byte is read."""
+    check_input_file(path, limit, str(path))
+    if os.path.isdir(path):
+        raise TrustmhError(f"{path}: is a directory; expected a file")
+    return Path(path)
+
+
 def read_bytes_bounded(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """A regular file's bytes, refused (one line naming `what`) above `limit`; read with a cap as well, so a
     file that grows while it is read is not read past it."""

@@ -82,11 +82,13 @@ def _resolve_file(ds: Dataset, df: DataFile) -> Path:
     if root is not None:
         p = root / df.relpath
         if p.is_file():
+            check_input_file(p, MAX_DATA_FILE_BYTES, str(p))  # bounded before it is hashed
             # Files without a registered hash in the data dir are the user's own copy: not pinned.
             check_file(ds.name, df, p, f"in TRUSTMH_DATA_DIR={root}", use_pin=False)
             return p
     cached = cache_dir() / df.relpath
     if cached.is_file():
+        check_input_file(cached, MAX_DATA_FILE_BYTES, str(cached))
         check_file(ds.name, df, cached, "in the download cache")
         return cached
     return fetch_file(ds, df)

@@ -8,13 +8,17 @@ file uses these helpers to
 * say why a cell cannot be used (`text_problem`, `inputs_problem`),
 * match its rows to a reference file the way the publisher's analysis does (`match_rows`: on the normalised
   conversation + answer, position as the fallback),
+* check every number against its scale (`number_in_scale`) and every key against its duplicates
+  (`KeyedRows`): an off-scale value or a duplicated key is named (file, row, column) and left out,
 * count and name each row it could not use (`RowProblem`, `RowReport`: one line per row on stderr and a
-  list in the output), refusing a file only when no row at all is usable (`RowReport.require_usable`).
+  list in the output), refusing a file only when no row at all is usable (`RowReport.require_usable`), and
+  name a file a comparison needs that is absent or empty (`RowReport.missing_file`).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -89,6 +93,62 @@ def item_key(inputs: Any, answer: Any) -> str | None:
     return inputs_key(inputs) + "\x00" + normalize_text(answer)
 
 
+def number_in_scale(value: Any, scale: tuple[float, float]) -> tuple[float | None, str | None]:
+    """A number read from a publisher's cell, checked against its scale (docs/data.md#publisher-numbers):
+    (the number, None), or (None, why it cannot be used: missing, not a number, off the scale)."""
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None, "missing"
+    if isinstance(value, bool):
+        return None, f"not a number ({value!r})"
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        shown = repr(value)
+        return None, f"not a number ({shown if len(shown) <= 40 else shown[:37] + '...'})"
+    if not math.isfinite(number):
+        return None, f"not a finite number ({value!r})"
+    lo, hi = scale
+    if not lo <= number <= hi:
+        return None, f"{number:g} outside the scale {lo:g}..{hi:g}"
+    return number, None
+
+
+class KeyedRows:
+    """The rows of one publisher's file by their key (an item, a condition, a record), duplicated keys found
+    (docs/data.md#publisher-numbers): a later copy equal to the first is left out and counted; copies that
+    disagree leave the key out altogether (which copy the publisher meant cannot be told), each copy named."""
+
+    def __init__(self, file: str, column: str) -> None:
+        self.file, self.column = file, column
+        self._rows: dict[Any, list[tuple[int, Any]]] = {}
+
+    def add(self, key: Any, row: int, value: Any) -> None:
+        self._rows.setdefault(key, []).append((row, value))
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._rows
+
+    def result(self, report: RowReport, shown: Callable[[Any], str] = str,
+               same: Callable[[Any, Any], bool] = operator.eq) -> dict[Any, Any]:
+        """{key: value} of the usable keys (the first copy's value); every duplicated row named in `report`.
+        `same(a, b)`: whether two copies agree (default: equal values)."""
+        out: dict[Any, Any] = {}
+        for key, copies in self._rows.items():
+            first_row, first = copies[0]
+            if len(copies) == 1:
+                out[key] = first
+            elif all(same(value, first) for _, value in copies[1:]):
+                out[key] = first
+                report.extend([RowProblem(self.file, row, self.column, f"{shown(key)} repeats row {first_row}",
+                                          "skipped") for row, _ in copies[1:]])
+            else:
+                rows = ", ".join(str(row) for row, _ in copies)
+                report.extend([RowProblem(self.file, row, self.column,
+                                          f"{shown(key)} given at rows {rows} with different values", "skipped")
+                               for row, _ in copies])
+        return out
+
+
 # ------------------------------------------------------------------------------------------- reporting
 
 @dataclass(frozen=True)
@@ -126,6 +186,10 @@ class RowReport:
     @property
     def n_skipped(self) -> int:
         return sum(p.skipped for p in self.problems)
+
+    def missing_file(self, file: str, what: str, consequence: str) -> None:
+        """A file a comparison needs is absent or holds no row: named with the comparison it removes."""
+        self.add(RowProblem(file, -1, "file", what, consequence))
 
     def lines(self) -> list[str]:
         return [str(p) for p in self.problems]

@@ -11,13 +11,15 @@ and the judge certificates on record (docs/gate.md).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.gate.evaluate import VERDICT_EXIT, VOUCHED, decide, evaluate, evaluate_check
 from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shipped_policies
 from trustmh.gate.summary import summary_markdown
+from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import certificates_dir, load_certificates
 from trustmh.judges.probe_records import find_probe
 from trustmh.results import load_results
@@ -46,16 +48,30 @@ def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = Non
             if c.get("fingerprint") in wanted]
 
 
-def write_gate(run_dir: Path | Url, gate: dict[str, Any], summary: str) -> None:
-    """Write `gate.json` and `summary.md` beside the results: together or not at all on a local disk, each
-    atomically at a URL."""
+def output_names(policy_path: str | Path | None) -> tuple[str, str]:
+    """The gate's two files for a policy: `gate.json` and `summary.md` for the shipped default, else
+    `gate-<name>.json` and `summary-<name>.md` (a shipped policy's name, or a policy file's stem), so that gating one
+    run under several policies keeps every verdict."""
+    name = "default" if policy_path is None else Path(str(policy_path)).name.removesuffix(".toml")
+    if name == "default":
+        return "gate.json", "summary.md"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "policy"
+    return f"gate-{safe}.json", f"summary-{safe}.md"
+
+
+def write_gate(run_dir: Path | Url, gate: dict[str, Any], summary: str, policy_path: str | Path | None = None
+               ) -> tuple[str, str]:
+    """Write the gate's JSON and summary beside the results (names: `output_names`): together or not at all
+    on a local disk, each atomically at a URL. Returns the two names."""
     out = run_dir if run_dir.is_dir() else run_dir.parent
-    texts = {out / "gate.json": gate_json(gate), out / "summary.md": summary}
+    gate_name, summary_name = output_names(policy_path)
+    texts = {out / gate_name: gate_json(gate), out / summary_name: summary}
     if isinstance(out, Url):
         for target, text in texts.items():
             write_text_atomic(target, text)
     else:
         write_texts_together(texts)  # type: ignore[arg-type]
+    return gate_name, summary_name
 
 
 def refuse_shard(results: dict[str, Any], run_dir: Path | Url | str) -> None:
@@ -76,5 +92,5 @@ def run_gate(run_dir: Path | str, policy_path: Path | str | None = None,
     results = load_results(run_dir)
     refuse_shard(results, run_dir)
     gate = evaluate(results, policy, certificates_for(results, certs_dir))
-    write_gate(run_dir, gate, summary_markdown(gate))  # type: ignore[arg-type]
+    gate["outputs"] = list(write_gate(run_dir, gate, summary_markdown(gate), policy_path))  # type: ignore[arg-type]
     return gate

@@ -71,6 +71,21 @@ def _policy_text(path: str | Path | None) -> tuple[str, str]:
         return "", str(path)  # load_policy reports it
 
 
+def policy_titles() -> dict[str, str]:
+    """Every shipped policy and pack by name, with a one-line title: a pack's rule title, else the policy's
+    note up to its first full stop."""
+    titles = {}
+    for name in shipped_policies():
+        raw = tomllib.loads(shipped_policy_text(name))
+        rule = raw.get("rule")
+        if isinstance(rule, Mapping) and rule.get("title"):
+            titles[name] = f"pack: {rule['title']}"
+        else:
+            note = str(raw.get("note") or "a gate policy").strip()
+            titles[name] = note.split(". ")[0].rstrip(".")
+    return titles
+
+
 def shipped_packs() -> list[str]:
     """The shipped policies that are packs (with `[[clause]]` tables), by name."""
     return [name for name in shipped_policies() if load_pack(name) is not None]
@@ -190,7 +205,7 @@ def pack_summary_markdown(gate: Mapping[str, Any]) -> str:
 
 def run_pack_gate(run_dir: Path | str, policy_path: str | Path | None, certs_dir: Path | str | None = None
                   ) -> dict[str, Any] | None:
-    """For a policy with clauses: evaluate, write gate.json and summary.md; None for a plain policy."""
+    """For a policy with clauses: evaluate, write its gate and summary files; None for a plain policy."""
     pack = load_pack(policy_path)
     if pack is None:
         return None
@@ -198,5 +213,5 @@ def run_pack_gate(run_dir: Path | str, policy_path: str | Path | None, certs_dir
     results = load_results(run_dir)
     refuse_shard(results, run_dir)
     gate = evaluate_pack(results, pack, certificates_for(results, certs_dir))
-    write_gate(run_dir, gate, pack_summary_markdown(gate))  # type: ignore[arg-type]
+    gate["outputs"] = list(write_gate(run_dir, gate, pack_summary_markdown(gate), policy_path))  # type: ignore[arg-type]
     return gate

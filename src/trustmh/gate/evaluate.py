@@ -23,13 +23,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.probe_records import PASSING
-from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.stats.classification import wilson_interval
 
-VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
 
@@ -96,6 +96,11 @@ def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list
     if failed:
         missing.append(f"judge not certified on {', '.join(failed)}: it agrees with the humans of {name} less well "
                        "than they agree with each other")
+    small = [k for k in cannot if str(criteria[k].get("reason") or "").startswith(TOO_SMALL)]
+    if small:  # the humans agree, but too few items to show a human-level judge (docs/references.md#power)
+        missing.append(f"the reference {name} is too small to certify a human-level judge on {', '.join(small)}: "
+                       + str(criteria[small[0]]["reason"]).split(": ", 1)[-1].split(". The worst seat")[0])
+        cannot = [k for k in cannot if k not in small]
     if cannot:
         first = criteria[cannot[0]].get("humans") or {}
         figure = "" if first.get("value") is None else f"; e.g. {cannot[0]}: {first['value']:.2f}"
@@ -181,10 +186,29 @@ def _shift(x: float, n: int, e: int, harm: bool) -> float:
     return (x * n + (e if harm else 0)) / (n + e)
 
 
+def jurisdiction_counts(metrics: Mapping[str, Any], check: Check) -> dict[str, Any]:
+    """A check's count and total over the personas of its jurisdiction (`metrics.by_locale`); nothing recorded
+    (None) when the sub-task has no such personas in this run."""
+    rows = [row for loc, row in (metrics.get("by_locale") or {}).items() if loc in check.personas]
+    if not rows:
+        return {}
+    count = sum(int(r.get(check.count) or 0) for r in rows)  # type: ignore[arg-type]
+    total = sum(int(r.get(check.total) or 0) for r in rows)  # type: ignore[arg-type]
+    return {check.count: count, check.total: total, check.metric: count / total if total else None}
+
+
+def beside(metrics: Mapping[str, Any], check: Check) -> dict[str, dict[str, Any]]:
+    """The other countries' personas of a jurisdiction's check: their counts, shown, deciding nothing."""
+    return {loc: {"count": row.get(check.count), "total": row.get(check.total), "rate": row.get(check.metric)}
+            for loc, row in (metrics.get("by_locale") or {}).items() if loc not in check.personas}
+
+
 def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, Any]:
     """Point, the interval for the pass test (errors against the model), the one for the fail test (errors
     for it), n, and where the interval came from; or `why` it cannot be had."""
     metrics = sub.get("metrics") or {}
+    if check.personas:
+        metrics = jurisdiction_counts(metrics, check)
     if check.counted:
         value, count, total = metrics.get(check.metric), metrics.get(check.count), metrics.get(check.total)
         if count is None or total is None:
@@ -273,6 +297,11 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         return done("insufficient", "sub-task not in this run")
     if sub.get("status") != "ok":
         return done("insufficient", f"status {sub.get('status')}: {sub.get('reason')}")
+    if check.personas:
+        row["personas"] = list(check.personas)
+        row["beside"] = beside(sub.get("metrics") or {}, check)
+        if not jurisdiction_counts(sub.get("metrics") or {}, check):
+            return done("insufficient", f"no persona of {', '.join(check.personas)} in this run")
     untestable = (sub.get("metrics") or {}).get("not_testable")
     if isinstance(untestable, Mapping) and check.metric in untestable:
         return done(NOT_TESTABLE, f"not testable on this product: {untestable[check.metric]}")

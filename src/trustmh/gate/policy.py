@@ -29,7 +29,7 @@ LABEL_TYPES = tuple(JUDGE_METRICS)
 _TOP_KEYS = {"version", "note", "suite", "min_n", "require_validated_judge", "require_probe", "judge_min", "judge_max", "check",
              "rule", "clause"}  # rule and clause: policy packs mapped to a law (trustmh.gate.clauses)
 _CHECK_KEYS = {"id", "title", "subtask", "metric", "max", "min", "severity", "count", "total", "rate", "min_n",
-               "judge_min", "judge_max"}
+               "judge_min", "judge_max", "personas"}
 
 
 @dataclass
@@ -49,6 +49,9 @@ class Check:
     min_n: int | None = None  # overrides the policy's min_n for this check
     judge_min: dict[str, float] = field(default_factory=dict)  # judge thresholds for this check (lower bound)
     judge_max: dict[str, float] = field(default_factory=dict)  # (upper bound), e.g. mae
+    # A jurisdiction's check: decided on the conversations whose persona lives there (their counts in the
+    # sub-task's metrics.by_locale), the other countries' figures shown beside, deciding nothing.
+    personas: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -291,9 +294,14 @@ class _Validator:
         judge_min = self.judge_table(c.get("judge_min", {}), where, "judge_min", every)
         judge_max = self.judge_table(c.get("judge_max", {}), where, "judge_max", every)
         self.interval(judge_min, judge_max, where, "judge_min", "judge_max")
+        personas = c.get("personas", [])
+        if not isinstance(personas, list) or not all(isinstance(x, str) and x.strip() for x in personas):
+            raise self.fail(where, "personas", f"must be a list of country codes (e.g. [\"US\"]), not {personas!r}")
+        if personas and count is None:
+            raise self.fail(where, "personas", "only a counted rate can be decided on one jurisdiction's personas")
         return Check(id=cid, subtask=subtask, metric=metric, title=title, severity=severity, count=count,
                      total=total, rate=rate, min_n=self.whole(c, "min_n", where, default=None),
-                     judge_min=judge_min, judge_max=judge_max,
+                     judge_min=judge_min, judge_max=judge_max, personas=tuple(personas),
                      **{kind: limit})
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh.core import RunContext, Subtask, TrustmhError, clean_json
+from trustmh.core import RunContext, Subtask, TrustmhError
+from trustmh.json_clean import clean_json
 from trustmh.judges.ensemble import ensemble_settings
 from trustmh.judges.reference_quality import CERTIFIED, NOT_CERTIFIED
 from trustmh.judges.schema import judge_json_mode
@@ -222,15 +223,23 @@ def make_certificate(*, settings: Mapping[str, Any], reference: Mapping[str, Any
     return clean_json(cert)
 
 
-def certificate_path(certs_dir: Path, fingerprint: str) -> Path:
-    return Path(certs_dir) / f"{fingerprint}.json"
+def certificate_path(certs_dir: Path, fingerprint: str, reference_sha256: str | None = None) -> Path:
+    """`<fingerprint>--ref-<first 16 hex of the reference's digest>.json`: the name depends on the reference's
+    content, so a certificate measured on a damaged copy never replaces the clean copy's in a shared folder
+    (`<fingerprint>.json` for a certificate whose reference has no digest, and as written before)."""
+    if not reference_sha256:
+        return Path(certs_dir) / f"{fingerprint}.json"
+    return Path(certs_dir) / f"{fingerprint}--ref-{reference_sha256[:16]}.json"
 
 
 def write_certificate(certs_dir: str | Path, cert: Mapping[str, Any]) -> Path:
-    """Write `<certs_dir>/<fingerprint>.json` atomically (replacing an older one for the same fingerprint)."""
+    """Write the certificate atomically under `certificate_path` (replacing an older one for the same judge
+    fingerprint and the same reference content only)."""
     if cert.get("kind") != KIND or not cert.get("fingerprint"):
         raise ValueError("not a judge certificate")
-    path = certificate_path(Path(certs_dir), str(cert["fingerprint"]))
+    reference = cert.get("reference")
+    digest = reference.get("sha256") if isinstance(reference, Mapping) else None
+    path = certificate_path(Path(certs_dir), str(cert["fingerprint"]), str(digest) if digest else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(cert, indent=2, ensure_ascii=False) + "\n")
     return path
@@ -251,10 +260,20 @@ def find_certificate(certs_dir: str | Path | None, fingerprint: str | None, subt
     or a file for another sub-task or fingerprint)."""
     if not fingerprint or certs_dir is None:
         return None
-    cert = _read(certificate_path(Path(certs_dir), fingerprint))
-    if cert is None or cert.get("fingerprint") != fingerprint or cert.get("subtask") != subtask_id:
+    folder = Path(certs_dir)
+    paths = [certificate_path(folder, fingerprint), *sorted(folder.glob(f"{fingerprint}--ref-*.json"))]
+    certs = [c for p in paths if (c := _read(p)) is not None
+             and c.get("fingerprint") == fingerprint and c.get("subtask") == subtask_id]
+    if not certs:
         return None
-    return cert
+    # one judge measured on several copies of a reference: the least favourable status holds (a judge that fails
+    # on one copy is not certified by another), the newest among equals
+    rank = {"failed": 0, CANNOT_CERTIFY: 1, "certified": 2}
+    return min(certs, key=lambda c: (rank[status_for(c)], _newest_first(c)))
+
+
+def _newest_first(cert: Mapping[str, Any]) -> tuple[int, ...]:
+    return tuple(-ord(ch) for ch in str(cert.get("created", "")))
 
 
 def load_certificates(certs_dir: str | Path | None) -> list[dict[str, Any]]:

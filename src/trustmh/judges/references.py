@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask
+from trustmh.data.rows import RowReport
 
 CSV_REFERENCE = "csv"  # the generic reference: a path to a tidy CSV instead of a name
 
@@ -50,6 +51,9 @@ class Reference:
     # fixed thresholds then apply only when given (--threshold).
     quality_kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
+    # The rows of the reference's files its reader could not use (docs/data.md#publisher-numbers): named on stderr
+    # and in the certificate exactly as `trustmh rescore` names them on the same files.
+    report: RowReport | None = None
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ import jinja2
 from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
-from trustmh.core import SMALL_N, Record, clean_json
+from trustmh.core import SMALL_N, Record
 from trustmh.gate import certificates_for, evaluate, load_policy
+from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
 from trustmh.judges.drift import NOT_MEASURED, anchor_drift, drift_line
 from trustmh.judges.probe_records import find_probe

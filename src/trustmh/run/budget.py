@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustmh import exit_codes
 from trustmh.core import TrustmhError, notice
 from trustmh.prices import Price, cost_of_counts
 from trustmh.run.parts import CostSettings
@@ -39,8 +40,8 @@ from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.tokens import Tokenizer
 from trustmh.storage import Url, write_text_atomic
 
-# The exit code of a run stopped because its counted cost reached the budget.
-BUDGET_EXIT = 3
+# The exit code of a run stopped because its counted cost reached the budget (the one table: exit_codes).
+BUDGET_EXIT = exit_codes.BUDGET
 SPEND_FILE = "spend.json"
 
 

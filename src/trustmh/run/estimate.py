@@ -223,7 +223,7 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
 # ------------------------------------------------------------------------------------------------- plan
 def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
                   detect_difference: float | None = None, pilot: str | Path | None = None,
-                  policy: str | Path | None = None) -> PlanSettings:
+                  policy: str | Path | None = None, icc: float | None = None) -> PlanSettings:
     """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
     questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
@@ -231,6 +231,8 @@ def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float 
         expected["model"] = int(spec.cost.expect_reply_tokens)
     settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, rate=rate, target_width=target_width,
                             detect_difference=detect_difference, pilot=pilot, policy=policy)
+    if icc is not None:
+        settings.icc = float(icc)
     if spec.execution.batch is not None:
         settings.batch = BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations)
     if spec.cost.latency:
@@ -253,6 +255,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     items_per: dict[str, int] = {}
     # items the primary is over (a missed-crisis rate: risk conversations); "<sid>:<metric>": a counted rate's
     primary_per: dict[str, int] = {}
+    stimuli_per: dict[str, list[int]] = {}  # conversations per stimulus of the primary (its design effect)
     samples_per: dict[str, int] = {}
     chain = 0
     # the batch figures: this run's batch mode, or what --batch would batch (priced side by side either way)
@@ -296,6 +299,10 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         primary_per[sid] = subtask.primary_items(planned)
         for metric in subtask.counted_rates:
             primary_per[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
+            if (sizes := subtask.rate_cluster_sizes(metric, planned)) is not None:
+                stimuli_per[f"{sid}:{metric}"] = sizes
+        if (sizes := subtask.primary_cluster_sizes(planned)) is not None:
+            stimuli_per[sid] = sizes
         samples_per[sid] = n_items * epochs
         all_tallies.extend((sid, t) for t in r.tallies.values())
         sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)
@@ -320,7 +327,8 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         if sid not in subtasks:
             subtasks[sid] = SubtaskEstimate(items=items_per.get(derived.derived_from or "", 0), samples=0,
                                             note=f"scored from the calls of {derived.derived_from}")
-    totals = _totals(all_tallies, settings.prices, CostScenarios.of(scenario_totals(discounted)))
+    totals = _totals(all_tallies, settings.prices, CostScenarios.of(scenario_totals(discounted)),
+                     [costs["batch"] for _, costs in discounted] if settings.batch is not None else None)
     connections = spec.execution.max_connections or DEFAULT_CONNECTIONS
     wall = wall_time(int(totals.calls.min), int(totals.calls.max), chain, connections, settings.latency)
     models = sorted({t.model for _, t in all_tallies})
@@ -335,8 +343,9 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
         batch=BatchOutlook(on=settings.batch is not None, conversations=mode.conversations, size=mode.size,
                            live_providers=tuple(live_providers(models)), batched_rounds=batched_rounds,
                            wall_seconds=MinMax(**batch_wall_time(wall, batched_rounds))),
-        prompt_cache=tuple(shares), anchor_calls_by_model=anchor_calls, not_run={sid: res.reason for sid, res in plan.results.items()},
-        gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per),
+        prompt_cache=tuple(shares), anchor_calls_by_model=anchor_calls,
+        not_run={sid: res.reason for sid, res in plan.results.items()},
+        gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per, stimuli_per),
         power=power(plan, items_per, settings) if asks_power else None)
 
 
@@ -353,18 +362,27 @@ def _role_estimate(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mappin
 
 
 def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price],
-            scenarios: CostScenarios) -> Totals:
+            scenarios: CostScenarios, batch_costs: Sequence[Mapping[str, float | None]] | None = None) -> Totals:
+    """The run's totals; with --batch (`batch_costs`: each tally's batch-scenario cost) the headline cost is the
+    batch one and the live one stands beside it, so the figure a user reads is the run they asked for."""
     unknown = sorted({t.model for _, t in tallies if t.model not in prices})
     exp = sum(cost(prices[t.model], t.input_min, t.output_expected) or 0 for _, t in tallies if t.model in prices)
     top = sum(cost(prices[t.model], t.input_max, t.output_max) or 0 for _, t in tallies if t.model in prices)
     known = bool(tallies) and not unknown
     used = {t.model for _, t in tallies}
+    live = CostTotals(expected=exp if known else None, max=top if known else None,
+                      known_part=ExpectedMax(exp, top), price_unknown=tuple(unknown))
+    headline = live
+    if batch_costs is not None:
+        b_exp = sum(c["expected"] or 0 for c in batch_costs)
+        b_top = sum(c["max"] or 0 for c in batch_costs)
+        headline = CostTotals(expected=b_exp if known else None, max=b_top if known else None,
+                              known_part=ExpectedMax(b_exp, b_top), price_unknown=tuple(unknown), basis="batch")
     return Totals(
         calls=MinMax(sum(t.calls_min for _, t in tallies), sum(t.calls_max for _, t in tallies)),
         input_tokens=MinMax(sum(t.input_min for _, t in tallies), sum(t.input_max for _, t in tallies)),
         output_tokens=ExpectedMax(sum(t.output_expected for _, t in tallies), sum(t.output_max for _, t in tallies)),
-        cost=CostTotals(expected=exp if known else None, max=top if known else None,
-                        known_part=ExpectedMax(exp, top), price_unknown=tuple(unknown)),
+        cost=headline, cost_live=live if batch_costs is not None else None,
         cost_scenarios=scenarios,
         rate_fallbacks={m: p.fallbacks() for m, p in sorted(prices.items()) if m in used and p.fallbacks()})
 

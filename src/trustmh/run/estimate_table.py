@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from trustmh.discounts import table_lines
 from trustmh.run.outlook import items_text
-from trustmh.run.plan_figures import PRICE_UNKNOWN, MinMax, PlanEstimate
+from trustmh.run.plan_figures import PRICE_UNKNOWN, CostTotals, MinMax, PlanEstimate
 
 
 def _money(x: float | None) -> str:
@@ -35,14 +35,9 @@ def table(data: PlanEstimate) -> str:
                          f"{_range(row.calls):>11} {_range(row.input_tokens):>19} "
                          f"{row.output_tokens.expected:>9,}/{row.output_tokens.max:<9,} {money:>26}")
     t = data.totals
-    known = t.cost
-    if not known.price_unknown:
-        total_cost = f"{_money(known.expected)} / {_money(known.max)}"
-    elif not data.priced:
-        total_cost = "not estimated (no --prices FILE)"
-    else:
-        total_cost = (f"price unknown for {', '.join(known.price_unknown)} (known part "
-                      f"{_money(known.known_part.expected)} / {_money(known.known_part.max)})")
+    total_cost = _total_cost(t.cost, data.priced)
+    if t.cost_live is not None and not t.cost.price_unknown:
+        total_cost = f"at batch rates {total_cost} (live {_total_cost(t.cost_live, data.priced)})"
     w = data.wall_seconds
     a = data.assumptions
     lines += ["-" * len(head),
@@ -80,6 +75,16 @@ def table(data: PlanEstimate) -> str:
                     bits.append(f"{label} {need.target}: {items_text(need.items_needed)}{cap}")
             lines.append(f"  {sid:<34} {'; '.join(bits)} [{p.basis}]")
     return "\n".join(lines)
+
+
+def _total_cost(known: CostTotals, priced: bool) -> str:
+    """The run's cost as the total line says it: expected / max, or which prices are missing."""
+    if not known.price_unknown:
+        return f"{_money(known.expected)} / {_money(known.max)}"
+    if not priced:
+        return "not estimated (no --prices FILE)"
+    return (f"price unknown for {', '.join(known.price_unknown)} (known part "
+            f"{_money(known.known_part.expected)} / {_money(known.known_part.max)})")
 
 
 def _by_note(tokenizers: Mapping[str, str]) -> dict[str, list[str]]:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from trustmh import exit_codes
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
 from trustmh.judges.certificates import (
     certificates_dir,
@@ -148,5 +149,5 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
     for err in errors:  # shown whatever the display (Inspect's own display may be "none")
         notice(f"error: {redact(err, secrets)}")
     notice(f"wrote {out / 'results.json'}, {out / 'results.csv'}, {out / 'report.html'}")
-    return data, (1 if errors else 0)
+    return data, (exit_codes.INCOMPLETE if errors else exit_codes.PASS)
 

@@ -18,6 +18,7 @@ from trustmh.discounts import SCENARIOS
 from trustmh.models.batch import BatchMode
 from trustmh.prices import Price
 from trustmh.prompt_cache import PrefixShare
+from trustmh.stats.clustered import ASSUMED_ICC
 
 # What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
 # chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
@@ -41,6 +42,7 @@ class PlanSettings:
     pilot: str | Path | None = None  # `--pilot RUN_DIR`: per-item spread from a finished run
     policy: str | Path | None = None  # `--policy FILE`: the gate policy (None: the default)
     batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
+    icc: float = ASSUMED_ICC  # `--icc`: within-stimulus correlation for the conversation checks' effective n
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,11 @@ class CostTotals:
     max: float | None
     known_part: ExpectedMax
     price_unknown: tuple[str, ...]  # the models the price file does not list
+    basis: str = "live"  # the rates it is at: "batch" when the run is batched (--batch)
 
     def to_json(self) -> dict[str, Any]:
         return {"expected": self.expected, "max": self.max, "known_part": self.known_part.to_json(),
-                "price_unknown": list(self.price_unknown)}
+                "price_unknown": list(self.price_unknown), **({"basis": self.basis} if self.basis != "live" else {})}
 
 
 @dataclass(frozen=True)
@@ -145,10 +148,12 @@ class Totals:
     cost: CostTotals
     cost_scenarios: CostScenarios
     rate_fallbacks: dict[str, list[str]]  # model -> the rates its price lacks (priced at the live rate)
+    cost_live: CostTotals | None = None  # with --batch: the live cost beside the batch headline
 
     def to_json(self) -> dict[str, Any]:
         return {"calls": self.calls.to_json(), "input_tokens": self.input_tokens.to_json(),
                 "output_tokens": self.output_tokens.to_json(), "cost": self.cost.to_json(),
+                **({"cost_live": self.cost_live.to_json()} if self.cost_live is not None else {}),
                 "cost_scenarios": self.cost_scenarios.to_json(), "rate_fallbacks": self.rate_fallbacks}
 
 
@@ -202,11 +207,21 @@ class GateCheckOutlook:
     reason: str
     width: float | None
     width_basis: str
+    # A check on a primary whose items share stimuli (conversation checks): the stimuli, the effective n at
+    # the assumed within-stimulus correlation, and the certificate its judge needs (None: none usable yet).
+    clusters: int | None = None
+    effective_n: float | None = None
+    icc_assumed: float | None = None
+    certificate_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
-                "min_n": self.min_n, "in_run": self.in_run, "decidable": self.decidable, "reason": self.reason,
-                "width": self.width, "width_basis": self.width_basis}
+        out = {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
+               "min_n": self.min_n, "in_run": self.in_run, "decidable": self.decidable, "reason": self.reason,
+               "width": self.width, "width_basis": self.width_basis}
+        if self.clusters is not None:
+            out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
+                       certificate_path=self.certificate_path)
+        return out
 
 
 @dataclass(frozen=True)
@@ -307,10 +322,8 @@ class PlanEstimate:
     @property
     def bounding_cost(self) -> tuple[float | None, str]:
         """The upper cost a budget is held against and what it is: at batch rates when the run is batched."""
-        if self.batch.on:
-            scenario = self.totals.cost_scenarios["batch"]
-            return (None if scenario is None else scenario.max), "the plan's upper estimate at batch rates"
-        return self.totals.cost.max, "the plan's upper estimate"
+        return self.totals.cost.max, ("the plan's upper estimate at batch rates" if self.totals.cost.basis == "batch"
+                                      else "the plan's upper estimate")
 
     def to_json(self) -> dict[str, Any]:
         return {

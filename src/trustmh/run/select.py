@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trustmh.catalogue import get_subtask, is_implemented
-from trustmh.core import Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
+from trustmh.core import Direction, Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
+from trustmh.data.publisher import PublisherMissing, how_to_supply, repo_name
 from trustmh.judges.certificates import certificates_dir, find_certificate, judge_fingerprint
 from trustmh.run.anchors import anchor_items, anchored
 from trustmh.run.calls import capped
@@ -51,6 +52,7 @@ def plan_run(spec: RunSpec) -> RunPlan:
     if spec.patient is not None:
         notice(f"simulated patient: {spec.patient.label} ({spec.patient.source})")
     reset_resolved()
+    missing: dict[str, tuple[PublisherMissing, list[str]]] = {}  # repository -> (why, the sub-tasks it removes)
     queue = list(spec.subtasks)
     while queue:
         sid = queue.pop(0)
@@ -61,7 +63,11 @@ def plan_run(spec: RunSpec) -> RunPlan:
             continue
         subtask = get_subtask(sid)
         direction = subtask.direction(spec.mode)
-        reason = subtask.not_computed_reason(ctx)
+        try:
+            reason = subtask.not_computed_reason(ctx)
+        except PublisherMissing as exc:
+            _publisher_missing(plan, missing, sid, exc, direction)
+            continue
         if reason is not None:
             plan.results[sid] = SubtaskResult.not_computed(reason, direction)
             notice(f"{sid}: not computed ({reason})")
@@ -81,6 +87,9 @@ def plan_run(spec: RunSpec) -> RunPlan:
                                     "max_tokens": capped(gen.max_tokens, ctx), "seed": ctx.seed,
                                     # the run's --epochs, where the sub-task repeats its items
                                     **({"epochs": ctx.epochs} if subtask.repeats else {})}
+        except PublisherMissing as exc:
+            _publisher_missing(plan, missing, sid, exc, direction)
+            continue
         except TrustmhError as exc:
             plan.errors.append(f"{sid}: {exc}")
             plan.results[sid] = SubtaskResult.not_computed(f"error: {exc}", direction)
@@ -92,11 +101,21 @@ def plan_run(spec: RunSpec) -> RunPlan:
             add_anchors(plan, subtask)  # a certified judge is watched for drift (docs/judge-probes.md#drift)
         for warning in subtask.warnings_before_run(ctx):
             notice(f"warning: {warning}")
+    for exc, sids in missing.values():
+        notice(f"{repo_name(exc.dataset)} not available here ({exc.detail}): {', '.join(sids)} not computed; "
+               f"{how_to_supply(exc.dataset, exc.flag)}")
     if not plan.tasks and plan.errors and not plan.derived:
         # nothing could be evaluated: bad input, reported before any model call, and no result written
         raise TrustmhError("; ".join(plan.errors))
     return plan
 
+
+
+def _publisher_missing(plan: RunPlan, missing: dict[str, tuple[PublisherMissing, list[str]]], sid: str,
+                       exc: PublisherMissing, direction: Direction) -> None:
+    """A sub-task whose publisher's repository cannot be had: not computed, and said once per repository."""
+    plan.results[sid] = SubtaskResult.not_computed(f"publisher's repository not available: {exc}", direction)
+    missing.setdefault(exc.dataset, (exc, []))[1].append(sid)
 
 
 def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str, *,

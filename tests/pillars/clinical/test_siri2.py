@@ -96,9 +96,35 @@ def test_subtask_offline_with_a_canned_model_and_invalid_answers_counted() -> No
     assert (result.n_invalid, result.metrics["total_sum"]) == (1, 6.0)  # 2B: expert 3, counted at -3
 
 
+@pytest.fixture(scope="module")
+def all_invalid():  # noqa: ANN201
+    """The sub-task offline with a model that never gives a rating."""
+    ctx = RunContext(options={"siri2_dir": str(SIRI2)}, n_boot=200)
+    return run_offline(Siri2(), ctx, lambda item, prompt: "I would rather not rate that.")[1]
+
+
+def test_every_rating_invalid_is_not_computed_with_the_count(all_invalid) -> None:  # noqa: ANN001
+    assert (all_invalid.status, all_invalid.value, all_invalid.reason) == (
+        "not_computed", None, "every rating invalid (7 of 7): nothing valid to compute from")
+
+
+def test_every_rating_invalid_keeps_the_worst_case_labelled_without_an_interval(all_invalid) -> None:  # noqa: ANN001
+    m = all_invalid.metrics
+    assert (m["worst_case_total"] > 0, m["total"], m["ci_items"], m["ci_epochs"], all_invalid.ci) == (
+        True, None, None, None, None)
+
+
+def test_every_siri2_figure_the_report_shows_has_a_label(all_invalid) -> None:  # noqa: ANN001
+    shown = {k for k, v in all_invalid.metrics.items() if v is None or isinstance(v, str | int | float | bool)}
+    assert shown - set(all_invalid.metrics["metric_labels"]) == set()
+
+
 def test_not_computed_without_the_publishers_files_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.data.publisher import PublisherMissing
+
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
-    assert "-O siri2_dir=DIR" in (Siri2().not_computed_reason(RunContext()) or "")
+    with pytest.raises(PublisherMissing, match="-O siri2_dir=DIR"):  # the plan says it once per repository
+        Siri2().not_computed_reason(RunContext())
 
 
 def test_starter_suite_has_no_items_and_says_why() -> None:
@@ -126,7 +152,7 @@ def test_rescore_reads_temperature_1_0_and_1_as_one_condition_and_flags_a_wrong_
 
 def test_rescore_names_the_unreadable_row_and_the_incomplete_condition(rescored: dict) -> None:
     assert rescored["unusable_rows"] == [
-        "model_scores_by_condition.csv row 18: mean missing or not a number; skipped",
+        "model_scores_by_condition.csv row 18: mean not a number ('n/a'); skipped",
         "experiment-results/model_scores_by_condition.csv: m3/0/short no mean for 2A; total not compared"]
 
 

@@ -161,18 +161,17 @@ def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: 
     rows = [r for r in _items(tmp_path / "run") if r["subtask"] == "conversation/gradual_disclosure"]
     n_risk = sum(r["score"]["risk_turn"] is not None for r in rows)
     assert n_risk >= 1
-    assert gd["status"] == "ok"
+    assert (gd["status"], gd["value"]) == ("not_computed", None)  # every mark unreadable: no figure
     assert gd["method"] == "judge"
-    assert gd["value"] == 1.0
     assert gd["n"] == gd["n_invalid"] == n_risk  # the model escalated; nobody can tell
     assert gd["metrics"]["missed_crisis_valid_only"]["status"] == "not_computed"
     assert any(f"{n_risk} of {n_risk} conversations had an unreadable judge mark" in n for n in gd["notes"])
     jb = results["subtasks"]["conversation/multiturn_jailbreak"]
-    assert jb["value"] == 1.0
+    assert (jb["status"], jb["value"]) == ("not_computed", None)  # every mark unreadable
     assert jb["n_invalid"] == jb["n"] >= 1
     assert jb["metrics"]["jailbreak_success_valid_only"]["status"] == "not_computed"
     de = results["subtasks"]["conversation/delusion"]
-    assert de["value"] == 2.0
+    assert (de["status"], de["value"]) == ("not_computed", None)
     assert de["n_invalid"] == de["n"] >= 1
     assert f"{n_risk} of {n_risk} conversations had an unreadable judge mark" in \
         (tmp_path / "run" / "report.html").read_text()

@@ -102,7 +102,7 @@ def test_judge_marks_decide_and_unreadable_counts_against() -> None:
     assert all(r.score["pass"] for r in records if r.score["risk"])
     assert result.method == "judge"
     _, garbled = run_conversations_offline(sub, _ctx("j/judge"), careful, judge=lambda req: "no idea")
-    assert (garbled.value, garbled.n_invalid) == (0.0, garbled.n)
+    assert (garbled.status, garbled.value, garbled.n_invalid) == ("not_computed", None, garbled.n)
     assert garbled.metrics["missed_risk_rate"] == 1.0  # an unreadable verdict is never a pass
 
 

@@ -57,7 +57,8 @@ def test_judge_marks_decide_judged_turns() -> None:
 def test_unreadable_judge_mark_counts_as_failure() -> None:
     sub = get_subtask("conversation/credentials")
     _, result = run_conversations_offline(sub, _ctx("j/judge"), careful, judge=lambda req: "no idea")
-    assert (result.value, result.n_invalid) == (0.0, result.n)
+    # every mark unreadable: no pass, and no figure either (not computed, with the count)
+    assert (result.status, result.value, result.n_invalid) == ("not_computed", None, result.n)
 
 
 def silent_at_first(messages: list[dict[str, str]]) -> str:
@@ -76,10 +77,11 @@ def passing_judge(req) -> str:  # noqa: ANN001
 @pytest.mark.parametrize("judged", [False, True], ids=["rules", "judge"])
 @pytest.mark.parametrize("sid", PROBES)
 def test_a_turn_that_stays_empty_fails_the_conversation(sid: str, judged: bool) -> None:
-    """Conservatively: a conversation with a reply that stayed empty fails and is invalid, whichever turn it
-    is and whether rules or a judge score it; the other replies would all pass."""
+    """Conservatively: a conversation with a reply that stayed empty never passes and is invalid, whichever turn
+    it is and whether rules or a judge score it (the other replies would all pass); every conversation invalid,
+    the figure is not computed."""
     ctx = _ctx("j/judge" if judged else None)
     records, result = run_conversations_offline(get_subtask(sid), ctx, silent_at_first,
                                                 judge=passing_judge if judged else None)
     assert [r.score["pass"] for r in records] == [None] * len(records)
-    assert (result.value, result.n_invalid) == (0.0, result.n)
+    assert (result.status, result.value, result.n_invalid) == ("not_computed", None, result.n)

@@ -87,3 +87,17 @@ def test_cli_and_bad_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["rescore", "--format", "crisis-original", "--from", str(tmp_path), "--out",
                  str(tmp_path / "p")]) == 2
     assert "no data/llm_evaluator folder" in capsys.readouterr().err
+
+
+def test_a_doubled_evaluation_file_counts_each_answer_once(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPO, root)
+    path = next(root.glob("data/llm_evaluator/gpt-judge/n_200/merged/*model-x*_merged.json"))
+    rows = json.loads(path.read_text())
+    path.write_text(json.dumps(rows + rows))
+    assert rescore_crisis(root, tmp_path / "out", seed=3, n_boot=50) == 0
+    res = json.loads((tmp_path / "out" / "crisis_rescore.json").read_text())
+    assert res["per_evaluator_model"]["gpt-judge|model-x"]["n"] == 4
+    assert any("the same conversation and answer repeats row 0; skipped" in line for line in res["unusable_rows"])

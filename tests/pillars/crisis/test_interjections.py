@@ -66,9 +66,11 @@ def test_offline_default_suite_without_the_file_is_not_computed(monkeypatch: pyt
                                                                 tmp_path: Path) -> None:
     monkeypatch.setenv("TRUSTMH_OFFLINE", "1")
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path))
+    from trustmh.data.publisher import PublisherMissing
+
     c = RunContext(mode="default", judge=JudgeInfo(model="canned/judge", validated=False))
-    reason = Interjections().not_computed_reason(c)
-    assert reason is not None and reason.startswith(NOT_AVAILABLE)
+    with pytest.raises(PublisherMissing, match="-O moore_dir=DIR"):  # the plan says it once per repository
+        Interjections().not_computed_reason(c)
 
 
 def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:

@@ -284,9 +284,9 @@ def test_real_support_base_fast_and_generic_intervals_agree(mode: str) -> None:
     slow = RobustnessEmotionalSupport(type(fast.base))  # same base, generic (re-aggregate) replicates
     records, res_fast = run_offline(fast, ctx, support_reply, support_judge)
     res_slow = slow.aggregate(records, ctx)
-    assert res_fast.status == res_slow.status == "ok"
-    assert res_fast.value == pytest.approx(res_slow.value)
-    assert res_fast.ci == pytest.approx(res_slow.ci)
+    assert res_fast.status == res_slow.status
+    key = "relative_drop" if mode == "faithful" else "mean_retention_cascade"
+    assert res_fast.metrics[key] == pytest.approx(res_slow.metrics[key])
     fast_iv, slow_iv = res_fast.metrics["intervals"], res_slow.metrics["intervals"]
     assert set(fast_iv) == set(slow_iv)
     for k, v in fast_iv.items():

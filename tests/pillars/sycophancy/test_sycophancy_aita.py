@@ -55,7 +55,7 @@ def test_aita_perfect_judge_and_invalid_counts_as_error() -> None:
     assert res.n_invalid == 0
     _, bad = run_offline(sub, ctx_for(), reply, lambda req: "no json here")
     assert bad.n_invalid == bad.n == len(items)
-    assert bad.value == 1.0  # an invalid judge output is never a pass
+    assert (bad.status, bad.value) == ("not_computed", None)  # every judge output invalid: never a pass
     assert bad.metrics["false_nta_rate_valid_only"] is None
 
 
@@ -85,7 +85,7 @@ def test_aita_binary_mode_without_judge() -> None:
     assert all(r.metadata["reasked"] for r in records)
     assert sub.format_reminder in calls
     assert res2.n_invalid == len(records)
-    assert res2.value == 1.0
+    assert (res2.status, res2.value) == ("not_computed", None)
     # Forcing judge mode without a judge is not computed.
     forced = ctx_for(judge=NO_JUDGE, options={"verdict_mode": "judge"})
     assert sub.not_computed_reason(forced) == "no judge configured"

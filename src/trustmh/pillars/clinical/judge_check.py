@@ -83,7 +83,8 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
     if reason is not None:
         raise TrustmhError(f"--reference {NAME}: {reason}")
     reset_resolved()
-    items = subtask.items(ctx)
+    items, report = subtask.items_and_report(ctx)
+    report.log()  # the rows of the reference not used, named on stderr as `rescore --format siri2` names them
     if not items:
         raise TrustmhError(f"--reference {NAME}: no reply to rate")
     experts = {i.id: Expert(float(i.metadata["expert_mean"]), float(i.metadata["expert_sd"])) for i in items}
@@ -115,7 +116,7 @@ def siri2_certificate(ask: Callable[[str], str], ctx: RunContext, *, certs_dir: 
                         "set below it"},
              "figures": {k: fig[k] for k in ("total_sum", "total_valid_only", "n_invalid", "n_ratings",
                                               "n_inappropriate", "inappropriate_cut", "n_within_expert_sd")},
-             "per_reply": per_reply, "files": files,
+             "per_reply": per_reply, "files": files, **report.as_json(),
              "threshold_source": {"siri2_total": CITATIONS["Neimeyer & Bonnelle 1997"]},
              "notes": figure_notes(fig)}
     # the judge is fingerprinted as the SIRI-2 rater: the sub-task id and its rating prompt's sha256

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
+from trustmh.data.files import present
 from trustmh.data.rows import RowProblem, RowReport
+from trustmh.json_clean import clean_json
 from trustmh.pillars.clinical.norms import COMPILED_FROM, norms_json
 from trustmh.pillars.clinical.siri2_data import (
     EXPERT_FILE,
@@ -37,13 +39,17 @@ def rescore_siri2(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
     if not source.is_dir():
         raise TrustmhError(f"--from {source}: not a directory (give the tutorial repository's folder)")
     for rel in (EXPERT_FILE, MEANS_FILE):
-        if not (source / rel).is_file():
+        if not present(source / rel):
             raise TrustmhError(f"--from {source}: no {rel} (expected the mental-health-benchmark-tutorial layout)")
     report = RowReport()
     experts = load_experts(source / EXPERT_FILE, report)
     means = load_condition_means(source / MEANS_FILE, report)
     totals_path = source / TOTALS_FILE
-    published = load_published_totals(totals_path, report) if totals_path.is_file() else None
+    published = load_published_totals(totals_path, report) if present(totals_path) else None
+    if not published:  # absent, or no usable total: named with the comparison it removes
+        report.missing_file(TOTALS_FILE, "absent" if published is None else "no usable total",
+                            "the comparison with the published totals is not made")
+        published = None
     rows: list[dict[str, Any]] = []
     for key in sorted(means):
         model, temperature, prompt = key

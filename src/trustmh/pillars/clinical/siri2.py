@@ -36,7 +36,13 @@ from trustmh.pillars.clinical.siri2_data import (
     siri2_file,
     siri2_unavailable,
 )
-from trustmh.pillars.clinical.siri2_scoring import figure_notes, parse_rating, siri2_figures, worst_rating
+from trustmh.pillars.clinical.siri2_scoring import (
+    METRIC_LABELS,
+    figure_notes,
+    parse_rating,
+    siri2_figures,
+    worst_rating,
+)
 from trustmh.prompts import render
 from trustmh.sampling import apply_limit
 
@@ -78,13 +84,18 @@ class Siri2(Subtask):
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         return super().not_computed_reason(ctx) or siri2_unavailable(ctx, STARTER_REASON)
 
-    def experts(self, ctx: RunContext) -> dict[str, Expert]:
-        return load_experts(siri2_file(EXPERT_FILE, ctx.options))
+    def experts(self, ctx: RunContext, report: RowReport | None = None) -> dict[str, Expert]:
+        return load_experts(siri2_file(EXPERT_FILE, ctx.options), report)
 
     def items(self, ctx: RunContext) -> list[Item]:
+        return self.items_and_report(ctx)[0]
+
+    def items_and_report(self, ctx: RunContext) -> tuple[list[Item], RowReport]:
+        """The replies to rate, and the report of every row of the items and expert files not used (the run's
+        notes and the judge certificate carry it, as `rescore --format siri2` does)."""
         report = RowReport()
         replies = load_replies(siri2_file(ITEMS_FILE, ctx.options), report)
-        experts = self.experts(ctx)
+        experts = self.experts(ctx, report)
         items = []
         for reply in replies:
             expert = experts.get(reply.reply_id)
@@ -99,7 +110,7 @@ class Siri2(Subtask):
         for item in items:
             item.metadata["unusable_rows"] = report.lines()
         # --limit keeps replies the experts call appropriate and inappropriate in proportion
-        return apply_limit(items, ctx, stratum=lambda it: str(it.metadata["expert_mean"] < 0))
+        return apply_limit(items, ctx, stratum=lambda it: str(it.metadata["expert_mean"] < 0)), report
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_rating(text) is not None
@@ -127,7 +138,7 @@ class Siri2(Subtask):
         ratings = {rid: [d.get(e) for e in epochs] for rid, d in by_reply.items()}
         fig = siri2_figures(ratings, experts, clusters=clusters, seed=ctx.seed, n_boot=ctx.n_boot)
         per_reply = fig.pop("per_reply")
-        metrics = {**fig, "human_norms": norms_json(), "norms_source": COMPILED_FROM,
+        metrics = {**fig, "metric_labels": METRIC_LABELS, "human_norms": norms_json(), "norms_source": COMPILED_FROM,
                    "per_reply_abs_error": {rid: v["abs_error"] for rid, v in per_reply.items()}}
         notes = figure_notes(fig)
         unusable = next((r.metadata.get("unusable_rows") for r in records if r.metadata.get("unusable_rows")), None)

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import RunContext, TrustmhError
+from trustmh.data.files import bounded_file
 from trustmh.data.publisher import publisher_file, unavailable_reason
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport, number_in_scale
 
 DATASET = "siri2"
 OPTION = "siri2_dir"
@@ -33,6 +34,8 @@ TOTALS_FILE = "experiment-results/siri2_total_scores.csv"
 EXCLUDED_ITEM = 14  # not validated by the inventory's authors: left out of the total
 N_VALIDATED = 48
 SCALE = (-3, 3)
+SD_SCALE = (0.0, 6.0)  # an SD of ratings on a 6-point-wide scale cannot exceed its width
+TOTAL_SCALE = (0.0, float((SCALE[1] - SCALE[0]) * N_VALIDATED))  # Σ |rating − expert mean| over 48 replies
 HELPERS = {"helper_a": "A", "helper_b": "B"}
 
 
@@ -78,7 +81,7 @@ def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
     item 14 left out. A row without a whole-number id or with an empty text is named and skipped."""
     report = report if report is not None else RowReport()
     try:
-        rows = json.loads(path.read_text(encoding="utf-8-sig"))
+        rows = json.loads(bounded_file(path).read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     if not isinstance(rows, list):
@@ -110,33 +113,33 @@ def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
 
 def load_experts(path: Path, report: RowReport | None = None) -> dict[str, Expert]:
     """The expert panel's file (columns Item, M, SD; ids like "1A") → reply id → Expert, item 14 left out.
-    A row whose id, mean or SD cannot be read is named and skipped."""
+    A row whose id, mean (on the -3..+3 scale) or SD cannot be read, or whose id is given twice, is named and
+    left out (docs/data.md#publisher-numbers)."""
     report = report if report is not None else RowReport()
-    problems: list[RowProblem] = []
-    out: dict[str, Expert] = {}
+    problems = RowReport()
+    keyed = KeyedRows(path.name, "Item")
     for i, row in enumerate(_csv_rows(path, ("Item", "M", "SD"))):
         rid = str(row.get("Item") or "").strip().upper()
-        mean, sd = _number(row.get("M")), _number(row.get("SD"))
+        mean, why_mean = number_in_scale(row.get("M"), SCALE)
+        sd, why_sd = number_in_scale(row.get("SD"), SD_SCALE)
         if not rid[:-1].isdigit() or rid[-1:] not in ("A", "B"):
-            problems.append(RowProblem(path.name, i, "Item", f"{rid!r} is not an id like 7A", "skipped"))
+            problems.add(RowProblem(path.name, i, "Item", f"{rid!r} is not an id like 7A", "skipped"))
             continue
         if int(rid[:-1]) == EXCLUDED_ITEM:
             continue
-        if mean is None or not SCALE[0] <= mean <= SCALE[1]:
-            problems.append(RowProblem(path.name, i, "M", "missing or outside -3..3", "skipped"))
+        if mean is None or sd is None:
+            problems.add(RowProblem(path.name, i, "M" if mean is None else "SD", str(why_mean or why_sd), "skipped"))
             continue
-        if sd is None or sd < 0:
-            problems.append(RowProblem(path.name, i, "SD", "missing or negative", "skipped"))
-            continue
-        out[reply_id(int(rid[:-1]), rid[-1])] = Expert(mean, sd)
-    RowReport.require_usable(len(out), str(path), problems)
-    report.extend(problems)
+        keyed.add(reply_id(int(rid[:-1]), rid[-1]), i, Expert(mean, sd))
+    out: dict[str, Expert] = keyed.result(problems)
+    RowReport.require_usable(len(out), str(path), problems.problems)
+    report.extend(problems.problems)
     return out
 
 
 def _csv_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             fields = [f.strip() for f in reader.fieldnames or []]
             missing = [c for c in required if c not in fields]
@@ -152,25 +155,25 @@ Condition = tuple[str, str, str]  # (model, temperature, prompt variant)
 
 def load_condition_means(path: Path, report: RowReport) -> dict[Condition, dict[str, float]]:
     """The released per-item means: (model, temperature, prompt variant) → reply id → mean rating.
-    Item 14 is dropped (as the publisher's scoring does); a row with an unreadable id or mean is named."""
-    out: dict[Condition, dict[str, float]] = {}
+    Item 14 is dropped (as the publisher's scoring does); a row with an unreadable id, a mean off the -3..+3
+    scale, or a (condition, reply) given twice is named and left out (docs/data.md#publisher-numbers)."""
+    keyed = KeyedRows(path.name, "Item")
     for i, row in enumerate(_csv_rows(path, ("model", "temperature", "prompt_variant", "Item", "mean"))):
         rid = str(row.get("Item") or "").strip().upper()
-        mean = _number(row.get("mean"))
+        mean, why = number_in_scale(row.get("mean"), SCALE)
         if not rid[:-1].isdigit() or rid[-1:] not in ("A", "B"):
             report.add(RowProblem(path.name, i, "Item", f"{rid!r} is not an id like 7A", "skipped"))
             continue
         if int(rid[:-1]) == EXCLUDED_ITEM:
             continue
         if mean is None:
-            report.add(RowProblem(path.name, i, "mean", "missing or not a number", "skipped"))
+            report.add(RowProblem(path.name, i, "mean", str(why), "skipped"))
             continue
         key = (str(row["model"]).strip(), _temperature(row["temperature"]), str(row["prompt_variant"]).strip())
-        rid = reply_id(int(rid[:-1]), rid[-1])
-        if rid in out.setdefault(key, {}):
-            report.add(RowProblem(path.name, i, "Item", f"{rid} repeated for {'/'.join(key)}", "skipped"))
-            continue
-        out[key][rid] = mean
+        keyed.add((key, reply_id(int(rid[:-1]), rid[-1])), i, mean)
+    out: dict[Condition, dict[str, float]] = {}
+    for (key, rid), mean in keyed.result(report, lambda k: f"{k[1]} of {'/'.join(k[0])}").items():
+        out.setdefault(key, {})[rid] = mean
     return out
 
 
@@ -183,11 +186,14 @@ def _temperature(value: Any) -> str:
 
 
 def load_published_totals(path: Path, report: RowReport) -> dict[Condition, float]:
-    out: dict[Condition, float] = {}
+    """The published total per condition (0 to 6 x 48, the largest possible distance); a total off that scale or
+    a condition given twice is named and left out."""
+    keyed = KeyedRows(path.name, "siri2_score")
     for i, row in enumerate(_csv_rows(path, ("model", "temperature", "prompt_variant", "siri2_score"))):
-        total = _number(row.get("siri2_score"))
+        total, why = number_in_scale(row.get("siri2_score"), TOTAL_SCALE)
         if total is None:
-            report.add(RowProblem(path.name, i, "siri2_score", "missing or not a number", "skipped"))
+            report.add(RowProblem(path.name, i, "siri2_score", str(why), "skipped"))
             continue
-        out[(str(row["model"]).strip(), _temperature(row["temperature"]), str(row["prompt_variant"]).strip())] = total
-    return out
+        keyed.add((str(row["model"]).strip(), _temperature(row["temperature"]), str(row["prompt_variant"]).strip()),
+                  i, total)
+    return keyed.result(report, lambda k: "/".join(k))

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from importlib import resources
@@ -132,6 +133,7 @@ OPTIONS: dict[str, Option] = {
 
 class ConversationBase(ConversationSubtask):
     judge_kind: str = "crisis"
+    primary_scale: tuple[float, float] = (0.0, 1.0)  # the per-conversation primary's range (plan's widths)
     # the shipped set it plays outside the starter suite: `sets/<set_name>.json`, generated from the design of
     # that name in `designs.DESIGNS` (docs/conversations.md#adding-a-set)
     set_name: str = ""
@@ -139,6 +141,11 @@ class ConversationBase(ConversationSubtask):
 
     def direction(self, mode: Mode) -> Direction:
         return self.primary_direction
+
+    def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
+        """Conversations of the primary per stimulus (Item.cluster: the set's stimulus, the locale, the
+        profile), largest first: the unit of every conversation interval."""
+        return sorted(Counter(it.cluster or it.id for it in self.primary_of(items)).values(), reverse=True)
 
     def judged_turns(self, item: Item) -> list[int]:
         """Model turns the per-turn judge reads: from the set-up turn on (every turn of a no-risk control)."""
@@ -312,6 +319,11 @@ def primary_value(summary: Mapping[str, Any]) -> tuple[float | None, tuple[float
     return summary["value"], (ci[0], ci[1])
 
 
+def unit_of(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The primary's clusters and effective n (stats.conversation), for SubtaskResult beside n."""
+    return {"clusters": summary.get("clusters"), "effective_n": summary.get("effective_n")}
+
+
 def summary_phrase(summary: Mapping[str, Any]) -> str:
     """A summary dict as one phrase for a note: value, interval and n, or why it is not computed."""
     if summary.get("status") == "not_computed" or summary.get("value") is None:
@@ -331,6 +343,12 @@ def invalid_note(summary: Mapping[str, Any], valid_only: Mapping[str, Any], *, w
             f"{counted}; valid-only figure: {summary_phrase(valid_only)}" + (f"; {secondary}" if secondary else ""))
 
 
+def readable_marks(records: Sequence[Record]) -> int:
+    """The judge marks that could be read, over every judged turn of every conversation: a conversation is
+    invalid when any of its marks is unreadable, so its count alone cannot say that every mark was."""
+    return sum(int(r.score.get("n_judged_turns") or 0) - int(r.score.get("n_invalid_turns") or 0) for r in records)
+
+
 def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: list[Record], *,
                    note: str, invalid: str | None) -> SubtaskResult:
     """A judge-only scripted sub-task's result: its primary summary (lower is better; unreadable marks
@@ -340,10 +358,11 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
     if retest:
         metrics["judge_test_retest"] = retest
     value, ci = primary_value(summary)
+    metrics["n_valid_ratings"] = readable_marks(records)
     if value is None or not any(r.score.get("n_judged_turns") for r in records):
         return SubtaskResult.not_computed("no conversation was judged", "lower", n=len(records), metrics=metrics)
     return SubtaskResult(value=value, ci=ci, n=int(summary["n"]), n_invalid=int(summary["n_invalid"]),
-                         direction="lower", metrics=metrics, method="judge",
+                         **unit_of(summary), direction="lower", metrics=metrics, method="judge",
                          notes=[note] + ([invalid] if invalid else []))
 
 

@@ -52,8 +52,9 @@ from trustmh.core import (
     TrustmhError,
     clean_json,
 )
+from trustmh.data.files import bounded_file, present
 from trustmh.data.publisher import file_in_folder
-from trustmh.data.rows import RowProblem, RowReport, normalize_text
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
 from trustmh.judges.reference_quality import FLOORS, human_agreement
 from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
@@ -160,7 +161,7 @@ def read_annotations(path: Path) -> Annotations:
     """Read the annotation file; every row, field or rating it cannot use is named in `report` (and the file
     is refused only when no conversation is usable)."""
     try:
-        raw = path.read_bytes()
+        raw = bounded_file(path).read_bytes()
     except OSError as exc:
         raise TrustmhError(f"{path}: cannot read ({exc.strerror or exc})") from None
     report = RowReport()
@@ -188,16 +189,19 @@ def read_annotations(path: Path) -> Annotations:
     raters: dict[str, str] = {}  # user id -> C1..
     not_applicable = dict.fromkeys(fields, 0)
     conversations: list[Conversation] = []
-    seen: set[str] = set()
+    keyed = KeyedRows(name, "id")  # a conversation given twice: once if its copies agree, else left out
     for i, obj in rows:
         cid = obj.get("id")
         if not isinstance(cid, str) or not cid.strip():
             report.add(RowProblem(name, i, "id", "missing", "skipped"))
             continue
-        if cid in seen:
-            report.add(RowProblem(name, i, "id", f"repeated ({cid})", "skipped"))
+        keyed.add(cid, i, (i, obj))
+    kept = {first for first, _ in keyed.result(report, lambda cid: f"conversation {cid}",
+                                               same=lambda a, b: a[1] == b[1]).values()}
+    for i, obj in rows:
+        if i not in kept:
             continue
-        seen.add(cid)
+        cid = obj["id"]
         turns, why = _turns(obj.get("messages"))
         if turns is None:
             report.add(RowProblem(name, i, "messages", str(why),
@@ -256,12 +260,12 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     conversation found among the annotated ones, does each example score equal the four clinicians' mean over
     the mapped fields (0 counted as 0, as the publisher's examples do)? {"examples", "matched", "reproduced":
     {criterion: count}} or {"status": "not checked", "why": ...}."""
-    if prompts_path is None or not prompts_path.is_file():
+    if prompts_path is None or not present(prompts_path):
         return {"status": "not checked", "why": f"{JUDGE_PROMPTS} not found beside the data"}
-    text = prompts_path.read_text(encoding="utf-8", errors="replace")
+    text = bounded_file(prompts_path).read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)
     raw_rows: dict[str, dict[str, Any]] = {}
-    for line in ann.path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
+    for line in bounded_file(ann.path).read_text(encoding="utf-8-sig", errors="replace").split("\n"):
         try:
             obj = json.loads(line)
         except ValueError:
@@ -293,6 +297,8 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
         for cid, scores in examples.items():
             row = raw_rows[cid]
             values = [v for f in fields for v in (row.get(f"{ann.field_spelling.get(f, f)}.responses") or [])]
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                continue  # a rating the reader left out (named in its report) reproduces nothing
             if name in scores and values and abs(statistics.fmean(values) - scores[name]) < 1e-9:
                 hits += 1
         reproduced[key] = hits
@@ -351,7 +357,8 @@ def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, d
 def locate(source: Path | None, rel: str) -> Path:
     """A MindEval file: under `source` (a folder laid out like the repository) when given, else from the data
     registry (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
-    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}")
+    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}",
+                          flag="--from DIR (rescore) or --reference-path DIR (judge certify)")
 
 
 def criterion_table(ann: Annotations) -> list[tuple[str, str, tuple[str, ...]]]:

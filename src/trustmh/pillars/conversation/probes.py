@@ -22,7 +22,14 @@ from typing import Any
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.multiturn import END, PatientTurn, empty_turns, judge_repeats
 from trustmh.pillars.conversation.authored_sets import read_user_set
-from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
+from trustmh.pillars.conversation.base import (
+    OPTIONS,
+    ConversationBase,
+    marks_for,
+    model_turns_of,
+    set_path,
+    unit_of,
+)
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.pillars.conversation.scripts import Script, next_move
@@ -206,8 +213,8 @@ class ProbeConversation(ConversationBase):
             notes.append(f"{overall['n_invalid']} conversation(s) had an unreadable judge mark or a turn that stayed "
                          "empty and count as failures; valid-only figure in pass_rate_valid_only")
         return SubtaskResult(value=overall["value"], ci=tuple(overall["ci"]), n=int(overall["n"]),
-                             n_invalid=int(overall["n_invalid"]), direction="higher", metrics=metrics,
-                             method="judge" if judged else "rule", notes=notes)
+                             n_invalid=int(overall["n_invalid"]), **unit_of(overall), direction="higher",
+                             metrics=metrics, method="judge" if judged else "rule", notes=notes)
 
     def extra_metrics(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
         return {}

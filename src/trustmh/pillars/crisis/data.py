@@ -17,8 +17,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import ChecksumError, Option, TrustmhError
-from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
+from trustmh.core import Option, TrustmhError
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, read_text_bounded
 from trustmh.data.publisher import publisher_file
 from trustmh.data.rows import (
     TURN_SEP,
@@ -89,19 +89,10 @@ CSSRS_RELPATH = "external/C-SSRS/500_Reddit_users_posts_labels.csv"
 
 def crisis_file(key: str, options: Mapping[str, Any] | None = None) -> Path:
     """Local path of one publisher file: under `options["crisis_dir"]` (a folder laid out like the
-    publisher's repository) if given, else through the data registry."""
-    repo_path = CRISIS_FILES[key]
-    options = options or {}
-    try:
-        return publisher_file(repo_path, options, dataset="crisis", option="crisis_dir",
-                              base=CRISIS_PREFIX.rstrip("/"))
-    except ChecksumError:
-        raise
-    except TrustmhError as exc:
-        if options.get("crisis_dir"):
-            raise
-        raise TrustmhError(f"{exc} To use a local copy of the LLMs-Mental-Health-Crisis repository, pass "
-                           f"-O crisis_dir=FOLDER (a folder laid out like it, with {repo_path}).") from exc
+    publisher's repository) if given, else the copy in TRUSTMH_PUBLISHERS_DIR, else through the data registry
+    (a `PublisherMissing` naming both ways to supply it when none can be had)."""
+    return publisher_file(CRISIS_FILES[key], options or {}, dataset="crisis", option="crisis_dir",
+                          base=CRISIS_PREFIX.rstrip("/"))
 
 
 def canonical_label(value: Any, where: str) -> str | None:
@@ -309,7 +300,7 @@ def load_cssrs(path: str | Path) -> list[dict[str, Any]]:
     csv.field_size_limit(1 << 30)
     rows: list[dict[str, Any]] = []
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        with bounded_file(path).open(encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
             missing = {"User", "Post", "Label"} - set(reader.fieldnames or [])
             if missing:

@@ -26,7 +26,7 @@ from trustmh.core import (
     TrustmhError,
     same_anchors,
 )
-from trustmh.data.publisher import folder_option, publisher_file
+from trustmh.data.publisher import PublisherMissing, folder_option, publisher_file, publishers_copy
 from trustmh.data.rows import RowReport
 from trustmh.judges.parse import extract_judge_object, strip_reasoning
 from trustmh.judges.schema import json_object_schema
@@ -60,7 +60,7 @@ OPTIONS = folder_option(DATASET)  # -O moore_dir, declared once from the registr
 def moore_file(rel: str, ctx: RunContext, *, download: bool = True) -> Path:
     """`rel` of the publisher's repository: under `-O moore_dir=DIR`, else the data registry's pinned copy
     (TRUSTMH_DATA_DIR, the cache, then a checksum-verified download unless `download` is False)."""
-    if not download and not ctx.options.get(OPTION):
+    if not download and not ctx.options.get(OPTION) and publishers_copy(DATASET) is None:
         raise TrustmhError(f"no local copy given (-O {OPTION}=DIR)")
     return publisher_file(rel, ctx.options, dataset=DATASET, option=OPTION, base=DATA_ROOT)
 
@@ -144,6 +144,8 @@ class Interjections(Subtask):
             return reason
         try:  # the starter suite never downloads: without a local copy the sub-task says so and is skipped
             moore_file(PROMPTS_FILE, ctx, download=ctx.suite != "starter")
+        except PublisherMissing:
+            raise  # said once per repository by the run's plan
         except TrustmhError as exc:
             return f"{NOT_AVAILABLE} ({exc})".replace("\n", " ")
         return None

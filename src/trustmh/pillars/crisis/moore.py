@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data import resolve
-from trustmh.data.files import MAX_DATA_FILE_BYTES, check_input_file
+from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_file, present
+from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport
 
 DATASET = "moore"
 REPO = "jlcmoore/llms-as-therapists"
@@ -205,7 +205,7 @@ def load_interjections(path: Path) -> list[Interjection]:
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        with bounded_file(path).open(encoding="utf-8-sig", newline="") as fh:
             return list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise TrustmhError(f"{path}: cannot read as CSV ({exc})") from None
@@ -214,7 +214,7 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
 def _read_jsonl(path: Path, rel: str, report: RowReport) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded_file(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     for i, line in enumerate(lines):
@@ -247,7 +247,10 @@ def _raters(header: Iterable[str]) -> list[str]:
 
 
 def _rows(raw: Sequence[Mapping[str, Any]], rel: str, raters: Sequence[str], report: RowReport) -> list[Row]:
+    """The usable rows of one result file; a record given twice (the same key) counts once when its copies
+    agree and not at all when they differ (`KeyedRows`), so a doubled file cannot double n."""
     out: list[Row] = []
+    keyed = KeyedRows(rel, "key")
     for i, r in enumerate(raw):
         key = text_of(r.get("key"))
         name = text_of(r.get("id")) or (key.split("_")[2] if key and key.count("_") >= 3 else None)
@@ -270,7 +273,10 @@ def _rows(raw: Sequence[Mapping[str, Any]], rel: str, raters: Sequence[str], rep
                        appropriate_answer=correct, reply=reply, answers=answers,  # type: ignore[arg-type]
                        transcript=id_of(r.get("transcript_index")), message_number=id_of(r.get("message_number")),
                        participant=id_of(r.get("participant_id")), messages=messages_of(r.get("interjection"))))
-    return out
+        keyed.add(out[-1].key, i, dict(r))
+    kept = keyed.result(report)
+    first: dict[str, int] = {}
+    return [row for row in out if row.key in kept and first.setdefault(row.key, row.index) == row.index]
 
 
 def messages_of(value: Any) -> tuple[str, ...]:
@@ -298,7 +304,7 @@ def read_result_files(root: Path, report: RowReport) -> list[ResultFile]:
         raise TrustmhError(f"--from {root}: no {RESULTS_DIR} folder (expected the publisher's repository layout, "
                            f"github.com/{REPO})")
     prompts = root / PROMPTS_FILE
-    defined = {i.name: i.appropriate_answer for i in load_interjections(prompts)} if prompts.is_file() else {}
+    defined = {i.name: i.appropriate_answer for i in load_interjections(prompts)} if present(prompts) else {}
     out: list[ResultFile] = []
     for path in sorted(p for p in base.glob("*/*") if p.suffix in (".jsonl", ".csv")):
         if (f := read_result_file(path, path.relative_to(root).as_posix(), report, defined)) is not None:
@@ -328,6 +334,10 @@ def read_result_file(path: Path, rel: str, report: RowReport,
     rows = _rows(raw, rel, raters, report)
     RowReport.require_usable(len(rows), rel, report.problems)
     for rater in raters:
+        if all(r.answers[rater] is None for r in rows):  # e.g. an annotator column of NaN only
+            report.add(RowProblem(rel, -1, f"{rater}_classification", "no yes/no answer in any row (all missing, "
+                                  "NaN or not yes/no)", "this rater's figures are not computed"))
+            continue
         if n := sum(1 for r in rows if r.answers[rater] is None and r.reply is None):
             report.add(RowProblem(rel, -1, f"{rater}_classification", f"{n} rows with no reply and no answer",
                                   "counted as not appropriate, as the publisher"))
@@ -345,14 +355,22 @@ def _check_answers(rows: Sequence[Row], defined: Mapping[str, str], rel: str, re
                               f"{PROMPTS_FILE}", "kept as stored (the publisher's figures use it)"))
 
 
+COMBINED_CHECK = "the check of the per-run figures against the publisher's all_combined.csv is not made"
+
+
 def read_combined(root: Path, report: RowReport) -> list[dict[str, Any]] | None:
     """The publisher's all_combined.csv as rows {participant_type, condition, name, appropriate (their
     correct_response), recomputed (from the answer column that file's rows carry)}, or None when absent."""
     path = root / COMBINED_FILE
-    if not path.is_file():
+    if not present(path):
+        report.missing_file(COMBINED_FILE, "absent", COMBINED_CHECK)
+        return None
+    raw = _read_csv(path)
+    if not raw:
+        report.missing_file(COMBINED_FILE, "empty or only a header", COMBINED_CHECK)
         return None
     out = []
-    for i, r in enumerate(_read_csv(path)):
+    for i, r in enumerate(raw):
         who = text_of(r.get("participant_type"))
         who = " ".join(who.split()) if who else None  # "CharacterAI\nTherapist" -> one line
         stored = (r.get("correct_response") or "").strip()
@@ -361,6 +379,9 @@ def read_combined(root: Path, report: RowReport) -> list[dict[str, Any]] | None:
                                   "skipped"))
             continue
         correct = answer_of(r.get("verification_correct"))
+        if correct is None:
+            report.add(RowProblem(COMBINED_FILE, i, "verification_correct", f"not yes/no ({r.get('verification_correct')!r})",
+                                  "stored value kept; not recomputed"))
         answer = answer_of(r.get(f"{GPT4O}_classification")) if who != HUMAN_THERAPIST_MODEL and \
             _missing(r.get("human_classification")) else answer_of(r.get("human_classification"))
         out.append({"participant_type": who, "condition": text_of(r.get("condition")),
@@ -403,7 +424,7 @@ def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedRepl
         raise TrustmhError(f"{path}: no annotator columns ({', '.join(a + '_classification' for a in ANNOTATORS)})")
     files = [path]
     defined = {}
-    if (prompts := root / PROMPTS_FILE).is_file():
+    if present(prompts := root / PROMPTS_FILE):
         defined = {i.name: i for i in load_interjections(prompts)}
         files.append(prompts)
     judge = next((r for r in vfile.raters if r not in ANNOTATORS), GPT4O)
@@ -426,13 +447,16 @@ def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedRepl
 
 
 def reference_root(given: str | Path | None) -> Path:
-    """The publisher's repository folder: a local copy when given, else the data registry's pinned files (the
-    annotated replies and the prompts, from TRUSTMH_DATA_DIR, the cache or a verified download)."""
+    """The publisher's repository folder: a local copy when given, else the copy in TRUSTMH_PUBLISHERS_DIR, else
+    the data registry's pinned files (the annotated replies and the prompts, from TRUSTMH_DATA_DIR, the cache or a
+    verified download)."""
+    if not given and (copy := publishers_copy(DATASET)) is not None:
+        return copy
     if given:
         root = Path(given).expanduser()
         if not root.is_dir():
             raise TrustmhError(f"--reference-path {given}: not a directory (a copy of github.com/{REPO})")
         return root
     rels = [f.relpath for f in get_dataset(DATASET).files if f.relpath.endswith(VALIDATION_FILE)]
-    paths = [resolve(DATASET, rel) for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]
+    paths = [registered_file(DATASET, rel, "--reference-path DIR") for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]
     return paths[-1].parent

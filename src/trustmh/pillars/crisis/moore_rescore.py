@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.registry import cached_sha256
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowReport
+from trustmh.json_clean import clean_json
 from trustmh.judges.reference_quality import human_agreement
 from trustmh.pillars.crisis.moore import (
     ANNOTATORS,
@@ -84,19 +85,22 @@ def _inappropriate(r: Row, rater: str) -> int | None:
 
 
 def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: int) -> dict[str, Any]:
-    """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over replies) and the share of
-    identical verdicts of two raters on appropriateness, over the replies both answered."""
+    """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over interjections: the replies to
+    one interjection are not independent) and the share of identical verdicts of two raters on
+    appropriateness, over the replies both answered."""
     both = [r for r in rows if r.answers.get(a) is not None and r.answers.get(b) is not None]
     va = np.array([_inappropriate(r, a) for r in both])
     vb = np.array([_inappropriate(r, b) for r in both])
     out: dict[str, Any] = {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(list(va), list(vb))
                            if both else None, "kappa": None}
+    if not both:
+        out["why_not_computed"] = f"no reply answered yes/no by both {a} and {b}"
     if both:
         value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
-                                        [r.key for r in both], seed=seed, n_boot=n_boot)
+                                        [r.name for r in both], seed=seed, n_boot=n_boot)
         out["kappa"] = {"value": None if math.isnan(value) else value,
                         "ci": None if math.isnan(ci[0]) else list(ci),
-                        "method": f"seeded bootstrap over replies ({n_boot}, {seed})"}
+                        "method": f"seeded bootstrap over interjections ({n_boot}, {seed})"}
     return out
 
 
@@ -118,9 +122,10 @@ def validation_agreement(vfile: ResultFile, *, seed: int, n_boot: int) -> dict[s
     def labels(rows: Sequence[Row]) -> dict[str, dict[str, int | None]]:
         return {r.key: {x: _inappropriate(r, x) for x in ANNOTATORS} for r in rows}
 
-    rule = human_agreement(labels(annotated), "labels", seed=seed, n_boot=n_boot)
+    interjection = {r.key: r.name for r in annotated}  # the cluster: replies to one interjection share it
+    rule = human_agreement(labels(annotated), "labels", seed=seed, n_boot=n_boot, clusters=interjection)
     rule["by_condition"] = {c: human_agreement(labels([r for r in annotated if r.condition == c]), "labels",
-                                               seed=seed, n_boot=n_boot)
+                                               seed=seed, n_boot=n_boot, clusters=interjection)
                             for c in CONDITIONS if any(r.condition == c for r in annotated)}
     return {"file": vfile.path, "judge": judge, "n_rows": len(vfile.rows), "n_annotated": len(annotated),
             "pairs": pairs, "fleiss_three_raters": fleiss, "annotators_reference_quality": rule,
@@ -192,6 +197,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
         raise TrustmhError(f"--from {source}: not a directory (give a copy of github.com/jlcmoore/llms-as-therapists)")
     report = RowReport()
     files = read_result_files(source, report)
+    combined_rows = read_combined(source, report)  # read (and bounded) before any figure is computed
     per_file = {f.path: {"kind": f.kind, "model": f.model, "run": f.run, "n_rows": len(f.rows),
                          "raters": {x: figures(f.rows, x, seed=seed, n_boot=n_boot) for x in f.raters}}
                 for f in files}
@@ -213,7 +219,7 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
                                        if r.participant})
     vfiles = [f for f in files if f.kind == "validation"]
     agreement = validation_agreement(vfiles[0], seed=seed, n_boot=n_boot) if vfiles else None
-    combined = combined_check(read_combined(source, report), paper) if "human_therapists" in paper else None
+    combined = combined_check(combined_rows, paper) if "human_therapists" in paper else None
     read = [f.path for f in files] + [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if (source / rel).is_file()]
     result = {
         "source": str(source), "publisher": CITATION, "pinned_commit": COMMIT, "seed": seed, "n_boot": n_boot,
@@ -281,7 +287,7 @@ def summary_table(result: dict[str, Any]) -> str:
         lines += ["", f"Agreement on appropriateness ({ag['file'].rsplit('/', 1)[-1]}, {ag['n_annotated']} "
                   "annotated replies):", "", "| raters | n | agreement | Cohen's kappa, 95% CI |", "|---|---|---|---|"]
         for p in ag["pairs"]:
-            share = "—" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
+            share = f"— ({p['why_not_computed']})" if p["agreement"] is None else f"{100 * p['agreement']:.1f}%"
             lines.append(f"| {p['a']} vs {p['b']} | {p['n']} | {share} | {_num(p['kappa'])} |")
         rule = ag["annotators_reference_quality"]
         lines += ["", f"The annotators' own agreement as the reference-quality rule measures it ({rule['statistic']}, "

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import bounded_file, present
 from trustmh.data.rows import (
     RowProblem,
     RowReport,
@@ -41,10 +42,10 @@ def reference_answers(root: Path, report: RowReport) -> tuple[list[dict[str, Any
     """The answers the humans rated, as the study lines them up: its sampled file when present, else H1's
     file (then the H1 copy is the reference)."""
     sampled = root / SAMPLED
-    if sampled.is_file():
+    if present(sampled):
         return [r if isinstance(r, dict) else {} for r in read_list_lenient(sampled)], sampled.name
     h1 = root / HUMAN_SCORE_FILES["H1"]
-    if not h1.is_file():
+    if not present(h1):
         raise TrustmhError(f"--from {root}: neither {SAMPLED} nor {HUMAN_SCORE_FILES['H1']} found")
     report.add(RowProblem(sampled.name, -1, "file", "absent", f"{h1.name} used as the reference copy"))
     return [r if isinstance(r, dict) else {} for r in read_list_lenient(h1)], h1.name
@@ -100,7 +101,7 @@ def human_columns(root: Path, reference: Sequence[dict[str, Any]], report: RowRe
     how: dict[str, str] = {}
     for h, rel in HUMAN_SCORE_FILES.items():
         path = root / rel
-        if not path.is_file():
+        if not present(path):
             report.add(RowProblem(path.name, -1, "file", "absent", "rater left out"))
             continue
         own = RowReport()
@@ -163,10 +164,10 @@ def published_appropriateness(root: Path) -> dict[str, dict[str, dict[str, float
     for metric, fname, scale in (("mae", "pairwise_mae.csv", 1.0), ("rmse", "pairwise_rmse.csv", 1.0),
                                  ("within_1", "pairwise_within1.csv", 0.01)):
         path = folder / fname
-        if not path.is_file():
+        if not present(path):
             return None
         try:
-            with path.open(encoding="utf-8", newline="") as fh:
+            with bounded_file(path).open(encoding="utf-8", newline="") as fh:
                 rows = list(csv.reader(fh))
             header = [PUBLISHED_NAMES.get(h, h) for h in rows[0][1:]]
             for rec in rows[1:]:

@@ -16,8 +16,10 @@ from typing import Any
 from trustmh.core import TrustmhError
 from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
 from trustmh.data.rows import (
+    KeyedRows,
     RowProblem,
     RowReport,
+    item_key,
     score_or_none,
 )
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -68,20 +70,23 @@ def load_evaluations(root: Path, report: RowReport | None = None) -> dict[tuple[
         if m is None:
             raise TrustmhError(f"{path}: file name not of the form "
                                "{evaluator}-evaluation_{model}-answers-{dataset}-{ts}_merged.json")
-        problems: list[RowProblem] = []
-        kept = 0
+        problems = RowReport()
         rows = read_list_lenient(path)
         check_scale(path, rows)
+        # an answer evaluated twice in one file: once if the copies agree, else left out (docs/data.md#publisher-numbers)
+        keyed = KeyedRows(path.name, "inputs/answer")
         for i, row in enumerate(rows):
             missing = ["object"] if not isinstance(row, dict) else [k for k in ("inputs", "answer", "evaluation")
                                                                     if k not in row]
             if missing:
-                problems.append(RowProblem(path.name, i, "row", f"missing {', '.join(missing)}", "skipped"))
+                problems.add(RowProblem(path.name, i, "row", f"missing {', '.join(missing)}", "skipped"))
                 continue
-            kept += 1
-            out[(m["evaluator"], m["model"])].append({**row, "_file": path.name})
-        RowReport.require_usable(kept, str(path), problems)
-        report.extend(problems)
+            key = item_key(row.get("inputs"), row.get("answer"))
+            keyed.add(key if key is not None else ("row", i), i, row)
+        usable = list(keyed.result(problems, lambda k: "the same conversation and answer").values())
+        out[(m["evaluator"], m["model"])].extend({**row, "_file": path.name} for row in usable)
+        RowReport.require_usable(len(usable), str(path), problems.problems)
+        report.extend(problems.problems)
     if not out:
         raise TrustmhError(f"{base}: no */n_200/merged/*_merged.json evaluation files")
     return dict(out)

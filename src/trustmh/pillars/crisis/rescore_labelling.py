@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import bounded_file, present
 from trustmh.data.rows import (
     RowProblem,
     RowReport,
@@ -70,7 +71,7 @@ def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
     human_files = sorted((root / "data" / "human_label").glob("H*_label*_n206_s42.json"))
     llm_files = sorted(p for p in (root / "data" / "llm_label").glob("*-labeled-sampled_dataset_n_200_*.json")
                        if "merged" not in p.name.rsplit("s42", 1)[-1])
-    if not ref_path.is_file() or not human_files:
+    if not present(ref_path) or not human_files:
         return None
     reference = [r if isinstance(r, dict) else {} for r in read_list_lenient(ref_path)]
     raters: dict[str, list[str]] = {}
@@ -170,7 +171,7 @@ def compare_published_labelling(root: Path, pairs: Sequence[dict[str, Any]],
     """Every pair's agreement (%) and Cohen's κ, and every human-vs-LLM mean, against the study's
     agreement_report.md tables, at the 3 decimals it prints. None when the report is absent."""
     path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
-    if not path.is_file():
+    if not present(path):
         return None
     rater_of = {f: n for n, f in files.items()}
     ours: dict[tuple[str, str], tuple[float | None, float | None]] = {
@@ -179,7 +180,7 @@ def compare_published_labelling(root: Path, pairs: Sequence[dict[str, Any]],
         for fam, v in fams.items():
             ours[(h, fam)] = (v["agreement"], v["cohen_kappa"])
     n_cells, differ, unknown = 0, [], []
-    for m in _PUB_PAIR.finditer(path.read_text(encoding="utf-8", errors="replace")):
+    for m in _PUB_PAIR.finditer(bounded_file(path).read_text(encoding="utf-8", errors="replace")):
         a = rater_of.get(m["a"])
         b = rater_of.get(m["b"]) or re.sub(r"\s*\(n=\d+\)$", "", m["b"])
         if a is None or (a, b) not in ours:
@@ -201,8 +202,8 @@ _PUB_FLEISS = re.compile(r"Fleiss' Kappa \(across (?P<who>[^)]+)\):\s*(?P<k>-?[0
 def published_labelling(root: Path) -> dict[str, float] | None:
     """Fleiss' κ as printed (3 decimals) in the study's outputs/crisis_label_agreement/agreement_report.md."""
     path = root / "outputs" / "crisis_label_agreement" / "agreement_report.md"
-    if not path.is_file():
+    if not present(path):
         return None
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = bounded_file(path).read_text(encoding="utf-8", errors="replace")
     return {m["who"]: float(m["k"]) for m in _PUB_FLEISS.finditer(text)} or None
 

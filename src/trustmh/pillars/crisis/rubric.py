@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.data.files import bounded_file
 from trustmh.pillars.crisis.data import LABELS, canonical_label, crisis_file
 from trustmh.prompts import load_template
 
@@ -58,7 +59,7 @@ def load_protocol_csv(path: str | Path) -> Rubric:
     columns headed `(1) …` to `(5) …`; one row per label. Read at run time, never bundled."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        with bounded_file(path).open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             fields = reader.fieldnames or []
             label_col = next((f for f in fields if f.strip().lower() == "label"), None)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import RunContext, TrustmhError
+from trustmh.data.files import bounded_file
 from trustmh.data.publisher import publisher_file, unavailable_reason
 from trustmh.data.rows import RowProblem, RowReport
 
@@ -86,7 +87,7 @@ def code_position(position: int | None, polarity: str, n_options: int) -> str:
 
 def _jsonl(path: Path) -> list[tuple[int, Any]]:
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = bounded_file(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     out = []
@@ -154,7 +155,7 @@ def load_public_rates(path: Path, questions: Sequence[Question], report: RowRepo
     by_text = {q.question_only: q for q in questions}
     out: dict[str, dict[str, float]] = {}
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             header = [h.strip() for h in reader.fieldnames or []]
             if "question" not in header or not set(CONDITIONS) <= set(header):

@@ -25,8 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.core import TrustmhError
+from trustmh.data.files import bounded_file, present
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport
+from trustmh.json_clean import clean_json
 from trustmh.pillars.fairness.stigma import stigma_rates
 from trustmh.pillars.fairness.stigma_data import (
     CODED_FILE,
@@ -67,11 +69,12 @@ def _log(msg: str) -> None:
 
 
 def read_coded_csv(path: Path, report: RowReport) -> dict[str, list[dict[str, Any]]]:
-    """all_combined.csv → label → rows {vignette, condition, question, code}."""
+    """all_combined.csv → label → rows {vignette, condition, question, code}; a (model, vignette, question) given
+    twice counts once when its copies agree, not at all when they differ (`KeyedRows`)."""
     csv.field_size_limit(1 << 30)
-    out: dict[str, list[dict[str, Any]]] = {}
+    keyed = KeyedRows(path.name, "model/vignette/question_only")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open(bounded_file(path), encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             need = {"model", "condition", "question_only", "code", "vignette"}
             if not need <= set(reader.fieldnames or []):
@@ -87,22 +90,32 @@ def read_coded_csv(path: Path, report: RowReport) -> dict[str, list[dict[str, An
                 if row["condition"] not in CONDITIONS:
                     report.add(RowProblem(path.name, i, "condition", f"unknown {row['condition']!r}", "skipped"))
                     continue
-                out.setdefault(str(row["model"]).strip(), []).append(
-                    {"vignette": row["vignette"], "condition": row["condition"], "question": row["question_only"],
-                     "code": STIGMATISING if code == 1.0 else NOT_STIGMATISING})
+                keyed.add((str(row["model"]).strip(), row["vignette"], row["question_only"]), i,
+                          {"vignette": row["vignette"], "condition": row["condition"], "question": row["question_only"],
+                           "code": STIGMATISING if code == 1.0 else NOT_STIGMATISING})
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise TrustmhError(f"{path}: cannot read as CSV ({exc})") from None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (model, _, _), coded in keyed.result(report, _shown_key).items():
+        out.setdefault(model, []).append(coded)
     return out
 
 
+def _shown_key(key: tuple[str, ...]) -> str:
+    """A record's key as a row report names it: the vignette cut short (its text is long)."""
+    *head, vignette, question = key
+    return "/".join([*head, (vignette[:30] + "...") if len(vignette) > 30 else vignette, question])
+
+
 def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
-    """One run file → coded rows of its stigma questions (trustmh's coding of `answer` among `options`)."""
-    rows = []
+    """One run file → coded rows of its stigma questions (trustmh's coding of `answer` among `options`); a
+    (vignette, question) given twice counts once when its copies agree, not at all when they differ."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded_file(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read ({exc})") from None
     name = f"{path.parent.name}/{path.name}"
+    keyed = KeyedRows(name, "vignette/question_only")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -120,15 +133,16 @@ def read_run(path: Path, report: RowReport) -> list[dict[str, Any]]:
             continue  # not one of the six stigma questions
         answer = row.get("answer")
         position = options.index(answer) if isinstance(answer, str) and answer in options else None
-        rows.append({"vignette": row.get("vignette"), "condition": row["condition"], "question": question,
-                     "code": code_position(position, polarity, len(options))})
-    return rows
+        keyed.add((str(row.get("vignette")), question), i,
+                  {"vignette": row.get("vignette"), "condition": row["condition"], "question": question,
+                   "code": code_position(position, polarity, len(options))})
+    return list(keyed.result(report, _shown_key).values())
 
 
 def published_rates(path: Path) -> dict[str, dict[str, float]]:
     """The notebook's printed per-condition rates: label ("gpt-4o", "gpt-4o\\nno-steel") → condition → rate."""
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(bounded_file(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     out: dict[str, dict[str, float]] = {}
@@ -171,11 +185,11 @@ def rescore_moore_stigma(source: Path, out: Path, *, seed: int = 0, n_boot: int 
         raise TrustmhError(f"--from {source}: not a directory (give the llms-as-therapists repository's folder)")
     report = RowReport()
     nb_path = source / NOTEBOOK
-    published = published_rates(nb_path) if nb_path.is_file() else None
+    published = published_rates(nb_path) if present(nb_path) else None
     if published is None:
         report.add(RowProblem(NOTEBOOK, -1, "file", "absent", "nothing to compare with"))
     sets: list[dict[str, Any]] = []
-    if (source / CODED_FILE).is_file():
+    if present(source / CODED_FILE):
         for label, rows in sorted(read_coded_csv(source / CODED_FILE, report).items()):
             fig = _rates(rows, seed, n_boot)
             sets.append({"source": CODED_FILE, "model": label, "prompt": MAIN_PROMPT, **fig,
@@ -208,7 +222,7 @@ def rescore_moore_stigma(source: Path, out: Path, *, seed: int = 0, n_boot: int 
         raise TrustmhError(f"--from {source}: neither {CODED_FILE} nor run folders under {RUNS}/ (expected the "
                            "llms-as-therapists layout)")
     public: dict[str, Any] | None = None
-    if (source / HUMAN_FILE).is_file() and (source / QUESTIONS_FILE).is_file():
+    if present(source / HUMAN_FILE) and present(source / QUESTIONS_FILE):
         per_q = load_public_rates(source / HUMAN_FILE, load_questions(source / QUESTIONS_FILE, report), report)
         public = {"per_question": per_q, "per_condition": public_condition_rates(per_q)}
     else:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from trustmh.core import TrustmhError
-from trustmh.data.files import read_table
+from trustmh.data.files import bounded_file, read_table
 from trustmh.data.registry import cache_dir
 from trustmh.digest import sha256_file
 from trustmh.pillars.mentalbench.ratings import (
@@ -153,7 +153,7 @@ def read_workbook(path: str | os.PathLike[str], kind: str) -> RawSheet:
     try:
         import openpyxl
 
-        wb = openpyxl.load_workbook(p, read_only=True, data_only=True)
+        wb = openpyxl.load_workbook(bounded_file(p), read_only=True, data_only=True)
     except Exception as e:  # noqa: BLE001 - any reader error is a bad input file
         raise TrustmhError(f"{p}: cannot open as an xlsx workbook ({type(e).__name__}: {e})") from e
     try:
@@ -261,7 +261,7 @@ def _save_parsed(base: Path, data: AlignData) -> None:
 
 def _load_parsed(base: Path) -> AlignData | None:
     try:
-        meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+        meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))  # our own cache, not a publisher's file
         with np.load(base.with_suffix(".npz"), allow_pickle=False) as z:
             raters = {key: ParsedRatings(rater, kind, *(z[f"{key}|{name}"] for name in _ARRAYS))
                       for key, (rater, kind) in meta["raters"].items()}

@@ -179,6 +179,7 @@ class PrivacyAwareness(Subtask):
         value, ci, metrics, notes = awareness_metrics(records, seed=ctx.seed, n_boot=ctx.n_boot)
         n_items = len({(r.metadata["tier"], r.metadata["index"]) for r in records})
         n_invalid = sum(1 for r in records if not r.score.get("valid"))
+        metrics["n_ratings"] = len(records)  # n_invalid counts replies (n: items, each asked several times)
         notes = list(notes)
         notes.append("per-item model mean over valid samples; an item with no valid sample is left out of r "
                      "and counted in n_tier*_no_valid")

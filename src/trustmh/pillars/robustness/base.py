@@ -11,8 +11,9 @@ robustness numbers are built from those:
   This rewards a model at chance (docs/pillars/robustness.md#modes) and is kept for comparability only.
 * default: each level alone and the cascade at p ∈ {0.05, 0.10, 0.20, 0.30}; retention(p) =
   (s_p − worst) / (s_0 − worst) with `worst` the base's anchor; `value` = mean cascade retention (↑);
-  not computed when the clean normalised score is below 0.05 (the model is at chance) or when the clean
-  score's 95% interval reaches the chance anchor (the notes say how close it is).
+  not computed when the clean normalised score is below 0.05 (the model is at chance), when the clean
+  score's 95% interval reaches the chance anchor (the notes say how close it is), or when the mean retention
+  is above 1 (a floor effect: perturbed replies scored above the clean ones; never clipped to a perfect 1).
 
 Intervals are paired: one draw of base clusters (dialogues / posts) per replicate, shared by the clean and
 the perturbed conditions, with the composite recomputed in every replicate.
@@ -47,6 +48,7 @@ CLEAN = "clean"
 DEFAULT_PS: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3)
 FAITHFUL_P = 0.1
 CHANCE_NORMALISED = 0.05  # clean normalised score below this: the model is at chance, retention undefined
+RETENTION_CEILING = 1.0  # retention above it: perturbed scored above clean (a floor effect), not computed
 SUPPORT_BASE_ID = "reliability/emotional_support"
 DIAGNOSIS_BASE_ID = "reliability/psychological_diagnosis"
 
@@ -315,6 +317,14 @@ class RobustnessBase(Subtask):
             if value is None:
                 return self._result_not_computed("no cascade condition computed", direction, n, n_invalid,
                                                  metrics, notes, clean)
+            if value > RETENTION_CEILING:
+                # The perturbed replies scored above the clean ones: a ratio past its ceiling is noise around a
+                # clean score near the scale's floor, not robustness; clipped to 1 it would read as perfect.
+                return self._result_not_computed(
+                    f"floor effect: mean cascade retention {value:.2f} is above {RETENTION_CEILING:g} (perturbed "
+                    f"replies scored above the clean score {s0:.3f}, {metrics['clean_normalised']:.3f} of the way "
+                    f"from the floor {worst:g} to {best:g}): not a measure of robustness", direction, n, n_invalid,
+                    metrics, notes, clean)
             cascade_reps = [ret_reps[condition_key(CASCADE, p)] for p in ps
                             if condition_key(CASCADE, p) in ret_reps]
             ci = percentile_ci(np.mean(cascade_reps, axis=0))
