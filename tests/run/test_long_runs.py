@@ -58,7 +58,7 @@ def test_faults_of_every_kind_lose_no_item(tmp_path: Path, monkeypatch: pytest.M
 def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """A judge endpoint that never answers costs at most timeout × (retries + 1) per attempt: the run ends,
-    writes its results and counts the samples as errored (exit 1), instead of hanging."""
+    writes its results and counts the samples as errored (exit 5, incomplete), instead of hanging."""
     start = time.monotonic()
     with LoopbackServer(respond, hang_models={"judge-dead"}, max_requests=300, max_seconds=200) as server:
         code = run_cli(server, monkeypatch, tmp_path, "--subtasks", "ethical_reasoning", "--limit", "2",
@@ -67,7 +67,7 @@ def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.M
         judge_requests = [r for r in server.chat_requests if (r.json or {}).get("model") == "judge-dead"]
     elapsed = time.monotonic() - start
     assert elapsed < 120, f"the run took {elapsed:.0f} s"
-    assert code == 1
+    assert code == 5
     assert "trustmh: error: ethics/ethical_reasoning" in capsys.readouterr().err, "shown with --display none"
     results = json.loads((tmp_path / "results.json").read_text())
     ethics = results["subtasks"]["ethics/ethical_reasoning"]
