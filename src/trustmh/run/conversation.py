@@ -53,6 +53,7 @@ from trustmh.run.calls import (
     primary_metric,
 )
 from trustmh.run.usage import USAGE_KEY, held, note_call, sample_usage
+from trustmh.safe_text import safe_text
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -113,7 +114,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                                                        config=GenerateConfig(**fields))
                         note_call("patient", str(asked), out, batched="batch" in fields, hold=hold)
                     said_by.append(out.model)
-                    return out.completion
+                    return safe_text(out.completion)
 
                 said = await ask_until_valid(patient_line, said_something)
                 names = ctx.patient.models if ctx.patient else ()
@@ -135,7 +136,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             greeting = (state.output.metadata or {}).get("greeting")
             if greeting and GREETING_KEY not in state.metadata:
                 state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
-            turns.append({"role": "model", "content": state.output.completion, "model": model_label, "turn": i,
+            turns.append({"role": "model", "content": safe_text(state.output.completion), "model": model_label, "turn": i,
                           "marks": {}})
         state.metadata[TURNS_KEY] = turns
         return state
