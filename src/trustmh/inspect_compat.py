@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.models import batch as trustmh_batch
+from trustmh.safe_text import safe_json, safe_text
 
 
 def fs_options(url: str) -> dict[str, Any]:
@@ -335,3 +336,58 @@ def anthropic_batcher_class(base: Any, journal: Any) -> Any:
             return batch_id
 
     return JournaledAnthropicBatcher
+
+
+@contextmanager
+def safe_replies() -> Iterator[None]:
+    """While the block runs, every model Inspect builds (the model under test, judges, patients, whatever their
+    provider) hands back its reply made safe to write (`trustmh.safe_text`) before Inspect records it: Inspect
+    logs a provider's output (its `ModelEvent`, with the raw response) inside `Model._generate`, right after
+    the provider's own `generate` returns, so that call is the first place trustmh can reach; a lone surrogate
+    there would otherwise end the whole sub-task in a serialisation error. Wraps `ModelAPI.generate` on each
+    `Model` built in the block (Inspect 0.3.285 builds every one through `Model.__init__`)."""
+    from inspect_ai.model import Model
+
+    original = Model.__init__
+
+    def init(self: Any, api: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, api, *args, **kwargs)
+        _clean_generate(api)
+
+    Model.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Model.__init__ = original  # type: ignore[method-assign]
+
+
+def _clean_generate(api: Any) -> None:
+    if getattr(api, "_trustmh_safe", False):
+        return
+    generate = api.generate
+
+    async def cleaned(*args: Any, **kwargs: Any) -> Any:
+        result = await generate(*args, **kwargs)
+        output, call = result if isinstance(result, tuple) else (result, None)
+        if isinstance(output, Exception):
+            return result
+        for choice in output.choices:
+            _clean_message(choice.message)
+        if call is not None and getattr(call, "response", None) is not None:
+            call.response = safe_json(call.response)
+        return (output, call) if isinstance(result, tuple) else output
+
+    api.generate = cleaned
+    api._trustmh_safe = True
+
+
+def _clean_message(message: Any) -> None:
+    """A reply's text made safe in place: string content, or each text or reasoning part of a list."""
+    if isinstance(message.content, str):
+        message.content = safe_text(message.content)
+        return
+    for part in message.content or []:
+        for field in ("text", "reasoning", "summary"):
+            value = getattr(part, field, None)
+            if isinstance(value, str):
+                setattr(part, field, safe_text(value))

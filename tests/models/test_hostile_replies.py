@@ -10,6 +10,7 @@ import json
 import pytest
 
 from chatbot_server import TOKEN, ChatbotServer
+from loopback_server import LoopbackServer
 from trustmh.cli import main
 from trustmh.safe_text import REPLACEMENT, as_text, safe_text, unusable
 
@@ -65,3 +66,25 @@ def test_hostile_reply_subtask_is_computed(hostile_run: tuple[int, dict]) -> Non
 
 def test_hostile_reply_costs_its_own_conversation_only(hostile_run: tuple[int, dict]) -> None:
     assert hostile_run[1]["subtasks"]["conversation/harm_to_others"]["n_invalid"] == 1
+
+
+@pytest.fixture(scope="module")
+def hostile_inspect_provider(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The same reply from one of Inspect's own providers (`openai-api`), whose output Inspect logs itself."""
+    tmp = tmp_path_factory.mktemp("hostile_openai")
+    with LoopbackServer(lambda messages, request: HOSTILE, max_requests=200) as server, \
+            pytest.MonkeyPatch.context() as mp:
+        for key, value in server.env().items():
+            mp.setenv(key, value)
+        main(["run", "--model", server.model_name("m"), "--subtasks", "harm_to_others", "--limit", "2",
+              "--no-judge", "--out", str(tmp / "out"), "--display", "none", "--timeout", "10",
+              "--max-retries", "1", "--n-boot", "200"])
+    return json.loads((tmp / "out" / "results.json").read_text())["subtasks"]["conversation/harm_to_others"]
+
+
+def test_inspect_provider_hostile_reply_subtask_is_computed(hostile_inspect_provider: dict) -> None:
+    assert hostile_inspect_provider["status"] == "ok"
+
+
+def test_inspect_provider_hostile_replies_are_invalid(hostile_inspect_provider: dict) -> None:
+    assert hostile_inspect_provider["n_invalid"] == 2
