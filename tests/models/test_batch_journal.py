@@ -6,6 +6,7 @@ it starts again instead of submitting its requests anew (the journal, trustmh.mo
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from inspect_ai.model import BatchConfig, GenerateConfig, get_model
 
 from batch_server import BatchServer
+from trustmh.core import TrustmhError
 from trustmh.inspect_compat import journaled_batches
-from trustmh.models.batch import JOURNAL, batching
+from trustmh.models.batch import JOURNAL, Journal, batching
 
 QUESTIONS = ["one", "two", "three"]
 
@@ -163,3 +165,22 @@ def test_anthropic_prompt_caching_is_on_unless_turned_off(env: Any, prompt_cache
         asyncio.run(m.generate("a prompt", config=GenerateConfig(**batch.call_settings(CLAUDE))))
     (body,) = server.live_bodies
     assert ("cache_control" in body) is marked
+
+
+# issue 43.4: a garbage journal is one line naming it and the way out, never a UnicodeDecodeError
+def test_a_journal_that_is_not_text_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_bytes(b'{"batch": "b1"}\n\xf9\xfa garbage\n')
+    with pytest.raises(TrustmhError, match=rf"^{re.escape(str(tmp_path / JOURNAL))}: byte 0xf9 at offset 16 .*"
+                       r"move it aside"):
+        Journal.open(tmp_path)
+
+
+def test_a_journal_with_a_garbage_line_before_the_last_is_refused(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_text('not json\n{"batch": "b1"}\n')
+    with pytest.raises(TrustmhError, match="line 1 is not a journal entry"):
+        Journal.open(tmp_path)
+
+
+def test_a_journal_whose_last_line_was_cut_still_opens(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_text('{"batch": "b1", "model": "m"}\n{"batch": "b2", "mo')
+    assert list(Journal.open(tmp_path).batches) == ["b1"]
