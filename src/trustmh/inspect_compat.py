@@ -220,6 +220,7 @@ def _journal_mixin(journal: Any) -> Any:
 
 def openai_batcher_class(base: Any, journal: Any) -> Any:
     """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
+    import json
     import sys
 
     # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
@@ -232,11 +233,14 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             if journal is not None:
                 self._journal_init()
 
+        async def _live(self, request: dict[str, Any]) -> Any:
+            create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
+                      else self._openai_client.chat.completions.create)
+            return await create(**request)
+
         async def generate_for_request(self, request: dict[str, Any]) -> Any:
             if not trustmh_batch.WANT_BATCH.get():  # a live call on a model that also batches (a turn)
-                create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
-                          else self._openai_client.chat.completions.create)
-                return await create(**request)
+                return await self._live(request)
             if journal is not None:
                 answer = await self._recovered_answer(self._journal_key(request))
                 if answer is not None:
@@ -269,7 +273,41 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             return batch_id
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
-            results = await super()._handle_batch_result(batch, completion_info)
+            # Inspect's own reading fails the whole batch on one line it cannot read, and each retry of each
+            # request then submits it again (paid every time): here a line cut in half, a body with no answer
+            # or an unknown custom_id is left out and named, and only the requests left without an answer are
+            # asked live, once each
+            files = list(self._uris_from_completion_info(completion_info))
+            results: dict[str, Any] = {}
+            unreadable = unknown = 0
+            for file_id in files:
+                for line in (await self._download_result_file(file_id)).decode("utf-8", "replace").splitlines():
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                        request_id, answer = self._parse_jsonl_line(row)
+                        if not isinstance(answer, Exception) and not trustmh_batch.readable_body(
+                                row["response"]["body"]):
+                            raise ValueError("no answer in the body")
+                    except Exception:  # noqa: BLE001  a damaged line: its request is asked live below
+                        unreadable += 1
+                        continue
+                    if request_id in batch.requests:
+                        results[request_id] = answer
+                    else:
+                        unknown += 1
+            missing = [r for r in batch.requests if r not in results]
+            if unreadable or unknown or missing:
+                print(f"trustmh: batch {batch.id}: result file(s) {', '.join(files) or 'none'}: {unreadable} "
+                      f"unreadable line(s), {unknown} unknown custom_id(s); the {len(missing)} request(s) left "
+                      "without an answer are asked live, once each (if this recurs, the provider's batch results "
+                      "are damaged: run without --batch)", file=sys.stderr, flush=True)
+            for request_id in missing:
+                try:
+                    results[request_id] = await self._live(batch.requests[request_id].request)
+                except Exception as exc:  # noqa: BLE001  that request's own error, retried by Inspect
+                    results[request_id] = exc
             if journal is not None:
                 journal.collected(batch.id, list(self._uris_from_completion_info(completion_info)))
             return results

@@ -157,8 +157,15 @@ class Journal:
         return path.read_bytes() if path.exists() else None
 
 
+def readable_body(body: Any) -> bool:
+    """Whether an OpenAI batch line's response body holds an answer (chat `choices` or a Responses `output`):
+    a body without one is damaged, and its request is asked again rather than answered with nothing."""
+    return isinstance(body, dict) and any(isinstance(body.get(k), list) and body[k] for k in ("choices", "output"))
+
+
 def answered_lines(data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(custom_id, response body) for every answered line of an OpenAI batch result file."""
+    """(custom_id, response body) for every answered line of an OpenAI batch result file (lines cut in half,
+    or whose body holds no answer, are left out: `readable_body`)."""
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)
@@ -166,7 +173,7 @@ def answered_lines(data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
             continue
         response = row.get("response") if isinstance(row, dict) else None
         if row.get("error") is None and isinstance(response, dict) and response.get("status_code", 200) == 200 \
-                and isinstance(response.get("body"), dict):
+                and readable_body(response.get("body")):
             yield str(row.get("custom_id")), response["body"]
 
 
