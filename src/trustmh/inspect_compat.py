@@ -6,6 +6,7 @@ wraps. An Inspect upgrade is checked here first (and by the golden-log test).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,7 +98,6 @@ def provider_discounts(mode: Any, prompt_cache: bool = True) -> Iterator[None]:
 def batch_messages_to_stderr() -> Iterator[None]:
     """Inspect's batcher prints its messages, and its status on every poll, to stdout; while the block runs
     they go to stderr as trustmh's other progress lines do, the status only when it changes."""
-    import sys
 
     try:
         from inspect_ai.model._providers.util import batch_log
@@ -198,8 +198,13 @@ def _journal_mixin(journal: Any) -> Any:
                 if entry.get("files") is None:
                     try:
                         state = await self._journal_state(batch_id)
-                    except Exception:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
+                    except Exception as exc:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
                         state = "gone"
+                        # named before anything is submitted again: a provider still running it bills both
+                        print(f"trustmh: batch {batch_id} of the journal {journal.root / trustmh_batch.JOURNAL}: "
+                              f"the provider does not know it ({type(exc).__name__}); its "
+                              f"{len(self._waiting[batch_id])} request(s) are submitted again (if it still runs "
+                              "at the provider, cancel it there)", file=sys.stderr, flush=True)
                     if state == "running":
                         continue
                     if state == "gone":
@@ -221,7 +226,6 @@ def _journal_mixin(journal: Any) -> Any:
 def openai_batcher_class(base: Any, journal: Any) -> Any:
     """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
     import json
-    import sys
 
     # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
     httpx2 = sys.modules[base.__module__].httpx2

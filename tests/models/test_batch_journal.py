@@ -234,3 +234,14 @@ def test_a_damaged_result_file_answers_each_request_at_most_once_more(damaged_ba
     server = damaged_batch[1]
     paid = server.answered_bodies + server.live_bodies
     assert max(paid.values()) <= 2
+
+
+def test_a_journaled_batch_the_provider_does_not_know_is_named_before_submitting(
+        env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with env(BatchServer(echo)) as server:
+        label = f"openai {server.base_url}/"
+        (tmp_path / JOURNAL).write_text(json.dumps({"batch": "batch_lost", "model": label,
+                                                    "requests": {"r1": "0" * 64}}) + "\n")
+        with journaled_batches(tmp_path):
+            asyncio.run(ask_all(model()))
+    assert "trustmh: batch batch_lost of the journal" in capsys.readouterr().err
