@@ -49,6 +49,7 @@ from trustmh.run.calls import (
     generate_once,
     item_from_metadata,
     judge_model,
+    named_failure,
     patient_role,
     primary_metric,
 )
@@ -109,9 +110,13 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
                     fields = call_settings(str(asked), conversation=True)
                     with held(str(asked), list(messages or []), patient_cap) as hold:
-                        with batching("batch" in fields):
-                            out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt),
-                                                       config=GenerateConfig(**fields))
+                        try:
+                            with batching("batch" in fields):
+                                out = await asked.generate(_chat(list(messages or [])),
+                                                           cache=cache_policy(ctx, attempt),
+                                                           config=GenerateConfig(**fields))
+                        except Exception as exc:  # retries used up: named by role and model
+                            raise named_failure(exc, "patient", asked) from None
                         note_call("patient", str(asked), out, batched="batch" in fields, hold=hold)
                     said_by.append(out.model)
                     return safe_text(out.completion)
