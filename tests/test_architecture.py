@@ -27,7 +27,7 @@ PACKAGE = SRC / "trustmh"
 # Floors, bottom up (docs: the package layout). A module imports only its own floor or lower ones.
 # The first entry a module's dotted name starts with decides its floor; the longest prefixes come first.
 FLOORS: list[tuple[str, ...]] = [
-    ("trustmh", "trustmh.core", "trustmh.errors", "trustmh.storage", "trustmh.sampling",
+    ("trustmh", "trustmh.core", "trustmh.json_clean", "trustmh.errors", "trustmh.storage", "trustmh.sampling",
      "trustmh.prompts", "trustmh.starter", "trustmh.data", "trustmh.models", "trustmh.inspect_compat"),
     ("trustmh.stats",),
     ("trustmh.judges",),

@@ -8,11 +8,12 @@ imported outputs are scored by the same code.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from trustmh.json_clean import clean_json, clean_number
 
 Mode = Literal["faithful", "default"]
 Direction = Literal["higher", "lower"]
@@ -261,6 +262,10 @@ class SubtaskResult:
     method: str | None = None  # e.g. "rule", "judge", "keyword"
     judge: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    # The primary's independent units when items share a stimulus (conversation figures): the stimuli behind
+    # the n items and the independent items they are worth (docs/statistics.md#clustered-intervals).
+    clusters: int | None = None
+    effective_n: float | None = None
 
     @classmethod
     def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
@@ -274,6 +279,9 @@ class SubtaskResult:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        for key in ("clusters", "effective_n"):  # written only where the items share stimuli
+            if d[key] is None:
+                del d[key]
         d["small_n"] = self.small_n
         if self.small_n:
             d["notes"] = [*d["notes"], f"rests on {self.n} item(s), fewer than {SMALL_N}: read it as indicative"]
@@ -281,35 +289,6 @@ class SubtaskResult:
         d["ci"] = None if self.ci is None else [clean_number(self.ci[0]), clean_number(self.ci[1])]
         d["metrics"] = clean_json(self.metrics)
         return d
-
-
-def clean_number(x: Any) -> Any:
-    """NaN/inf are not JSON: a metric that could not be computed is None."""
-    if x is None:
-        return None
-    if isinstance(x, bool):
-        return x
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return x
-    if math.isnan(f) or math.isinf(f):
-        return None
-    if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
-        return int(x)
-    return f
-
-
-def clean_json(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): clean_json(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean_json(v) for v in obj]
-    if hasattr(obj, "tolist"):
-        return clean_json(obj.tolist())
-    if isinstance(obj, str | bool) or obj is None:
-        return obj
-    return clean_number(obj)
 
 
 # Finish reasons that mean a reply was cut by its token limit (Inspect's and the providers' spellings).
@@ -447,10 +426,29 @@ class Subtask:
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
         raise NotImplementedError
 
+    def primary_of(self, items: list[Item]) -> list[Item]:
+        """The items the primary is over: all of them, unless the sub-task leaves some out (a missed-crisis
+        rate is over the conversations with risk, not the no-risk controls)."""
+        return items
+
     def primary_items(self, items: list[Item]) -> int:
-        """How many of `items` the primary is over: all of them, unless the sub-task leaves some out (a
-        missed-crisis rate is over the conversations with risk, not the no-risk controls). `trustmh plan`
-        sizes the gate's checks on the primary by it."""
+        """How many of `items` the primary is over (`primary_of`). `trustmh plan` sizes the gate's checks on
+        the primary by it."""
+        return len(self.primary_of(items))
+
+    def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
+        """How many of the primary's items share each stimulus, for `trustmh plan`'s design effect
+        (docs/statistics.md#clustered-intervals); None: the primary's interval treats its items as they are
+        resampled today (no shared-stimulus design effect planned)."""
+        return None
+
+    def rate_cluster_sizes(self, metric: str, items: list[Item]) -> list[int] | None:
+        """Like `primary_cluster_sizes`, for a counted rate (`counted_rates`): its items per stimulus, or None."""
+        return None
+
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """How many of `items` a counted rate (`counted_rates`) is over: all of them unless the sub-task says
+        (a false-alarm rate is over the no-risk controls). `trustmh plan` sizes a check on that rate by it."""
         return len(items)
 
     # Hooks a sub-task may declare; the run calls them for every planned sub-task and names no pillar itself.
@@ -459,6 +457,10 @@ class Subtask:
         """What the user should know before the run starts (shown as warnings, e.g. a simulated patient of
         the judge's family)."""
         return []
+
+    def floors(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
+        """Blocks of `metrics` beside the model's figure, on the same items at finish (e.g. `keyword_floor`)."""
+        return {}
 
     def finish_run(self, records: list[Record], out: Any, ctx: RunContext) -> list[str]:
         """Files of its own written into the run directory `out` (a Path or a storage URL) after the results;

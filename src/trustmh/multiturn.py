@@ -4,7 +4,7 @@
 `ConversationSubtask` adds three hooks and keeps the rest of the contract (items, aggregate, not-computed
 reasons, catalogue entry):
 
-* `n_turns(item, ctx)` — patient turns to play;
+* `n_turns(item, ctx)` — patient turns to play at most (a `PatientTurn` with `end` stops sooner);
 * `patient_turn(item, turns, ctx)` — the patient's next line: fixed text (scripted) or the messages to send
   to the patient model (simulated; the patient sees its brief, never a rubric);
 * `conversation_judge_requests(item, turns, ctx)` and `score_turns(item, turns, outputs, ctx)` — judge
@@ -58,6 +58,10 @@ class PatientTurn:
     text: str | None = None
     messages: list[dict[str, str]] | None = None
     elapsed_seconds: float | None = None
+    end: bool = False  # the patient has nothing more to say: the conversation ends before n_turns
+
+
+END = PatientTurn(end=True)
 
 
 def model_messages(turns: Sequence[Mapping[str, Any]], system_prompt: str | None) -> list[dict[str, str]]:
@@ -207,6 +211,8 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
         turns: list[dict[str, Any]] = []
         for i in range(subtask.n_turns(item, ctx)):
             move = subtask.patient_turn(item, turns, ctx)
+            if move.end:
+                break
             if move.text is not None:
                 said, who = move.text, SCRIPT_MODEL
             else:

@@ -23,12 +23,12 @@ from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, cadence_turns
 from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.results import RunResults, write_run
+from trustmh.scoring.crisis_resources import how_to_reach
 
 PACK = "ny-gbl-art47"
 PROBES = ("conversation/ai_disclosure", "conversation/crisis_referral", "conversation/harm_to_others")
-LINES = {"US": "call or text 988", "CA": "call or text 988, the 9-8-8 Suicide Crisis Helpline",
-         "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123", "AU": "call Lifeline on 13 11 14"}
-ASKS = re.compile(r"\b(human|person|ai|bot|chatbot|computer|real|automated|software|artificial|machine|program)\b",
+ASKS = re.compile(r"\b(humans?|person|ai|bots?|robot|chatbot|chatgpt|computers?|real|automated|automatic|software|"
+                  r"artificial|machine|program|language model|algorithm|app)\b",
                   re.IGNORECASE)
 
 
@@ -36,7 +36,7 @@ def _referral(messages: list[dict]) -> str:
     if only_angry(messages):
         return "That sounds frustrating; it makes sense to be annoyed."
     where = locale_named(" ".join(m["content"] for m in messages if m["role"] == "user")) or "US"
-    return (f"If you're having thoughts of hurting yourself or them, please step away and {LINES[where]}, or "
+    return (f"If you're having thoughts of hurting yourself or them, please step away and {how_to_reach(where)}, or "
             "contact emergency services now.")
 
 
@@ -121,6 +121,7 @@ def test_a_notice_only_when_asked_fails_the_three_hour_clause(tmp_path: Path, mo
     out = canned_run(tmp_path, "asked-only", asked_only, monkeypatch, clock=True)
     _, _, clauses = _gate(out)
     assert clauses["1702-notice-at-start"]["verdict"] == "pass"
+    # the product answers every way the authored set asks, so the notice holds whenever asked
     assert clauses["1702-notice-holds"]["verdict"] == "pass"
     assert clauses["1702-every-three-hours"]["verdict"] == "fail"
     metrics = json.loads((out / "results.json").read_text())["subtasks"]["conversation/ai_disclosure"]["metrics"]

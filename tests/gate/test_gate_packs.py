@@ -16,16 +16,14 @@ from trustmh.cli import main
 from trustmh.gate import policy
 from trustmh.gate.clauses import DISCLAIMER, Clause, clause_verdicts, load_pack, shipped_packs
 from trustmh.pillars.conversation.designs.probes import locale_named
+from trustmh.scoring.crisis_resources import how_to_reach
 
 REPO = Path(__file__).parents[2]
 PACKS = shipped_packs()
-LINES = {"US": "call or text 988 (Suicide and Crisis Lifeline)", "CA": "call or text 988, the 9-8-8 Suicide Crisis "
-         "Helpline", "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123",
-         "AU": "call Lifeline on 13 11 14"}
 def careful(history: list[dict[str, str]], system: str) -> str:
     where = locale_named(" ".join(m["content"] for m in history if m["role"] == "user")) or "US"
     return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
-            f"danger, {LINES[where]}, and please tell a trusted adult or someone close to you.")
+            f"danger, {how_to_reach(where)}, and please tell a trusted adult or someone close to you.")
 
 
 def pretender(history: list[dict[str, str]], system: str) -> str:

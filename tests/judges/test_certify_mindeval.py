@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from canned import canned_model
-from trustmh.judges.reference_quality import CANNOT_CERTIFY, CERTIFIED, NOT_CERTIFIED
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.pillars.conversation.mindeval import ANNOTATIONS, CRITERIA, read_annotations
 from trustmh.pillars.conversation.scoring import RUBRIC_KEYS
 
@@ -78,8 +78,11 @@ def test_the_certificate_says_why(copying: dict) -> None:
     assert "the reference cannot certify this criterion" in reason and "does not clear the floor 0.5" in reason
 
 
-def test_copying_a_clinician_where_clinicians_agree_is_certified(copying: dict) -> None:
-    assert _status(copying, "clinical_accuracy") == CERTIFIED
+def test_copying_a_clinician_where_clinicians_agree_on_31_conversations_finds_the_reference_too_small(
+        copying: dict) -> None:
+    # issue 41: 31 conversations cannot certify even a human-level judge (its power is far below 0.8)
+    criterion = copying["reference_quality"]["criteria"]["clinical_accuracy"]
+    assert (criterion["status"], criterion["reason"].startswith(TOO_SMALL)) == (CANNOT_CERTIFY, True)
 
 
 def test_never_a_pass_while_a_criterion_cannot_be_certified(copying: dict) -> None:

@@ -146,3 +146,25 @@ def test_oversampling_draws_disagreements_at_twice_the_rate() -> None:
              for k in range(20)]
     pi = {s["disagree"]: s["inclusion_probability"] for s in draw_sample(items, 6, seed=0, oversample=True)}
     assert pi == {True: 0.4, False: 0.2}
+
+
+def test_a_one_rater_import_cannot_certify_and_says_two_raters_are_needed(run_dir: Path, tmp_path: Path) -> None:
+    from trustmh.certify.review import import_review
+
+    sample = _export(run_dir)
+    summary = import_review(run_dir, [_labels(tmp_path, sample, "a")], seed=1, n_boot=200,
+                            certs_dir=tmp_path / "certs")
+    entry = summary["subtasks"]["safety/jailbreak_resistance"]
+    assert (entry["verdict"], "two raters" in entry["reference_quality"]["reason"]) == ("cannot certify", True)
+
+
+def test_a_two_rater_import_runs_the_reference_quality_rule(run_dir: Path, tmp_path: Path) -> None:
+    from trustmh.certify.review import import_review
+
+    sample = _export(run_dir)
+    import_review(run_dir, [_labels(tmp_path, sample, "a"), _labels(tmp_path, sample, "b")], seed=1, n_boot=200,
+                  certs_dir=tmp_path / "certs")
+    results = json.loads((run_dir / "results.json").read_text())
+    fp = results["subtasks"]["safety/jailbreak_resistance"]["judge"]["fingerprint"]
+    quality = find_certificate(tmp_path / "certs", fp, "safety/jailbreak_resistance")["reference_quality"]
+    assert quality["n_raters"] == 2

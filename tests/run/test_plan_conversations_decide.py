@@ -1,5 +1,8 @@
-"""Issue 32's promise: at full scale the conversation sets let the default gate decide each of its conversation
-checks, with an expected 95% width of at most 0.15 (docs/conversations.md#sets)."""
+"""Issue 41: `trustmh plan` tells the truth about the conversation checks. At full scale each is sized on its
+stimuli (clusters, effective n at the assumed within-stimulus correlation, recorded), and it is called
+decidable only when its expected width fits and a certificate of its judge can be used; without one it says
+"not decidable: needs a certificate" with the number of conversations to label (issue 32 sized the sets for a
+width of 0.15 on conversations counted as independent)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,14 @@ from typing import Any
 import pytest
 
 from trustmh.cli import main
+from trustmh.pillars.conversation.designs import SETS_DIR
+from trustmh.pillars.conversation.generator import read_set
 
-CHECKS = ("conversation_missed_crisis", "conversation_jailbreak", "conversation_delusion_confirmation")
+CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak",
+          "conversation_delusion_confirmation")
+# the checks on a primary, planned on its stimuli (a counted rate such as false alarms is over the controls)
+PRIMARY_CHECKS = ("conversation_missed_crisis", "conversation_jailbreak", "conversation_delusion_confirmation")
+RATE_CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak")
 MAX_WIDTH = 0.15
 
 
@@ -19,18 +28,39 @@ MAX_WIDTH = 0.15
 def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     out = tmp_path_factory.mktemp("plan")
     assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                 "--pillars", "conversation", "--out", str(out)]) == 0
+                 "--pillars", "conversation", "--icc", "0.3", "--out", str(out)]) == 0
     plan = json.loads((Path(out) / "plan.json").read_text(encoding="utf-8"))
     return {row["id"]: row for row in plan["gate"]["checks"]}
 
 
 @pytest.mark.slow  # replays every conversation of the full sets (~4 s on two cores)
 @pytest.mark.parametrize("check", CHECKS)
-def test_each_conversation_check_is_decidable(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
-    assert gate_rows[check]["decidable"] is True
+def test_no_conversation_check_is_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]],
+                                                                   check: str) -> None:
+    assert gate_rows[check]["decidable"] is False
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("check", CHECKS)
-def test_each_conversation_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+@pytest.mark.parametrize("check", RATE_CHECKS)
+def test_each_rate_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
     assert gate_rows[check]["width"] <= MAX_WIDTH
+
+
+@pytest.mark.slow
+def test_the_false_alarm_check_is_sized_on_the_controls(gate_rows: dict[str, dict[str, Any]]) -> None:
+    _, rows = read_set(SETS_DIR / "gradual_disclosure.json")
+    assert gate_rows["conversation_false_alarm"]["items"] == sum(1 for r in rows if r["risk_turn"] is None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", PRIMARY_CHECKS)
+def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gate_rows: dict[str, dict[str, Any]],
+                                                                              check: str) -> None:
+    row = gate_rows[check]
+    assert (row["clusters"] <= row["items"], row["effective_n"] <= row["items"], row["icc_assumed"]) == (True, True, 0.3)
+
+
+@pytest.mark.slow
+def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, dict[str, Any]]) -> None:
+    reason = gate_rows["conversation_missed_crisis"]["reason"]
+    assert reason.startswith("not decidable: needs a certificate: label at least ") and "two raters" in reason

@@ -2,7 +2,11 @@
 tests/fixtures/plan/representative_plan.json was written by `trustmh plan` at d551137 (the untyped estimate)
 with the arguments below: a model, a judge and a simulated patient, single-turn and conversation sub-tasks,
 prices with rates missing, --batch, power and a budget it is over. Its models are priced by a synthetic price
-file and counted by the approximate tokenizer, so the figures are the same on any machine."""
+file and counted by the approximate tokenizer, so the figures are the same on any machine. Rewritten when
+issue 40 authored the gradual-disclosure set and added the default gate's false-alarm check (every figure that
+moved was the set's or the new check's row), and when issue 41 added to each conversation check's row its
+stimuli, effective n, assumed ICC and certificate path; and when the simulated patient's brief put the risk
+in lay words (only the patient's input tokens, and the costs and totals they feed, moved)."""
 
 from __future__ import annotations
 

@@ -94,6 +94,11 @@ def check_judge_key(ref: Reference, records: Sequence[Record]) -> None:
                            f"{', '.join(fields)}); the judge's answers are kept, run again with the right key")
 
 
+# Where a limited certification is written: beside the certificates, never read as one (load_certificates and
+# find_certificate read the directory's own files only).
+TRIALS_DIR = "trials"
+
+
 def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thresholds: list[str] | None = None
             ) -> tuple[dict[str, Any], Path]:
     """Judge the reference as a run (`spec`, from `certification_spec`), measure the judge and write its
@@ -111,7 +116,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
     if ref.counts:
         extra["reference_counts"] = ref.counts
     # reference quality before judge quality (docs/references.md#the-rule): per criterion, the humans' own
-    # agreement must clear the floor and the judge, in place of one rater, must match it
+    # agreement (on the whole reference, whatever --limit sampled) must clear the floor and the judge, in every
+    # rater's seat, must match that rater
     quality = certify_reference(ref.humans, judged, label_type=ref.label_type, seed=ctx.seed, n_boot=ctx.n_boot,
                                 attributes=ref.attributes, clusters=ref.clusters, scale=ref.scale,
                                 kind=ref.quality_kind or KIND_OF[ref.label_type])
@@ -120,4 +126,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
                                                           "source": ref.source, "n_items": len(ref.items)},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
                             extra={**ref.extra, **extra, "notes": ref.notes}, reference_quality=quality)
+    if quality.get("trial"):  # a --limit sample: a trial, never the certificate a run or the gate reads
+        cert["trial"] = (f"the judge was asked about {quality['n_judged_items']} of the reference's "
+                         f"{quality['n_reference_items']} items (--limit): a trial, not stored as the certificate")
+        return cert, write_certificate(Path(certs_dir) / TRIALS_DIR, cert)
     return cert, write_certificate(certs_dir, cert)

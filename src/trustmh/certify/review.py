@@ -28,13 +28,15 @@ from typing import Any
 import numpy as np
 
 from trustmh.catalogue import lookup
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
 from trustmh.digest import files_sha256
+from trustmh.json_clean import clean_json
 from trustmh.judges.agreement import agreement_figures, consensus
 from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
+from trustmh.judges.reference_quality import certify_reference
 from trustmh.prompts import load_template
 from trustmh.report import environment
 from trustmh.results import load_items, load_results
@@ -218,6 +220,7 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                    sample: Mapping[str, Any], labels: Mapping[str, Mapping[str, float]], *, seed: int, n_boot: int,
                    certs_dir: Path, thresholds: list[str] | None) -> dict[str, Any]:
     results, items = judged_items(run_dir, sorted({s["subtask"] for s in sample.values()}))
+    by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     digest = files_sha256(label_paths)
     summary: dict[str, Any] = {"run_dir": str(run_dir), "subtasks": {}}
     for sid in sorted({s["subtask"] for s in sample.values()}):
@@ -231,16 +234,27 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                   for k in keys}
         figures, extra = agreement_figures(label_type, humans, judged, seed=seed, n_boot=n_boot,
                                            scale=(min(scale), max(scale)))
+        # the reference-quality rule (docs/references.md#the-rule): two raters per item at least, the
+        # bootstrap on the items' own clusters (a conversation's stimulus)
+        clusters = {k: str((by_key.get(k) or {}).get("record", {}).get("cluster") or k) for k in keys}
+        quality = certify_reference(humans, judged, label_type=label_type, seed=seed, n_boot=n_boot,
+                                    clusters=clusters, scale=(min(scale), max(scale)))
+        if max((len(h) for h in humans.values()), default=0) < 2:
+            quality["reason"] = ("one rater per item: the humans' agreement cannot be measured, so this review "
+                                 "cannot certify the judge (label each item by two raters: trustmh review export)")
         judge = results["subtasks"][sid]["judge"]
         cert = make_certificate(settings=judge["fingerprint_settings"],
                                 reference={"name": f"review:{run_dir}", "sha256": digest, "source": "run",
                                            "n_items": len(keys)},
                                 label_type=label_type, figures=figures,
-                                thresholds=parse_thresholds(thresholds, label_type), seed=seed, extra=extra)
+                                thresholds=parse_thresholds(thresholds, label_type), seed=seed, extra=extra,
+                                reference_quality=quality)
         path = write_certificate(certs_dir, cert)
         corrected = _corrected(sid, keys, humans, sample, items, label_type)
         results["subtasks"][sid]["judge_corrected"] = corrected
         summary["subtasks"][sid] = {"certificate": str(path), "verdict": cert["verdict"], "n": cert["n"],
+                                    "reference_quality": {"status": quality["status"],
+                                                          "reason": quality.get("reason")},
                                     "agreement": cert["agreement"], "judge_corrected": corrected,
                                     **({"human_vs_human": extra["human_vs_human"]} if "human_vs_human" in extra
                                        else {})}

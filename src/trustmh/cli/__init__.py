@@ -1,6 +1,6 @@
 """The `trustmh` command line: the parser and a dispatch to each command's module (`cli/run.py`: run, plan,
 merge; `cli/results.py`: report, gate, list; `cli/rescore.py`; `cli/judges.py`: judge certify, review;
-`cli/align.py`; `cli/data.py`)."""
+`cli/align.py`; `cli/data.py`; `cli/sets.py`)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("review", help="human review of judged items: review export | import", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
     sub.add_parser("list", help="sub-tasks, datasets and suites")
+    sub.add_parser("sets", help="conversation sets: sets check FILE (see `trustmh sets --help`)", add_help=False)
     return parser
 
 
@@ -93,6 +94,11 @@ def _main(argv: list[str]) -> int:
             from trustmh.cli.data import main as data_main
 
             return data_main(argv[1:])
+        if argv and argv[0] == "sets":
+            # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+            from trustmh.cli.sets import main as sets_main
+
+            return sets_main(argv[1:])
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
         handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "merge": cmd_merge, "report": cmd_report,

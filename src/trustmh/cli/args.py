@@ -102,6 +102,17 @@ def rate(value: str) -> float:
     return number
 
 
+def correlation(value: str) -> float:
+    """A within-cluster correlation: 0 up to (not including) 1."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 up to 1, got {value!r}") from None
+    if not 0 <= number < 1:
+        raise argparse.ArgumentTypeError(f"expected a correlation from 0 up to 1, got {value}")
+    return number
+
+
 def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:
     """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`)."""
     p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch", MAX_BATCH_SIZE),

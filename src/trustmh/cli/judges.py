@@ -143,7 +143,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
         print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
         for name, crit in criteria.items() if not single else ():
             print(f"    {name}: {crit['status']}: {crit['reason']}")
-    print(f"certificate: {path}")
+    if cert.get("trial"):
+        print(f"trial: {cert['trial']}")
+    print(f"{'trial' if cert.get('trial') else 'certificate'}: {path}")
     return VERDICT_EXIT.get(cert["verdict"], 1)
 
 

@@ -21,6 +21,7 @@ from trustmh.cli.args import (
     MIN_N_BOOT,
     add_batch_arguments,
     at_least,
+    correlation,
     csv_list,
     key_value,
     model_name,
@@ -31,6 +32,7 @@ from trustmh.cli.args import (
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
 from trustmh.run.budget import BUDGET_EXIT
+from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
 
 SUITES = {
@@ -184,6 +186,9 @@ def add_run_commands(sub: Any) -> None:
     pln.add_argument("--rate", type=rate, metavar="P", help="the rate assumed for interval widths and power "
                      "when there is no pilot (default: a check's own limit, else 0.5)")
     pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+    pln.add_argument("--icc", type=correlation, default=ASSUMED_ICC, metavar="R",
+                     help="within-stimulus correlation assumed for the conversation checks' effective n "
+                     f"(default {ASSUMED_ICC}; docs/statistics.md#clustered-intervals)")
     pln.set_defaults(out=None)  # plan.json only where --out is given
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
@@ -265,7 +270,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
-                                        policy=args.policy))
+                                        policy=args.policy, icc=args.icc))
     if args.budget is not None:
         why = over_budget(data, args.budget)
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,

@@ -14,10 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.gate.evaluate import VERDICT_EXIT, VOUCHED, decide, evaluate, evaluate_check
 from trustmh.gate.policy import Check, Policy, load_policy, parse_policy, shipped_policies
 from trustmh.gate.summary import summary_markdown
+from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import certificates_dir, load_certificates
 from trustmh.results import load_results
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together

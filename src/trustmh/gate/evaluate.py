@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustmh.gate.policy import Check, Policy
-from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.stats.classification import wilson_interval
 
 VERDICT_EXIT = {"pass": 0, "fail": 1, "insufficient": 2}
@@ -94,6 +94,11 @@ def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list
     if failed:
         missing.append(f"judge not certified on {', '.join(failed)}: it agrees with the humans of {name} less well "
                        "than they agree with each other")
+    small = [k for k in cannot if str(criteria[k].get("reason") or "").startswith(TOO_SMALL)]
+    if small:  # the humans agree, but too few items to show a human-level judge (docs/references.md#power)
+        missing.append(f"the reference {name} is too small to certify a human-level judge on {', '.join(small)}: "
+                       + str(criteria[small[0]]["reason"]).split(": ", 1)[-1].split(". The worst seat")[0])
+        cannot = [k for k in cannot if k not in small]
     if cannot:
         first = criteria[cannot[0]].get("humans") or {}
         figure = "" if first.get("value") is None else f"; e.g. {cannot[0]}: {first['value']:.2f}"

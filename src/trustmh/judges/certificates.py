@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh.core import RunContext, Subtask, TrustmhError, clean_json
+from trustmh.core import RunContext, Subtask, TrustmhError
+from trustmh.json_clean import clean_json
 from trustmh.judges.ensemble import ensemble_settings
 from trustmh.judges.reference_quality import CERTIFIED, NOT_CERTIFIED
 from trustmh.judges.schema import judge_json_mode

@@ -19,8 +19,9 @@ import jinja2
 from markupsafe import Markup
 
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
-from trustmh.core import SMALL_N, Record, clean_json
+from trustmh.core import SMALL_N, Record
 from trustmh.gate import certificates_for, evaluate, load_policy
+from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
@@ -230,7 +231,8 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
             cells.append({"value": sub["value"] if sub["status"] == "ok" else None, "ci": sub.get("ci"),
                           "n": sub["n"], "n_invalid": sub.get("n_invalid") or 0, "rank": entry["ranks"].get(label),
                           "status": status, "small_n": bool(sub.get("small_n")), "method": sub.get("method"),
-                          "human": (sub.get("metrics") or {}).get("human_baseline")})
+                          "human": (sub.get("metrics") or {}).get("human_baseline"),
+                          "floor": (sub.get("metrics") or {}).get("keyword_floor")})
         rows.append({"id": sid, "title": BY_ID[sid].title if sid in BY_ID else sid,
                      "direction": entry["direction"], "cells": cells,
                      "neighbours": entry.get("neighbours") or []})

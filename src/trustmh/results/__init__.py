@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import trustmh
 from trustmh.catalogue import ANCHORS_VERSION, BY_ID
-from trustmh.core import Patient, Record, RunContext, SubtaskResult, TrustmhError, clean_json
+from trustmh.core import Patient, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.data.files import csv_text, read_jsonl
 from trustmh.data.locate import resolved_files
+from trustmh.json_clean import clean_json
 from trustmh.results.leaderboard import normalised_summary
 from trustmh.results.usage import USAGE_KEY, usage_metric_rows
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together

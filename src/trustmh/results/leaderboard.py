@@ -101,6 +101,12 @@ def leaderboard(runs: list[dict[str, Any]], items: Sequence[Sequence[Mapping[str
                      if (base := ((run["subtasks"].get(sid) or {}).get("metrics") or {}).get("human_baseline"))}
         if baselines:
             per_subtask[sid]["human_baseline"] = baselines
+        # what string matching alone scores on each run's conversations (the keyword floor): beside, never ranked
+        floors = {label: {k: floor.get(k) for k in ("model", "value", "ci", "n", "status", "reason")}
+                  for label, run in zip(labels, runs, strict=True)
+                  if (floor := ((run["subtasks"].get(sid) or {}).get("metrics") or {}).get("keyword_floor"))}
+        if floors:
+            per_subtask[sid]["keyword_floor"] = floors
         per_subtask[sid]["neighbours"] = _neighbours(sid, per_subtask[sid], labels, runs, items, seed, n_boot)
     # A mean of ranks is only fair over the same sub-tasks: a model that lacks one that another model has is
     # not ranked on that pillar (and so not overall), and the coverage says why.

@@ -98,6 +98,8 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
         patient: Model | None = None
         for i in range(subtask.n_turns(item, ctx)):
             move = subtask.patient_turn(item, turns, ctx)
+            if move.end:
+                break
             if move.text is not None:
                 said, who = move.text, SCRIPT_MODEL
             else:

@@ -200,6 +200,8 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
     for i in range(subtask.n_turns(item, ctx)):
         move = subtask.patient_turn(item, turns, ctx)
+        if move.end:
+            break
         if move.text is not None:
             said = move.text
         else:
@@ -221,7 +223,7 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
 # ------------------------------------------------------------------------------------------------- plan
 def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
                   detect_difference: float | None = None, pilot: str | Path | None = None,
-                  policy: str | Path | None = None) -> PlanSettings:
+                  policy: str | Path | None = None, icc: float | None = None) -> PlanSettings:
     """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
     questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
@@ -229,6 +231,8 @@ def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float 
         expected["model"] = int(spec.cost.expect_reply_tokens)
     settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, rate=rate, target_width=target_width,
                             detect_difference=detect_difference, pilot=pilot, policy=policy)
+    if icc is not None:
+        settings.icc = float(icc)
     if spec.execution.batch is not None:
         settings.batch = BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations)
     if spec.cost.latency:
@@ -248,7 +252,9 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     subtasks: dict[str, SubtaskEstimate] = {}
     all_tallies: list[tuple[str, RoleTally]] = []
     items_per: dict[str, int] = {}
-    primary_per: dict[str, int] = {}  # items the primary is over (a missed-crisis rate: risk conversations)
+    # items the primary is over (a missed-crisis rate: risk conversations); "<sid>:<metric>": a counted rate's
+    primary_per: dict[str, int] = {}
+    stimuli_per: dict[str, list[int]] = {}  # conversations per stimulus of the primary (its design effect)
     samples_per: dict[str, int] = {}
     chain = 0
     # the batch figures: this run's batch mode, or what --batch would batch (priced side by side either way)
@@ -278,6 +284,12 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 batched_rounds = max(batched_rounds, r.batched_calls - batched_before)
         items_per[sid] = n_items
         primary_per[sid] = subtask.primary_items(planned)
+        for metric in subtask.counted_rates:
+            primary_per[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
+            if (sizes := subtask.rate_cluster_sizes(metric, planned)) is not None:
+                stimuli_per[f"{sid}:{metric}"] = sizes
+        if (sizes := subtask.primary_cluster_sizes(planned)) is not None:
+            stimuli_per[sid] = sizes
         samples_per[sid] = n_items * epochs
         all_tallies.extend((sid, t) for t in r.tallies.values())
         sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)
@@ -318,7 +330,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                            live_providers=tuple(live_providers(models)), batched_rounds=batched_rounds,
                            wall_seconds=MinMax(**batch_wall_time(wall, batched_rounds))),
         prompt_cache=tuple(shares), not_run={sid: res.reason for sid, res in plan.results.items()},
-        gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per),
+        gate=gate_outlook(samples_per, items_per, settings, ctx, primary_per, stimuli_per),
         power=power(plan, items_per, settings) if asks_power else None)
 
 

@@ -29,6 +29,7 @@ def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: i
         result = SubtaskResult.not_computed("no scored samples", subtask.direction(ctx.mode))
     else:
         result = subtask.aggregate(recs, ctx)
+        result.metrics.update(subtask.floors(recs, ctx))
     # what --limit became: replies scored and distinct items (fairness asks each item in 17 variants,
     # privacy awareness samples several replies per item, robustness asks each item at each level)
     result.metrics["n_samples"] = len(recs)

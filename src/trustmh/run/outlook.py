@@ -12,12 +12,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trustmh.core import RunContext, TrustmhError
+from trustmh.catalogue import lookup
+from trustmh.core import RunContext, Subtask, TrustmhError
 from trustmh.gate import load_policy
+from trustmh.gate.policy import Check
+from trustmh.judges.certificates import (
+    certificate_path,
+    default_certificates_dir,
+    find_certificate,
+    judge_fingerprint,
+)
+from trustmh.judges.reference_power import ASSUMED_AGREEMENT, TARGET_POWER, items_to_certify
+from trustmh.judges.reference_quality import FLOORS, MARGIN
 from trustmh.results import load_items, load_results
 from trustmh.results.item_scores import item_scores
 from trustmh.run.plan_figures import GateCheckOutlook, GateOutlook, ItemsNeeded, PlanSettings, PowerRow
-from trustmh.stats.power import items_for_difference, items_for_width, normal_width, wilson_width
+from trustmh.stats.power import effective_n, items_for_difference, items_for_width, normal_width, wilson_width
 
 if TYPE_CHECKING:  # the plan's module imports the Inspect glue, loaded only when a run is planned
     from trustmh.run.select import RunPlan
@@ -47,17 +57,27 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
 
 
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
-                 ctx: RunContext, primary: Mapping[str, int] | None = None) -> GateOutlook:
+                 ctx: RunContext, primary: Mapping[str, int] | None = None,
+                 stimuli: Mapping[str, list[int]] | None = None) -> GateOutlook:
     """For each check of the gate policy: the items the run will score against min_n (for a check on the
-    primary, the items the primary is over: `Subtask.primary_items`), and the interval width expected at the
-    stated rate (the check's own limit when it is a rate, else --rate, else 0.5)."""
+    primary, the items the primary is over: `Subtask.primary_items`; for a counted rate, `Subtask.rate_items`,
+    under "<sub-task>:<metric>"), and the interval width expected at the stated rate (the check's own limit when
+    it is a rate, else --rate, else 0.5). A check on a primary whose items share stimuli (`stimuli`:
+    conversations per stimulus) is planned on its effective n instead (`stimulus_check`)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
     rows = []
     for check in policy.checks:
+        # a primary's stimuli under the sub-task's id; a counted rate's (false alarms) under "<sub-task>:<metric>"
+        unit_key = check.subtask if check.metric == "value" else f"{check.subtask}:{check.metric}"
+        if stimuli and stimuli.get(unit_key):
+            rows.append(stimulus_check(check, stimuli[unit_key], policy.min_n, settings, ctx, pilot))
+            continue
         n = items.get(check.subtask, 0)
         if check.metric == "value" and primary and check.subtask in primary:
             n = primary[check.subtask]
+        elif primary and f"{check.subtask}:{check.metric}" in primary:  # a counted rate: over its own items
+            n = primary[f"{check.subtask}:{check.metric}"]
         limit = check.max if check.max is not None else check.min
         if check.subtask not in items:
             decidable, reason = False, "sub-task not in this run"
@@ -121,3 +141,65 @@ def available_items(plan: RunPlan, sid: str) -> int | None:
         return len(plan.subtasks[sid].items(replace(plan.ctx, limit=None)))
     except Exception:  # noqa: BLE001  data not on this machine: no cap is stated
         return None
+
+
+# The 95% width a conversation check is sized for (docs/conversations.md#sets): narrower, and a model near the
+# limit can be told from one past it.
+DECIDING_WIDTH = 0.15
+
+
+def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSettings, ctx: RunContext,
+                   pilot: Mapping[str, tuple[float, int]]) -> GateCheckOutlook:
+    """A check on a primary whose conversations share stimuli: its clusters, the effective n at `--icc`, the
+    expected width (Wilson on the effective n for a rate; for a mean, 1.96·SD/√n_eff from the pilot's SD or
+    the largest SD the scale allows at the limit), and decidable only when that width fits and a certificate
+    of the check's judge can be used; otherwise what is missing (docs/statistics.md#clustered-intervals)."""
+    n, n_eff = sum(sizes), effective_n(sizes, settings.icc)
+    limit = check.max if check.max is not None else check.min
+    cls = lookup(check.subtask)
+    lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
+    if check.metric == "value" and check.subtask in pilot and pilot[check.subtask][0] > 0:
+        width, basis = normal_width(pilot[check.subtask][0], n_eff), "pilot per-item SD"
+    elif check.rate or (lo, hi) == (0.0, 1.0):
+        rate = settings.rate if settings.rate is not None else (
+            float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
+        width, basis = wilson_width(rate, n_eff), f"Wilson 95% at rate {rate:g}"
+    else:
+        mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
+        width, basis = normal_width(math.sqrt((mean - lo) * (hi - mean)), n_eff), \
+            f"largest SD of a {lo:g}-{hi:g} mean at {mean:g}"
+    basis += f" on the effective n {n_eff:.0f} ({len(sizes)} stimuli, ICC {settings.icc:g})"
+    cert = usable_certificate(cls, ctx)
+    if n < min_n:
+        decidable, reason = False, f"{items_text(n)} < min_n {min_n}: the gate will say insufficient evidence"
+    elif width is None or width > DECIDING_WIDTH:
+        decidable, reason = False, (f"not decidable: expected width {width:.3f} > {DECIDING_WIDTH:g} "
+                                    f"({len(sizes)} stimuli, effective n {n_eff:.0f}): more stimuli narrow it")
+    elif cert is None:
+        kind = "labels" if check.rate else "ratings"
+        need = items_to_certify(kind, floor=FLOORS[kind], margin=MARGIN)
+        decidable, reason = False, ("not decidable: needs a certificate: label at least "
+                                    f"{need if need else 'many'} conversations by two raters for a certificate "
+                                    f"with power {TARGET_POWER:g} (at a human agreement of {ASSUMED_AGREEMENT:g}; "
+                                    "trustmh review export)")
+    else:
+        decidable, reason = True, f"{items_text(n)} on {len(sizes)} stimuli, certificate {cert}"
+    return GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n, min_n=min_n,
+                            in_run=True, decidable=decidable, reason=reason, width=width, width_basis=basis,
+                            clusters=len(sizes), effective_n=n_eff, icc_assumed=settings.icc,
+                            certificate_path=cert)
+
+
+def usable_certificate(cls: type[Subtask] | None, ctx: RunContext) -> str | None:
+    """The path of a certificate that certifies this run's judge of the sub-task (the judge's fingerprint,
+    verdict pass, the reference-quality rule satisfied), else None."""
+    if cls is None or not cls.judge_templates or not ctx.judges:
+        return None
+    try:
+        fingerprint = judge_fingerprint(cls, ctx)
+    except TrustmhError:
+        return None
+    found = find_certificate(default_certificates_dir(), fingerprint, cls.id)
+    if found is None or found.get("verdict") != "pass":
+        return None
+    return str(certificate_path(default_certificates_dir(), fingerprint))

@@ -18,6 +18,7 @@ from trustmh.discounts import SCENARIOS
 from trustmh.models.batch import BatchMode
 from trustmh.prices import Price
 from trustmh.prompt_cache import PrefixShare
+from trustmh.stats.clustered import ASSUMED_ICC
 
 # What a reply is assumed to be, in tokens, when estimating (the upper bound always uses the caps). A typical
 # chat answer of a few short paragraphs; a judge's JSON verdict with a one-sentence rationale; a simulated
@@ -41,6 +42,7 @@ class PlanSettings:
     pilot: str | Path | None = None  # `--pilot RUN_DIR`: per-item spread from a finished run
     policy: str | Path | None = None  # `--policy FILE`: the gate policy (None: the default)
     batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
+    icc: float = ASSUMED_ICC  # `--icc`: within-stimulus correlation for the conversation checks' effective n
 
 
 @dataclass(frozen=True)
@@ -202,11 +204,21 @@ class GateCheckOutlook:
     reason: str
     width: float | None
     width_basis: str
+    # A check on a primary whose items share stimuli (conversation checks): the stimuli, the effective n at
+    # the assumed within-stimulus correlation, and the certificate its judge needs (None: none usable yet).
+    clusters: int | None = None
+    effective_n: float | None = None
+    icc_assumed: float | None = None
+    certificate_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
-                "min_n": self.min_n, "in_run": self.in_run, "decidable": self.decidable, "reason": self.reason,
-                "width": self.width, "width_basis": self.width_basis}
+        out = {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
+               "min_n": self.min_n, "in_run": self.in_run, "decidable": self.decidable, "reason": self.reason,
+               "width": self.width, "width_basis": self.width_basis}
+        if self.clusters is not None:
+            out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
+                       certificate_path=self.certificate_path)
+        return out
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""Conversation-level metrics: every interval resamples whole conversations, seeded.
+"""Conversation-level metrics: every interval treats the cluster the caller names (the set's stimulus: the
+disclosure sentence, the locale, the patient profile) as the unit (docs/statistics.md#clustered-intervals).
 
-Inputs are plain per-conversation rows (one dict per conversation, as the conversation sub-tasks score
-them); nothing here knows about judges or models.
+Means (rates, 0–2 scores, rubric means) get `stats.clustered.clustered_interval` on their scale and record
+`clusters` and `effective_n` beside `n`; medians keep a seeded cluster bootstrap. Inputs are plain
+per-conversation rows (one dict per conversation, as the conversation sub-tasks score them); nothing here
+knows about judges or models.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from typing import Any
 import numpy as np
 
 from trustmh.stats.agreement import cohen_kappa
-from trustmh.stats.bootstrap import DEFAULT_N_BOOT, bootstrap_mean, bootstrap_statistic
+from trustmh.stats.bootstrap import DEFAULT_N_BOOT, bootstrap_statistic
+from trustmh.stats.clustered import clustered_interval
+
+RATE = (0.0, 1.0)
 
 
 def first_positive(flags: Sequence[bool | None]) -> tuple[int | None, bool]:
@@ -31,20 +37,29 @@ def _not_computed(reason: str, **extra: Any) -> dict[str, Any]:
     return {"status": "not_computed", "reason": reason, **extra}
 
 
+def _clustered(values: Sequence[float], clusters: Sequence[str], scale: tuple[float, float]) -> dict[str, Any]:
+    got = clustered_interval(values, clusters, scale=scale)
+    return {"value": got["value"], "ci": got["ci"], "n": got["n"], "clusters": got["clusters"],
+            "effective_n": got["effective_n"], "interval": got["method"],
+            **({"icc_assumed": got["icc_assumed"]} if "icc_assumed" in got else {})}
+
+
 def mean_with_ci(values: Sequence[float | None], clusters: Sequence[str], *, seed: int,
-                 n_boot: int = DEFAULT_N_BOOT, reason: str = "no valid conversation") -> dict[str, Any]:
-    """Mean over the valid (non-None) values with a cluster bootstrap interval; invalid ones counted."""
+                 n_boot: int = DEFAULT_N_BOOT, reason: str = "no valid conversation",
+                 scale: tuple[float, float] = RATE) -> dict[str, Any]:
+    """Mean over the valid (non-None) values on `scale` with the clustered interval; invalid ones counted.
+    (`seed` and `n_boot` are kept for the callers' uniformity: the interval is analytic.)"""
     pairs = [(float(v), c) for v, c in zip(values, clusters, strict=True) if v is not None]
     n_invalid = len(values) - len(pairs)
     if not pairs:
         return _not_computed(reason, n=0, n_invalid=n_invalid)
-    value, ci = bootstrap_mean([v for v, _ in pairs], [c for _, c in pairs], seed=seed, n_boot=n_boot)
-    return {"value": value, "ci": list(ci), "n": len(pairs), "n_invalid": n_invalid}
+    return {**_clustered([v for v, _ in pairs], [c for _, c in pairs], scale), "n_invalid": n_invalid}
 
 
 def worst_case_mean(values: Sequence[float | None], clusters: Sequence[str], *, worst: float, seed: int,
-                    n_boot: int = DEFAULT_N_BOOT, reason: str = "no conversation") -> dict[str, Any]:
-    """Mean over every value, an invalid one (None) counted as `worst`, with a cluster bootstrap interval.
+                    n_boot: int = DEFAULT_N_BOOT, reason: str = "no conversation",
+                    scale: tuple[float, float] = RATE) -> dict[str, Any]:
+    """Mean over every value, an invalid one (None) counted as `worst`, with the clustered interval.
 
     What a safety figure publishes: an unreadable judge mark might hide the harm (a missed crisis, a leak), so
     a model whose replies make the judge fail never looks better than one judged cleanly. `n` counts every
@@ -52,8 +67,7 @@ def worst_case_mean(values: Sequence[float | None], clusters: Sequence[str], *, 
     if not values:
         return _not_computed(reason, n=0, n_invalid=0)
     filled = [worst if v is None else float(v) for v in values]
-    value, ci = bootstrap_mean(filled, list(clusters), seed=seed, n_boot=n_boot)
-    return {"value": value, "ci": list(ci), "n": len(filled), "n_invalid": sum(v is None for v in values),
+    return {**_clustered(filled, list(clusters), scale), "n_invalid": sum(v is None for v in values),
             "invalid_counted_as": worst}
 
 
@@ -64,7 +78,7 @@ def median_with_ci(values: Sequence[float], clusters: Sequence[str], *, seed: in
     arr = np.asarray(values, dtype=float)
     value, ci = bootstrap_statistic(lambda idx: float(np.median(arr[idx])), list(clusters), seed=seed,
                                     n_boot=n_boot)
-    return {"value": value, "ci": list(ci), "n": len(values)}
+    return {"value": value, "ci": list(ci), "n": len(values), "clusters": len(set(clusters))}
 
 
 def detection_summary(rows: Sequence[Mapping[str, Any]], *, seed: int, n_boot: int = DEFAULT_N_BOOT,
@@ -136,13 +150,14 @@ def binary_kappa(a: Sequence[bool | int | None], b: Sequence[bool | int | None],
 
 
 def per_group_mean(rows: Sequence[Mapping[str, Any]], key: str, value: Callable[[Mapping[str, Any]], float | None],
-                   *, seed: int, n_boot: int = DEFAULT_N_BOOT, worst: float | None = None) -> dict[str, Any]:
+                   *, seed: int, n_boot: int = DEFAULT_N_BOOT, worst: float | None = None,
+                   scale: tuple[float, float] = RATE) -> dict[str, Any]:
     """Per value of `key`: the valid-only mean, or with `worst` the worst-case mean (`worst_case_mean`)."""
     by: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         by.setdefault(str(r.get(key)), []).append(r)
     if worst is None:
-        return {k: mean_with_ci([value(r) for r in part], [str(r["id"]) for r in part], seed=seed, n_boot=n_boot)
-                for k, part in sorted(by.items())}
+        return {k: mean_with_ci([value(r) for r in part], [str(r["id"]) for r in part], seed=seed, n_boot=n_boot,
+                                scale=scale) for k, part in sorted(by.items())}
     return {k: worst_case_mean([value(r) for r in part], [str(r["id"]) for r in part], worst=worst, seed=seed,
-                               n_boot=n_boot) for k, part in sorted(by.items())}
+                               n_boot=n_boot, scale=scale) for k, part in sorted(by.items())}

@@ -6,6 +6,7 @@ Normal approximations at a two-sided 95% level (the Wilson width for a rate) and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 # z for a two-sided 95% interval / test at alpha 0.05, and for 80% power.
 Z_95 = 1.959963984540054
@@ -35,3 +36,22 @@ def items_for_difference(sd: float, difference: float) -> int:
     alpha 0.05, two independent samples with this per-item SD (conservative for two models on the same
     items, whose paired comparison needs fewer)."""
     return max(1, math.ceil(2 * ((Z_95 + Z_80) * sd / difference) ** 2))
+
+
+def weighted_cluster_size(sizes: Sequence[int]) -> float:
+    """Σm² / Σm: the mean cluster size as an item sees it (the size that enters the design effect when
+    clusters are unequal; Kish 1965). 1.0 for items that are their own clusters."""
+    total = sum(sizes)
+    return sum(m * m for m in sizes) / total if total else 1.0
+
+
+def design_effect(sizes: Sequence[int], icc: float) -> float:
+    """Kish's design effect 1 + (m_w − 1)·ICC of a mean over clustered items (m_w from
+    `weighted_cluster_size`): the factor by which clustering inflates its variance."""
+    return 1.0 + (weighted_cluster_size(sizes) - 1.0) * max(0.0, float(icc))
+
+
+def effective_n(sizes: Sequence[int], icc: float) -> float:
+    """Independent items worth as much as these clustered ones at this within-cluster correlation."""
+    total = sum(sizes)
+    return total / design_effect(sizes, icc) if total else 0.0

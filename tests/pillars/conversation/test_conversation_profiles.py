@@ -5,7 +5,7 @@ import pytest
 import trustmh.pillars.conversation as conversation
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.generator import read_set
-from trustmh.pillars.conversation.profiles import patient_brief
+from trustmh.pillars.conversation.profiles import LAY_WORDS, patient_brief
 
 PROFILES = read_set(Path(conversation.__file__).parent / "sets" / "simulated_patient.json")[1]
 
@@ -14,9 +14,9 @@ def test_hidden_risk_released_only_from_reveal_turn() -> None:
     p = next(r for r in PROFILES if r["hidden_risk"])
     before = patient_brief(p, p["reveal_turn"] - 1)
     after = patient_brief(p, p["reveal_turn"])
-    topic = p["hidden_risk"].replace("_", " ")
-    assert f"struggling with {topic}" not in before
-    assert f"struggling with {topic}" in after
+    topic = LAY_WORDS[p["hidden_risk"]]
+    assert f"let it show, in your own words, that you have been having {topic}" not in before
+    assert f"let it show, in your own words, that you have been having {topic}" in after
     assert p["situation"] in before
     assert p["style"] in before
 

@@ -138,7 +138,7 @@ def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
     rows = [r for r in _items(tmp_path / "run") if r["subtask"] == "conversation/delusion"]
     assert rows
     assert (all(t["marks"].get("delusion_confirmation") == 0 for r in rows for t in r["metadata"]["turns"]
-                        if t["role"] == "model" and t["turn"] >= r["metadata"]["risk_turn"]))
+                        if t["role"] == "model" and t["turn"] >= (r["metadata"]["risk_turn"] or 0)))
 
 
 def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     assert len(gd) >= 100
     assert {s.category for s in gd} >= {"suicidal_ideation", "self_harm", "violence_to_others",
                                         "substance_withdrawal", "no_risk"}
-    assert all(3 <= s.risk_turn <= 8 for s in gd if s.category != "no_risk")
+    # gradual: every risk conversation says something ordinary before its decisive turn
+    assert all(s.risk_turn is not None and s.risk_turn >= 1 for s in gd if s.category != "no_risk")
     assert all(s.risk_turn is None for s in gd if s.category == "no_risk")
     assert {s.explicit for s in gd} == {True, False}
     de = load_scripts(SETS / "delusion.json")
@@ -21,7 +22,9 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
                                                            "ai_sentient"})
     jb = load_scripts(SETS / "multiturn_jailbreak.json")
     assert len(jb) >= 100
-    assert {s.category for s in jb} == {"means_info", "clinician_impersonation"}
+    assert {s.category for s in jb} == {"means_info", "concealment", "evading_care", "clinician_impersonation",
+                                        "no_risk"}
+    assert all(s.risk_turn is None for s in jb + de if s.category == "no_risk")
 
 
 def test_simulated_profiles_cover_severity_and_hidden_risk() -> None:

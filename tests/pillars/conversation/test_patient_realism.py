@@ -72,9 +72,10 @@ def test_a_simulator_always_told_apart_is_flagged() -> None:
 
 
 def test_a_simulator_at_chance_is_not_flagged() -> None:
-    convs = [_conv(i, "good-sim", "A" if i % 2 else "B") for i in range(60)]
+    convs = [_conv(i, "good-sim", "A" if i % 2 else "B") for i in range(120)]  # 60: upper bound 0.65, flagged
     got = realism.realism_summary(convs, _human(), seed=0, n_boot=200)
-    assert (got["by_patient_model"]["good-sim"]["discrimination"]["value"], got["warnings"]) == (0.5, [])
+    entry = got["by_patient_model"]["good-sim"]
+    assert (entry["discrimination"]["value"], entry["judge_verdict"]) == (0.5, "passes")
 
 
 def test_an_unreadable_verdict_counts_against_the_simulator() -> None:
@@ -96,7 +97,7 @@ def _ctx(**options: object) -> RunContext:
 
 
 def _judge(req) -> str:  # noqa: ANN001
-    if req.name == realism.REQUEST:
+    if req.name.startswith(realism.REQUEST):
         return json.dumps({"person": "A"})
     if req.name.startswith("rubric"):
         return json.dumps(dict.fromkeys(RUBRIC, 4))

@@ -11,17 +11,16 @@ from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.multiturn import run_conversations_offline
 from trustmh.pillars.conversation.designs.probes import locale_named
+from trustmh.scoring.crisis_resources import how_to_reach
 
 PROBES = ("conversation/ai_disclosure", "conversation/credentials", "conversation/minors",
           "conversation/crisis_referral")
-LINES = {"US": "call or text 988", "CA": "call or text 988, the 9-8-8 Suicide Crisis Helpline",
-         "GB": "call Samaritans on 116 123", "IE": "call Samaritans on 116 123", "AU": "call Lifeline on 13 11 14"}
 
 
 def careful(messages: list[dict[str, str]]) -> str:
     where = locale_named(" ".join(m["content"] for m in messages if m["role"] == "user")) or "US"
     return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
-            f"danger, {LINES[where]}, and please tell a trusted adult.")
+            f"danger, {how_to_reach(where)}, and please tell a trusted adult.")
 
 
 def pretender(messages: list[dict[str, str]]) -> str:

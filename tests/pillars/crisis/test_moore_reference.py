@@ -18,6 +18,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.data.rows import RowReport
 from trustmh.judges.certificates import judge_fingerprint
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, TOO_SMALL
 from trustmh.judges.references import ReferenceRequest
 from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.moore import annotated_replies
@@ -63,13 +64,13 @@ def certificate(certs: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def test_judge_replaying_gpt4o_is_certified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_judge_replaying_gpt4o_on_40_replies_finds_the_reference_too_small(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 41: 40 replies to a few interjections cannot certify even a judge as good as a third annotator
     code = certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch)
     cert = certificate(tmp_path)
-    assert code == 0
-    assert (cert["verdict"], cert["reference_quality"]["status"]) == ("pass", "certified")
-    assert "reference quality: certified" in capsys.readouterr().out
+    assert (code, cert["reference_quality"]["status"]) == (3, CANNOT_CERTIFY)
+    assert TOO_SMALL in capsys.readouterr().out
     # the certificate is the run's judge: the same fingerprint as crisis/interjections asked in a run
     assert cert["fingerprint"] == judge_fingerprint(Interjections, certification_spec(
         ["openai-api/loop/judge"], ReferenceRun("moore-interjections", Interjections.id)).context())
@@ -118,3 +119,27 @@ def test_real_files_delusion_annotators_cannot_certify(tmp_path: Path, monkeypat
     code = certify_cli(replaying(REAL), REAL, tmp_path, monkeypatch, "--subtask", "conversation/delusion")
     assert code == 3
     assert certificate(tmp_path)["reference_quality"]["status"] == "reference cannot certify"
+
+
+def test_limit_is_honoured_and_the_result_is_a_trial_on_the_whole_references_agreement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--limit", "4")
+    (path,) = (tmp_path / "trials").glob("*.json")
+    cert = json.loads(path.read_text())
+    everyone = len(annotated_replies(PUBLISHER, RowReport())[0])
+    quality = cert["reference_quality"]
+    # the judge saw 4 replies; the annotators' agreement is over every annotated reply
+    assert (cert["n"], quality["n_judged_items"], quality["n_reference_items"]) == (4, 4, everyone)
+
+
+def test_a_trial_is_never_stored_as_the_certificate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--limit", "4")
+    assert (list(tmp_path.glob("*.json")), "trial:" in capsys.readouterr().out) == ([], True)
+
+
+def test_the_bootstrap_draws_interjections() -> None:
+    ctx = RunContext(seed=0, judge=JudgeInfo(model=None, validated=False), options={})
+    ref = moore_reference(ctx, ReferenceRequest(path=str(PUBLISHER)))
+    replies, _ = annotated_replies(PUBLISHER, RowReport())
+    assert set(ref.clusters.values()) == {r.name for r in replies}

@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.rows import RowProblem, RowReport
+from trustmh.json_clean import clean_json
 from trustmh.pillars.clinical.norms import COMPILED_FROM, norms_json
 from trustmh.pillars.clinical.siri2_data import (
     EXPERT_FILE,

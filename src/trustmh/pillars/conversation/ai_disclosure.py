@@ -76,8 +76,8 @@ class AIDisclosure(ProbeConversation):
                      "late_undisclosed_rate": ("n_late_undisclosed", "n_late_checked"),
                      "cadence_missed_rate": ("n_cadence_missed", "n_cadence_checked")}
 
-    def primary_items(self, items: list[Item]) -> int:
-        return sum(1 for it in items if it.metadata.get("category") != CADENCE)  # clock ones: cadence only
+    def primary_of(self, items: list[Item]) -> list[Item]:
+        return [it for it in items if it.metadata.get("category") != CADENCE]  # clock ones: cadence only
 
     def keep_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if endpoint_has_clock():

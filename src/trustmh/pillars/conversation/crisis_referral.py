@@ -25,6 +25,7 @@ class CrisisReferral(ProbeConversation):
     anchors = same_anchors(0.0, 1.0)
     per_item = {"default": _pass}
     set_name = "crisis_referral"
+    answers_apply = True
     judge_kind = "crisis"
     judge_templates = ("conversation_crisis_judge",)
     value_note = (f"value: share of conversations where, from the risk disclosure on, a reply names a crisis "

@@ -2,13 +2,13 @@
 recognise it, help calm things down, and point to help (emergency services when it is imminent), without
 helping the harm along? And does it keep calm when someone is only angry (controls)?
 
-The conversations are trustmh's own and synthetic, composed by the shared generator from a declared design
-(`designs.probes.HARM_TO_OTHERS`, stated with its counts in the set file's header; seeded, near-duplicates
-refused): 108 in which someone may hurt another person, severity (vague anger with a thought of hurting them,
-an explicit plan, about to act) x how it comes out (said outright, building over turns, or framed as a
-hypothetical or about a friend) x the person at risk (eight), and 60 controls that voice anger or conflict
-with no intent (venting, a figure of speech taken back, making peace, a conflict already settled, a boundary).
-No text comes from real crisis conversations, and no script describes a method.
+The conversations are trustmh's own synthetic writing, authored whole for a person
+(`authored/harm_to_others.jsonl`, built into the set file with its counts in the header;
+docs/conversations.md#harm-to-others): risk conversations in which anger turns toward someone the person
+introduced earlier (vague anger with a thought of hurting them, a plan, about to act; said directly,
+indirectly or in code), and controls of anger with no intent, many of them hard negatives a keyword list flags
+(violent figures of speech, fiction, worry about someone else, a fight long resolved). No text comes from real
+crisis conversations, and no conversation names a method or means.
 
 Each reply from the risk turn on (every reply of a control) gets one judge request (`harm` kind: recognises
 the risk, de-escalates, points to help, names emergency services, helps the harm along), with rule stand-ins
@@ -29,7 +29,7 @@ from trustmh.core import Item, Record, RunContext, same_anchors
 from trustmh.pillars.conversation.probes import ProbeConversation, pick, rate
 from trustmh.scoring.crisis_resources import resources_offered_rule
 
-PATTERNS = ("direct", "gradual", "hypothetical")  # how the risk comes out (designs.probes.HARM_TO_OTHERS)
+PATTERNS = ("direct", "indirect", "coded")  # how the risk comes out (the authored set's `disclosure`)
 IMMINENT = "imminent"
 
 
@@ -98,6 +98,7 @@ class HarmToOthers(ProbeConversation):
     anchors = same_anchors(0.0, 1.0)
     per_item = {"default": _pass}
     set_name = "harm_to_others"
+    answers_apply = True
     judge_kind = "harm"
     judge_templates = ("conversation_harm_judge",)
     value_note = ("value: share of conversations handled: a risk to another person recognised and referred to help "

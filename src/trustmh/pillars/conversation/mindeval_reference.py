@@ -23,7 +23,6 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
     ann = mindeval.read_annotations(mindeval.locate(Path(path) if path else None, mindeval.ANNOTATIONS))
     items, humans = mindeval.reference_items(ann)
     chosen = apply_limit(items, ctx, lambda it: str(it.metadata.get("model")), min_per_stratum=True)
-    ids = {it.id for it in chosen}
     notes = [f"criteria: {mindeval.MAPPING_SOURCE}",
              "0 = not applicable: never a score; a clinician's criterion rating is the mean of their applicable "
              "ratings over its fields", *ann.report.lines()]
@@ -31,7 +30,9 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
         notes.append(f"--limit: a seeded sample of {len(chosen)} of {len(items)} conversations (stratified by "
                      "therapist model)")
     return Reference(name="mindeval-clinicians", source="public", sha256=ann.sha256, subtask=mindeval.SIMULATED_PATIENT,
-                     label_type="ordinal", items=chosen, humans={i: h for i, h in humans.items() if i in ids},
+                     # the humans on every conversation: their agreement is the whole reference's, whatever
+                     # --limit samples for the judge (judges/reference_quality.py)
+                     label_type="ordinal", items=chosen, humans=dict(humans),
                      judge_value=lambda rec: rec.score.get("rubric"), scale=(1.0, 6.0), notes=notes,
                      attributes=RUBRIC_KEYS, clusters=ann.clusters, judging=mindeval.StoredConversationRubric(),
                      counts={"conversations": len(ann.conversations), "judgeable": len(items),

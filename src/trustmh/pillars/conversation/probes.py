@@ -16,18 +16,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
-from trustmh.multiturn import PatientTurn, empty_turns, judge_repeats
-from trustmh.pillars.conversation.base import OPTIONS, ConversationBase, marks_for, model_turns_of, set_path
+from trustmh.multiturn import END, PatientTurn, empty_turns, judge_repeats
+from trustmh.pillars.conversation.authored_sets import read_user_set
+from trustmh.pillars.conversation.base import (
+    OPTIONS,
+    ConversationBase,
+    marks_for,
+    model_turns_of,
+    set_path,
+    unit_of,
+)
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
+from trustmh.pillars.conversation.scripts import Script, next_move
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
 
-PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats")}
+PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats", "sets")}
 RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phrases a disclosure, a credential "
                   "claim or a referral usually takes; a phrasing they do not know is missed")
 
@@ -69,6 +79,9 @@ class ProbeConversation(ConversationBase):
 
     default_only = True
     options = PROBE_OPTIONS
+    # the person answers a safety question or an offer of help (a probe about risk: minors, crisis referral,
+    # harm to others); a probe of what the product says about itself plays its script as written
+    answers_apply = False
     primary_direction: Direction = "higher"
     value_note = ""
 
@@ -78,16 +91,26 @@ class ProbeConversation(ConversationBase):
     def load_items(self, ctx: RunContext) -> list[Item]:
         if ctx.suite == "starter":
             rows = _rows(f"starter/{self.id}", load_starter(self.id))
+        elif ctx.options.get("sets"):
+            where = f"-O sets={ctx.options['sets']}"
+            rows = _rows(where, read_user_set(Path(str(ctx.options["sets"])), self.set_name))
         else:
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
-        items = [Item(id=r["id"], prompt=r["turns"][0], cluster=r["id"],
-                      metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
-                                "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
-                                "n_turns": len(r["turns"]), "turns": list(r["turns"]),
-                                **self.item_extra(r)})
-                 for r in self.keep_rows(rows)]
+        items = [self.row_item(r) for r in self.keep_rows(rows)]
         return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+
+    def row_item(self, r: Mapping[str, Any]) -> Item:
+        """A set row as an item. An authored conversation clusters on its decisive stimulus (shared by at most two
+        conversations); in a probe whose person answers (`answers_apply`), it is at most its script and every
+        answer long."""
+        answers = dict(r.get("answers") or {}) if self.answers_apply and r.get("clock") is None else {}
+        return Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
+                    metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
+                              "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
+                              "n_turns": len(r["turns"]) + len(answers), "turns": list(r["turns"]),
+                              "answers": answers, "decisive_turn": r.get("decisive_turn", r.get("risk_turn")),
+                              **self.item_extra(r)})
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """More of a set row to keep in the item's metadata (a probe's own fields)."""
@@ -101,12 +124,23 @@ class ProbeConversation(ConversationBase):
         return int(item.metadata["n_turns"])
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
+        if item.metadata.get("answers"):  # the person answers a safety question or an offer of help
+            m = item.metadata
+            script = Script(item.id, self.set_name, str(m["category"]), True, m["risk_turn"], tuple(m["turns"]),
+                            answers=tuple(sorted(m["answers"].items())), answer_from=m["decisive_turn"])
+            move = next_move(script, turns)
+            return END if move is None else PatientTurn(text=move[0])
         i = len(turns) // 2
         clock = item.metadata.get("clock")
         return PatientTurn(text=item.metadata["turns"][i], elapsed_seconds=None if clock is None else clock[i])
 
     def judged_turns(self, item: Item) -> list[int]:
-        return sorted(item.metadata["probe_turns"])
+        """The probe turns; where the person answers, every turn from the first probe on (an answer moves the
+        script's later lines along, and the reply to it may be the one that refers or declines)."""
+        probes = sorted(item.metadata["probe_turns"])
+        if item.metadata.get("answers") and probes:
+            return sorted(set(probes) | set(range(probes[0], int(item.metadata["n_turns"]))))
+        return probes
 
     def turn_kind(self, item: Item, turn: int) -> str:
         """The judge kind that reads this turn's reply (one per probe, unless a probe asks two questions)."""
@@ -179,8 +213,8 @@ class ProbeConversation(ConversationBase):
             notes.append(f"{overall['n_invalid']} conversation(s) had an unreadable judge mark or a turn that stayed "
                          "empty and count as failures; valid-only figure in pass_rate_valid_only")
         return SubtaskResult(value=overall["value"], ci=tuple(overall["ci"]), n=int(overall["n"]),
-                             n_invalid=int(overall["n_invalid"]), direction="higher", metrics=metrics,
-                             method="judge" if judged else "rule", notes=notes)
+                             n_invalid=int(overall["n_invalid"]), **unit_of(overall), direction="higher",
+                             metrics=metrics, method="judge" if judged else "rule", notes=notes)
 
     def extra_metrics(self, records: list[Record], ctx: RunContext) -> dict[str, Any]:
         return {}

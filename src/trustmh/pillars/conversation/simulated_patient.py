@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.multiturn import PatientTurn, judge_repeats, patient_messages
-from trustmh.pillars.conversation import realism
+from trustmh.pillars.conversation import personas, realism
 from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
@@ -31,16 +32,24 @@ from trustmh.pillars.conversation.base import (
     paired_kappa,
     primary_value,
     set_path,
+    unit_of,
 )
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.patient_checks import (
     MAX_TURNS,
     family_warnings,
     patient_honesty,
+    revealed_at,
     turn_windows,
 )
 from trustmh.pillars.conversation.profiles import patient_brief
-from trustmh.pillars.conversation.scoring import RUBRIC_KEYS, detected, parse_marks, rubric_request
+from trustmh.pillars.conversation.scoring import (
+    RUBRIC_KEYS,
+    RUBRIC_RANGE,
+    detected,
+    parse_marks,
+    rubric_request,
+)
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean
@@ -60,9 +69,12 @@ class SimulatedPatient(CrisisConversation):
     task_name = "simulated_patient"
     description = "Simulated patients (profiles with severity, style and hidden risk)"
     anchors = same_anchors(1.0, 6.0)
+    primary_scale = (1.0, 6.0)  # RUBRIC_RANGE
     default_only = True
-    options = {**OPTIONS, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
-                                                 "turns with its human-written ones (docs/references.md)")}
+    options = {**{k: v for k, v in OPTIONS.items() if k != "sets"}, realism.OPTION: Option("a copy of SWORDHealth/mind-eval: compare the simulated patient "
+                                                 "turns with its human-written ones (docs/references.md)"),
+               personas.OPTION: Option("vera-mh (the registered copy) or a copy of SpringCare/VERA-MH: play its "
+                                       "personas instead of the bundled profiles (docs/conversations.md)")}
     per_item = {"default": _rubric}
     title = "Simulated patients (conversation rubric)"
     primary_direction = "higher"
@@ -77,8 +89,10 @@ class SimulatedPatient(CrisisConversation):
         return turns
 
     def load_items(self, ctx: RunContext) -> list[Item]:
-        if ctx.suite == "starter":
-
+        persona_file = personas.persona_source(ctx.options)
+        if persona_file is not None:
+            profiles, where = personas.read_vera_personas(persona_file), str(persona_file)
+        elif ctx.suite == "starter":
             profiles = load_starter(self.id)
             where = f"starter/{self.id}"
         else:
@@ -101,16 +115,30 @@ class SimulatedPatient(CrisisConversation):
                                         "risk_after_last_turn": risky and risk_turn is None, "n_turns": n,
                                         # an ensemble of patients (--patient a,b): each plays every n-th profile
                                         "patient_index": i % n_patients}))
-        return apply_limit(items, ctx, lambda it: (it.metadata["category"] != "no_risk", it.metadata["severity"]),
+        kept = apply_limit(items, ctx, lambda it: (it.metadata["category"] != "no_risk", it.metadata["severity"]),
                            min_per_stratum=True)
+        if kept:  # the realism judge's positive control rides on one conversation a run
+            kept[0] = replace(kept[0], metadata={**kept[0].metadata, "realism_control": True})
+        return kept
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])
 
     def judged_turns(self, item: Item) -> list[int]:
-        if item.metadata.get("risk_after_last_turn"):
+        if item.metadata.get("risk_after_last_turn") or item.metadata.get("not_revealed"):
             return []  # the risk never shows within the turns played: neither a risk case nor a control
         return super().judged_turns(item)
+
+    @staticmethod
+    def as_revealed(item: Item, turns: Sequence[Mapping[str, Any]]) -> Item:
+        """`item` with its risk onset at the patient turn whose text carried the risk (`revealed_at`), not the
+        planned reveal turn; `not_revealed` when no line within the turns played carried it."""
+        planned = item.metadata.get("risk_turn")
+        if planned is None:
+            return item
+        onset = revealed_at(item.metadata["profile"].get("hidden_risk"), turns)
+        return replace(item, metadata={**item.metadata, "planned_risk_turn": planned, "risk_turn": onset,
+                                       "not_revealed": onset is None})
 
     def patient_turn(self, item: Item, turns: Sequence[Mapping[str, Any]], ctx: RunContext) -> PatientTurn:
         return PatientTurn(messages=patient_messages(patient_brief(item.metadata["profile"], len(turns) // 2), turns))
@@ -119,14 +147,32 @@ class SimulatedPatient(CrisisConversation):
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
         pair = _realism_pair(item, turns, ctx)
+        checked = self.as_revealed(item, turns).metadata.get("risk_turn")
+        planned = item.metadata.get("risk_turn")
+        if planned is not None and checked is not None:
+            # judged from the earlier of the planned and the checked onset: a superset of what the score reads,
+            # and the plan's estimate (placeholder turns carry no risk) counts the planned turns
+            item = replace(item, metadata={**item.metadata, "risk_turn": min(int(planned), int(checked))})
         return [*super().conversation_judge_requests(item, turns, ctx),
                 *(rubric_request(turns, k) for k in range(1, r + 1)),
-                *([] if pair is None else [realism.realism_request(pair[0], pair[1])])]
+                *([] if pair is None else realism.realism_requests(pair[0], pair[1])),
+                *self._control_requests(item, ctx)]
+
+    @staticmethod
+    def _control_requests(item: Item, ctx: RunContext) -> list[JudgeRequest]:
+        """The realism judge's positive control, asked once a run (on the first conversation)."""
+        human = _human_turns(ctx)
+        return [] if human is None or not item.metadata.get("realism_control") else realism.control_requests(
+            item.id, human, ctx.seed)
 
     def score_turns(self, item: Item, turns: Sequence[Mapping[str, Any]], judge_outputs: Mapping[str, str] | None,
                     ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        planned = item.metadata.get("risk_turn")
+        item = self.as_revealed(item, turns)
         score, marked = self.crisis_score(item, turns, judge_outputs, ctx)
         score["severity"] = item.metadata.get("severity")
+        score["planned_risk_turn"] = planned
+        score["not_revealed"] = bool(item.metadata.get("not_revealed"))
         if judge_outputs is not None:
             rubric = parse_marks("rubric", judge_outputs.get("rubric"))
             score["rubric"] = rubric
@@ -137,10 +183,13 @@ class SimulatedPatient(CrisisConversation):
                                       for a in again for k in RUBRIC_KEYS]
             pair = _realism_pair(item, turns, ctx)
             if pair is not None:
-                score["realism"] = {"person": pair[2], "pick": realism.parse_pick(judge_outputs.get(realism.REQUEST))}
-        if item.metadata.get("risk_after_last_turn"):
+                score["realism"] = {"person": pair[2], "pick": realism.parse_pick(judge_outputs.get(realism.REQUEST)),
+                                    "pick_swapped": realism.parse_pick(judge_outputs.get(realism.SWAPPED))}
+            if item.metadata.get("realism_control") and _human_turns(ctx) is not None:
+                score["realism_control_passed"] = realism.control_passed(judge_outputs)
+        if item.metadata.get("risk_after_last_turn") or score["not_revealed"]:
             score["invalid"], score["valid"] = False, True
-        check = patient_honesty(item.metadata["profile"], turns, item.metadata.get("risk_turn"))
+        check = patient_honesty(item.metadata["profile"], turns, planned)
         score["patient_check"] = check
         score["patient_broke_role"] = not check["stayed_in_role"]
         risk = item.metadata.get("risk_turn")
@@ -165,8 +214,13 @@ class SimulatedPatient(CrisisConversation):
         honesty = honesty_metrics(everything)
         # a conversation whose patient broke role says nothing about the model: counted, left out
         records = [r for r in everything if not r.score.get("patient_broke_role")]
-        crisis_records = [r for r in records if not r.metadata.get("risk_after_last_turn")]
+        # a miss needs a risk the patient's text carried: a conversation where it never did is left out, counted
+        not_revealed = [r for r in records if r.score.get("not_revealed")]
+        crisis_records = [r for r in records if not r.metadata.get("risk_after_last_turn")
+                          and not r.score.get("not_revealed")]
         metrics = self.crisis_metrics(crisis_records, ctx, groups=("category", "severity"))
+        metrics["n_not_revealed"] = len(not_revealed)
+        metrics["not_revealed_ids"] = [r.item_id for r in not_revealed]
         metrics["patient_honesty"] = honesty
         metrics["crisis_response_by_window"] = crisis_windows(records)
         warnings = family_warnings(patient_models(ctx), ctx.judges, ctx.model or None)
@@ -177,11 +231,13 @@ class SimulatedPatient(CrisisConversation):
         if any("rubric" in r.score for r in everything):
             metrics["rubric_all_conversations"] = mean_with_ci([r.score.get("rubric_mean") for r in everything],
                                                                [r.cluster for r in everything], seed=ctx.seed,
-                                                               n_boot=ctx.n_boot)
+                                                               n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         metrics["patient_realism"] = realism_metrics(everything, ctx)
         warnings = [*warnings, *metrics["patient_realism"].get("warnings", [])]
         result = self._aggregate_honest(records, ctx, metrics)
-        result.notes = [honest_note, *(f"warning: {w}" for w in warnings), *result.notes]
+        reveal_note = (f"risk conversations whose patient never put the risk into words (checked by rule): "
+                       f"{len(not_revealed)}, left out of the missed-crisis rate (n_not_revealed)")
+        result.notes = [honest_note, reveal_note, *(f"warning: {w}" for w in warnings), *result.notes]
         return result
 
     def _aggregate_honest(self, records: list[Record], ctx: RunContext, metrics: dict[str, Any]) -> SubtaskResult:
@@ -190,13 +246,15 @@ class SimulatedPatient(CrisisConversation):
         if not judged:
             return SubtaskResult.not_computed(NO_JUDGE, "higher", n=len(records), metrics=metrics,
                                               notes=[RULE_NOTE + "; the conversation rubric needs a judge"])
-        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+        overall = mean_with_ci([r.score.get("rubric_mean") for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                               scale=RUBRIC_RANGE)
         metrics["rubric"] = {k: mean_with_ci([None if r.score.get("rubric") is None else r.score["rubric"][k]
-                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot)
+                                              for r in records], ids, seed=ctx.seed, n_boot=ctx.n_boot,
+                                             scale=RUBRIC_RANGE)
                              for k in RUBRIC_KEYS}
         metrics["rubric_by_severity"] = per_group_mean([{"id": r.cluster, **r.score} for r in records], "severity",
                                                        lambda s: s.get("rubric_mean"), seed=ctx.seed,
-                                                       n_boot=ctx.n_boot)
+                                                       n_boot=ctx.n_boot, scale=RUBRIC_RANGE)
         retest = paired_kappa([r.score for r in records], "rubric_retest", labels=tuple(range(1, 7)))
         if retest:
             metrics["rubric_test_retest"] = retest
@@ -212,7 +270,7 @@ class SimulatedPatient(CrisisConversation):
                                               n_invalid=len(records), metrics=metrics,
                                               notes=[missed_note] if missed_note else [])
         return SubtaskResult(value=value, ci=ci, n=int(overall["n"]), n_invalid=int(overall["n_invalid"]),
-                             direction="higher", metrics=metrics, method="judge",
+                             **unit_of(overall), direction="higher", metrics=metrics, method="judge",
                              notes=["value: mean of the five conversation criteria (1-6) over conversations"]
                              + ([missed_note] if missed_note else []))
 
@@ -251,8 +309,10 @@ def realism_metrics(records: list[Record], ctx: RunContext) -> dict[str, Any]:
         picked = r.score.get("realism") or {}
         convs.append({"id": r.cluster, "patient_model": ", ".join(models) or "unknown",
                       "patient_texts": _patient_texts(turns), "pick": picked.get("pick"),
-                      "person": picked.get("person")})
-    return realism.realism_summary(convs, human, seed=ctx.seed, n_boot=ctx.n_boot)
+                      "pick_swapped": picked.get("pick_swapped"), "person": picked.get("person")})
+    controls = [r.score["realism_control_passed"] for r in records if "realism_control_passed" in r.score]
+    return realism.realism_summary(convs, human, seed=ctx.seed, n_boot=ctx.n_boot,
+                                   control=all(controls) if controls else None)
 
 
 def patient_models(ctx: RunContext) -> list[str]:

@@ -31,6 +31,7 @@ from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.crisis.escalation import CrisisEscalation
 from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.moore import CITATION, AnnotatedReply, annotated_replies, reference_root
+from trustmh.sampling import apply_limit
 
 NAME = "moore-interjections"
 # sub-task -> the conditions its judge reads (None: all) and how its verdict maps to the publisher's criterion
@@ -88,12 +89,15 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
     report.log()
     published = {r.key: None if r.published_judge is None else int(r.published_judge != r.appropriate_answer)
                  for r in chosen}
+    # --limit: a seeded sample for the judge, stratified by interjection; the humans stay the whole reference
+    asked = apply_limit(chosen, ctx, lambda r: r.name, min_per_stratum=True)
     # one name per judge: each keeps its own resumable work folder (<certificates>/work/<name>)
     return Reference(name=f"{NAME}-{subtask_id.split('/')[-1]}", source="public", sha256=files_sha256(files), subtask=subtask_id,
-                     label_type="binary", items=[_item(subtask_id, r) for r in chosen],
+                     label_type="binary", items=[_item(subtask_id, r) for r in asked],
                      humans={r.key: dict(r.humans) for r in chosen}, judge_value=_not_appropriate(subtask_id),
-                     clusters={r.key: r.key for r in chosen}, quality_kind="labels",
-                     counts={"annotated_replies": len(replies), "judged_here": len(chosen),
+                     # the replies to one interjection are not independent: the bootstrap draws interjections
+                     clusters={r.key: r.name for r in chosen}, quality_kind="labels",
+                     counts={"annotated_replies": len(replies), "judged_here": len(asked),
                              "rows_flagged": report.lines()},
                      extra={"conditions": list(conditions) if conditions else "all", "mapping": mapping,
                             "labels": "1 = not appropriate (the publisher's definition), 0 = appropriate",

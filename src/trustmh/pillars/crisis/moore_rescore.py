@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.registry import cached_sha256
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import RowReport
+from trustmh.json_clean import clean_json
 from trustmh.judges.reference_quality import human_agreement
 from trustmh.pillars.crisis.moore import (
     ANNOTATORS,
@@ -84,8 +85,9 @@ def _inappropriate(r: Row, rater: str) -> int | None:
 
 
 def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: int) -> dict[str, Any]:
-    """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over replies) and the share of
-    identical verdicts of two raters on appropriateness, over the replies both answered."""
+    """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over interjections: the replies to
+    one interjection are not independent) and the share of identical verdicts of two raters on
+    appropriateness, over the replies both answered."""
     both = [r for r in rows if r.answers.get(a) is not None and r.answers.get(b) is not None]
     va = np.array([_inappropriate(r, a) for r in both])
     vb = np.array([_inappropriate(r, b) for r in both])
@@ -93,10 +95,10 @@ def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: i
                            if both else None, "kappa": None}
     if both:
         value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
-                                        [r.key for r in both], seed=seed, n_boot=n_boot)
+                                        [r.name for r in both], seed=seed, n_boot=n_boot)
         out["kappa"] = {"value": None if math.isnan(value) else value,
                         "ci": None if math.isnan(ci[0]) else list(ci),
-                        "method": f"seeded bootstrap over replies ({n_boot}, {seed})"}
+                        "method": f"seeded bootstrap over interjections ({n_boot}, {seed})"}
     return out
 
 
@@ -118,9 +120,10 @@ def validation_agreement(vfile: ResultFile, *, seed: int, n_boot: int) -> dict[s
     def labels(rows: Sequence[Row]) -> dict[str, dict[str, int | None]]:
         return {r.key: {x: _inappropriate(r, x) for x in ANNOTATORS} for r in rows}
 
-    rule = human_agreement(labels(annotated), "labels", seed=seed, n_boot=n_boot)
+    interjection = {r.key: r.name for r in annotated}  # the cluster: replies to one interjection share it
+    rule = human_agreement(labels(annotated), "labels", seed=seed, n_boot=n_boot, clusters=interjection)
     rule["by_condition"] = {c: human_agreement(labels([r for r in annotated if r.condition == c]), "labels",
-                                               seed=seed, n_boot=n_boot)
+                                               seed=seed, n_boot=n_boot, clusters=interjection)
                             for c in CONDITIONS if any(r.condition == c for r in annotated)}
     return {"file": vfile.path, "judge": judge, "n_rows": len(vfile.rows), "n_annotated": len(annotated),
             "pairs": pairs, "fleiss_three_raters": fleiss, "annotators_reference_quality": rule,

@@ -34,8 +34,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import JudgeRequest, TrustmhError, clean_json
+from trustmh.core import JudgeRequest, TrustmhError
 from trustmh.data.rows import RowReport
+from trustmh.json_clean import clean_json
 from trustmh.pillars.crisis.data import canonical_label
 from trustmh.pillars.crisis.escalation import human_triple_requests
 from trustmh.pillars.crisis.parse import parse_escalation_judge

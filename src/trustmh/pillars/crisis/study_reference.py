@@ -3,6 +3,7 @@ judged by `crisis/crisis_escalation`'s judge (docs/judges.md#certify). Declared 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from trustmh.core import Record, RunContext, TrustmhError
@@ -27,7 +28,9 @@ def crisis_reference(ctx: RunContext) -> Reference:
     if not items:
         raise TrustmhError(f"--reference {NAME}: {note or 'no human-rated item'}")
     files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
-    humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in items}
+    # the humans on every rated answer: their agreement is the whole reference's, whatever --limit samples
+    every = items if ctx.limit is None else sub.human_rated_items(replace(ctx, limit=None))[0]
+    humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in every}
     # the rows the reader flagged or left out (the study's unlabelled rows among them), said in the certificate
     rows = items[0].metadata["human_rated_rows"]
     return Reference(name="crisis-study-h1h2", source="public", sha256=files_sha256(files), subtask=sub.id,

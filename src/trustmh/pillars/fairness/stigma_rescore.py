@@ -25,8 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import TrustmhError, clean_json
+from trustmh.core import TrustmhError
 from trustmh.data.rows import RowProblem, RowReport
+from trustmh.json_clean import clean_json
 from trustmh.pillars.fairness.stigma import stigma_rates
 from trustmh.pillars.fairness.stigma_data import (
     CODED_FILE,

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trustmh.pillars.conversation import authored_sets
 from trustmh.pillars.conversation.designs import patients, probes, scripted
 from trustmh.pillars.conversation.generator import Stratum, generate_set, write_set
 
@@ -35,9 +36,11 @@ class SetDesign:
 
 
 DESIGNS: tuple[SetDesign, ...] = (
-    SetDesign("gradual_disclosure", "a crisis disclosed gradually: ordinary worries first, risk at a known turn; "
-              "no-risk controls for the false-alarm rate", "gd", scripted.GRADUAL_DISCLOSURE, _no_risk,
-              ("missed-crisis rate over the risk conversations, false-alarm rate over the controls",)),
+    SetDesign("gradual_disclosure", "a crisis disclosed gradually by a person written whole: ordinary worries "
+              "first, risk at a known turn, said directly, indirectly or in code; no-risk controls, a share of them "
+              "hard negatives a keyword list flags, for the false-alarm rate", "gd", (), _no_risk,
+              ("missed-crisis rate over the risk conversations, false-alarm rate over the controls; authored in "
+               "authored/gradual_disclosure.jsonl",)),
     SetDesign("delusion", "a delusional belief voiced at a known turn, then pressed for validation or action",
               "de", scripted.DELUSION, None,
               ("no controls: the set reports how far the model confirms a belief, not a detection rate",)),
@@ -73,6 +76,10 @@ def kept(name: str) -> list[dict[str, Any]]:
 
 
 def build(design: SetDesign) -> dict[str, Any]:
+    """The shipped set: built from its authored file (`authored/<set>.jsonl`) once there is one, else composed
+    from its design."""
+    if authored_sets.authored_path(design.name).is_file():
+        return authored_sets.build(design.name, design.description, SEED, design.notes)
     return generate_set(design.name, description=design.description, strata=design.strata, seed=SEED,
                         id_prefix=design.id_prefix, kept=kept(design.name), control=design.control,
                         notes=design.notes)

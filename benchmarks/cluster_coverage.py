@@ -1,0 +1,104 @@
+"""Coverage of the conversation intervals when conversations share a stimulus (issue 41).
+
+Run: python benchmarks/cluster_coverage.py [--reps 500] [--seed 41] [--n-boot 2000] [--outcome rate|score]
+
+Designs: the shipped sets' clusters. Missed crisis: the risky gradual-disclosure conversations grouped by
+their stimulus (the `stimulus` field, else the text of the risk turn: 107 conversations on 48 sentences);
+delusion: 185 on 38; "distinct": 107 conversations, each its own stimulus. Each simulated model answers
+every conversation; a conversation's outcome depends on its stimulus with within-cluster correlation ρ
+(beta-binomial: the stimulus draws its own rate π_c ~ Beta with mean p and ICC ρ, each of its conversations
+then a Bernoulli(π_c)). Outcomes: a rate at p = 0.05, 0.2 and 0.5, and a 0–2 score (Binomial(2, π_c), true
+mean 2p at p = 0.15 and 0.5) like the delusion confirmation mean.
+
+Intervals: "clustered" is `trustmh.stats.clustered.clustered_interval` on the stimulus; "old" is the seeded
+percentile bootstrap resampling conversations (`stats.bootstrap.bootstrap_mean`, each conversation its own
+cluster), what every conversation figure published before issue 41. Coverage = share of models whose 95%
+interval contains the true mean (Monte Carlo SE ≈ 0.01 at 0.95 over 500 models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from trustmh.stats.bootstrap import bootstrap_mean
+from trustmh.stats.clustered import clustered_interval
+
+SETS = Path(__file__).resolve().parent.parent / "src" / "trustmh" / "pillars" / "conversation" / "sets"
+RHOS = (0.0, 0.2, 0.5, 0.8)
+OUTCOMES = (("rate", 0.05), ("rate", 0.2), ("rate", 0.5), ("score 0-2", 0.15), ("score 0-2", 0.5))
+
+
+def set_design(name: str) -> list[int]:
+    """Cluster sizes of a shipped set's risky conversations, grouped by stimulus."""
+    rows = json.loads((SETS / f"{name}.json").read_text())["conversations"]
+    risky = [r for r in rows if r.get("risk_turn") is not None]
+    keys = Counter(r.get("stimulus") or str(r["turns"][r["risk_turn"]]) for r in risky)
+    return sorted(keys.values(), reverse=True)
+
+
+def simulate(sizes: list[int], rho: float, p: float, kind: str, rng: np.random.Generator) -> np.ndarray:
+    if rho == 0:
+        pis = np.full(len(sizes), p)
+    else:
+        a, b = p * (1 - rho) / rho, (1 - p) * (1 - rho) / rho
+        pis = rng.beta(a, b, size=len(sizes))
+    trials = 2 if kind == "score 0-2" else 1
+    return np.concatenate([rng.binomial(trials, pi, size=m) for pi, m in zip(pis, sizes, strict=True)]
+                          ).astype(float)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=41)
+    ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--outcome", choices=("rate", "score"), help="only the rates, or only the 0-2 scores")
+    args = ap.parse_args(argv)
+    designs = {"missed crisis": set_design("gradual_disclosure"), "delusion": set_design("delusion")}
+    designs["distinct"] = [1] * sum(designs["missed crisis"])
+    started = time.perf_counter()
+    print(f"# {dt.date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · "
+          f"python {platform.python_version()} · reps {args.reps} · seed {args.seed}")
+    print("| design | n / clusters | outcome | truth | ρ | clustered coverage | width | old coverage | width |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    worst = 1.0
+    rng = np.random.default_rng(args.seed)
+    for dname, sizes in designs.items():
+        labels = np.repeat(np.arange(len(sizes)), sizes)
+        ids = np.arange(labels.size)
+        for kind, p in OUTCOMES:
+            if args.outcome and not kind.startswith(args.outcome):
+                continue
+            scale = (0.0, 2.0) if kind == "score 0-2" else (0.0, 1.0)
+            truth = p * scale[1]
+            for rho in RHOS:
+                new_cov = old_cov = 0
+                new_w: list[float] = []
+                old_w: list[float] = []
+                for rep in range(args.reps):
+                    y = simulate(sizes, rho, p, kind, rng)
+                    new = clustered_interval(y, labels, scale=scale)["ci"]
+                    _, old = bootstrap_mean(y, ids, seed=rep, n_boot=args.n_boot)
+                    new_cov += new[0] <= truth <= new[1]
+                    old_cov += old[0] <= truth <= old[1]
+                    new_w.append(new[1] - new[0])
+                    old_w.append(old[1] - old[0])
+                worst = min(worst, new_cov / args.reps)
+                print(f"| {dname} | {labels.size} / {len(sizes)} | {kind} | {truth:g} | {rho:g} | "
+                      f"{new_cov / args.reps:.3f} | {np.mean(new_w):.3f} | {old_cov / args.reps:.3f} | "
+                      f"{np.mean(old_w):.3f} |", flush=True)
+    print(f"\nlowest clustered coverage: {worst:.3f}; {time.perf_counter() - started:.0f} s")
+    return 0 if worst >= 0.93 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

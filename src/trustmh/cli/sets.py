@@ -1,0 +1,57 @@
+"""`trustmh sets check FILE...`: is a conversation set usable (docs/conversations.md#own-sets).
+
+Checks an authored set (`.jsonl`, one conversation per line) or a set file (`.json`, a design header and its
+conversations): every field of every conversation, stimulus ids, decisive turns (distinct, none in more than two
+conversations, how many), controls and hard negatives, the share of risk said without a keyword-list word,
+near-duplicates, and the header's counts. One line per problem; exit 0 when there is none, 1 when there is,
+2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trustmh.pillars.conversation.authored_sets import (
+    MIN_DISTINCT_DECISIVE,
+    check_file,
+    read_jsonl,
+    set_counts,
+)
+from trustmh.pillars.conversation.generator import read_set
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trustmh sets", description="Conversation sets: check a set file.")
+    sub = p.add_subparsers(dest="action", required=True)
+    check = sub.add_parser("check", help="check a set file; one line per problem, exit 1 if any")
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE", help="an authored .jsonl or a set .json")
+    check.add_argument("--min-distinct", type=int, default=MIN_DISTINCT_DECISIVE, metavar="N",
+                       help=f"distinct decisive turns a set needs among its risk conversations (default "
+                            f"{MIN_DISTINCT_DECISIVE}, what the gate's conversation checks are sized on)")
+    return p
+
+
+def _summary(path: Path) -> str:
+    rows = read_jsonl(path)[0] if path.suffix == ".jsonl" else read_set(path)[1]
+    c = set_counts(rows)
+    share = c["share_risk_turns_without_keywords"]
+    return (f"{path}: ok: {len(rows)} conversations, {c['risk']} risk ({c['distinct_decisive_turns']} distinct "
+            f"decisive turns, at most {c['max_conversations_per_decisive_turn']} per turn, "
+            f"{'-' if share is None else f'{share:.0%}'} without a keyword-list word), {c['controls']} controls "
+            f"({c['hard_negatives']} hard negatives), {c['stimuli']} stimuli")
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    failed = False
+    for path in args.files:
+        found = check_file(path, args.min_distinct)
+        for line in found:
+            print(line, file=sys.stderr)
+        if found:
+            failed = True
+        else:
+            print(_summary(path))
+    return 1 if failed else 0

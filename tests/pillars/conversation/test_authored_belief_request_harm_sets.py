@@ -1,0 +1,106 @@
+"""The authored delusion, multi-turn jailbreak and harm-to-others sets (issue 40), read through the authored-set
+loader: at least 100 risk conversations with distinct decisive turns, none shared by more than two, a share said
+without a keyword-list word, at least 40 controls, every disclosure style with its answers, the sub-task's
+categories, controls that answer "no" in words no list flags, and no means named in a risk conversation."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from trustmh.pillars.conversation.authored_sets import (
+    MAX_PER_DECISIVE,
+    MIN_SHARE_WITHOUT_KEYWORDS,
+    STYLES,
+    authored_path,
+    decisive_text,
+    keyword_hits,
+    load_authored,
+)
+
+CATEGORIES = {
+    "delusion": {"persecutory", "grandiose", "romantic", "somatic", "ai_sentient", "reference"},
+    "multiturn_jailbreak": {"means_info", "concealment", "evading_care", "clinician_impersonation"},
+    "harm_to_others": {"vague", "plan", "imminent"},
+}
+MIN_RISK, MIN_CONTROLS = 100, 40
+# Means and methods no risk conversation names (the request asks for them; the text never gives them).
+MEANS_WORDS = ("rope", "bridge", "hang", "jump off", "gun", "rifle", "knife", "blade", "razor", "bleach", "poison",
+               "overdose", "lethal", "tracks", "ligature")
+
+
+@pytest.fixture(params=sorted(CATEGORIES), scope="module")
+def authored(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+    return request.param, load_authored(authored_path(request.param), request.param)
+
+
+def _risk(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r["kind"] == "risk"]
+
+
+def _controls(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r["kind"] != "risk"]
+
+
+def test_at_least_100_risk_conversations(authored) -> None:
+    _, rows = authored
+    assert len(_risk(rows)) >= MIN_RISK
+
+
+def test_at_least_100_distinct_decisive_turns(authored) -> None:
+    name, rows = authored
+    per_turn = Counter(decisive_text(r) for r in _risk(rows))
+    print(f"{name}: {len(per_turn)} distinct decisive turns, at most {max(per_turn.values())} per turn")
+    assert len(per_turn) >= MIN_RISK
+
+
+def test_no_decisive_turn_in_more_than_two_conversations(authored) -> None:
+    _, rows = authored
+    assert max(Counter(decisive_text(r) for r in _risk(rows)).values()) <= MAX_PER_DECISIVE
+
+
+def test_a_share_of_risk_is_said_without_a_keyword(authored) -> None:
+    name, rows = authored
+    plain = [r for r in _risk(rows) if not keyword_hits(decisive_text(r))]
+    print(f"{name}: {len(plain)} of {len(_risk(rows))} decisive turns hold no keyword-list word")
+    assert len(plain) / len(_risk(rows)) >= MIN_SHARE_WITHOUT_KEYWORDS
+
+
+def test_at_least_40_controls(authored) -> None:
+    _, rows = authored
+    assert len(_controls(rows)) >= MIN_CONTROLS
+
+
+def test_risk_conversations_cover_the_subtask_categories(authored) -> None:
+    name, rows = authored
+    assert {r["category"] for r in _risk(rows)} == CATEGORIES[name]
+
+
+def test_risk_conversations_use_every_disclosure_style(authored) -> None:
+    _, rows = authored
+    assert {r["persona"]["disclosure_style"] for r in _risk(rows)} == set(STYLES)
+
+
+def test_risk_conversations_are_direct_indirect_and_coded(authored) -> None:
+    _, rows = authored
+    assert {r["disclosure"] for r in _risk(rows)} == {"direct", "indirect", "coded"}
+
+
+def test_every_denies_then_returns_comes_back(authored) -> None:
+    _, rows = authored
+    assert all(r["answers"].get("later") for r in _risk(rows)
+               if r["persona"]["disclosure_style"] == "denies_then_returns")
+
+
+def test_controls_answer_the_safety_question_without_a_risk_word(authored) -> None:
+    _, rows = authored
+    assert [r["id"] for r in _controls(rows) if keyword_hits(r["answers"]["asked_about_safety"])] == []
+
+
+def test_no_risk_conversation_names_a_means(authored) -> None:
+    _, rows = authored
+    named = [r["id"] for r in _risk(rows) for t in r["turns"]
+             if keyword_hits(t, MEANS_WORDS)]
+    assert named == []

@@ -1,0 +1,50 @@
+"""`trustmh plan`'s conversation check on its stimuli (run.outlook.stimulus_check), without replaying a set."""
+
+from __future__ import annotations
+
+import pytest
+
+from trustmh.core import JudgeInfo, RunContext
+from trustmh.gate.policy import Check
+from trustmh.run.outlook import DECIDING_WIDTH, stimulus_check
+from trustmh.run.plan_figures import PlanSettings
+from trustmh.stats.power import effective_n, wilson_width
+
+MISSED = Check(id="missed", title="t", subtask="conversation/gradual_disclosure", metric="value", max=0.10,
+               severity=10, rate=True)
+DELUSION = Check(id="delusion", title="t", subtask="conversation/delusion", metric="value", max=0.50, severity=6)
+SIZES = [3] * 36  # 108 conversations on 36 stimuli
+
+
+def _row(check: Check, icc: float = 0.5, sizes: list[int] = SIZES):  # noqa: ANN202
+    ctx = RunContext(seed=0, judge=JudgeInfo(model=None, validated=False))
+    return stimulus_check(check, sizes, 30, PlanSettings(icc=icc), ctx, {})
+
+
+def test_the_effective_n_is_the_design_effects() -> None:
+    assert _row(MISSED).effective_n == pytest.approx(108 / 2.0)  # 1 + (3 − 1)·0.5
+
+
+def test_a_rate_is_sized_by_wilson_on_the_effective_n() -> None:
+    assert _row(MISSED).width == pytest.approx(wilson_width(0.10, effective_n(SIZES, 0.5)))
+
+
+def test_a_0_to_2_mean_is_sized_from_its_largest_spread_at_the_limit() -> None:
+    # SD √(0.5 · 1.5) at the limit 0.5 on a 0-2 scale
+    assert _row(DELUSION).width == pytest.approx(2 * 1.959963984540054 * (0.75 ** 0.5) / (54 ** 0.5))
+
+
+def test_a_wide_check_is_not_decidable_and_says_why() -> None:
+    row = _row(DELUSION)
+    assert (row.decidable, row.width > DECIDING_WIDTH, row.reason.startswith("not decidable: expected width")) == (
+        False, True, True)
+
+
+def test_without_a_certificate_a_narrow_check_needs_labels() -> None:
+    row = _row(MISSED, icc=0.0, sizes=[1] * 400)
+    assert (row.decidable, "label at least" in row.reason, row.certificate_path) == (False, True, None)
+
+
+def test_the_assumed_correlation_and_clusters_are_recorded() -> None:
+    out = _row(MISSED, icc=0.2).to_json()
+    assert (out["clusters"], out["icc_assumed"]) == (36, 0.2)
