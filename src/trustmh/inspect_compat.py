@@ -6,12 +6,14 @@ wraps. An Inspect upgrade is checked here first (and by the golden-log test).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from trustmh.models import batch as trustmh_batch
+from trustmh.safe_text import safe_json, safe_text
 
 
 def fs_options(url: str) -> dict[str, Any]:
@@ -96,7 +98,6 @@ def provider_discounts(mode: Any, prompt_cache: bool = True) -> Iterator[None]:
 def batch_messages_to_stderr() -> Iterator[None]:
     """Inspect's batcher prints its messages, and its status on every poll, to stdout; while the block runs
     they go to stderr as trustmh's other progress lines do, the status only when it changes."""
-    import sys
 
     try:
         from inspect_ai.model._providers.util import batch_log
@@ -197,8 +198,13 @@ def _journal_mixin(journal: Any) -> Any:
                 if entry.get("files") is None:
                     try:
                         state = await self._journal_state(batch_id)
-                    except Exception:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
+                    except Exception as exc:  # noqa: BLE001  unknown or unreachable: its requests are asked anew
                         state = "gone"
+                        # named before anything is submitted again: a provider still running it bills both
+                        print(f"trustmh: batch {batch_id} of the journal {journal.root / trustmh_batch.JOURNAL}: "
+                              f"the provider does not know it ({type(exc).__name__}); its "
+                              f"{len(self._waiting[batch_id])} request(s) are submitted again (if it still runs "
+                              "at the provider, cancel it there)", file=sys.stderr, flush=True)
                     if state == "running":
                         continue
                     if state == "gone":
@@ -219,7 +225,7 @@ def _journal_mixin(journal: Any) -> Any:
 
 def openai_batcher_class(base: Any, journal: Any) -> Any:
     """A subclass of Inspect's `OpenAIBatcher` with the run's batch journal (see `journaled_batches`)."""
-    import sys
+    import json
 
     # the HTTP library Inspect's batcher builds its error responses with (httpx2 in Inspect 0.3.285)
     httpx2 = sys.modules[base.__module__].httpx2
@@ -231,11 +237,14 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             if journal is not None:
                 self._journal_init()
 
+        async def _live(self, request: dict[str, Any]) -> Any:
+            create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
+                      else self._openai_client.chat.completions.create)
+            return await create(**request)
+
         async def generate_for_request(self, request: dict[str, Any]) -> Any:
             if not trustmh_batch.WANT_BATCH.get():  # a live call on a model that also batches (a turn)
-                create = (self._openai_client.responses.create if self.endpoint == "/v1/responses"
-                          else self._openai_client.chat.completions.create)
-                return await create(**request)
+                return await self._live(request)
             if journal is not None:
                 answer = await self._recovered_answer(self._journal_key(request))
                 if answer is not None:
@@ -268,7 +277,41 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             return batch_id
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
-            results = await super()._handle_batch_result(batch, completion_info)
+            # Inspect's own reading fails the whole batch on one line it cannot read, and each retry of each
+            # request then submits it again (paid every time): here a line cut in half, a body with no answer
+            # or an unknown custom_id is left out and named, and only the requests left without an answer are
+            # asked live, once each
+            files = list(self._uris_from_completion_info(completion_info))
+            results: dict[str, Any] = {}
+            unreadable = unknown = 0
+            for file_id in files:
+                for line in (await self._download_result_file(file_id)).decode("utf-8", "replace").splitlines():
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                        request_id, answer = self._parse_jsonl_line(row)
+                        if not isinstance(answer, Exception) and not trustmh_batch.readable_body(
+                                row["response"]["body"]):
+                            raise ValueError("no answer in the body")
+                    except Exception:  # noqa: BLE001  a damaged line: its request is asked live below
+                        unreadable += 1
+                        continue
+                    if request_id in batch.requests:
+                        results[request_id] = answer
+                    else:
+                        unknown += 1
+            missing = [r for r in batch.requests if r not in results]
+            if unreadable or unknown or missing:
+                print(f"trustmh: batch {batch.id}: result file(s) {', '.join(files) or 'none'}: {unreadable} "
+                      f"unreadable line(s), {unknown} unknown custom_id(s); the {len(missing)} request(s) left "
+                      "without an answer are asked live, once each (if this recurs, the provider's batch results "
+                      "are damaged: run without --batch)", file=sys.stderr, flush=True)
+            for request_id in missing:
+                try:
+                    results[request_id] = await self._live(batch.requests[request_id].request)
+                except Exception as exc:  # noqa: BLE001  that request's own error, retried by Inspect
+                    results[request_id] = exc
             if journal is not None:
                 journal.collected(batch.id, list(self._uris_from_completion_info(completion_info)))
             return results
@@ -335,3 +378,58 @@ def anthropic_batcher_class(base: Any, journal: Any) -> Any:
             return batch_id
 
     return JournaledAnthropicBatcher
+
+
+@contextmanager
+def safe_replies() -> Iterator[None]:
+    """While the block runs, every model Inspect builds (the model under test, judges, patients, whatever their
+    provider) hands back its reply made safe to write (`trustmh.safe_text`) before Inspect records it: Inspect
+    logs a provider's output (its `ModelEvent`, with the raw response) inside `Model._generate`, right after
+    the provider's own `generate` returns, so that call is the first place trustmh can reach; a lone surrogate
+    there would otherwise end the whole sub-task in a serialisation error. Wraps `ModelAPI.generate` on each
+    `Model` built in the block (Inspect 0.3.285 builds every one through `Model.__init__`)."""
+    from inspect_ai.model import Model
+
+    original = Model.__init__
+
+    def init(self: Any, api: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, api, *args, **kwargs)
+        _clean_generate(api)
+
+    Model.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Model.__init__ = original  # type: ignore[method-assign]
+
+
+def _clean_generate(api: Any) -> None:
+    if getattr(api, "_trustmh_safe", False):
+        return
+    generate = api.generate
+
+    async def cleaned(*args: Any, **kwargs: Any) -> Any:
+        result = await generate(*args, **kwargs)
+        output, call = result if isinstance(result, tuple) else (result, None)
+        if isinstance(output, Exception):
+            return result
+        for choice in output.choices:
+            _clean_message(choice.message)
+        if call is not None and getattr(call, "response", None) is not None:
+            call.response = safe_json(call.response)
+        return (output, call) if isinstance(result, tuple) else output
+
+    api.generate = cleaned
+    api._trustmh_safe = True
+
+
+def _clean_message(message: Any) -> None:
+    """A reply's text made safe in place: string content, or each text or reasoning part of a list."""
+    if isinstance(message.content, str):
+        message.content = safe_text(message.content)
+        return
+    for part in message.content or []:
+        for field in ("text", "reasoning", "summary"):
+            value = getattr(part, field, None)
+            if isinstance(value, str):
+                setattr(part, field, safe_text(value))

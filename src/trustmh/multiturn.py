@@ -35,6 +35,7 @@ from trustmh.core import (
     make_record,
 )
 from trustmh.judges.reask import ask_until_valid_sync
+from trustmh.safe_text import unusable
 
 PATIENT_ROLE = "patient"
 # What the patient model is shown when it speaks first (an API needs a user message to answer).
@@ -157,8 +158,11 @@ def said_something(text: str) -> bool:
 def empty_turns(turns: Sequence[Mapping[str, Any]]) -> list[int]:
     """The turns that stayed empty after their re-asks: a model reply with nothing in it, or a model reply to a
     patient line with nothing in it (the model was asked nothing). Their judge marks are not asked for and
-    read as unreadable, and the conversation counts as invalid."""
-    return sorted({int(t["turn"]) for t in turns if is_empty(str(t.get("content") or ""))})
+    read as unreadable, and the conversation counts as invalid. A turn whose text came damaged (a lone surrogate
+    or a control character, kept as U+FFFD: `trustmh.safe_text`) is read the same way: nothing is scored on
+    text that is not what was said."""
+    return sorted({int(t["turn"]) for t in turns
+                   if is_empty(str(t.get("content") or "")) or unusable(str(t.get("content") or ""))})
 
 
 def _reads_empty(name: str, empty: Sequence[int]) -> bool:

@@ -33,12 +33,15 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
 def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
-    # about 3,400 requests (the disclosure probe's long chats included): minutes on a shared machine
-    with ChatbotServer(respond=respond, max_requests=6000, max_seconds=1500) as server:
+    # about 3,400 requests (the disclosure probe's long chats included): minutes on a shared machine. The load is
+    # bounded here, not by the machine (issue 43.7): two requests in flight, so the threaded product answers each
+    # in well under a second even at load 10, and a per-attempt timeout of 120 s, far above that latency, so a
+    # busy machine slows the test down without failing a sample
+    with ChatbotServer(respond=respond, max_requests=6000, max_seconds=2400) as server:
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
         code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks",
                      "ai_disclosure,crisis_referral,minors", "--no-judge", "--out", str(out), "--display", "none",
-                     "--timeout", "10", "--n-boot", "200"])
+                     "--timeout", "120", "--max-connections", "2", "--n-boot", "200"])
     assert code == 0
     main(["gate", str(out), "--policy", "ca-sb243"])
     return json.loads((out / "gate-ca-sb243.json").read_text())

@@ -6,6 +6,8 @@ it starts again instead of submitting its requests anew (the journal, trustmh.mo
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,9 @@ import pytest
 from inspect_ai.model import BatchConfig, GenerateConfig, get_model
 
 from batch_server import BatchServer
+from trustmh.core import TrustmhError
 from trustmh.inspect_compat import journaled_batches
-from trustmh.models.batch import JOURNAL, batching
+from trustmh.models.batch import JOURNAL, Journal, batching
 
 QUESTIONS = ["one", "two", "three"]
 
@@ -163,3 +166,82 @@ def test_anthropic_prompt_caching_is_on_unless_turned_off(env: Any, prompt_cache
         asyncio.run(m.generate("a prompt", config=GenerateConfig(**batch.call_settings(CLAUDE))))
     (body,) = server.live_bodies
     assert ("cache_control" in body) is marked
+
+
+# issue 43.4: a garbage journal is one line naming it and the way out, never a UnicodeDecodeError
+def test_a_journal_that_is_not_text_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_bytes(b'{"batch": "b1"}\n\xf9\xfa garbage\n')
+    with pytest.raises(TrustmhError, match=rf"^{re.escape(str(tmp_path / JOURNAL))}: byte 0xf9 at offset 16 .*"
+                       r"move it aside"):
+        Journal.open(tmp_path)
+
+
+def test_a_journal_with_a_garbage_line_before_the_last_is_refused(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_text('not json\n{"batch": "b1"}\n')
+    with pytest.raises(TrustmhError, match="line 1 is not a journal entry"):
+        Journal.open(tmp_path)
+
+
+def test_a_journal_whose_last_line_was_cut_still_opens(tmp_path: Path) -> None:
+    (tmp_path / JOURNAL).write_text('{"batch": "b1", "model": "m"}\n{"batch": "b2", "mo')
+    assert list(Journal.open(tmp_path).batches) == ["b1"]
+
+
+# issue 43.4: a result file that cannot be read is paid once: the requests left without an answer are asked live,
+# once each, never submitted again per retry
+def _cut_second_line(data: bytes) -> bytes:
+    lines = data.splitlines(keepends=True)
+    return b"".join(lines[:1] + [lines[1][: len(lines[1]) // 2] + b"\n"] + lines[2:])
+
+
+def _no_choices(data: bytes) -> bytes:
+    rows = [json.loads(line) for line in data.splitlines()]
+    for row in rows:
+        row["response"]["body"].pop("choices")
+    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+
+
+def _unknown_ids(data: bytes) -> bytes:
+    rows = [json.loads(line) for line in data.splitlines()]
+    rows[0]["custom_id"] = "nobody-asked"
+    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+
+
+DAMAGES = {"lines cut in half": _cut_second_line, "bodies without choices": _no_choices,
+           "file cut short": lambda data: data[: len(data) // 3], "unknown custom_ids": _unknown_ids}
+
+
+@pytest.fixture(scope="module", params=list(DAMAGES))
+def damaged_batch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with pytest.MonkeyPatch.context() as mp:
+        server = BatchServer(echo, damage_output=DAMAGES[request.param]).start()
+        for k, v in server.env().items():
+            mp.setenv(k, v)
+        with server, journaled_batches(tmp_path_factory.mktemp("damaged")):
+            answers = asyncio.run(ask_all(model(retries=1)))
+    return answers, server
+
+
+def test_a_damaged_result_file_still_answers_every_request(damaged_batch: Any) -> None:
+    assert damaged_batch[0] == [f"answer to question {q}" for q in QUESTIONS]
+
+
+def test_a_damaged_result_file_submits_each_request_once(damaged_batch: Any) -> None:
+    assert sorted(damaged_batch[1].submitted_bodies.values()) == [1, 1, 1]
+
+
+def test_a_damaged_result_file_answers_each_request_at_most_once_more(damaged_batch: Any) -> None:
+    server = damaged_batch[1]
+    paid = server.answered_bodies + server.live_bodies
+    assert max(paid.values()) <= 2
+
+
+def test_a_journaled_batch_the_provider_does_not_know_is_named_before_submitting(
+        env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with env(BatchServer(echo)) as server:
+        label = f"openai {server.base_url}/"
+        (tmp_path / JOURNAL).write_text(json.dumps({"batch": "batch_lost", "model": label,
+                                                    "requests": {"r1": "0" * 64}}) + "\n")
+        with journaled_batches(tmp_path):
+            asyncio.run(ask_all(model()))
+    assert "trustmh: batch batch_lost of the journal" in capsys.readouterr().err

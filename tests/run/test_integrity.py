@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -97,6 +98,19 @@ def test_merge_refuses_a_log_given_twice_naming_the_items(shards: tuple[Path, Pa
     with pytest.raises(TrustmhError, match=r"\d+ given twice \("):
         merge([a0, a1], tmp_path / "m")
     assert not (tmp_path / "m" / "results.json").exists()
+
+
+def test_merge_names_a_truncated_log(shards: tuple[Path, Path], tmp_path: Path) -> None:
+    """issue 43.5: a shard log cut short is named (not only zipfile's "EOCD not found")."""
+    a0, a1 = shards
+    log = sorted((a1 / "logs").glob("*.eval"))[0]
+    cut = log.with_name("cut-" + log.name)
+    cut.write_bytes(log.read_bytes()[:200])
+    try:
+        with pytest.raises(TrustmhError, match=rf"^{re.escape(str(cut))}: cannot read this Inspect log"):
+            merge([a0, a1], tmp_path / "m")
+    finally:
+        cut.unlink()
 
 
 def test_a_data_file_edited_between_invocations_is_refused(tmp_path: Path, data_dir: Path) -> None:

@@ -73,6 +73,8 @@ def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.M
     ethics = results["subtasks"]["ethics/ethical_reasoning"]
     assert ethics["status"] == "not_computed" or ethics["metrics"].get("n_errors") == 2
     assert any("errored" in e for e in results["errors"])
+    # issue 43.5: the error names the judge by role and model, not only Inspect's "attempt_timeout '1' exceeded"
+    assert any(f"the judge ({server.model_name('judge-dead')}) failed" in e for e in results["errors"])
     # (retries + 1) attempts per judge call, times the sample retries: bounded
     assert 0 < len(judge_requests) <= 2 * 2 * 4
 

@@ -83,3 +83,19 @@ def test_a_batched_run_is_bounded_at_the_batch_rates(tmp_path: Path, capsys: pyt
     budget = (live["totals"]["cost"]["max"] + live["totals"]["cost_scenarios"]["batch"]["max"]) / 2
     plan(tmp_path, "--batch", "--budget", f"{budget:.6f}")
     assert "would start" in capsys.readouterr().out.split("budget")[-1]
+
+
+# issue 43.4: --batch N has an upper bound, and --batch-conversations means nothing without --batch
+def test_batch_size_above_the_providers_limit_is_refused(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["plan", "--model", MODEL, "--batch", "50001", "--out", str(tmp_path / "out")])
+    assert "--batch must be at most 50000, got 50001" in capsys.readouterr().err
+
+
+def test_batch_conversations_without_batch_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--subtasks", "harm_to_others", "--no-judge", "--batch-conversations",
+                 "--out", str(tmp_path / "out"), "--display", "none"])
+    assert (code, capsys.readouterr().err.strip().splitlines()[-1]) == (
+        2, "trustmh: error: --batch-conversations works only with --batch (it batches conversation turns in a batch "
+        "run); add --batch, or leave --batch-conversations out")

@@ -14,6 +14,8 @@ What a batch does is scripted:
   batch's error file, `{"error": {"code": 500, ...}}`) and succeeds when asked again: a partly failed batch;
 * `expire_batches`: the first N batches expire instead of completing (every request in the error file with
   code `batch_expired`, as OpenAI writes it);
+* `damage_output(data) -> bytes`: each OpenAI output file as written (lines cut, bodies without `choices`,
+  unknown custom_ids), its answers still billed;
 * `cached_tokens(body) -> int`, `cache_write_tokens(body) -> int`: prompt tokens reported as read from and
   written to the provider's prompt cache.
 
@@ -74,6 +76,9 @@ class BatchServer:
     delay: float = 0.0
     fail_once: Callable[[dict[str, Any]], bool] | None = None
     expire_batches: int = 0
+    # applied to each OpenAI output file as it is written: a damaged result file (lines cut in half, bodies
+    # without `choices`, a file cut short, unknown custom_ids); the answers in it are still counted as billed
+    damage_output: Callable[[bytes], bytes] | None = None
     cached_tokens: Callable[[dict[str, Any]], int] | None = None
     cache_write_tokens: Callable[[dict[str, Any]], int] | None = None
     # `usage` counts (default: whitespace words per message and reply), so a benchmark can count with the
@@ -240,7 +245,8 @@ class BatchServer:
             job.output_file_id = self._new_file(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
             out, err = [], []
         if out:
-            job.output_file_id = self._new_file(b"".join(json.dumps(o).encode() + b"\n" for o in out))
+            data = b"".join(json.dumps(o).encode() + b"\n" for o in out)
+            job.output_file_id = self._new_file(data if self.damage_output is None else self.damage_output(data))
         if err:
             job.error_file_id = self._new_file(b"".join(json.dumps(e).encode() + b"\n" for e in err))
         if self.counts_file is not None:

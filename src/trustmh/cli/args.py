@@ -6,6 +6,7 @@ import argparse
 import math
 import re
 
+from trustmh.models.batch import MAX_BATCH_SIZE
 from trustmh.models.providers import batch_labels
 
 # Fewer bootstrap replicates than this give intervals too coarse to publish; more than MAX_N_BOOT change no
@@ -114,12 +115,13 @@ def correlation(value: str) -> float:
 
 def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:
     """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`)."""
-    p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch"), metavar="N",
+    p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch", MAX_BATCH_SIZE),
+                   metavar="N",
                    help=f"send the calls that can wait through the providers' batch APIs ({', '.join(batch_labels())}"
                    ": about half price; other providers run live, and the run says which): "
                    "every judge call and the model under test's single-turn replies. N: requests per batch "
-                   "(default Inspect's 100). A batch can take up to 24 hours; a killed run started again "
-                   "collects its batches instead of paying again (docs/cost.md#batch)")
+                   f"(default Inspect's 100, at most {MAX_BATCH_SIZE:,}, OpenAI's limit). A batch can take up to "
+                   "24 hours; a killed run started again collects its batches instead of paying again (docs/cost.md#batch)")
     if conversations:
         p.add_argument("--batch-conversations", action="store_true",
                        help="with --batch, batch the turns of multi-turn conversations too (model under test and "

@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustmh.core import TrustmhError
 from trustmh.models.providers import provider_of
 
 # A batched call waits for its whole batch: up to the providers' 24-hour completion window, plus polling.
 BATCH_WAIT_SECONDS = 26 * 3600
+# The most requests `--batch N` puts in one batch: OpenAI's per-batch limit (Anthropic's is 100,000).
+MAX_BATCH_SIZE = 50_000
 JOURNAL = "batches.jsonl"
 RESULTS_DIR = "batches"
 # Batch latency the plan assumes per round of batched calls (providers promise 24 h; most finish sooner).
@@ -81,6 +84,20 @@ def request_hash(body: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()
 
 
+_JOURNAL_WAY_OUT = ("the batch journal is damaged; restore it, or move it aside to start the run's batches afresh "
+                    "(the requests of batches it names that are still running at the provider are then paid again)")
+
+
+def _journal_lines(path: Path) -> list[str]:
+    """The journal's lines; a file that is not UTF-8 text is refused naming the journal and the way out."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise TrustmhError(f"{path}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8 text: "
+                           f"{_JOURNAL_WAY_OUT}") from None
+
+
 @dataclass
 class Journal:
     """The batches a run submitted (`batches.jsonl`) and the result files it downloaded (`batches/`)."""
@@ -93,11 +110,14 @@ class Journal:
         journal = cls(Path(root))
         path = journal.root / JOURNAL
         if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            lines = _journal_lines(path)
+            for number, line in enumerate(lines, 1):
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
-                    continue  # a line cut by a kill mid-write: that batch is not known (at worst asked again)
+                    if number == len(lines):
+                        continue  # a line cut by a kill mid-write: that batch is not known (at worst asked again)
+                    raise TrustmhError(f"{path}: line {number} is not a journal entry (JSON): {_JOURNAL_WAY_OUT}") from None
                 if isinstance(entry, dict) and isinstance(entry.get("batch"), str):
                     # a later line of the same batch adds to it (its result files, once collected)
                     journal.batches[entry["batch"]] = {**journal.batches.get(entry["batch"], {}), **entry}
@@ -137,8 +157,15 @@ class Journal:
         return path.read_bytes() if path.exists() else None
 
 
+def readable_body(body: Any) -> bool:
+    """Whether an OpenAI batch line's response body holds an answer (chat `choices` or a Responses `output`):
+    a body without one is damaged, and its request is asked again rather than answered with nothing."""
+    return isinstance(body, dict) and any(isinstance(body.get(k), list) and body[k] for k in ("choices", "output"))
+
+
 def answered_lines(data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(custom_id, response body) for every answered line of an OpenAI batch result file."""
+    """(custom_id, response body) for every answered line of an OpenAI batch result file (lines cut in half,
+    or whose body holds no answer, are left out: `readable_body`)."""
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)
@@ -146,7 +173,7 @@ def answered_lines(data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
             continue
         response = row.get("response") if isinstance(row, dict) else None
         if row.get("error") is None and isinstance(response, dict) and response.get("status_code", 200) == 200 \
-                and isinstance(response.get("body"), dict):
+                and readable_body(response.get("body")):
             yield str(row.get("custom_id")), response["body"]
 
 

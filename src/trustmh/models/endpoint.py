@@ -44,6 +44,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.data.files import read_text_bounded
+from trustmh.safe_text import as_text
 
 SEND_MODES = ("latest", "conversation")
 SESSION_STARTS = ("none", "client", "request")
@@ -330,6 +331,8 @@ def json_at(data: Any, path: str, field_name: str, source: str = "endpoint") -> 
 def reply_text(data: Any, endpoint: Endpoint) -> str:
     """The reply text of a response, which must be a string at `reply.path`."""
     value = json_at(data, endpoint.reply_path, "reply.path", endpoint.source)
+    if isinstance(value, list) and all(isinstance(p, str | dict) for p in value):
+        return as_text(value)  # a reply in parts (strings, or tables with "text"): joined
     if not isinstance(value, str):
         raise EndpointError(f"{endpoint.source}: reply.path = {endpoint.reply_path!r}: expected text, got "
                             f"{type(value).__name__}")

@@ -57,6 +57,7 @@ from trustmh.models.endpoint import (
     session_id_from,
 )
 from trustmh.redaction import MIN_SECRET_LEN, redact
+from trustmh.safe_text import safe_json
 
 RETRY_STATUSES = {408, 409, 425, 429}
 GONE_STATUSES = {404, 410}  # a continued session the server no longer knows: start again and replay
@@ -203,9 +204,12 @@ class HTTPModelAPI(ModelAPI):
         return reply_text(data, self.endpoint), body, data
 
     def _clean(self, data: Any) -> Any:
-        """A response with every value the endpoint file takes from the environment redacted: a product that
-        quotes its own credential (a header variable) in a reply never puts it in Inspect's hands, so neither
-        the response cache nor a log ever holds it (docs/products.md#secrets)."""
+        """A response made safe to write (`trustmh.safe_text`: a lone surrogate or a control character in it
+        becomes U+FFFD, and its sample counts as invalid), with every value the endpoint file takes from the
+        environment redacted: a product that quotes its own credential (a header variable) in a reply never
+        puts it in Inspect's hands, so neither the response cache nor a log ever holds it
+        (docs/products.md#secrets)."""
+        data = safe_json(data)
         secrets = sorted((v for v in self.endpoint.secrets() if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
 
         def clean(value: Any) -> Any:

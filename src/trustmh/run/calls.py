@@ -66,6 +66,19 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
     raise AssertionError("unreachable")
 
 
+class ModelCallError(Exception):
+    """A call of a judge, a patient or another helper model that failed for good, named by role and model (an
+    Inspect `AttemptTimeoutError("attempt_timeout '5' exceeded.")` alone names neither)."""
+
+
+def named_failure(exc: Exception, role: str, model: Model) -> Exception:
+    """The error a failed call of `role` is reported with: what its last attempt met (`last_failure`), prefixed
+    with the role and the model."""
+    failure = last_failure(exc, model.api)
+    detail = str(failure) or type(failure).__name__
+    return ModelCallError(f"the {role} ({model}) failed: {type(failure).__name__}: {detail}")
+
+
 def cache_policy(ctx: RunContext, attempt: int = 1, repeat: int = 1) -> CachePolicy | bool:
     """Inspect's response cache (never expiring, one entry per epoch so sampled repeats stay independent,
     per attempt for a re-asked request, and per repeat of a judge's test-retest); False with `--no-cache`."""
@@ -118,11 +131,8 @@ async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: in
             try:
                 with batching("batch" in fields):
                     output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
-            except Exception as exc:  # retries used up (RetryError): report what the last attempt met
-                failure = last_failure(exc, model.api)
-                if failure is exc:
-                    raise
-                raise failure from None
+            except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
+                raise named_failure(exc, role, model) from None
             note_call(role, str(model), output, batched="batch" in fields, hold=hold)
         return output.completion
 

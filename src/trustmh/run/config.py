@@ -315,6 +315,9 @@ def resolve(opts: RunOptions) -> RunSpec:
     """Defaults and checks, before any data is read or any model called: the run's `RunSpec`."""
     if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or not 0 <= opts.seed <= SEED_MAX:
         raise TrustmhError(f"--seed {opts.seed!r}: must be a whole number from 0 to {SEED_MAX}")
+    if opts.execution.batch_conversations and opts.execution.batch is None:
+        raise TrustmhError("--batch-conversations works only with --batch (it batches conversation turns in a "
+                           "batch run); add --batch, or leave --batch-conversations out")
     model = str(opts.model or (FIXED_REPLIES if opts.reference else BUNDLED_MODEL))
     suite = opts.suite or ("starter" if model == BUNDLED_MODEL else "trustmh")
     model_target = opts.model or model

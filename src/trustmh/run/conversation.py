@@ -49,10 +49,12 @@ from trustmh.run.calls import (
     generate_once,
     item_from_metadata,
     judge_model,
+    named_failure,
     patient_role,
     primary_metric,
 )
 from trustmh.run.usage import USAGE_KEY, held, note_call, sample_usage
+from trustmh.safe_text import safe_text
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -110,12 +112,16 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
                     # an empty line is asked again under its own cache entry (the cached one is empty)
                     fields = call_settings(str(asked), conversation=True)
                     with held(str(asked), list(messages or []), patient_cap) as hold:
-                        with batching("batch" in fields):
-                            out = await asked.generate(_chat(list(messages or [])), cache=cache_policy(ctx, attempt),
-                                                       config=GenerateConfig(**fields))
+                        try:
+                            with batching("batch" in fields):
+                                out = await asked.generate(_chat(list(messages or [])),
+                                                           cache=cache_policy(ctx, attempt),
+                                                           config=GenerateConfig(**fields))
+                        except Exception as exc:  # retries used up: named by role and model
+                            raise named_failure(exc, "patient", asked) from None
                         note_call("patient", str(asked), out, batched="batch" in fields, hold=hold)
                     said_by.append(out.model)
-                    return out.completion
+                    return safe_text(out.completion)
 
                 said = await ask_until_valid(patient_line, said_something)
                 names = ctx.patient.models if ctx.patient else ()
@@ -137,7 +143,7 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
             greeting = (state.output.metadata or {}).get("greeting")
             if greeting and GREETING_KEY not in state.metadata:
                 state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
-            turns.append({"role": "model", "content": state.output.completion, "model": model_label, "turn": i,
+            turns.append({"role": "model", "content": safe_text(state.output.completion), "model": model_label, "turn": i,
                           "marks": {}})
         state.metadata[TURNS_KEY] = turns
         return state

@@ -65,6 +65,15 @@ def check_items(plan: RunPlan, samples: dict[str, list[tuple[str, int]]]) -> Non
                            + " (re-run the shard(s) concerned; a shard's logs/ must hold its own logs, once)")
 
 
+def _log_header(read_eval_log: Any, path: Any) -> Any:
+    """A shard log's header; a log that cannot be read (cut short: "EOCD not found") is named, with the way out."""
+    try:
+        return read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # noqa: BLE001  zipfile, JSON or Inspect's own errors: one line naming the file
+        raise TrustmhError(f"{path}: cannot read this Inspect log ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split()) or 'no detail'}); run that shard again to rewrite it") from None
+
+
 def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]:
     """Combine the shards of one run (`trustmh run --shard i/N` into each of `dirs`) into `out`: checks that
     they belong together (same configuration and versions), that no slice is missing or doubled, then
@@ -111,8 +120,8 @@ def merge(dirs: list[Path | Url], out: Path | Url) -> tuple[dict[str, Any], int]
         raise TrustmhError(f"the shards were computed from other data than is here now: {'; '.join(changed)}")
     plan.planned = estimate(plan, plan_settings(plan.spec))
     # headers only: collect() reads each log's records in turn, so memory holds one shard log at a time
-    logs = [log for d in dirs for log in current_logs(
-        [read_eval_log(str(p), header_only=True) for p in sorted((d / "logs").glob("*.eval"))])]
+    logs = [log for d in dirs for log in current_logs([_log_header(read_eval_log, p)
+                                                        for p in sorted((d / "logs").glob("*.eval"))])]
     samples: dict[str, list[tuple[str, int]]] = {}
     records, model_reported = collect(plan, logs, samples)
     check_items(plan, samples)
