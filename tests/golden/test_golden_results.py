@@ -24,7 +24,12 @@ change, so its scores). Regenerated on 2026-11-27 for the wave of issues 31-36: 
 `conversation/harm_to_others` on its starter set), the AI-disclosure probe's first-reply and late figures,
 the simulated patients' realism block (not computed without MindEval's turns), the one wording for a judge
 without a certificate, the Clinical pillar in the overall count, and the plan's batch and discount blocks.
-No value of an existing sub-task moved.
+No value of an existing sub-task moved. Regenerated on 2026-11-27 for the wave of issues 39-44, for changes meant
+to move figures: every conversation interval clusters on its stimulus with an exact bound on the effective n
+(issue 41: [0, 0] on two items becomes [0, 0.84]); a sub-task whose every rating is invalid is not computed
+(issue 42: the demo's crisis identification, ethics, emotion, knowledge and diagnosis; the canned run's
+conversation probes, emotion, diagnosis and AITA); robustness retention above 1 is a floor effect, not computed
+(issue 42); the keyword floor beside every conversation figure and the sets' new counts (issue 40).
 """
 
 from __future__ import annotations
