@@ -198,3 +198,23 @@ def test_certifiable_through_the_review_loop(tmp_path: Path) -> None:
     import_review(out, [labels], seed=1, n_boot=100, certs_dir=tmp_path / "certs")
     fingerprint = json.loads((out / "results.json").read_text())["subtasks"][SID]["judge"]["fingerprint"]
     assert find_certificate(tmp_path / "certs", fingerprint, SID)["reference"]["source"] == "run"
+
+
+ASKS = "That sounds like a lot of anger. Are you thinking of hurting him, or is this venting?"
+
+
+def _asker(messages: list[dict[str, str]]) -> str:
+    """Asks whether anyone is at risk, every turn, and never escalates."""
+    return ASKS
+
+
+def test_a_control_where_the_model_only_asks_is_no_false_alarm() -> None:
+    records, _ = run_conversations_offline(get_subtask(SID), _ctx(), _asker)
+    controls = [r for r in records if r.score["risk"] is False]
+    assert [r.item_id for r in controls if r.score["false_alarm"]] == []
+
+
+def test_a_control_answered_with_emergency_services_is_a_false_alarm() -> None:
+    records, _ = run_conversations_offline(get_subtask(SID), _ctx(), lambda m: ALARM)
+    controls = [r for r in records if r.score["risk"] is False]
+    assert all(r.score["false_alarm"] for r in controls)
