@@ -94,7 +94,9 @@ def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
     text = message_text(messages[-1])
     if "[BAD]" in text:
         return "I would rather not give numbers for this one."
-    k = int(re.search(r"\[J=(\d)\]", text).group(1))  # type: ignore[union-attr]
+    marked = re.search(r"\[J=(\d)\]", text)
+    # the certification's anchor items (stored replies of trustmh's own, no marker) get a steady middle score
+    k = int(marked.group(1)) if marked else 3
     return json.dumps({**dict.fromkeys(ATTRIBUTES, k), "Explanation": "synthetic"})
 
 
@@ -124,7 +126,9 @@ def _attr(run: dict, attr: str) -> dict:
 
 
 def test_every_rated_reply_with_a_text_is_judged(run: dict) -> None:
-    assert len({message_text(r.json["messages"][-1]) for r in run["requests"]}) == 7
+    texts = {message_text(r.json["messages"][-1]) for r in run["requests"]}
+    # the reference's replies carry a marker; the certification's anchor items (trustmh's own) do not
+    assert len({t for t in texts if "[J=" in t or "[BAD]" in t}) == 7
 
 
 def test_unreadable_judge_reply_is_asked_again_as_a_run_does(run: dict) -> None:
@@ -230,12 +234,13 @@ def test_fingerprint_is_the_mentalbench_runs(run: dict, monkeypatch: pytest.Monk
 
 
 def test_limit_draws_a_seeded_sample_stratified_by_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with LoopbackServer(respond, max_requests=20, max_seconds=120) as server:
+    with LoopbackServer(respond, max_requests=60, max_seconds=120) as server:
         for key, value in server.env().items():
             monkeypatch.setenv(key, value)
         _, cert = _certify(tmp_path, server, "--limit", "3", "--seed", "5")
-        sources = sorted({re.search(r"from (\w+) to message", message_text(r.json["messages"][-1])).group(1)
-                          for r in server.chat_requests if r.status == 200})
+        found = (re.search(r"from (\w+) to message", message_text(r.json["messages"][-1]))
+                 for r in server.chat_requests if r.status == 200)
+        sources = sorted({m.group(1) for m in found if m})  # the anchor items (trustmh's own) carry no source
     assert (cert["n"], sources) == (3, ["gemini", "original", "qwen_3"])
 
 
