@@ -82,8 +82,10 @@ def hostile_inspect_provider(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return json.loads((tmp / "out" / "results.json").read_text())["subtasks"]["conversation/harm_to_others"]
 
 
-def test_inspect_provider_hostile_reply_subtask_is_computed(hostile_inspect_provider: dict) -> None:
-    assert hostile_inspect_provider["status"] == "ok"
+def test_inspect_provider_hostile_replies_reach_the_results(hostile_inspect_provider: dict) -> None:
+    # every reply is hostile, so every rating is invalid: the sub-task is reported as not computed with the
+    # count (issue 42's rule), never lost to a serialisation error
+    assert "every rating invalid" in hostile_inspect_provider["reason"]
 
 
 def test_inspect_provider_hostile_replies_are_invalid(hostile_inspect_provider: dict) -> None:

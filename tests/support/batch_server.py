@@ -227,12 +227,19 @@ class BatchServer:
                 err.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "response": None,
                             "error": {"code": 500, "message": "server error (scripted, first submission)"}})
                 continue
+            try:
+                reply = self._reply(body, sum(self.answered_ids.values()) + 1)
+            except Exception as exc:  # noqa: BLE001  a test's responder that fails answers that request with an
+                # error line, never leaves the batch unfinished (a client would poll it for ever)
+                job.failed += 1
+                err.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "response": None,
+                            "error": {"code": 500, "message": f"the test's responder failed: {exc!r}"}})
+                continue
             self.answered_ids[cid] += 1
             self.answered_bodies[key] += 1
             job.completed += 1
             out.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "error": None,
-                        "response": {"status_code": 200, "request_id": f"req_{i}",
-                                     "body": self._reply(body, sum(self.answered_ids.values()))}})
+                        "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply}})
         job.status = "expired" if job.expire else "completed"
         if job.endpoint == "/v1/messages":  # Anthropic: one results file, every request in it
             rows = [{"custom_id": o["custom_id"], "result": {"type": "succeeded", "message": self._message(
