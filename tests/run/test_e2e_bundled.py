@@ -67,10 +67,12 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
-        assert sub["status"] == "ok", sub
-        assert sub["n"] == 2
-        assert sub["value"] is not None
-        assert 0.0 <= sub["value"] <= 1.0
+        # the bundled model's replies seldom parse: a figure on the two items, or "not computed" with the count
+        # when every rating is invalid (docs/results.md: no number that flatters), never a worst-case 0
+        if sub["status"] == "ok":
+            assert (sub["n"], 0.0 <= sub["value"] <= 1.0) == (2, True), sub
+        else:
+            assert "every rating invalid" in sub["reason"], sub
     html = (out / "report.html").read_text()
     assert "Demonstration." in html
     assert '<span class="nc">none</span>' in html  # the bundled judge has no certificate
