@@ -1,5 +1,6 @@
-"""The anchors' calls in a full default run's plan (docs/judge-probes.md#drift), every judge watched as if
-certified: counted in the totals, printed by `trustmh plan`, and at most 2% of the run's calls."""
+"""The anchors' calls in a full default run's plan (docs/judge-probes.md#drift): every judged sub-task's judge
+is watched, certified or not; counted in the totals, printed by `trustmh plan`, and at most 2% of the run's
+calls."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def planned() -> Any:
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from trustmh.run.config import RunOptions, resolve
     from trustmh.run.estimate import estimate, plan_settings
-    from trustmh.run.select import add_anchors, plan_run
+    from trustmh.run.select import plan_run
 
-    spec = resolve(RunOptions(model="mockllm/model", judge="mockllm/judge", display="none"))
-    plan = plan_run(spec)
-    for subtask in list(plan.subtasks.values()):  # every judge certified: each watched
-        add_anchors(plan, subtask)
-    return estimate(plan, plan_settings(spec))
+    # no certificate anywhere: the anchors are judged all the same
+    spec = resolve(RunOptions(model="mockllm/model", judge="mockllm/judge", display="none",
+                              certificates=str(tmp_path_factory.mktemp("no-certificates"))))
+    return estimate(plan_run(spec), plan_settings(spec))
 
 
 def test_a_full_default_run_judges_anchor_items(planned: Any) -> None:

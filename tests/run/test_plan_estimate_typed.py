@@ -8,7 +8,10 @@ file and counted by the approximate tokenizer, so the figures are the same on an
 issue 40 authored the gradual-disclosure set and added the default gate's false-alarm check (every figure that
 moved was the set's or the new check's row), and when issue 41 added to each conversation check's row its
 stimuli, effective n, assumed ICC and certificate path; and when the simulated patient's brief put the risk
-in lay words (only the patient's input tokens, and the costs and totals they feed, moved)."""
+in lay words (only the patient's input tokens, and the costs and totals they feed, moved); and when issue 44 made
+every judged run re-judge its anchor items, certified or not (`anchors` added: 40 judge calls, the two judged
+single-turn sub-tasks' 20 each; the totals' calls, tokens and every cost scenario grew by exactly those calls,
+which the batch and cache scenarios had left out before; nothing per sub-task moved)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from trustmh.core import Record
 from trustmh.run.anchors import verdict_of
 from trustmh.run.calls import SCORER_NAME
 from trustmh.run.select import RunPlan
-from trustmh.run.tasks import ANCHORS_OF
+from trustmh.run.tasks import ANCHORS_OF, task_key
 
 # What a record never needs from a sample (its transcript, messages, output, store…): left unparsed, so that
 # reading a sub-task of 100,000 samples back holds records, not transcripts (benchmarks/collect_memory.py).
@@ -68,9 +68,11 @@ def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, i
         sid = (log.eval.metadata or {}).get("trustmh_subtask")
         watched = (log.eval.metadata or {}).get(ANCHORS_OF)
         if watched in plan.subtasks:  # the judge's anchor verdicts (`run/anchors.py`), not the sub-task's records
-            recs, _, _ = records_from_log(log)
+            # (a shard's slice of them: merge pools the shards' slices, each anchor once, `check_items`)
+            recs, _, _ = records_from_log(log, None, None if samples is None else samples.setdefault(
+                task_key(log.eval.metadata), []))
             plan.anchors.setdefault(watched, {}).update({r.item_id: verdict_of(r) for r in recs})
-            plan.anchor_records.setdefault(f"anchors:{watched}", []).extend(recs)
+            plan.anchor_records.setdefault(task_key(log.eval.metadata), []).extend(recs)
             continue
         if sid is None or sid not in plan.subtasks:
             continue
@@ -107,8 +109,7 @@ def current_logs(logs: list[Any]) -> list[Any]:
 
     by_sid: dict[str, list[Any]] = {}
     for log in logs:
-        meta = log.eval.metadata or {}
-        by_sid.setdefault(str(meta.get("trustmh_subtask") or f"anchors:{meta.get(ANCHORS_OF)}"), []).append(log)
+        by_sid.setdefault(task_key(log.eval.metadata), []).append(log)
     kept = []
     for group in by_sid.values():
         group.sort(key=key)

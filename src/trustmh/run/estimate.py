@@ -244,7 +244,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
     """The plan's figures (plan.json is their `to_json()`)."""
     # start-up: the Inspect glue (it imports Inspect), loaded only when a plan is estimated
     from trustmh.run.calls import ITEM_KEY
-    from trustmh.run.tasks import ANCHORS_OF
+    from trustmh.run.tasks import ANCHORS_OF, task_key
 
     ctx: RunContext = plan.ctx
     spec = plan.spec
@@ -270,11 +270,13 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
             r = _Replay(ctx, settings.expected, tokenizers, mode, False)
             for sample in task.dataset:
                 replay_single(r, plan.subtasks[watched], Item(**sample.metadata[ITEM_KEY]), 1, model, 0)
-            all_tallies.extend((f"anchors:{watched}", t) for t in r.tallies.values())
             for t in r.tallies.values():
+                all_tallies.append((task_key(task.metadata), t))
                 seen = anchor_calls.setdefault(t.model, {"calls": 0, "input_tokens": 0})
-                seen["calls"] += int(t.calls_min)
-                seen["input_tokens"] += int(t.input_min)
+                seen["calls"], seen["input_tokens"] = seen["calls"] + t.calls_min, seen["input_tokens"] + t.input_min
+                tokens = RoleTokens(t.role, t.model, False, t.input_min, t.input_max, t.output_expected,
+                                    t.output_max, t.cached_read, t.cache_write)  # priced in every scenario too
+                discounted.append((tokens, scenario_costs(tokens, settings.prices.get(t.model), mode)))
             continue
         sid = (task.metadata or {}).get("trustmh_subtask")
         subtask = plan.subtasks[sid]

@@ -14,7 +14,6 @@ from trustmh.catalogue import get_subtask, is_implemented
 from trustmh.core import Direction, Item, RunContext, Subtask, SubtaskResult, TrustmhError, notice
 from trustmh.data.locate import reset_resolved
 from trustmh.data.publisher import PublisherMissing, how_to_supply, repo_name
-from trustmh.judges.certificates import certificates_dir, find_certificate, judge_fingerprint
 from trustmh.run.anchors import anchor_items, anchored
 from trustmh.run.calls import capped
 from trustmh.run.config import RunSpec
@@ -96,9 +95,10 @@ def plan_run(spec: RunSpec) -> RunPlan:
             notice(f"{sid}: ERROR {exc}")
             continue
         plan.subtasks[sid] = subtask
-        if anchored(subtask, ctx) and find_certificate(certificates_dir(spec.output.certificates),
-                                                       judge_fingerprint(subtask, ctx), sid) is not None:
-            add_anchors(plan, subtask)  # a certified judge is watched for drift (docs/judge-probes.md#drift)
+        # every judge is watched on its anchors, certified or not: the certificate's own anchors are compared
+        # when there is one, and `trustmh compare` compares two runs' anchors when there is none
+        # (docs/judge-probes.md#drift)
+        add_anchors(plan, subtask)
         for warning in subtask.warnings_before_run(ctx):
             notice(f"warning: {warning}")
     for exc, sids in missing.values():

@@ -17,6 +17,7 @@ from trustmh.run.config import options_from_manifest, resolve
 from trustmh.run.estimate import estimate, plan_settings
 from trustmh.run.finalize import finalize
 from trustmh.run.select import RunPlan, plan_run
+from trustmh.run.tasks import task_key
 from trustmh.storage import Url, run_path
 
 
@@ -45,7 +46,7 @@ def check_items(plan: RunPlan, samples: dict[str, list[tuple[str, int]]]) -> Non
     every evaluated sub-task once, none missing, none twice, none foreign; the error names the items."""
     problems = []
     for task in plan.tasks:
-        sid = task.metadata["trustmh_subtask"]
+        sid = task_key(task.metadata)  # a sub-task, or the anchor items of its judge
         epochs = int(getattr(task, "epochs", 1) or 1)
         planned = {(str(s.id), e) for s in task.dataset for e in range(1, epochs + 1)}
         got = samples.get(sid, [])

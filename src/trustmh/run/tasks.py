@@ -202,6 +202,13 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
 ANCHORS_OF = "trustmh_anchors_of"
 
 
+def task_key(metadata: dict[str, Any] | None) -> str:
+    """What a task (or its log, by its metadata) holds: its sub-task's id, or `anchors:<id>` for the anchor
+    items of that sub-task's judge (its usage rows and its samples are kept under that key)."""
+    meta = metadata or {}
+    return str(meta.get("trustmh_subtask") or f"anchors:{meta.get(ANCHORS_OF)}")
+
+
 def fixed_reply_task(subtask: Subtask, items: list[Item], ctx: RunContext, name: str, *,
                      anchors: bool = False) -> Task:
     """The Inspect Task of a certification (`RunSpec.reference`), or of a sub-task's anchor items (`anchors`):
