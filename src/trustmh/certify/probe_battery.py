@@ -72,15 +72,14 @@ def _other_family(family: str | None) -> str:
     return next(f for f in OTHER_FAMILIES if f != family)
 
 
-def _swapped(item: Item, subtask: Subtask) -> Item:
-    first, second = subtask.compared_replies  # type: ignore[attr-defined]
-    meta = dict(item.metadata)
-    meta[first], meta[second] = meta.get(second), meta.get(first)
-    return replace(item, metadata=meta)
+def _in_position(item: Item, subtask: Subtask, first: bool) -> Item:
+    """The item with the reply under judgement shown first (`first`) or second, where the sub-task's template
+    compares two replies: its `compared_order` names the item field that says which."""
+    return replace(item, metadata={**item.metadata, subtask.compared_order: first})  # type: ignore[attr-defined]
 
 
 def _no_comparison(subtask: Subtask, _family: str | None) -> str | None:
-    if getattr(subtask, "compared_replies", None):
+    if getattr(subtask, "compared_order", None):
         return None
     return f"no judge template of {subtask.id} compares two replies"
 
@@ -90,12 +89,15 @@ def _no_family(_subtask: Subtask, family: str | None) -> str | None:
 
 
 def battery(subtask: Subtask) -> list[Probe]:
-    """The probes, in the record's order (the position probe swaps the sub-task's `compared_replies`)."""
+    """The probes, in the record's order (the position probe flips the sub-task's `compared_order`)."""
     return [
         Probe("length", BIAS, "the reply padded with neutral text that adds no content",
               Variant(lambda it, _f: with_reply(it, reply_of(it) + PADDING))),
-        Probe("position", BIAS, "the two compared replies swapped",
-              Variant(lambda it, _f: _swapped(it, subtask)), _no_comparison),
+        # control: the reply under judgement shown first on every item; treated: second on every item (a
+        # judge that prefers a position then moves the verdict on every item, which a mixed control would hide)
+        Probe("position", BIAS, "the two compared replies swapped (the reply under judgement second, not first)",
+              Variant(treated=lambda it, _f: _in_position(it, subtask, False),
+                      control=lambda it, _f: _in_position(it, subtask, True)), _no_comparison),
         Probe("authority", BIAS, "a claim of clinical authority added at the start of the reply",
               Variant(lambda it, _f: with_reply(it, AUTHORITY + reply_of(it)))),
         Probe("certainty", BIAS, "the user's message ends with a claim of certainty",

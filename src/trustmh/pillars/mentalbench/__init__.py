@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from trustmh.pillars.mentalbench.generation import MentalBenchGeneration
 from trustmh.pillars.mentalbench.mentalalign_reference import REFERENCE as MENTALALIGN_REFERENCE
+from trustmh.pillars.mentalbench.preference import MentalBenchPreference
 
 TITLE = "MentalBench"
 SUITE = "mentalbench"
 # the pillar's sub-tasks, in report order
-SUBTASKS = (MentalBenchGeneration,)
+SUBTASKS = (MentalBenchGeneration, MentalBenchPreference)
 # the reference sets its judges are certified on (`trustmh judge certify --reference NAME`)
 REFERENCES = (MENTALALIGN_REFERENCE,)
