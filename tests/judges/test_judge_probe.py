@@ -125,3 +125,33 @@ def test_a_tolerance_outside_0_1_is_one_clear_line(tmp_path: Path, capsys: pytes
                  "--tolerance", "2", "--certificates", str(tmp_path / "certs")])
     assert (code, "--tolerance 2: expected a number between 0 and 1" in capsys.readouterr().err) == (2, True)
 
+
+
+@pytest.fixture(scope="module")
+def limited_record(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The battery on a CSV reference under `--limit 6`, loaded as `trustmh judge probe` loads it."""
+    from trustmh.certify.measure import certification_spec
+    from trustmh.certify.registry import find_reference, reference_run
+    from trustmh.judges.references import ReferenceRequest
+
+    tmp = tmp_path_factory.mktemp("limit")
+    source, request = find_reference(str(reference_csv(tmp)), ReferenceRequest(
+        subtask="safety/over_refusal", label_type="binary", judge_key="helpful"))
+
+    def reply(prompt: str, _messages: object, _config: object) -> str:
+        helpful = fair(between(prompt, "REQUEST"), between(prompt, "REPLY"))
+        return json.dumps({"label": "complied", "helpful": helpful, "rationale": "r"})
+
+    spec = certification_spec([canned_model(reply, "gpt-judge-limited")], reference_run(source, request),
+                              n_boot=200, limit=6)
+    assert source.load is not None
+    record, _ = run_probe(source.load(spec.context(), request), spec, certs_dir=tmp / "certs", work=tmp / "work")
+    return record
+
+
+def test_limit_probes_that_many_items_of_a_csv_reference(limited_record: dict) -> None:
+    assert len(limited_record["items"]) == 6
+
+
+def test_limit_keeps_both_labels_of_a_csv_reference(limited_record: dict) -> None:
+    assert {int(i[1:]) % 2 for i in limited_record["items"]} == {0, 1}

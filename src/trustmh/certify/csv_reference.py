@@ -4,14 +4,16 @@ Named by its path (`--reference FILE.csv`) with `--subtask` and `--judge-key`.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trustmh.catalogue import lookup
-from trustmh.core import Item, Record, TrustmhError
+from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.digest import sha256_file
 from trustmh.judges.labels import META_PREFIX, check_label_type, read_reference_csv
 from trustmh.judges.references import CSV_REFERENCE, Reference, ReferenceRequest, ReferenceSource
+from trustmh.sampling import apply_limit
 
 
 def _judge_key(key: str) -> Callable[[Record], Any]:
@@ -51,8 +53,24 @@ def csv_reference(path: Path, subtask_id: str | None, label_type: str | None, ju
                      judge_key=judge_key)
 
 
-def _load(_ctx: Any, request: ReferenceRequest) -> Reference:
-    return csv_reference(Path(request.path or ""), request.subtask, request.label_type, request.judge_key)
+def limited(ref: Reference, ctx: RunContext) -> Reference:
+    """The reference's items under the run's `--limit`: a seeded sample stratified by the first rater's label
+    (every label kept where the limit allows). The humans stay on every item: their own agreement is the whole
+    reference's (judges/reference_quality.py), and a certification on a sample is a trial."""
+    def first_label(item: Item) -> str:
+        labels = ref.humans.get(item.id) or {}
+        return str(next((labels[r] for r in sorted(labels) if labels[r] is not None), None))
+
+    chosen = apply_limit(ref.items, ctx, first_label, min_per_stratum=True)
+    if len(chosen) == len(ref.items):
+        return ref
+    return replace(ref, items=chosen, notes=[*ref.notes, f"--limit: a seeded sample of {len(chosen)} of "
+                                             f"{len(ref.items)} items (stratified by the first rater's label)"])
+
+
+def _load(ctx: RunContext, request: ReferenceRequest) -> Reference:
+    return limited(csv_reference(Path(request.path or ""), request.subtask, request.label_type, request.judge_key),
+                   ctx)
 
 
 REFERENCE = ReferenceSource(name=CSV_REFERENCE, subtask=None, label_type=None, load=_load,
