@@ -48,12 +48,14 @@ def test_run_against_loopback_server(tmp_path: Path, monkeypatch: pytest.MonkeyP
     judge = dict(ethics["judge"])
     fingerprint = judge.pop("fingerprint")
     settings = judge.pop("fingerprint_settings")
+    assert len(judge.pop("anchors")) == 20, "the judge's verdicts on its anchor items, recorded without a certificate"
     assert fingerprint == fingerprint_of(settings), "the judge's fingerprint is the sha256 of the settings recorded"
     assert settings["subtask"] == "ethics/ethical_reasoning"
     assert judge == {"model": "openai-api/loop/judge", "validated": False,
                      "same_family": {"openai-api/loop/judge": False}}
     assert requests[0].status == 429, "the first request was refused, and the run still succeeded"
-    judge_calls = [r for r in requests if r.json.get("model") == "judge" and r.status == 200]
+    judge_calls = [r for r in requests if r.json.get("model") == "judge" and r.status == 200
+                   and not r.judges_an_anchor]
     assert len(judge_calls) == 3
     assert all(r.json["temperature"] == 0 and r.json["seed"] == 11 for r in judge_calls)
     assert "loopback-test-key" not in (out / "results.json").read_text()

@@ -87,6 +87,15 @@ class RecordedRequest:
         users = [m for m in self.messages if m.get("role") == "user"]
         return message_text(users[-1]) if users else ""
 
+    @property
+    def judges_an_anchor(self) -> bool:
+        """A judge call on one of the run's anchor items (`trustmh.run.anchors`): it carries a stored anchor
+        reply. Tests that count a sub-task's own judge calls leave these out."""
+        from trustmh.run.anchors import ANCHOR_REPLIES
+
+        text = "\n".join(message_text(m) for m in self.messages)
+        return any(reply in text for reply in ANCHOR_REPLIES.values())
+
 
 class LoopbackServer:
     """OpenAI-compatible test server; see the module docstring.
