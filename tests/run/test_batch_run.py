@@ -80,6 +80,14 @@ def test_a_batch_run_scores_every_item_as_the_live_run_does(live_and_batch: Any)
 
 
 @pytest.mark.slow
+def test_a_batch_run_judges_the_anchor_items_as_the_live_run_does(live_and_batch: Any) -> None:
+    live, batched, _, _, _ = live_and_batch
+    sid = "ethics/ethical_reasoning"  # the judged sub-task: its judge's anchors (docs/judge-probes.md#drift)
+    assert (len(batched["subtasks"][sid]["judge"]["anchors"]), batched["subtasks"][sid]["judge"]["anchors"]) == (
+        20, live["subtasks"][sid]["judge"]["anchors"])
+
+
+@pytest.mark.slow
 def test_a_batch_run_sends_every_call_through_batches(live_and_batch: Any) -> None:
     _, batched, server, live_calls, _ = live_and_batch
     assert (sum(server.live_bodies.values()), sum(server.answered_bodies.values()) > 0, server.twice()) == (

@@ -38,6 +38,8 @@ REQUEST = "preference"
 OTHER_REPLY = "other_reply"  # the item's human reply, the one the model's is compared with
 # True: the model's reply is shown first (reply A). The position probe flips it.
 MODEL_FIRST = "model_first"
+NO_HUMAN_REPLIES = ("the MentalBench data here has no human replies to compare with (-O mentalbench_path=FILE "
+                    "with its response column, or -O mentalbench_starter=1)")
 PREFERENCE_SCHEMA = json_object_schema(enums={"better": ("A", "B")}, strings=("rationale",),
                                        optional=("rationale",))
 
@@ -71,19 +73,22 @@ class MentalBenchPreference(Subtask):
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         reason = super().not_computed_reason(ctx)
-        if reason is None and not ctx.has_judge:
-            return "no judge configured (the preference is a judge's: pass --judge)"
+        if reason is None and not self._rows(ctx):
+            return NO_HUMAN_REPLIES
         return reason
 
     def generation(self, ctx: RunContext) -> Any:
         return MentalBenchGeneration().generation(ctx)
 
+    @staticmethod
+    def _rows(ctx: RunContext) -> list[Any]:
+        """The run's MentalBench rows (MentalBenchGeneration's data and selection) that have a human reply."""
+        return [r for r in select_rows(MentalBenchGeneration().load(ctx), ctx)[0] if r.responses.get(ORIGINAL)]
+
     def items(self, ctx: RunContext) -> list[Item]:
-        data = MentalBenchGeneration().load(ctx)
-        rows = [r for r in select_rows(data, ctx)[0] if r.responses.get(ORIGINAL)]
+        rows = self._rows(ctx)
         if not rows:
-            raise TrustmhError(f"{self.id}: the MentalBench data here has no human replies to compare with "
-                               "(pass -O mentalbench_path=FILE with its response column)")
+            raise TrustmhError(f"{self.id}: {NO_HUMAN_REPLIES}")
         return [Item(id=f"{r.conv_id}:preference", prompt=render(GEN_TEMPLATE, context=r.context), cluster=r.conv_id,
                      metadata={"conv_id": r.conv_id, "context": r.context,
                                OTHER_REPLY: split_reasoning(r.responses[ORIGINAL]).text,
