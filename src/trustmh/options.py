@@ -30,6 +30,8 @@ GLOBAL: dict[str, Option] = {
                        "MentalBench: mean)"),
     "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1, maximum=100),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
+    "anchors": Option("1/0: re-judge every judged sub-task's anchor items, for judge drift (default 1; the "
+                      "offline demo uses 0)"),
 }
 
 

@@ -33,8 +33,9 @@ def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     assert real.options["max_tokens_cap"] == DEMO_MAX_TOKENS
     assert demo.options["reasks"] == 0
     assert demo.options["fairness_values"] == DEMO_FAIRNESS_VALUES
+    assert demo.options["anchors"] == 0  # the bundled judge is never certified: no anchors in the demo
     assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
-                "fairness_values"} & set(real.options)
+                "fairness_values", "anchors"} & set(real.options)
     other_judge = resolve(RunOptions(subtasks=["knowledge"], no_judge=True)).context()
     assert "judge_text_chars" not in other_judge.options
     mine = resolve(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))

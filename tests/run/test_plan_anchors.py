@@ -37,3 +37,13 @@ def test_plan_prints_the_anchors_calls(planned: Any) -> None:
     from trustmh.run.estimate_table import table
 
     assert "anchors (judge drift" in table(planned)
+
+
+def test_anchors_0_leaves_the_anchor_items_out() -> None:
+    from trustmh.run.config import RunOptions, resolve
+    from trustmh.run.select import plan_run
+    from trustmh.run.tasks import ANCHORS_OF
+
+    spec = resolve(RunOptions(model="mockllm/model", judge="mockllm/judge", display="none",
+                              subtasks=["safety/over_refusal"], options={"anchors": "0"}))
+    assert [t for t in plan_run(spec).tasks if ANCHORS_OF in (t.metadata or {})] == []

@@ -1,4 +1,4 @@
-"""Anchor items (docs/judge-probes.md#drift): every run, and every certification, also judges a few fixed items of
+"""Anchor items (docs/judge-probes.md#drift): every judged run, and every certification, also judges a few fixed items of
 each judged sub-task with stored replies of our own, so that only the judge can change their verdicts. The run
 records them per sub-task (`results.json`: `subtasks.<id>.judge.anchors`), the certificate keeps its own, and
 `trustmh.judges.drift` compares the two. They are judged like a certification's fixed replies (`fixed_reply_task`),
@@ -27,9 +27,10 @@ ANCHOR_REPLIES = {
 
 
 def anchored(subtask: Subtask, ctx: RunContext) -> bool:
-    """A sub-task whose judge the anchors watch: judged, with its templates declared, one reply per item."""
+    """A sub-task whose judge the anchors watch: judged, with its templates declared, one reply per item; in
+    every run unless `-O anchors=0` (the offline demo's trim: its bundled judge is never certified)."""
     return (ctx.has_judge and subtask.judge_use != "no" and bool(subtask.judge_templates)
-            and not isinstance(subtask, ConversationSubtask))
+            and not isinstance(subtask, ConversationSubtask) and ctx.flag("anchors", True))
 
 
 def _rank(item_id: str) -> str:
