@@ -150,3 +150,33 @@ def test_the_report_shows_the_judges_bias_battery_beside_its_certificate(runs: d
                                   "reason": "bias found: length", "reference": {"name": "ref.csv"}, "items": [],
                                   "probes": {}})
     assert "bias found: length" in run_report_html(runs["same"], certs_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def uncertified(tmp_path_factory: pytest.TempPathFactory, runs: dict[str, Any]) -> dict[str, Any]:
+    """The same two runs with no certificate anywhere: the anchors are judged and recorded all the same."""
+    tmp = tmp_path_factory.mktemp("uncertified")
+    none = tmp / "no-certificates"
+    suite = runs["same"]["suite"]
+    return {"same": run_with(tmp, "same", False, none, suite), "changed": run_with(tmp, "changed", True, none, suite)}
+
+
+def test_without_a_certificate_the_run_records_its_anchors_and_no_drift(uncertified: dict[str, Any]) -> None:
+    judge = uncertified["changed"]["subtasks"][SUBTASK]["judge"]
+    assert (len(judge["anchors"]), "drift" in judge) == (20, False)
+
+
+def test_compare_without_certificates_says_part_of_the_change_may_be_the_judges(
+        uncertified: dict[str, Any]) -> None:
+    from trustmh.results.compare import compare_runs
+
+    row = next(r for r in compare_runs(uncertified["same"], uncertified["changed"]) if r["subtask"] == SUBTASK)
+    assert row["whose"].startswith("judge and model")
+
+
+def test_compare_without_certificates_gives_a_steady_judges_change_to_the_model(uncertified: dict[str, Any],
+                                                                              runs: dict[str, Any]) -> None:
+    from trustmh.results.compare import compare_runs
+
+    row = next(r for r in compare_runs(uncertified["same"], runs["same"]) if r["subtask"] == SUBTASK)
+    assert row["whose"].startswith("model")
