@@ -394,6 +394,8 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
+    # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
+    metric_labels: Mapping[str, str] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
