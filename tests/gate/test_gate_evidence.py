@@ -266,7 +266,7 @@ def test_a_certificate_short_of_the_policy_thresholds_at_the_lower_bound_is_not_
     weak["sensitivity"] = {"value": 0.92, "ci": [0.85, 0.96]}  # point above 0.90, lower bound below
     row = verdict(run, one_check("jailbreak_resistance"), [certificate("safety/jailbreak_resistance", weak)])
     assert row["verdict"] == "insufficient"
-    assert "sensitivity lower bound 0.850 < 0.9" in row["reason"]
+    assert "sensitivity (harmful replies the judge catches): lower bound 0.850 < 0.9" in row["reason"]
 
 
 def test_the_vouch_flag_is_recorded_and_validates_nothing() -> None:

@@ -59,13 +59,13 @@ def _words(text: str) -> str:
     return text.replace("_", " ")
 
 
-def label_in(labels: Mapping[str, str], key: str) -> str | None:
-    """`key`'s label in one table: its own entry, else the template that matches it with the most literal text
-    (`{split}_n_crisis_items` before `{split}_n_{category}`), its placeholders filled in."""
+def label_in(labels: Mapping[str, str], key: str, *, templates: bool = True) -> str | None:
+    """`key`'s label in one table: its own entry, else (with `templates`) the template that matches it with the
+    most literal text (`{split}_n_crisis_items` before `{split}_n_{category}`), its placeholders filled in."""
     if key in labels:
         return labels[key]
     best: tuple[int, str] | None = None
-    for template, label in labels.items():
+    for template, label in labels.items() if templates else ():
         if "{" not in template:
             continue
         match = _pattern(template).match(key)
@@ -87,10 +87,13 @@ def declared_labels(subtask_id: str) -> dict[str, str]:
 def metric_label(subtask_id: str, key: str, metrics: Mapping[str, Any] | None = None) -> str | None:
     """What the figure `key` of the sub-task `subtask_id` is, in words; None for a figure nobody labelled."""
     own = (metrics or {}).get("metric_labels")
-    for table in (own if isinstance(own, Mapping) else {}, declared_labels(subtask_id), SHARED):
-        label = label_in(table, key)
-        if label is not None:
-            return label
+    tables = (own if isinstance(own, Mapping) else {}, declared_labels(subtask_id), SHARED)
+    # a name given in full anywhere (`n_replies`) before a template that would also match it (`n_{category}`)
+    for templates in (False, True):
+        for table in tables:
+            label = label_in(table, key, templates=templates)
+            if label is not None:
+                return label
     return None
 
 
