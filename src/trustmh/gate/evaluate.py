@@ -42,7 +42,7 @@ STATUS_WORDS = {"not_computed": "not computed", "sample": "a fallback sample, no
 def field_words(subtask: str, key: str) -> str:
     """A figure of the sub-task's results in words (its declared label) for a reason a person reads; the
     field name stays in gate.json's own fields (`metric`, `count`, `total`)."""
-    return metric_label(subtask, key) or f"the figure {key.replace('_', ' ')!r}"
+    return metric_label(subtask, key) or key  # a figure nobody labelled (a test keeps the shipped ones labelled)
 
 
 def _listed(names: Iterable[str]) -> str:
@@ -239,10 +239,10 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         counts = (f"{field_words(check.subtask, str(check.count))}, out of "
                   f"{field_words(check.subtask, str(check.total))}")
         if count is None or total is None:
-            return {"why": f"the run did not record the counts this check needs ({counts})"}
+            return {"why": f"the run did not record the counts this check needs: {counts}"}
         if not (_whole(count) and _whole(total)) or count > total:
-            return {"why": f"the counts this check reads ({counts}) are {count!r} and {total!r}: not whole numbers "
-                           "with the first at most the second; results.json is damaged"}
+            return {"why": f"the counts this check reads are {count!r} and {total!r}, not whole numbers with the "
+                           f"first at most the second ({counts}); results.json is damaged"}
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
@@ -315,6 +315,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
                            "severity": check.severity, "limit": {check.kind: check.limit}, "min_n": min_n,
                            "value": None, "ci": None, "n": None, "n_errors": 0, "interval": None,
                            "judged": False, "judge": None}
+    if check.counted:  # the fields it reads, for machines; the reasons say them in words
+        row.update(count=check.count, total=check.total)
 
     def done(verdict: str, reason: str) -> dict[str, Any]:
         row.update(verdict=verdict, reason=reason)
