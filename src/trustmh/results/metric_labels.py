@@ -43,6 +43,9 @@ SHARED: dict[str, str] = {
     "judge_invalid_rate": "share of judge replies that could not be read",
     "n_invalid_reply": "model replies that could not be read",
     "n_invalid_replies": "model replies that could not be read",
+    "keyword_judge_accuracy": "share of replies on which the keyword rule and the judge agree",
+    "keyword_judge_kappa": "Cohen's kappa between the keyword rule and the judge",
+    "keyword_judge_n": "replies both the keyword rule and the judge scored",
 }
 
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
