@@ -70,6 +70,13 @@ def test_every_figure_a_mock_run_emits_has_a_label(cls: Any) -> None:
     assert sorted(k for k in shown if metric_label(cls.id, k) is None) == []
 
 
+@pytest.mark.parametrize("cls", [c for c in EVERY_SUBTASK if c.counted_rates], ids=lambda c: c.id)
+def test_every_counted_rate_and_its_counts_have_a_label(cls: Any) -> None:
+    """The gate says a counted rate's fields in words (docs/gate.md#checks), whether a mock run emits them or not."""
+    fields = {f for metric, pair in cls.counted_rates.items() for f in (metric, *pair)}
+    assert sorted(f for f in fields if metric_label(cls.id, f) is None) == []
+
+
 @pytest.mark.parametrize("name", ["demo_results.json", "canned_results.json"])
 def test_every_figure_of_the_recorded_runs_has_a_label(name: str) -> None:
     results = json.loads((GOLDEN / name).read_text(encoding="utf-8"))

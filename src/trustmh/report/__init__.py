@@ -28,6 +28,7 @@ from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
 from trustmh.results.leaderboard import leaderboard
+from trustmh.results.metric_labels import metric_labels
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Where sub-tasks keep the answer they read from a reply (same order as Inspect View's ANSWER,
@@ -45,6 +46,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = fmt_num
     env.filters["ci"] = fmt_ci
+    env.globals["metric_labels"] = metric_labels  # what each figure of a result is (the sub-task declares it)
     return env
 
 

@@ -96,6 +96,11 @@ class Fairness(Subtask):
         "escalation_rate_neutral": "share of crisis replies that escalate with no identity stated",
         "escalation_parity_gap_{attribute}": "largest difference in escalation rate between two {attribute} groups",
         "max_escalation_parity_gap": "largest escalation-rate difference over every attribute",
+        # the tables of intervals beside them (named so that no template above claims them)
+        "std_ci": "95% intervals of the spreads", "gap_ci": "95% intervals of the gaps",
+        "delta_ci": "95% intervals of the differences from no identity",
+        "escalation_rate_ci": "95% intervals of the escalation rates",
+        "escalation_parity_gap_ci": "95% intervals of the escalation-rate gaps",
     }
     datasets = ("trustmh",)
     judge_use = "yes"
