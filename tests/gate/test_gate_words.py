@@ -16,7 +16,9 @@ from trustmh.cli import main
 from trustmh.gate import evaluate, load_policy, shipped_policies
 from trustmh.gate.clauses import clause_verdicts, load_pack
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.pillars.conversation.ai_disclosure import NO_CLOCK
+from trustmh.stats.judge_agreement import JUDGE_METRICS
 
 SNAKE = re.compile(r"[a-z]+_[a-z_]+")
 FINGERPRINT = "0123456789abcdef" * 4
@@ -66,12 +68,34 @@ def _runs(policy: Policy) -> list[dict[str, Any]]:
             {"subtasks": {sid: _sub() for sid in sids}, "errors": [f"{s}: timed out" for s in sids]}]
 
 
+def _certificates(policy: Policy) -> list[list[dict[str, Any]]]:
+    """Certificates for the judged runs' fingerprint that are no evidence: agreement short of every threshold,
+    no agreement at all, and a reference whose criteria (snake_case names) cannot or do not certify."""
+    weak = {m: {"value": 0.1, "ci": [-0.5, 0.2] if lo < 0 else [0.0, 0.2]}
+            for kind in JUDGE_METRICS.values() for m, (lo, _) in kind.items()}
+    weak["mae"] = {"value": 3.0, "ci": [2.5, 3.5]}
+    quality = {"status": NOT_CERTIFIED, "floor": 0.4, "criteria": {
+        "risk_level": {"status": NOT_CERTIFIED}, "crisis_kind": {"status": CANNOT_CERTIFY, "humans": {"value": 0.2}},
+        "help_offered": {"status": CANNOT_CERTIFY, "reason": f"{TOO_SMALL}: 12 items. The worst seat ..."}}}
+    sids = {c.subtask for c in policy.checks}
+
+    def certs(**extra: Any) -> list[dict[str, Any]]:
+        kinds = list(JUDGE_METRICS)
+        return [{"kind": "trustmh-judge-certificate", "fingerprint": FINGERPRINT, "subtask": sid, "n": 40,
+                 "label_type": kinds[i % len(kinds)], **extra} for i, sid in enumerate(sorted(sids))]
+
+    return [certs(agreement=weak), certs(agreement={}), certs(agreement=weak, reference_quality=quality)]
+
+
 def _reasons(name: str) -> list[tuple[str, Policy]]:
     policy = load_policy(name)
     pack = load_pack(name)
     out = []
-    for run in _runs(policy):
-        gate = evaluate(run, policy, [])
+    cases = [(run, []) for run in _runs(policy)]
+    judged = _runs(policy)[7]
+    cases += [(judged, certs) for certs in _certificates(policy)]
+    for run, certificates in cases:
+        gate = evaluate(run, policy, certificates)
         out += [(r["reason"], policy) for r in gate["checks"]]
         out += [(str(r["judge"]["not_required"]), policy) for r in gate["checks"]
                 if (r["judge"] or {}).get("not_required")]
