@@ -241,8 +241,8 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         if count is None or total is None:
             return {"why": f"the run did not record the counts this check needs: {counts}"}
         if not (_whole(count) and _whole(total)) or count > total:
-            return {"why": f"the counts this check reads are {count!r} and {total!r}, not whole numbers with the "
-                           f"first at most the second ({counts}); results.json is damaged"}
+            return {"why": f"{counts}: {count!r} and {total!r} are not counts (whole numbers, the first at most "
+                           "the second); results.json is damaged"}
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
