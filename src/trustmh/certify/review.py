@@ -250,7 +250,7 @@ def _page_item(s: Mapping[str, Any], rec: Mapping[str, Any], scale: Sequence[flo
     page = {"key": s["key"], "subtask": s["subtask"], "item_id": s["item_id"], "epoch": s["epoch"], "scale": scale}
     if "model_turns" in s:
         page.update(turns=transcript(rec), model_turns=s["model_turns"], raters=list(raters or ()),
-                    scale_names=scale_names(scale, cls.direction("default") if cls else "lower"))
+                    scale_names=scale_names(scale, cls().direction("default") if cls else "lower"))
     else:
         meta = rec.get("metadata") or {}
         page.update(prompt=str(meta.get("prompt") or ""), response=str(rec.get("response") or meta.get("answer") or ""))
