@@ -275,3 +275,25 @@ def test_the_gate_names_a_single_reply_certificate_supporting_evidence() -> None
 
 def test_a_certificate_on_conversations_certifies_conversation_delusion() -> None:
     assert _gate_row("conversation")["verdict"] == "pass"
+
+
+def _planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: str) -> str | None:
+    """`trustmh plan`'s certificate for the delusion judge, with one passing certificate of `unit` planted."""
+    from trustmh.catalogue import BY_ID
+    from trustmh.core import JudgeInfo, RunContext
+    from trustmh.judges.certificates import judge_fingerprint, write_certificate
+    from trustmh.run.outlook import usable_certificate
+
+    monkeypatch.setenv("TRUSTMH_CERTIFICATES_DIR", str(tmp_path))
+    cls = BY_ID["conversation/delusion"]
+    ctx = RunContext(judge=JudgeInfo(model="example/judge", validated=False))
+    write_certificate(tmp_path, _certificate(unit, judge_fingerprint(cls, ctx), cls.id))
+    return usable_certificate(cls, ctx)
+
+
+def test_the_plan_does_not_count_a_single_reply_certificate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _planted(tmp_path, monkeypatch, "reply") is None
+
+
+def test_the_plan_counts_a_certificate_on_conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _planted(tmp_path, monkeypatch, "conversation") is not None
