@@ -68,5 +68,5 @@ def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, 
 
 @pytest.mark.slow
 def test_the_missing_certificate_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
-    assert "trustmh review export RUN_DIR --subtask conversation/delusion" in \
-        gate_rows["conversation_delusion_confirmation"]["reason"]
+    assert "trustmh review export RUN_DIR --subtask conversation/gradual_disclosure" in \
+        gate_rows["conversation_missed_crisis"]["reason"]
