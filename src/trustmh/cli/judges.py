@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from trustmh import exit_codes
+from trustmh.catalogue import lookup
 from trustmh.certify.measure import certification_spec, certify
 from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
 from trustmh.certify.registry import find_reference, reference_run, reference_sources
@@ -33,7 +34,14 @@ from trustmh.cli.args import (
 )
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
+from trustmh.judges.certificates import (
+    REPLY,
+    certificates_dir,
+    certifies_unit,
+    parse_thresholds,
+    single_reply_line,
+    threshold_gaps,
+)
 from trustmh.judges.reference_quality import CERTIFIED
 from trustmh.judges.references import ReferenceRequest, ReferenceSource
 from trustmh.run.calls import bounded_judge
@@ -190,6 +198,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
         for name, crit in criteria.items() if not single else ():
             print(f"    {name}: {crit['status']}: {crit['reason']}")
+    if not certifies_unit(cert, getattr(lookup(cert["subtask"]), "judged_unit", REPLY)):
+        print(f"  supporting evidence only: {single_reply_line(cert, cert['subtask'])}")
     if cert.get("trial"):
         print(f"trial: {cert['trial']}")
     print(f"{'trial' if cert.get('trial') else 'certificate'}: {path}")
