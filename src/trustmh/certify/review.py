@@ -13,6 +13,9 @@ against the humans' consensus per sub-task (and the first two raters against eac
 certificate per sub-task for the run's judge fingerprint (reference `review:<run dir>`, source "run"), and
 records judge-corrected figures (PPI with 1/π weights, `stats.ppi.corrected_mean`) beside the judge-only
 ones in results.json (`subtasks.<id>.judge_corrected`) and `review/review.json`.
+
+A conversation sub-task (`Subtask.judged_unit`) is reviewed as whole conversations by two assigned raters,
+with a third on disagreement (`adjudicate_review`): `certify.review_conversation` holds what differs.
 """
 
 from __future__ import annotations
@@ -268,13 +271,18 @@ def review_page(sample: Sequence[Mapping[str, Any]], page_items: Sequence[Mappin
     )
 
 
+def _sample_path(run_dir: Path) -> Path:
+    path = run_dir / "review" / SAMPLE_FILE
+    if not path.is_file():
+        raise TrustmhError(f"{path} not found: run `trustmh review export {run_dir}` first")
+    return path
+
+
 def adjudicate_review(run_dir: Path, label_paths: Sequence[Path], *, out: Path | None = None) -> tuple[Path, int]:
     """The third-rater step of a conversation review: the conversations whose two assigned raters gave
     different labels get a third rater in `sample.json` (a team member not yet on them, else one more slot)
     and a page of those conversations only; returns (the page, how many)."""
-    sample_path = run_dir / "review" / SAMPLE_FILE
-    if not sample_path.is_file():
-        raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")
+    sample_path = _sample_path(run_dir)
     with locked(run_dir):
         manifest = read_review_sample(sample_path)
         if not manifest.get("raters"):
@@ -306,11 +314,8 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     """Read the labels, measure the judge, write the certificates, results.json's `judge_corrected` and
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
-    sample_path = run_dir / "review" / SAMPLE_FILE
-    if not sample_path.is_file():
-        raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")
     with locked(run_dir):
-        manifest = read_review_sample(sample_path)
+        manifest = read_review_sample(_sample_path(run_dir))
         sample = {s["key"]: s for s in manifest["items"]}
         turns: dict[str, dict[str, Any]] = {}
         labels = read_review_labels(label_paths, sample, manifest["scales"], turns)

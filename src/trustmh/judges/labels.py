@@ -156,6 +156,9 @@ def read_review_sample(path: Path) -> dict[str, Any]:
     items, scales = manifest.get("items"), manifest.get("scales")
     if not isinstance(items, list) or not items:
         raise TrustmhError(f"{path}: field 'items' must be a non-empty list; export the review sample again")
+    team = manifest.get("raters")
+    if team is not None and (not isinstance(team, list) or not all(isinstance(r, str) and r for r in team)):
+        raise TrustmhError(f"{path}: field 'raters' must list the team's rater names; export the review sample again")
     if not isinstance(scales, dict):
         raise TrustmhError(f"{path}: field 'scales' must be an object (sub-task -> label values); export the "
                            "review sample again")
