@@ -147,7 +147,7 @@ def test_a_one_rater_import_says_why_in_one_line(run_dir: Path, tmp_path: Path) 
     summary = import_review(run_dir, [_labels(tmp_path, sample, "rater1")], seed=1, n_boot=200,
                             certs_dir=tmp_path / "certs")
     reason = summary["subtasks"][SID]["reference_quality"]["reason"]
-    assert f"{N} of {N} conversation(s) lack a label of their two assigned raters" in reason and "\n" not in reason
+    assert f"{N} of {N} {SID} conversation(s) lack a label of their two assigned raters" in reason and "\n" not in reason
 
 
 def test_a_two_rater_import_certifies_a_judge_that_agrees(run_dir: Path, tmp_path: Path) -> None:
@@ -297,3 +297,14 @@ def test_the_plan_does_not_count_a_single_reply_certificate(tmp_path: Path, monk
 
 def test_the_plan_counts_a_certificate_on_conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _planted(tmp_path, monkeypatch, "conversation") is not None
+
+
+def test_the_command_prints_why_a_one_rater_import_cannot_certify(run_dir: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from trustmh.cli import main
+
+    sample = _export(run_dir)
+    main(["review", "import", str(run_dir), str(_labels(tmp_path, sample, "rater1")), "--certificates",
+          str(tmp_path / "certs"), "--n-boot", "200"])
+    assert f"{SID}: cannot certify: {N} of {N} {SID} conversation(s) lack a label of their two assigned raters" \
+        in capsys.readouterr().err

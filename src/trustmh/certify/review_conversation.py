@@ -89,7 +89,7 @@ def missing_pair_line(sid: str, missing: Sequence[str], n: int, sample: Mapping[
         absent = [r for r in sample[k]["raters"][:2] if labels.get(k, {}).get(r) is None]
         shown.append(f"{sample[k]['item_id']} ({', '.join(absent)})")
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-    return (f"{sid}: {len(missing)} of {n} conversation(s) lack a label of their two assigned raters "
+    return (f"{len(missing)} of {n} {sid} conversation(s) lack a label of their two assigned raters "
             f"({'; '.join(shown)}{more}): this review cannot certify the judge; every conversation needs both of "
             "its raters (docs/judges.md#conversation-review)")
 
