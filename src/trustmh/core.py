@@ -373,6 +373,9 @@ class Subtask:
     # The prompt templates its judge requests render (`trustmh.prompts`): part of the judge's fingerprint
     # (`trustmh.judges.certificates`), so a changed judge prompt invalidates the judge's certificate.
     judge_templates: tuple[str, ...] = ()
+    # What one judged item is: a single "reply", or a whole "conversation" (a conversation sub-task's judge is
+    # certified on conversations only: `judges.certificates.certifies_unit`).
+    judged_unit: Literal["reply", "conversation"] = "reply"
     modes: Sequence[Mode] = MODES
     # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
     # unparseable; None = never re-ask.

@@ -84,8 +84,9 @@ def bad_run() -> dict[str, Any]:
 def certificate(sid: str, agreement: dict[str, Any] | None = None) -> dict[str, Any]:
     kind = LABEL_TYPE.get(sid, "binary")
     return make_certificate(settings=fingerprint_settings(BY_ID[sid], ctx()),
+                            # measured on the judge's own unit: conversations for a conversation sub-task
                             reference={"name": "synthetic-reference", "sha256": "0" * 64, "source": "user",
-                                       "n_items": 200},
+                                       "n_items": 200, "unit": BY_ID[sid].judged_unit},
                             label_type=kind, figures={"n": 200, "agreement": agreement or
                                                       (ORDINAL if kind == "ordinal" else BINARY)},
                             thresholds={}, seed=0)

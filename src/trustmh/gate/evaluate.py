@@ -23,9 +23,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trustmh.catalogue import catalogue
+from trustmh.catalogue import catalogue, lookup
 from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
@@ -95,12 +96,13 @@ def n_errors(results: Mapping[str, Any], sid: str, sub: Mapping[str, Any]) -> tu
 
 
 def matching_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint: str,
-                     subtask: str) -> Mapping[str, Any] | None:
-    for cert in certificates:
-        if (cert.get("kind") == "trustmh-judge-certificate" and cert.get("fingerprint") == fingerprint
-                and cert.get("subtask") == subtask):
-            return cert
-    return None
+                         subtask: str) -> Mapping[str, Any] | None:
+    """The certificate of this judge on this sub-task; for a conversation sub-task, one measured on
+    conversations before one on single replies (which is supporting evidence only: `judge_evidence`)."""
+    unit = getattr(lookup(subtask), "judged_unit", REPLY)
+    found = [cert for cert in certificates if cert.get("kind") == "trustmh-judge-certificate"
+             and cert.get("fingerprint") == fingerprint and cert.get("subtask") == subtask]
+    return next((c for c in found if certifies_unit(c, unit)), found[0] if found else None)
 
 
 def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
@@ -166,6 +168,9 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
     info["certificate"] = {"fingerprint": fingerprint, "label_type": label_type, "n": cert.get("n"),
                            "reference": ref.get("name"), "source": ref.get("source"),
                            "created": cert.get("created"), "own_verdict": cert.get("verdict")}
+    if not certifies_unit(cert, getattr(lookup(sid), "judged_unit", REPLY)):
+        info["certificate"]["supporting_only"] = "measured on single replies, not conversations"
+        return info, [single_reply_line(cert, sid)]
     drift = anchor_drift(judge.get("anchors"), cert.get("anchors"))
     info["certificate"]["drift"] = drift
     if drift["status"] == STALE:  # the judge behind the fingerprint changed since certification
