@@ -70,6 +70,10 @@ class MentalBenchPreference(Subtask):
     modes = ("default",)
     judge_templates = (TEMPLATE,)
     compared_order = MODEL_FIRST  # the item field the position probe flips (certify/probe_battery.py)
+    metric_labels = {"wins": "pairs whose preferred reply was the model's",
+                     "first_position_rate": "share of verdicts that chose the reply shown first (0.5: no taste "
+                                            "for a position)",
+                     "model_first_items": "pairs in which the model's reply was shown first"}
 
     def not_computed_reason(self, ctx: RunContext) -> str | None:
         reason = super().not_computed_reason(ctx)
