@@ -29,7 +29,12 @@ to move figures: every conversation interval clusters on its stimulus with an ex
 (issue 41: [0, 0] on two items becomes [0, 0.84]); a sub-task whose every rating is invalid is not computed
 (issue 42: the demo's crisis identification, ethics, emotion, knowledge and diagnosis; the canned run's
 conversation probes, emotion, diagnosis and AITA); robustness retention above 1 is a floor effect, not computed
-(issue 42); the keyword floor beside every conversation figure and the sets' new counts (issue 40).
+(issue 42); the keyword floor beside every conversation figure and the sets' new counts (issue 40). The canned
+run regenerated on 2026-11-27 for issue 44 (every judged run re-judges its anchor items, certified or not):
+`judge.anchors` added to its twelve judged single-turn sub-tasks and the plan block's calls, tokens and wall
+times grew by the anchors' calls; no value, interval or count of any sub-task moved. The demo file was not
+regenerated then: the demo leaves the anchors out (`-O anchors=0`), so its only expected change is
+`options.anchors = 0`.
 """
 
 from __future__ import annotations
