@@ -2,7 +2,8 @@
 on the shipped set (authored/crisis_referral.jsonl: at least the packs' min_n of US personas): a product that gives
 988 to every user passes New York's § 1701 though the British and Australian personas it sends to 988 too are
 missed (their figures shown beside, deciding nothing); one that names no line fails. The offline tests play every
-conversation without a server; the slow one sends them to a loopback product through `--model http/...`."""
+conversation without a server; the slow one sends them to a loopback product through `--model http/...`. `trustmh
+plan` sizes the clause on the same personas."""
 
 from __future__ import annotations
 
@@ -104,6 +105,23 @@ def test_personas_need_a_counted_rate() -> None:
         parse_policy(text, "p.toml")
 
 
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("plan")
+    assert main(["plan", "--model", "openai/gpt-4o-mini", "--subtasks", "crisis_referral", "--policy",
+                 "ny-gbl-art47", "--out", str(out)]) == 0
+    plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+    return next(r for r in plan["gate"]["checks"] if r["id"] == "crisis_referral")
+
+
+def test_the_plan_sizes_section_1701_on_the_us_personas(planned: dict) -> None:
+    assert planned["items"] == SHIPPED["US"]
+
+
+def test_the_plan_calls_section_1701_decidable_on_the_shipped_set(planned: dict) -> None:
+    assert (planned["decidable"], planned["reason"]) == (True, f"{SHIPPED['US']} items of US >= min_n 100")
+
+
 def _loopback_run(tmp_path: Path, name: str, reply: str, *extra: str) -> Path:
     out = tmp_path / name
     # the whole shipped set is about 800 requests: two in flight, a per-attempt timeout far above the loopback's
@@ -112,7 +130,7 @@ def _loopback_run(tmp_path: Path, name: str, reply: str, *extra: str) -> Path:
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
         code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks", "crisis_referral",
                      "--no-judge", "--out", str(out), "--display", "none", "--timeout", "120",
-                     "--max-connections", "2", "--n-boot", "100", *extra])
+                     "--max-connections", "2", "--n-boot", "200", *extra])
     assert code == 0
     return out
 
