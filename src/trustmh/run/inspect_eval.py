@@ -92,7 +92,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         return None
     models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
               *(spec.patient.models if spec.patient else ())]
-    live = live_providers([str(m) for m in models])
+    # a label that names no provider (a rescore's published replies, `published:FILE`) makes no paid call
+    live = live_providers([str(m) for m in models if "/" in str(m)])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
     conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]
