@@ -370,10 +370,10 @@ def _modules_using(names: set[str], module: str) -> set[str]:
     found = set()
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == module and not node.level and any(
-                    alias.name in names for alias in node.names):
-                found.add(name)
-            elif isinstance(node, ast.Attribute) and node.attr in names and ast.unparse(node.value) == module:
+            imported = isinstance(node, ast.ImportFrom) and node.module == module and not node.level and any(
+                alias.name in names for alias in node.names)
+            used = isinstance(node, ast.Attribute) and node.attr in names and ast.unparse(node.value) == module
+            if imported or used:
                 found.add(name)
     return found
 
