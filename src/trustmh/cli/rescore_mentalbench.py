@@ -19,6 +19,7 @@ rating belongs to another conversation (docs/align.md#data-quality).
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,12 +28,14 @@ from typing import Any
 from trustmh.catalogue import get_subtask
 from trustmh.core import Mode, TrustmhError
 from trustmh.data import resolve
+from trustmh.digest import sha256_bytes, sha256_file
 from trustmh.judges.ensemble import ensemble_option
 from trustmh.pillars.mentalbench.data import find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.run.collect import records_from_log
+from trustmh.run.config import run_manifest
 from trustmh.run.direct import direct_spec
 from trustmh.run.finalize import aggregate
 from trustmh.run.inspect_eval import evaluate
@@ -107,7 +110,11 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     task = build_task(SUBTASK_ID, ctx)
     _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "
          f"(mode={mode}, limit={limit})")
-    logs = evaluate(RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={SUBTASK_ID: subtask}), Path(out))
+    # one eval set per configuration (settings, versions, the file's content): the same rescore run again continues
+    # its own; another (a new --limit, judge or file) never reads its logs as its own
+    config = json.dumps([run_manifest(spec), sha256_file(path) if path.is_file() else str(path)], sort_keys=True)
+    logs = evaluate(RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={SUBTASK_ID: subtask}), Path(out),
+                    log_dir=Path(out) / "logs" / sha256_bytes(config.encode("utf-8"))[:16])
     errors: list[str] = []
     records = []
     for log in logs:

@@ -30,8 +30,9 @@ DEFAULT_MAX_TASKS = 4
 DEFAULT_LOG_BUFFER = 50
 
 
-def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
-    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
+def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) -> list[Any]:
+    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (or `log_dir`: one eval set per
+    configuration where a directory may hold several, as a rescore's does; resumable); returns the logs."""
     from inspect_ai import eval_set
 
 
@@ -67,7 +68,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
             plan.tasks,
-            log_dir=str(out / "logs"),
+            log_dir=str(log_dir or out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=spec.model.target,
