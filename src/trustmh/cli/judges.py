@@ -13,12 +13,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trustmh import exit_codes
-from trustmh.certify.measure import certification_spec, certify
-from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
-from trustmh.certify.registry import find_reference, reference_run, reference_sources
-from trustmh.certify.review import export_review, import_review
+from trustmh.certify.probe_battery import TOLERANCE
+from trustmh.certify.registry import reference_sources
 from trustmh.cli.args import (
     MAX_LIMIT,
     MAX_N_BOOT,
@@ -31,10 +30,10 @@ from trustmh.cli.args import (
 )
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
-from trustmh.judges.references import ReferenceRequest, ReferenceSource
-from trustmh.run.calls import bounded_judge
-from trustmh.run.config import RunSpec
+
+if TYPE_CHECKING:
+    from trustmh.judges.references import ReferenceRequest, ReferenceSource
+    from trustmh.run.config import RunSpec
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -116,6 +115,11 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, ReferenceRequest, RunSpec]:
     """The reference the command names and the run that judges it (`judge certify`, `judge probe`)."""
+    # imported when the command runs, not at start-up: they load Inspect and scipy (`--help` stays fast)
+    from trustmh.certify.measure import certification_spec
+    from trustmh.certify.registry import find_reference, reference_run
+    from trustmh.judges.references import ReferenceRequest
+
     source, request = find_reference(args.reference, ReferenceRequest(
         path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     spec = certification_spec(args.judge, reference_run(source, request), seed=args.seed,
@@ -126,6 +130,10 @@ def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, Referenc
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.probe import PROBE_EXIT, probe_line, run_probe
+    from trustmh.judges.certificates import certificates_dir
+
     source, request, spec = _reference_spec(args)
     if source.load is None:
         raise TrustmhError(f"--reference {source.name}: measured its own way, with no stored replies to vary; "
@@ -145,6 +153,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.measure import certify
+    from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
+    from trustmh.run.calls import bounded_judge
+
     source, request, spec = _reference_spec(args)
     ctx = spec.context()
     certs = certificates_dir(args.certificates)
@@ -188,6 +201,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.review import export_review
+
     subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
     out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
                         oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None)
@@ -196,6 +212,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.review import import_review
+    from trustmh.judges.certificates import certificates_dir
+
     summary = import_review(Path(args.run_dir), [Path(p) for p in args.labels], seed=args.seed, n_boot=args.n_boot,
                             certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
     json.dump(summary, sys.stdout, indent=2)
