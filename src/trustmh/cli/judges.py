@@ -45,60 +45,85 @@ def _judged_reference_args(c: argparse.ArgumentParser) -> None:
     """What `judge certify` and `judge probe` share: the judge, the reference items, the run's bounds."""
     c.add_argument("--judge", action="append", required=True, metavar="MODEL", type=model_name("--judge"),
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
-    c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help=", ".join(f"{name} ({source.help})" for name, source in reference_sources().items()
-                                  if source.subtask) + ", or a tidy CSV (docs/judges.md#reference-csv)")
+    c.add_argument("--reference", required=True, metavar="NAME|FILE.csv",
+                   help="a reference named below, or your own tidy CSV of human labels "
+                   "(docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
-                   help="where the named reference's files are (see --reference; else the data registry's copy)")
+                   help="where the named reference's files are (each reference below says what; default: "
+                   "the copy in $TRUSTMH_PUBLISHERS_DIR or $TRUSTMH_DATA_DIR, else a download)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
                    help="CSV: the labels' type (required: declared, never guessed from the labels; a label that "
                    "does not fit it is refused, naming file, row and column)")
-    c.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
-    c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
+    _seed_args(c)
+    c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT), metavar="N",
                    help="judge at most N reference items (stratified, seeded)")
     c.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="sub-task / judge options, as in `trustmh run` (e.g. ensemble=median)")
-    add_batch_arguments(c, conversations=False)
+    add_batch_arguments(c, conversations=False, calls="the judge's calls (the reference's replies are "
+                        "fixed: no model is run but the judge)")
     c.add_argument("--work", metavar="DIR", help="where the judge's Inspect logs go (resume: same DIR; "
                    "default: <certificates>/work/<reference>)")
-    c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120)
-    c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
+    c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, metavar="SECONDS",
+                   help="seconds per judge request (default 120)")
+    c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3, metavar="N",
+                   help="retries of a failed judge request (default 3)")
     _certs_arg(c)
+
+
+def _seed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0, metavar="N",
+                   help="seed of the sampled items and the bootstrap intervals (default 0)")
+    p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000, metavar="N",
+                   help="bootstrap replicates for the intervals (default 2000)")
+
+
+def references_help() -> str:
+    """The references `--reference NAME` takes, one a line with what `--reference-path` names for it."""
+    rows = [f"  {name:<20} {source.help}" for name, source in reference_sources().items() if source.subtask]
+    return "references (--reference NAME):\n" + "\n".join(rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
     top = p.add_subparsers(dest="group", required=True)
-    judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
+    judge = top.add_parser("judge", help="judge certificates", description="Measure an LLM judge against "
+                           "people's labels before trusting its scores (docs/judges.md).").add_subparsers(
+        dest="action", required=True)
     c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set",
-                         epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                         description="Measure a judge against a reference set labelled by people, and write a "
+                         "certificate that `trustmh run`, `report` and `gate` read (docs/judges.md#certify).",
+                         epilog=references_help() + "\n\n" + exit_codes.help_text(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(c)
     c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
     pr = judge.add_parser("probe", help="bias battery: does the judge follow length, order, authority, a user's "
-                          "certainty or its own family? (docs/judge-probes.md)")
+                          "certainty or its own family? (docs/judge-probes.md)", epilog=references_help(),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(pr)
-    pr.add_argument("--tolerance", type=float, default=TOLERANCE,
+    pr.add_argument("--tolerance", type=float, default=TOLERANCE, metavar="EFFECT",
                     help=f"largest tolerated effect of a probe (default {TOLERANCE:g}; docs/judge-probes.md#tolerances)")
-    review = top.add_parser("review", help="human review of a run's judged items").add_subparsers(
-        dest="action", required=True)
+    review = top.add_parser("review", help="human review of a run's judged items", description="Your own "
+                            "people label a sample of a run's judged items; their labels measure the run's judge "
+                            "(docs/judges.md#review).").add_subparsers(dest="action", required=True)
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
-    e.add_argument("run_dir")
-    e.add_argument("--subtasks", help="comma-separated sub-task ids (default: every judged sub-task)")
+    e.add_argument("run_dir", metavar="RUN_DIR", help="the run directory whose judged items are sampled")
+    e.add_argument("--subtasks", metavar="LIST", help="comma-separated sub-task ids (default: every judged sub-task)")
     e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), required=True, help="items to sample")
-    e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True)
+    e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True, metavar="N",
+                   help="seed of the sample (stated, so that the sample can be drawn again)")
     e.add_argument("--oversample-disagreements", action="store_true",
                    help="draw items where ensemble members, or the rule and the judge, disagree at twice the rate")
     e.add_argument("--out", metavar="FILE", help="the labelling page (default: RUN_DIR/review/review.html)")
     i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
-    i.add_argument("run_dir")
-    i.add_argument("labels", nargs="+")
-    i.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    i.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
-    i.add_argument("--threshold", action="append", metavar="METRIC=VALUE")
+    i.add_argument("run_dir", metavar="RUN_DIR", help="the run directory the labels were exported from")
+    i.add_argument("labels", nargs="+", metavar="LABELS.csv", help="the labels saved from the review page "
+                   "(several files: several people)")
+    _seed_args(i)
+    i.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                   help="override a threshold (docs/judges.md#thresholds); repeatable")
     _certs_arg(i)
     return p
 
