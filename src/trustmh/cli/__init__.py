@@ -131,6 +131,13 @@ def _main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001  an unexpected failure: one line, the traceback under --debug
         if debug:
             traceback.print_exc()
+        # imported on an error only, not at start-up: Inspect's own errors for the user (a missing API key)
+        from trustmh.inspect_compat import inspect_error_line
+
+        plain = inspect_error_line(exc)
+        if plain is not None:  # Inspect's message for the user, its console markup taken out: one plain line
+            print(f"trustmh: error: {redact(plain, secret_values())}", file=sys.stderr)
+            return exit_codes.COULD_NOT_RUN
         print(f"trustmh: error: {type(exc).__name__}: {redact(str(exc), secret_values())} (run again with "
               "--debug for the traceback)", file=sys.stderr)
         return exit_codes.COULD_NOT_RUN

@@ -29,7 +29,9 @@ from trustmh.cli.args import (
     model_name,
 )
 from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.data.publisher import supplied_by
 from trustmh.exit_codes import VERDICT_EXIT
+from trustmh.flag_values import FlagValue
 
 if TYPE_CHECKING:
     from trustmh.judges.references import ReferenceRequest, ReferenceSource
@@ -145,8 +147,10 @@ def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, Referenc
     from trustmh.certify.registry import find_reference, reference_run
     from trustmh.judges.references import ReferenceRequest
 
+    # the path remembers its flag: a reader's message about it names `--reference-path`
+    path = FlagValue(args.reference_path, "--reference-path") if args.reference_path else None
     source, request = find_reference(args.reference, ReferenceRequest(
-        path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+        path=path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     spec = certification_spec(args.judge, reference_run(source, request), seed=args.seed,
                               options=_options(args.option), limit=args.limit, n_boot=args.n_boot,
                               timeout=args.timeout, max_retries=args.max_retries, batch=args.batch,
@@ -251,5 +255,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.group == "judge":
-        return cmd_probe(args) if args.action == "probe" else cmd_certify(args)
+        command = cmd_probe if args.action == "probe" else cmd_certify
+        if Path(args.reference).is_file():  # a CSV: the sub-task's own options name its files
+            return command(args)
+        with supplied_by("--reference-path DIR"):  # a named reference: its publisher's repository
+            return command(args)
     return cmd_export(args) if args.action == "export" else cmd_import(args)

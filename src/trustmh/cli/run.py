@@ -32,6 +32,7 @@ from trustmh.cli.args import (
     shard_arg,
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
+from trustmh.flag_values import FlagValue
 from trustmh.run.budget import BUDGET_EXIT
 from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
@@ -223,9 +224,11 @@ def run_options(args: argparse.Namespace) -> Any:
                        ("full", "1" if args.full else None)):
         if value is None:
             continue
+        flag = f"--{key.replace('_', '-')}"
+        typed = FlagValue(value, flag, typed=flag if key == "full" else None)  # a message names the flag
         if key in options and str(options[key]) != str(value):
-            raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
-        options[key] = str(value)
+            raise TrustmhError(f"{typed.typed} conflicts with -O {key}={options[key]}")
+        options[key] = typed
     # the parts' settings (`run/parts.py`) by their names; an argument `plan` lacks keeps the part's default
     settings = {name: getattr(args, name) for name in setting_names() if hasattr(args, name)}
     settings.update(cache=not args.no_cache, cache_moved={new: old for old, new in args.endpoint_moved},
