@@ -1,6 +1,7 @@
 """Help written for users (issue 42): every command's `--help`, walked from `trustmh --help` down, exits 0,
 says what each option does and speaks no developer words; `rescore` names its formats and `--from`; `judge
-certify --help`'s `--batch` speaks of the judge (its references: tests/judges/test_certify_references.py), and it starts without loading Inspect."""
+certify --help`'s `--batch` speaks of the judge (its references: tests/judges/test_certify_references.py), and
+the help starts without loading Inspect."""
 
 from __future__ import annotations
 
