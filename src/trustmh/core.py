@@ -156,7 +156,8 @@ class Patient:
 
 @dataclass
 class RunContext:
-    """Everything a sub-task needs to know about the run, and nothing about Inspect. Built by `run_context`."""
+    """Everything a sub-task needs to know about the run, and nothing about Inspect. Made by `RunSpec.context()`
+    (`trustmh.run.config`), the one place a run's context is built."""
 
     mode: Mode = "default"
     seed: int = 0
@@ -211,21 +212,6 @@ class RunContext:
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
         return truthy(self.options.get(name, default))
-
-
-def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh", limit: int | None = None,
-                judges: Sequence[str] = (), judge_validated: bool = False,
-                options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
-                max_retries: int = 3, cache: bool = True, model: str | None = None,
-                patient: Patient | None = None, ensemble: EnsembleRule | None = None,
-                epochs: int = 1) -> RunContext:
-    """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
-    certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
-    first plays Inspect's `grader` role); they judge with the run's seed."""
-    return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
-                      judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
-                      n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
-                      patient=patient, ensemble=ensemble, epochs=epochs)
 
 
 @dataclass
@@ -373,6 +359,9 @@ class Subtask:
     # The prompt templates its judge requests render (`trustmh.prompts`): part of the judge's fingerprint
     # (`trustmh.judges.certificates`), so a changed judge prompt invalidates the judge's certificate.
     judge_templates: tuple[str, ...] = ()
+    # What one judged item is: a single "reply", or a whole "conversation" (a conversation sub-task's judge is
+    # certified on conversations only: `judges.certificates.certifies_unit`).
+    judged_unit: Literal["reply", "conversation"] = "reply"
     modes: Sequence[Mode] = MODES
     # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
     # unparseable; None = never re-ask.
@@ -394,6 +383,8 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
+    # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
+    metric_labels: Mapping[str, str] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
