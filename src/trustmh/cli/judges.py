@@ -202,7 +202,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
         single_reply_line,
         threshold_gaps,
     )
-    from trustmh.run.calls import bounded_judge
+    from trustmh.run.calls import bounded_judge  # (on use, not at start-up, as above)
 
     source, request, spec = _reference_spec(args)
     ctx = spec.context()
