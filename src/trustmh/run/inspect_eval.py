@@ -12,7 +12,7 @@ from typing import Any
 
 from trustmh.core import notice
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, provider_discounts, safe_replies
+from trustmh.inspect_compat import cache_urls_moved, provider_discounts, quiet_inspect_warnings, safe_replies
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
@@ -63,7 +63,7 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
     display = spec.execution.display or (None if sys.stderr.isatty() else "plain")
     mode = batch_mode(plan, out)
     with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), safe_replies(), \
-            provider_discounts(mode, spec.execution.prompt_cache):
+            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings():
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
