@@ -85,7 +85,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, help="seconds per model request")
     run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS))
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
-                     help="Inspect progress display (default: Inspect's choice)")
+                     help="Inspect's own progress display (default: off, with trustmh's one-line progress)")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
+                     "instead of trustmh's one-line progress")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
@@ -247,12 +250,29 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
         return run_workers(args)
     _, code = run(opts)
+    if code in (exit_codes.PASS, exit_codes.INCOMPLETE):
+        for line in next_steps(args.out, demo=args.model is None):
+            print(f"trustmh: {line}", file=sys.stderr)
     if code == BUDGET_EXIT:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
               "continues", file=sys.stderr)
     elif code:
         print(f"trustmh: some tasks errored; see results.json 'errors' (exit {code})", file=sys.stderr)
     return code
+
+
+# The README's next step after the demo: price a run of one's own model before any call.
+PLAN_YOUR_MODEL = ("trustmh plan --model openai/gpt-4o-mini --judge anthropic/claude-sonnet-4-5 --batch "
+                   "--prices examples/prices.toml")
+
+
+def next_steps(out: Any, *, demo: bool) -> list[str]:
+    """Where a finished run's report is and the command to try next."""
+    lines = [f"report: {out / 'report.html'} (open it in a browser); the release gate's verdict: trustmh gate {out}"]
+    if demo:
+        lines.append(f"next, your own model, priced before any call: {PLAN_YOUR_MODEL} (then `trustmh run` with "
+                     "the same arguments; README, 'Evaluating your model')")
+    return lines
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
