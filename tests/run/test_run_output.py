@@ -23,7 +23,7 @@ MAX_LINES = 10
 
 def _run(out: Path, *extra: str) -> str:
     """The console output (stdout and stderr) of `trustmh run` in its own process, as a user sees it."""
-    with LoopbackServer(lambda messages, request: "Answer: B", max_requests=50, max_seconds=60) as server:
+    with LoopbackServer(lambda messages, request: "Answer: B", max_requests=50, max_seconds=240) as server:
         env = {k: v for k, v in os.environ.items() if k != "INSPECT_DISPLAY"} | server.env()
         done = subprocess.run([sys.executable, "-m", "trustmh.cli", "run", "--model", server.model_name(), "--suite",
                                "trustmh", "--subtasks", "knowledge", "--limit", "3", "--no-judge", "--n-boot", "200",
@@ -95,3 +95,8 @@ def test_elsewhere_the_progress_is_a_line_per_finished_sub_task() -> None:
     line.close()
     assert stream.getvalue().splitlines() == ["trustmh: 1/3 sub-tasks done, 0 samples (starting 2)",
                                               "trustmh: 2/3 sub-tasks done, 1 samples (a finished)"]
+
+
+def test_a_shard_is_told_to_merge_not_to_gate() -> None:
+    assert next_steps(Path("w/0"), demo=False, shard=(0, 2)) == [
+        "shard 0/2 written to w/0; once every shard has finished: trustmh merge SHARD_DIR... --out RUN_DIR"]

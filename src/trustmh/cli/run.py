@@ -248,10 +248,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
         if args.budget is not None:
             raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
-        return run_workers(args)
-    _, code = run(opts)
+        code = run_workers(args)
+    else:
+        _, code = run(opts)
     if code in (exit_codes.PASS, exit_codes.INCOMPLETE):
-        for line in next_steps(args.out, demo=args.model is None):
+        for line in next_steps(args.out, demo=args.model is None, shard=args.shard):
             print(f"trustmh: {line}", file=sys.stderr)
     if code == BUDGET_EXIT:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
@@ -266,8 +267,11 @@ PLAN_YOUR_MODEL = ("trustmh plan --model openai/gpt-4o-mini --judge anthropic/cl
                    "--prices examples/prices.toml")
 
 
-def next_steps(out: Any, *, demo: bool) -> list[str]:
+def next_steps(out: Any, *, demo: bool, shard: tuple[int, int] | None = None) -> list[str]:
     """Where a finished run's report is and the command to try next."""
+    if shard is not None:
+        return [f"shard {shard[0]}/{shard[1]} written to {out}; once every shard has finished: trustmh merge "
+                "SHARD_DIR... --out RUN_DIR"]
     lines = [f"report: {out / 'report.html'} (open it in a browser); the release gate's verdict: trustmh gate {out}"]
     if demo:
         lines.append(f"next, your own model, priced before any call: {PLAN_YOUR_MODEL} (then `trustmh run` with "
