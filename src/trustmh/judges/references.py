@@ -51,6 +51,9 @@ class Reference:
     # fixed thresholds then apply only when given (--threshold).
     quality_kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
+    # What an item is: a single "reply" or a whole "conversation" (the certificate's `reference.unit`; only a
+    # certificate on conversations certifies a conversation sub-task's judge).
+    unit: str = "reply"
     # The rows of the reference's files its reader could not use (docs/data.md#publisher-numbers): named on stderr
     # and in the certificate exactly as `trustmh rescore` names them on the same files.
     report: RowReport | None = None

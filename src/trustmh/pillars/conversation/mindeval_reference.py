@@ -36,7 +36,7 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
                      judge_value=lambda rec: rec.score.get("rubric"), scale=(1.0, 6.0), notes=notes,
                      attributes=RUBRIC_KEYS, clusters=ann.clusters, judging=mindeval.StoredConversationRubric(),
                      counts={"conversations": len(ann.conversations), "judgeable": len(items)},
-                     report=ann.report)
+                     report=ann.report, unit="conversation")
 
 
 REFERENCE = ReferenceSource(name=NAME, subtask=mindeval.SIMULATED_PATIENT, label_type="ordinal",
