@@ -4,7 +4,8 @@ as the published human groups'.
 * SIRI-2 (`clinical/siri2`): every run's total with its interval, the expert floor, the literature's human
   groups (grey dots) and its LLM chat tools (purple diamonds; each group's `kind` as the norms table declares
   it, `trustmh.pillars.clinical.norms`), on one 0-110 axis; lower is closer to the expert panel. A total past
-  the axis (an all-wrong model reaches about 240) is drawn at its edge with the value written.
+  the axis (a total can pass 200: 48 replies, each up to about 5 points from the panel) is drawn at its edge
+  with the value written.
 * Stigma (`fairness/stigma`): per condition, every run's stigma rate with its interval beside the GSS 2018
   public's rate (grey), on one 0-1 axis.
 
