@@ -86,9 +86,6 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS))
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
                      help="Inspect's own progress display (default: off, with trustmh's one-line progress)")
-    run.add_argument("-v", "--verbose", action="store_true",
-                     help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
-                     "instead of trustmh's one-line progress")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
@@ -162,6 +159,9 @@ def add_run_commands(sub: Any) -> None:
     run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)",
                          epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
+                     "instead of trustmh's one-line progress")
     add_price_arguments(run)
     add_budget_arguments(run)
     add_batch_arguments(run)
