@@ -172,4 +172,10 @@ def test_a_judge_without_a_reference_gets_no_certify_hint() -> None:
 
 
 def test_a_judge_without_a_reference_is_told_what_would_give_evidence() -> None:
-    assert "`trustmh review export`" in _no_certificate_reason("safety/jailbreak_resistance")
+    assert "`trustmh review export --subtask safety/jailbreak_resistance`" in _no_certificate_reason(
+        "safety/jailbreak_resistance")
+
+
+def test_a_conversation_judge_is_not_sent_to_a_reference_of_single_replies() -> None:
+    # moore-interjections declares conversation/delusion, but its items are single replies (supporting only)
+    assert "moore-interjections" not in _no_certificate_reason("conversation/delusion")

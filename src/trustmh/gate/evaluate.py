@@ -52,13 +52,16 @@ def _listed(names: Iterable[str]) -> str:
 
 def certify_hint(subtask: str) -> str:
     """What would give evidence for a sub-task's judge: certification on a reference that exists for it
-    (`REFERENCES`, docs/references.md), else people labelling a sample of its items."""
-    names = [s.name for s in catalogue().references.values() if subtask in (s.subtask, *s.also)]
+    (`REFERENCES`, docs/references.md) whose items are of the sub-task's unit (a reference of single replies
+    never certifies a conversation judge), else people labelling a sample of its items."""
+    unit = getattr(lookup(subtask), "judged_unit", REPLY)
+    names = [s.name for s in catalogue().references.values()
+             if subtask in (s.subtask, *s.also) and s.unit == unit]
     if names:
         return (f"run `trustmh judge certify --reference {names[0]}`, or label a sample yourself with `trustmh review "
                 "export` and `trustmh review import`")
     return ("no public reference exists for this judge: have two people label a sample of its items (`trustmh review "
-            "export`, then `trustmh review import`)")
+            f"export --subtask {subtask}`, then `trustmh review import`)")
 
 
 def _finite(x: Any) -> bool:

@@ -87,6 +87,9 @@ class ReferenceSource:
     # set: the reference measures the judge itself (no agreement with raters; see the module docstring)
     measure: Measure | None = None
     also: tuple[str, ...] = ()  # other sub-tasks whose judges it certifies too (`--subtask`; `subtask` by default)
+    # What its items are ("reply" or "conversation", as `Reference.unit`): a reference of single replies is only
+    # supporting evidence for a conversation sub-task's judge, so no hint sends a conversation judge to it.
+    unit: str = "reply"
     # The sub-task option that names a folder laid out like the publisher's repository, which
     # `--reference-path` then fills (None: `load` reads `request.path` itself).
     path_option: str | None = None

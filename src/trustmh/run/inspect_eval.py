@@ -31,8 +31,9 @@ DEFAULT_MAX_TASKS = 4
 DEFAULT_LOG_BUFFER = 50
 
 
-def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
-    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
+def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) -> list[Any]:
+    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (or `log_dir`: one eval set per
+    configuration where a directory may hold several, as a rescore's does; resumable); returns the logs."""
     from inspect_ai import eval_set
 
 
@@ -69,7 +70,7 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
             plan.tasks,
-            log_dir=str(out / "logs"),
+            log_dir=str(log_dir or out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=spec.model.target,
@@ -107,7 +108,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         return None
     models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
               *(spec.patient.models if spec.patient else ())]
-    live = live_providers([str(m) for m in models])
+    # a label that names no provider (a rescore's published replies, `published:FILE`) makes no paid call
+    live = live_providers([str(m) for m in models if "/" in str(m)])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
     conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]

@@ -39,7 +39,7 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
                      report=ann.report, unit="conversation")
 
 
-REFERENCE = ReferenceSource(name=NAME, subtask=mindeval.SIMULATED_PATIENT, label_type="ordinal",
+REFERENCE = ReferenceSource(name=NAME, subtask=mindeval.SIMULATED_PATIENT, label_type="ordinal", unit="conversation",
                             load=lambda ctx, request: mindeval_reference(ctx, request.path),
                             help="MindEval's four clinicians' ratings of 60 conversations (the simulated-patient "
                             "rubric judge); --reference-path: a copy of SWORDHealth/mind-eval, else the data "
