@@ -493,3 +493,14 @@ def _clean_message(message: Any) -> None:
             value = getattr(part, field, None)
             if isinstance(value, str):
                 setattr(part, field, safe_text(value))
+
+
+def load_hooks_quietly() -> None:
+    """Have Inspect load its hooks now, before trustmh registers its own (`run/progress.py`): Inspect prints a
+    banner ("inspect_ai v…, hooks enabled: …") the first time it loads hooks and finds any registered, and
+    loads them only once per process; a user's own hooks are still announced."""
+    try:
+        from inspect_ai.hooks._startup import init_hooks
+    except ImportError:  # pragma: no cover  a moved loader costs only the banner
+        return
+    init_hooks()

@@ -94,7 +94,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS), metavar="N",
                      help="connections per model at once (default 10)")
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
-                     help="Inspect progress display (default: Inspect's choice)")
+                     help="Inspect's own progress display (default: off, with trustmh's one-line progress)")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
@@ -169,6 +169,9 @@ def add_run_commands(sub: Any) -> None:
     run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)",
                          epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
+                     "instead of trustmh's one-line progress")
     add_price_arguments(run)
     add_budget_arguments(run)
     add_batch_arguments(run)
@@ -257,14 +260,35 @@ def cmd_run(args: argparse.Namespace) -> int:
             use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
         if args.budget is not None:
             raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
-        return run_workers(args)
-    _, code = run(opts)
+        code = run_workers(args)
+    else:
+        _, code = run(opts)
+    if code in (exit_codes.PASS, exit_codes.INCOMPLETE):
+        for line in next_steps(args.out, demo=args.model is None, shard=args.shard):
+            print(f"trustmh: {line}", file=sys.stderr)
     if code == BUDGET_EXIT:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
               "continues", file=sys.stderr)
     elif code:
         print(f"trustmh: some tasks errored; see results.json 'errors' (exit {code})", file=sys.stderr)
     return code
+
+
+# The README's next step after the demo: price a run of one's own model before any call.
+PLAN_YOUR_MODEL = ("trustmh plan --model openai/gpt-4o-mini --judge anthropic/claude-sonnet-4-5 --batch "
+                   "--prices examples/prices.toml")
+
+
+def next_steps(out: Any, *, demo: bool, shard: tuple[int, int] | None = None) -> list[str]:
+    """Where a finished run's report is and the command to try next."""
+    if shard is not None:
+        return [f"shard {shard[0]}/{shard[1]} written to {out}; once every shard has finished: trustmh merge "
+                "SHARD_DIR... --out RUN_DIR"]
+    lines = [f"report: {out / 'report.html'} (open it in a browser); the release gate's verdict: trustmh gate {out}"]
+    if demo:
+        lines.append(f"next, your own model, priced before any call: {PLAN_YOUR_MODEL} (then `trustmh run` with "
+                     "the same arguments; README, 'Evaluating your model')")
+    return lines
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

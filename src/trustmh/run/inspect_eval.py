@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from trustmh.models.gguf import default_parallel
 from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
+from trustmh.run.progress import progress_line
 from trustmh.run.select import RunPlan
 from trustmh.storage import Url
 
@@ -60,10 +61,11 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
         max_tasks = default_parallel()  # a sub-task's last sample need not leave a server idle
     else:
         max_tasks = DEFAULT_MAX_TASKS
-    display = spec.execution.display or (None if sys.stderr.isatty() else "plain")
+    display = inspect_display(spec)
     mode = batch_mode(plan, out)
+    shown = progress_line(len(plan.tasks)) if display == "none" and spec.execution.display is None else nullcontext()
     with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), safe_replies(), \
-            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings():
+            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings(), shown as line:
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -83,7 +85,20 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
             **log_settings(spec, display),
             **kwargs,
         )
+        if line is not None:
+            line.done = sum(log.status == "success" for log in logs)
     return list(logs)
+
+
+def inspect_display(spec: RunSpec) -> str | None:
+    """Inspect's display for a run: `--display` as given; else, with `--verbose`, Inspect's default on a terminal
+    and "plain" elsewhere (progress stays visible in a file or a CI log); else "none", under trustmh's own
+    progress line (`run/progress.py`)."""
+    if spec.execution.display:
+        return spec.execution.display
+    if spec.execution.verbose:
+        return None if sys.stderr.isatty() else "plain"
+    return "none"
 
 
 def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
