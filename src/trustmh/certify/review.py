@@ -161,6 +161,9 @@ def _scale(values: Sequence[float]) -> list[float]:
 
 def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
                   oversample: bool = False, out: Path | None = None) -> Path:
+    if out is not None and not out.parent.is_dir():  # refused before anything is written, never created
+        raise TrustmhError(f"--out {out}: the folder {out.parent} does not exist; create it, or choose a page "
+                           "in a folder that exists")
     results, items = judged_items(run_dir, subtasks)
     sample = draw_sample(items, n, seed, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
@@ -204,7 +207,7 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     sample_path = run_dir / "review" / SAMPLE_FILE
     if not sample_path.is_file():
         raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")
-    with locked(run_dir):
+    with locked(run_dir, named="run directory"):  # `review import` takes it as an argument, not --out
         manifest = read_review_sample(sample_path)
         sample = {s["key"]: s for s in manifest["items"]}
         labels = read_review_labels(label_paths, sample, manifest["scales"])
