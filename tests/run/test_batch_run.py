@@ -204,7 +204,9 @@ def cancelled_batch_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
             first = main(argv)
         results = json.loads((out / "results.json").read_text())
         submitted_in_run = max(server.submitted_bodies.values())
-        again = main(argv)
+        # the same command again is a new process (Inspect keeps a model's batcher for the process's life)
+        again = subprocess.run([sys.executable, "-m", "trustmh.cli", *argv], env=dict(os.environ),
+                               capture_output=True, text=True, timeout=180).returncode
         final = json.loads((out / "results.json").read_text())
     return first, err.getvalue(), results, submitted_in_run, again, final, server, out
 
