@@ -373,6 +373,9 @@ class Subtask:
     # The prompt templates its judge requests render (`trustmh.prompts`): part of the judge's fingerprint
     # (`trustmh.judges.certificates`), so a changed judge prompt invalidates the judge's certificate.
     judge_templates: tuple[str, ...] = ()
+    # What one judged item is: a single "reply", or a whole "conversation" (a conversation sub-task's judge is
+    # certified on conversations only: `judges.certificates.certifies_unit`).
+    judged_unit: Literal["reply", "conversation"] = "reply"
     modes: Sequence[Mode] = MODES
     # Re-ask with this reminder (up to MAX_ATTEMPTS in all) while `parse_valid` says the reply is
     # unparseable; None = never re-ask.
@@ -394,6 +397,8 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
+    # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
+    metric_labels: Mapping[str, str] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

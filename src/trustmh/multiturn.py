@@ -111,6 +111,7 @@ class ConversationSubtask(Subtask):
     """A sub-task whose unit is a whole conversation (see the module docstring)."""
 
     judge_use = "rule_fallback"
+    judged_unit = "conversation"
     modes = ("default",)
 
     def generation(self, ctx: RunContext) -> GenConfig:

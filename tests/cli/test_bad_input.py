@@ -459,6 +459,13 @@ CASES: dict[str, Case] = {
                       str(t / "no-such-folder" / "page.html"), "--n", "1", "--seed", "0"],
         "no-such-folder does not exist"),
     "review export --n 0": (lambda t, d: ["review", "export", str(t), "--n", "0", "--seed", "0"], "--n"),
+    "review export --raters 1": (lambda t, d: ["review", "export", str(t), "--n", "4", "--seed", "0", "--raters", "1"],
+                                 "--raters must be at least 2"),
+    "review import sample raters": (_review_import(LABELS_OK, sample=json.dumps(
+        {"items": [{**SAMPLE_ITEM, "raters": ["r"]}], "scales": {"safety/over_refusal": [0, 1]}})),
+        "items[0].raters must list at least two"),
+    "review adjudicate before export": (lambda t, d: ["review", "adjudicate", str(t), str(_file(t))],
+                                        "review export"),
     # rescore: scores off the study's 1-5 scale are refused, naming file, row and field
     "rescore crisis-original 0-100 scores": (_crisis_0_100, "row 0 field 'evaluation': 60 is off the study's 1-5 scale"),
     # top level

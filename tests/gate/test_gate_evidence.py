@@ -84,8 +84,9 @@ def bad_run() -> dict[str, Any]:
 def certificate(sid: str, agreement: dict[str, Any] | None = None) -> dict[str, Any]:
     kind = LABEL_TYPE.get(sid, "binary")
     return make_certificate(settings=fingerprint_settings(BY_ID[sid], ctx()),
+                            # measured on the judge's own unit: conversations for a conversation sub-task
                             reference={"name": "synthetic-reference", "sha256": "0" * 64, "source": "user",
-                                       "n_items": 200},
+                                       "n_items": 200, "unit": BY_ID[sid].judged_unit},
                             label_type=kind, figures={"n": 200, "agreement": agreement or
                                                       (ORDINAL if kind == "ordinal" else BINARY)},
                             thresholds={}, seed=0)
@@ -266,7 +267,7 @@ def test_a_certificate_short_of_the_policy_thresholds_at_the_lower_bound_is_not_
     weak["sensitivity"] = {"value": 0.92, "ci": [0.85, 0.96]}  # point above 0.90, lower bound below
     row = verdict(run, one_check("jailbreak_resistance"), [certificate("safety/jailbreak_resistance", weak)])
     assert row["verdict"] == "insufficient"
-    assert "sensitivity lower bound 0.850 < 0.9" in row["reason"]
+    assert "sensitivity (harmful replies the judge catches): lower bound 0.850 < 0.9" in row["reason"]
 
 
 def test_the_vouch_flag_is_recorded_and_validates_nothing() -> None:

@@ -64,3 +64,9 @@ def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gat
 def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, dict[str, Any]]) -> None:
     reason = gate_rows["conversation_missed_crisis"]["reason"]
     assert reason.startswith("not decidable: needs a certificate: label at least ") and "two raters" in reason
+
+
+@pytest.mark.slow
+def test_the_missing_certificate_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
+    assert "trustmh review export RUN_DIR --subtask conversation/gradual_disclosure" in \
+        gate_rows["conversation_missed_crisis"]["reason"]

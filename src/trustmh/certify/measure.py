@@ -132,7 +132,8 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
                                 kind=ref.quality_kind or KIND_OF[ref.label_type])
     settings = fingerprint_settings(get_subtask(ref.subtask), ctx)
     cert = make_certificate(settings=settings, reference={"name": ref.name, "sha256": ref.sha256,
-                                                          "source": ref.source, "n_items": len(ref.items)},
+                                                          "source": ref.source, "n_items": len(ref.items),
+                                                          "unit": ref.unit},
                             label_type=ref.label_type, figures=figures, thresholds=limits, seed=ctx.seed,
                             extra={**ref.extra, **extra, "notes": ref.notes,
                                    **({"anchors": dict(sorted(anchors.items()))} if anchors else {})},

@@ -13,6 +13,9 @@ against the humans' consensus per sub-task (and the first two raters against eac
 certificate per sub-task for the run's judge fingerprint (reference `review:<run dir>`, source "run"), and
 records judge-corrected figures (PPI with 1/π weights, `stats.ppi.corrected_mean`) beside the judge-only
 ones in results.json (`subtasks.<id>.judge_corrected`) and `review/review.json`.
+
+A conversation sub-task (`Subtask.judged_unit`) is reviewed as whole conversations by two assigned raters,
+with a third on disagreement (`adjudicate_review`): `certify.review_conversation` holds what differs.
 """
 
 from __future__ import annotations
@@ -28,12 +31,33 @@ from typing import Any
 import numpy as np
 
 from trustmh.catalogue import lookup
+from trustmh.certify.review_conversation import (
+    PAIR_SEATS,
+    adjudication_page,
+    assign_pairs,
+    cannot_certify,
+    disagreements,
+    missing_pair_line,
+    model_turns,
+    pair_labels,
+    scale_names,
+    team,
+    third_rater,
+    transcript,
+    turn_agreement,
+)
 from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
 from trustmh.digest import files_sha256
 from trustmh.json_clean import clean_json
 from trustmh.judges.agreement import agreement_figures, consensus
-from trustmh.judges.certificates import make_certificate, parse_thresholds, write_certificate
+from trustmh.judges.certificates import (
+    CONVERSATION,
+    REPLY,
+    make_certificate,
+    parse_thresholds,
+    write_certificate,
+)
 from trustmh.judges.ensemble import MEMBERS_KEY
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.judges.reference_quality import certify_reference
@@ -100,9 +124,12 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
             value = scorer(rec, results)
             if value is None or not math.isfinite(value):
                 continue
+            conversation = getattr(_cls, "judged_unit", REPLY) == CONVERSATION
             out.append({"subtask": sid, "item_id": str(rec["item_id"]), "epoch": int(rec.get("epoch") or 1),
-                        "judge_value": float(value), "disagree": _members_disagree(rec.get("score") or {})
-                        or _rule_disagrees(rec.get("score") or {}),
+                        "judge_value": float(value), "disagree": not conversation and (
+                            _members_disagree(rec.get("score") or {}) or _rule_disagrees(rec.get("score") or {})),
+                        # a conversation's stratum: the set's stimulus it plays (the record's cluster)
+                        "stimulus": str(rec.get("cluster") or rec["item_id"]) if conversation else None,
                         "record": rec})
     if not out:
         raise TrustmhError(f"{run_dir}: no judged item with a per-item score to review")
@@ -112,15 +139,23 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
 def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversample: bool) -> list[dict[str, Any]]:
     """Stratified sample: strata sub-task × judge value (× disagreement with `oversample`), allocation in
     proportion to stratum size × (2 for disagreements when oversampling), largest remainders, at most the
-    stratum; π = allocated / size per stratum."""
+    stratum; π = allocated / size per stratum. A conversation sub-task's strata are its stimuli instead, its
+    share spread evenly over them (no stimulus over-represented)."""
     if n < 1:
         raise TrustmhError("--n must be at least 1")
     strata: dict[tuple, list[int]] = defaultdict(list)
     for i, it in enumerate(items):
-        strata[(it["subtask"], it["judge_value"], bool(it["disagree"]) if oversample else False)].append(i)
+        if it.get("stimulus") is not None:
+            strata[(it["subtask"], str(it["stimulus"]), False)].append(i)
+        else:
+            strata[(it["subtask"], it["judge_value"], bool(it["disagree"]) if oversample else False)].append(i)
     keys = sorted(strata, key=lambda k: (k[0], k[1], k[2]))
     size = {k: len(strata[k]) for k in keys}
-    weight = {k: size[k] * (2.0 if k[2] else 1.0) for k in keys}
+    per_subtask = defaultdict(list)
+    for k in keys:
+        per_subtask[k[0]].append(k)
+    weight = {k: (sum(size[x] for x in per_subtask[k[0]]) / len(per_subtask[k[0]]) if isinstance(k[1], str)
+                  else size[k] * (2.0 if k[2] else 1.0)) for k in keys}
     total = sum(weight.values())
     n = min(n, len(items))
     raw = {k: n * weight[k] / total for k in keys}
@@ -130,8 +165,8 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversampl
             break
         if alloc[k] < size[k]:
             alloc[k] += 1
-    while sum(alloc.values()) < n:  # capped strata left room: fill the others in order
-        k = next(k for k in keys if alloc[k] < size[k])
+    while sum(alloc.values()) < n:  # capped strata left room: fill the least served of the others
+        k = min((k for k in keys if alloc[k] < size[k]), key=lambda k: alloc[k] / weight[k])
         alloc[k] += 1
     rng = np.random.default_rng(seed)
     chosen = []
@@ -144,7 +179,8 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversampl
             chosen.append({"key": review_key(it["subtask"], it["item_id"], it["epoch"]), "subtask": it["subtask"],
                            "item_id": it["item_id"], "epoch": it["epoch"], "judge_value": it["judge_value"],
                            "disagree": it["disagree"], "stratum": [k[0], k[1], k[2]],
-                           "inclusion_probability": alloc[k] / size[k]})
+                           "inclusion_probability": alloc[k] / size[k],
+                           **({"stimulus": it["stimulus"]} if it.get("stimulus") is not None else {})})
     order = rng.permutation(len(chosen))  # the page shows items in a random order, not stratum by stratum
     return [chosen[int(i)] for i in order]
 
@@ -159,44 +195,121 @@ def _scale(values: Sequence[float]) -> list[float]:
     return vals
 
 
+def _conversation_scale(cls: Any, values: Sequence[float]) -> list[float]:
+    """A conversation's label scale: the whole steps of the sub-task's per-conversation range (a judged mean
+    over turns is fractional; a rater labels the conversation on the judge's own marks)."""
+    lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
+    if float(lo).is_integer() and float(hi).is_integer() and 0 < hi - lo <= 10:
+        return [float(x) for x in range(int(lo), int(hi) + 1)]
+    return _scale(values)
+
+
 def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
-                  oversample: bool = False, out: Path | None = None) -> Path:
+                  oversample: bool = False, out: Path | None = None, raters: int = 2) -> Path:
     if out is not None and not out.parent.is_dir():  # refused before anything is written, never created
         raise TrustmhError(f"--out {out}: the folder {out.parent} does not exist; create it, or choose a page "
                            "in a folder that exists")
     results, items = judged_items(run_dir, subtasks)
     sample = draw_sample(items, n, seed, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
-    scales = {sid: _scale([it["judge_value"] for it in items if it["subtask"] == sid])
-              for sid in {it["subtask"] for it in items}}
+    sids = {it["subtask"] for it in items}
+    conversational = {sid for sid in sids if getattr(lookup(sid), "judged_unit", REPLY) == CONVERSATION}
+    scales = {sid: (_conversation_scale(lookup(sid), [it["judge_value"] for it in items if it["subtask"] == sid])
+                    if sid in conversational else _scale([it["judge_value"] for it in items if it["subtask"] == sid]))
+              for sid in sids}
     counts = {sid: sum(1 for it in items if it["subtask"] == sid) for sid in scales}
+    # a conversation review: two raters of the team on each conversation (docs/judges.md#conversation-review)
+    team_names = team(raters) if conversational else []
+    conversations = [s for s in sample if s["subtask"] in conversational]
+    for s, pair in zip(conversations, assign_pairs(len(conversations), team_names), strict=True):
+        s["raters"] = pair
+        s["model_turns"] = model_turns(by_key[s["key"]]["record"])
     page_items, rubrics = [], {}
     for s in sample:
-        rec = by_key[s["key"]]["record"]
-        meta = rec.get("metadata") or {}
-        cls = lookup(s["subtask"])
-        if s["subtask"] not in rubrics and cls is not None:
-            rubrics[s["subtask"]] = {"title": cls.title, "description": cls.description,
-                                     "templates": [load_template(t) for t in cls.judge_templates]}
-        page_items.append({"key": s["key"], "subtask": s["subtask"], "item_id": s["item_id"],
-                           "epoch": s["epoch"], "prompt": str(meta.get("prompt") or ""),
-                           "response": str(rec.get("response") or meta.get("answer") or ""),
-                           "scale": scales[s["subtask"]]})
+        page, rubric = _page_item(s, by_key[s["key"]]["record"], scales[s["subtask"]], s.get("raters"))
+        page_items.append(page)
+        if rubric:
+            rubrics[s["subtask"]] = rubric
     review_dir = run_dir / "review"
     review_dir.mkdir(parents=True, exist_ok=True)
+    design = ("stratified by sub-task x judge value" + (" x ensemble disagreement (x2)" if oversample else "")
+              + ", proportional allocation")
+    if conversational:
+        design += ("; conversation sub-tasks: stratified by stimulus, the sub-task's share spread evenly over its "
+                   "stimuli, two raters per conversation")
     manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(sample), "oversample": oversample,
-                "population": counts, "scales": scales, "items": sample,
-                "design": "stratified by sub-task x judge value" + (" x ensemble disagreement (x2)" if oversample
-                                                                    else "") + ", proportional allocation"}
+                "population": counts, "scales": scales, "items": sample, "design": design,
+                **({"raters": team_names} if conversational else {})}
     write_text_atomic(review_dir / SAMPLE_FILE, json.dumps(clean_json(manifest), indent=2) + "\n")
+    target = out or review_dir / "review.html"
+    write_text_atomic(target, review_page(sample, page_items, rubrics, team_names))
+    return target
+
+
+def _page_item(s: Mapping[str, Any], rec: Mapping[str, Any], scale: Sequence[float],
+               raters: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(one item of the labelling page, its sub-task's rubric): a reply with its prompt, or a whole
+    conversation (every turn numbered) shown to the raters it is assigned to."""
+    cls = lookup(s["subtask"])
+    rubric = {} if cls is None else {"title": cls.title, "description": cls.description,
+                                     "templates": [load_template(t) for t in cls.judge_templates]}
+    page = {"key": s["key"], "subtask": s["subtask"], "item_id": s["item_id"], "epoch": s["epoch"], "scale": scale}
+    if "model_turns" in s:
+        page.update(turns=transcript(rec), model_turns=s["model_turns"], raters=list(raters or ()),
+                    scale_names=scale_names(scale, cls().direction("default") if cls else "lower"))
+    else:
+        meta = rec.get("metadata") or {}
+        page.update(prompt=str(meta.get("prompt") or ""), response=str(rec.get("response") or meta.get("answer") or ""))
+    return page, rubric
+
+
+def review_page(sample: Sequence[Mapping[str, Any]], page_items: Sequence[Mapping[str, Any]],
+                rubrics: Mapping[str, Any], raters: Sequence[str]) -> str:
+    """The offline labelling page (every text escaped by the template's autoescape)."""
     sample_id = hashlib.sha256(json.dumps([s["key"] for s in sample]).encode()).hexdigest()[:12]
-    html = environment().get_template("review.html.j2").render(
-        items=page_items, rubrics=rubrics, sample_id=sample_id, n=len(page_items),
+    return environment().get_template("review.html.j2").render(
+        items=page_items, rubrics=rubrics, sample_id=sample_id, n=len(page_items), raters=list(raters),
+        conversations=any("turns" in it for it in page_items),
         formula_starts=list(FORMULA_STARTS),  # the page's CSV export guards cells as `data.files.safe_cell` does
     )
-    target = out or review_dir / "review.html"
-    write_text_atomic(target, html)
-    return target
+
+
+def _sample_path(run_dir: Path) -> Path:
+    path = run_dir / "review" / SAMPLE_FILE
+    if not path.is_file():
+        raise TrustmhError(f"{path} not found: run `trustmh review export {run_dir}` first")
+    return path
+
+
+def adjudicate_review(run_dir: Path, label_paths: Sequence[Path], *, out: Path | None = None) -> tuple[Path, int]:
+    """The third-rater step of a conversation review: the conversations whose two assigned raters gave
+    different labels get a third rater in `sample.json` (a team member not yet on them, else one more slot)
+    and a page of those conversations only; returns (the page, how many)."""
+    sample_path = _sample_path(run_dir)
+    with locked(run_dir, named="run directory"):  # `review adjudicate` takes it as an argument, not --out
+        manifest = read_review_sample(sample_path)
+        if not manifest.get("raters"):
+            raise TrustmhError(f"{sample_path}: not a conversation review (no raters assigned): nothing to adjudicate")
+        sample = {s["key"]: s for s in manifest["items"]}
+        labels = read_review_labels(label_paths, sample, manifest["scales"])
+        disputed = [k for k in disagreements(sample, labels) if len(sample[k]["raters"]) == 2]
+        for k in disputed:
+            sample[k]["raters"].append(third_rater(sample[k], manifest["raters"]))
+        _, items = judged_items(run_dir, sorted({sample[k]["subtask"] for k in disputed}) or None)
+        by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
+        page_items, rubrics = [], {}
+        for k in disputed:
+            page, rubric = _page_item(sample[k], by_key[k]["record"], manifest["scales"][sample[k]["subtask"]],
+                                      sample[k]["raters"][2:])
+            page_items.append(page)
+            rubrics[sample[k]["subtask"]] = rubric
+        manifest["adjudication"] = {"items": disputed, "labels_sha256": files_sha256(label_paths),
+                                    "rule": "the two assigned raters' labels differ: a third rater labels it"}
+        write_text_atomic(sample_path, json.dumps(clean_json(manifest), indent=2) + "\n")
+        target = out or adjudication_page(run_dir)
+        third = sorted({sample[k]["raters"][2] for k in disputed})
+        write_text_atomic(target, review_page([sample[k] for k in disputed], page_items, rubrics, third))
+        return target, len(disputed)
 
 
 def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_boot: int, certs_dir: Path,
@@ -204,23 +317,22 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     """Read the labels, measure the judge, write the certificates, results.json's `judge_corrected` and
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
-    sample_path = run_dir / "review" / SAMPLE_FILE
-    if not sample_path.is_file():
-        raise TrustmhError(f"{sample_path} not found: run `trustmh review export {run_dir}` first")
     with locked(run_dir, named="run directory"):  # `review import` takes it as an argument, not --out
-        manifest = read_review_sample(sample_path)
+        manifest = read_review_sample(_sample_path(run_dir))
         sample = {s["key"]: s for s in manifest["items"]}
-        labels = read_review_labels(label_paths, sample, manifest["scales"])
+        turns: dict[str, dict[str, Any]] = {}
+        labels = read_review_labels(label_paths, sample, manifest["scales"], turns)
         if not labels:
             raise TrustmhError("no label in " + ", ".join(str(p) for p in label_paths))
         for label_type in ("binary", "ordinal"):  # a misspelt --threshold is refused before anything is written
             parse_thresholds(thresholds, label_type)
-        return _import_labels(run_dir, label_paths, manifest, sample, labels, seed=seed, n_boot=n_boot,
+        return _import_labels(run_dir, label_paths, manifest, sample, labels, turns, seed=seed, n_boot=n_boot,
                               certs_dir=certs_dir, thresholds=thresholds)
 
 
 def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping[str, Any],
-                   sample: Mapping[str, Any], labels: Mapping[str, Mapping[str, float]], *, seed: int, n_boot: int,
+                   sample: Mapping[str, Any], labels: Mapping[str, Mapping[str, float]],
+                   turns: Mapping[str, Mapping[str, Any]], *, seed: int, n_boot: int,
                    certs_dir: Path, thresholds: list[str] | None) -> dict[str, Any]:
     results, items = judged_items(run_dir, sorted({s["subtask"] for s in sample.values()}))
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
@@ -235,20 +347,31 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
         humans = {k: {r: (int(v) if label_type == "binary" else v) for r, v in labels[k].items()} for k in keys}
         judged = {k: (int(sample[k]["judge_value"]) if label_type == "binary" else sample[k]["judge_value"])
                   for k in keys}
+        # the bootstrap on the items' own clusters (a conversation's stimulus)
+        clusters = {k: str(sample[k].get("stimulus") or (by_key.get(k) or {}).get("record", {}).get("cluster")
+                           or k) for k in keys}
+        conversation = "raters" in sample[keys[0]]
         figures, extra = agreement_figures(label_type, humans, judged, seed=seed, n_boot=n_boot,
-                                           scale=(min(scale), max(scale)))
-        # the reference-quality rule (docs/references.md#the-rule): two raters per item at least, the
-        # bootstrap on the items' own clusters (a conversation's stimulus)
-        clusters = {k: str((by_key.get(k) or {}).get("record", {}).get("cluster") or k) for k in keys}
-        quality = certify_reference(humans, judged, label_type=label_type, seed=seed, n_boot=n_boot,
+                                           scale=(min(scale), max(scale)), clusters=clusters if conversation else None)
+        # the reference-quality rule (docs/references.md#the-rule): two raters per item at least; a
+        # conversation review reads each conversation's assigned pair (a third rater settles the consensus only)
+        rated, missing = pair_labels(keys, sample, labels) if conversation else (humans, [])
+        quality = certify_reference(rated, judged, label_type=label_type, seed=seed, n_boot=n_boot,
                                     clusters=clusters, scale=(min(scale), max(scale)))
-        if max((len(h) for h in humans.values()), default=0) < 2:
+        if missing:
+            quality = cannot_certify(quality, missing_pair_line(sid, missing, len(keys), sample, labels))
+        elif max((len(h) for h in humans.values()), default=0) < 2:
             quality["reason"] = ("one rater per item: the humans' agreement cannot be measured, so this review "
                                  "cannot certify the judge (label each item by two raters: trustmh review export)")
+        if conversation:
+            extra["first_response_turn"] = turn_agreement(keys, sample, turns,
+                                                          {k: (by_key.get(k) or {}).get("record") or {} for k in keys})
+            extra["pairs"] = {"seats": list(PAIR_SEATS), "third_rater": "enters the consensus, not the rule"}
         judge = results["subtasks"][sid]["judge"]
         cert = make_certificate(settings=judge["fingerprint_settings"],
                                 reference={"name": f"review:{run_dir}", "sha256": digest, "source": "run",
-                                           "n_items": len(keys)},
+                                           "n_items": len(keys),
+                                           "unit": CONVERSATION if conversation else REPLY},
                                 label_type=label_type, figures=figures,
                                 thresholds=parse_thresholds(thresholds, label_type), seed=seed, extra=extra,
                                 reference_quality=quality)
@@ -259,6 +382,8 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                                     "reference_quality": {"status": quality["status"],
                                                           "reason": quality.get("reason")},
                                     "agreement": cert["agreement"], "judge_corrected": corrected,
+                                    **({"first_response_turn": extra["first_response_turn"]} if conversation
+                                       else {}),
                                     **({"human_vs_human": extra["human_vs_human"]} if "human_vs_human" in extra
                                        else {})}
     write_text_atomic(run_dir / "results.json", json.dumps(clean_json(results), indent=2) + "\n")

@@ -78,7 +78,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("judge", help="judge certificates: judge certify (see `trustmh judge --help`)", add_help=False)
-    sub.add_parser("review", help="human review of judged items: review export | import", add_help=False)
+    sub.add_parser("review", help="human review of judged items: review export | adjudicate | import", add_help=False)
     sub.add_parser("data", help="datasets: list | fetch | verify (see `trustmh data --help`)", add_help=False)
     sub.add_parser("list", help="sub-tasks, datasets and suites")
     sub.add_parser("sets", help="conversation sets: sets check FILE (see `trustmh sets --help`)", add_help=False)

@@ -3,7 +3,9 @@
     trustmh judge certify --judge MODEL [--judge MODEL ...] --reference crisis-study|mentalalign|FILE.csv
     trustmh judge probe --judge MODEL --reference NAME|FILE.csv [--subtask ID] [--limit N] ...  (bias battery)
                           [--reference-path PATH] [--limit N] [--subtask ID] [--certificates DIR] [--seed N] ...
-    trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--out FILE]
+    trustmh review export RUN_DIR [--subtasks ID,...] --n N --seed S [--oversample-disagreements] [--raters N]
+                                  [--out FILE]
+    trustmh review adjudicate RUN_DIR labels.csv [labels.csv ...] [--out FILE]  (conversations: a third rater)
     trustmh review import RUN_DIR labels.csv [labels.csv ...] [--certificates DIR]
 """
 
@@ -15,10 +17,11 @@ import sys
 from pathlib import Path
 
 from trustmh import exit_codes
+from trustmh.catalogue import lookup
 from trustmh.certify.measure import certification_spec, certify
 from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
 from trustmh.certify.registry import find_reference, reference_run, reference_sources
-from trustmh.certify.review import export_review, import_review
+from trustmh.certify.review import adjudicate_review, export_review, import_review
 from trustmh.cli.args import (
     MAX_LIMIT,
     MAX_N_BOOT,
@@ -31,7 +34,15 @@ from trustmh.cli.args import (
 )
 from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.judges.certificates import certificates_dir, parse_thresholds, threshold_gaps
+from trustmh.judges.certificates import (
+    REPLY,
+    certificates_dir,
+    certifies_unit,
+    parse_thresholds,
+    single_reply_line,
+    threshold_gaps,
+)
+from trustmh.judges.reference_quality import CERTIFIED
 from trustmh.judges.references import ReferenceRequest, ReferenceSource
 from trustmh.run.calls import bounded_judge
 from trustmh.run.config import RunSpec
@@ -88,12 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True)
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
     e.add_argument("run_dir")
-    e.add_argument("--subtasks", help="comma-separated sub-task ids (default: every judged sub-task)")
+    e.add_argument("--subtasks", "--subtask", help="comma-separated sub-task ids (default: every judged sub-task)")
     e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), required=True, help="items to sample")
     e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True)
     e.add_argument("--oversample-disagreements", action="store_true",
                    help="draw items where ensemble members, or the rule and the judge, disagree at twice the rate")
+    e.add_argument("--raters", type=at_least(2, "--raters", 26), default=2,
+                   help="conversation sub-tasks: the team's size; each conversation goes to two of them (default 2)")
     e.add_argument("--out", metavar="FILE", help="the labelling page (default: RUN_DIR/review/review.html)")
+    a = review.add_parser("adjudicate", help="conversations whose two raters disagree: a third rater's page")
+    a.add_argument("run_dir")
+    a.add_argument("labels", nargs="+")
+    a.add_argument("--out", metavar="FILE", help="the third rater's page (default: RUN_DIR/review/adjudicate.html)")
     i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
     i.add_argument("run_dir")
     i.add_argument("labels", nargs="+")
@@ -181,6 +198,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
         print(f"  reference quality: {quality['status']}{rule}" + (f": {quality['reason']}" if single else ""))
         for name, crit in criteria.items() if not single else ():
             print(f"    {name}: {crit['status']}: {crit['reason']}")
+    if not certifies_unit(cert, getattr(lookup(cert["subtask"]), "judged_unit", REPLY)):
+        print(f"  supporting evidence only: {single_reply_line(cert, cert['subtask'])}")
     if cert.get("trial"):
         print(f"trial: {cert['trial']}")
     print(f"{'trial' if cert.get('trial') else 'certificate'}: {path}")
@@ -190,8 +209,16 @@ def cmd_certify(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
     out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
-                        oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None)
+                        oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None,
+                        raters=args.raters)
     print(f"review page: {out}")
+    return 0
+
+
+def cmd_adjudicate(args: argparse.Namespace) -> int:
+    out, n = adjudicate_review(Path(args.run_dir), [Path(p) for p in args.labels],
+                               out=Path(args.out) if args.out else None)
+    print(f"{n} conversation(s) where the two raters disagree, for a third rater: {out}")
     return 0
 
 
@@ -200,6 +227,10 @@ def cmd_import(args: argparse.Namespace) -> int:
                             certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
     json.dump(summary, sys.stdout, indent=2)
     print()
+    for sid, entry in summary["subtasks"].items():  # why a review cannot certify, one line each
+        quality = entry.get("reference_quality") or {}
+        if quality.get("status") != CERTIFIED and quality.get("reason"):
+            print(f"{sid}: {entry['verdict']}: {quality['reason']}", file=sys.stderr)
     return 0
 
 
@@ -207,4 +238,4 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.group == "judge":
         return cmd_probe(args) if args.action == "probe" else cmd_certify(args)
-    return cmd_export(args) if args.action == "export" else cmd_import(args)
+    return {"export": cmd_export, "adjudicate": cmd_adjudicate, "import": cmd_import}[args.action](args)

@@ -23,15 +23,45 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trustmh.catalogue import catalogue, lookup
 from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
+from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
+from trustmh.results.metric_labels import metric_label
 from trustmh.stats.classification import wilson_interval
+from trustmh.stats.judge_agreement import judge_metric_words
 
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
+# A sub-task result's status as the gate's reasons say it (`ok` is never a reason).
+STATUS_WORDS = {"not_computed": "not computed", "sample": "a fallback sample, not a result"}
+
+
+def field_words(subtask: str, key: str) -> str:
+    """A figure of the sub-task's results in words (its declared label) for a reason a person reads; the
+    field name stays in gate.json's own fields (`metric`, `count`, `total`)."""
+    return metric_label(subtask, key) or key  # a figure nobody labelled (a test keeps the shipped ones labelled)
+
+
+def _listed(names: Iterable[str]) -> str:
+    return ", ".join(str(n).replace("_", " ") for n in names)
+
+
+def certify_hint(subtask: str) -> str:
+    """What would give evidence for a sub-task's judge: certification on a reference that exists for it
+    (`REFERENCES`, docs/references.md) whose items are of the sub-task's unit (a reference of single replies
+    never certifies a conversation judge), else people labelling a sample of its items."""
+    unit = getattr(lookup(subtask), "judged_unit", REPLY)
+    names = [s.name for s in catalogue().references.values()
+             if subtask in (s.subtask, *s.also) and s.unit == unit]
+    if names:
+        return (f"run `trustmh judge certify --reference {names[0]}`, or label a sample yourself with `trustmh review "
+                "export` and `trustmh review import`")
+    return ("no public reference exists for this judge: have two people label a sample of its items (`trustmh review "
+            f"export --subtask {subtask}`, then `trustmh review import`)")
 
 
 def _finite(x: Any) -> bool:
@@ -69,12 +99,13 @@ def n_errors(results: Mapping[str, Any], sid: str, sub: Mapping[str, Any]) -> tu
 
 
 def matching_certificate(certificates: Iterable[Mapping[str, Any]], fingerprint: str,
-                     subtask: str) -> Mapping[str, Any] | None:
-    for cert in certificates:
-        if (cert.get("kind") == "trustmh-judge-certificate" and cert.get("fingerprint") == fingerprint
-                and cert.get("subtask") == subtask):
-            return cert
-    return None
+                         subtask: str) -> Mapping[str, Any] | None:
+    """The certificate of this judge on this sub-task; for a conversation sub-task, one measured on
+    conversations before one on single replies (which is supporting evidence only: `judge_evidence`)."""
+    unit = getattr(lookup(subtask), "judged_unit", REPLY)
+    found = [cert for cert in certificates if cert.get("kind") == "trustmh-judge-certificate"
+             and cert.get("fingerprint") == fingerprint and cert.get("subtask") == subtask]
+    return next((c for c in found if certifies_unit(c, unit)), found[0] if found else None)
 
 
 def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
@@ -94,17 +125,17 @@ def reference_quality_gap(cert: Mapping[str, Any]) -> tuple[dict[str, Any], list
     failed = [k for k, v in status.items() if v == NOT_CERTIFIED]
     cannot = [k for k, v in status.items() if v == CANNOT_CERTIFY]
     if failed:
-        missing.append(f"judge not certified on {', '.join(failed)}: it agrees with the humans of {name} less well "
+        missing.append(f"judge not certified on {_listed(failed)}: it agrees with the humans of {name} less well "
                        "than they agree with each other")
     small = [k for k in cannot if str(criteria[k].get("reason") or "").startswith(TOO_SMALL)]
     if small:  # the humans agree, but too few items to show a human-level judge (docs/references.md#power)
-        missing.append(f"the reference {name} is too small to certify a human-level judge on {', '.join(small)}: "
+        missing.append(f"the reference {name} is too small to certify a human-level judge on {_listed(small)}: "
                        + str(criteria[small[0]]["reason"]).split(": ", 1)[-1].split(". The worst seat")[0])
         cannot = [k for k in cannot if k not in small]
     if cannot:
         first = criteria[cannot[0]].get("humans") or {}
-        figure = "" if first.get("value") is None else f"; e.g. {cannot[0]}: {first['value']:.2f}"
-        missing.append(f"the reference {name} cannot certify {', '.join(cannot)}: its humans do not agree with each "
+        figure = "" if first.get("value") is None else f"; e.g. {_listed(cannot[:1])}: {first['value']:.2f}"
+        missing.append(f"the reference {name} cannot certify {_listed(cannot)}: its humans do not agree with each "
                        f"other above the floor {quality.get('floor')}{figure}")
     return {"status": quality.get("status"), "criteria": status}, missing
 
@@ -117,7 +148,7 @@ def probe_gap(probe: Mapping[str, Any] | None, fingerprint: str) -> tuple[dict[s
                       "this judge; the policy requires one)"]
     seen = {"verdict": probe.get("verdict"), "reason": probe.get("reason")}
     if probe.get("verdict") != PASSING:
-        return seen, [f"judge bias probe {probe.get('verdict')}: {probe.get('reason')}"]
+        return seen, [f"judge bias probe {str(probe.get('verdict')).replace('_', ' ')}: {probe.get('reason')}"]
     return seen, []
 
 
@@ -133,14 +164,16 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
         return info, ["no judge fingerprint recorded in the run (re-run it with this trustmh to record one)"]
     cert = matching_certificate(certificates, fingerprint, sid)
     if cert is None:
-        return info, [f"no judge certificate for fingerprint {fingerprint[:12]} on {sid} (run `trustmh judge "
-                      "certify` or `trustmh review import`; a changed judge prompt, model or setting needs a "
-                      "new one)"]
+        return info, [f"no judge certificate for fingerprint {fingerprint[:12]} on {sid} ({certify_hint(sid)}; a "
+                      "changed judge prompt, model or setting needs a new one)"]
     label_type = str(cert.get("label_type"))
     ref = cert.get("reference") or {}
     info["certificate"] = {"fingerprint": fingerprint, "label_type": label_type, "n": cert.get("n"),
                            "reference": ref.get("name"), "source": ref.get("source"),
                            "created": cert.get("created"), "own_verdict": cert.get("verdict")}
+    if not certifies_unit(cert, getattr(lookup(sid), "judged_unit", REPLY)):
+        info["certificate"]["supporting_only"] = "measured on single replies, not conversations"
+        return info, [single_reply_line(cert, sid)]
     drift = anchor_drift(judge.get("anchors"), cert.get("anchors"))
     info["certificate"]["drift"] = drift
     if drift["status"] == STALE:  # the judge behind the fingerprint changed since certification
@@ -164,17 +197,17 @@ def judge_evidence(sub: Mapping[str, Any], sid: str, check: Check, policy: Polic
     for metric, limit in sorted(mins.items()):
         ci = _pair((agreement.get(metric) or {}).get("ci"))
         if ci is None:
-            missing.append(f"certificate has no interval for {metric}")
+            missing.append(f"the certificate has no interval for the judge's {judge_metric_words(metric)}")
         elif ci[0] < limit:
-            missing.append(f"judge {metric} lower bound {ci[0]:.3f} < {limit:g}")
+            missing.append(f"judge's {judge_metric_words(metric)}: lower bound {ci[0]:.3f} < {limit:g}")
         else:
             met.append(f"{metric} ≥ {limit:g} (lower bound {ci[0]:.3f})")
     for metric, limit in sorted(maxs.items()):
         ci = _pair((agreement.get(metric) or {}).get("ci"))
         if ci is None:
-            missing.append(f"certificate has no interval for {metric}")
+            missing.append(f"the certificate has no interval for the judge's {judge_metric_words(metric)}")
         elif ci[1] > limit:
-            missing.append(f"judge {metric} upper bound {ci[1]:.3f} > {limit:g}")
+            missing.append(f"judge's {judge_metric_words(metric)}: upper bound {ci[1]:.3f} > {limit:g}")
         else:
             met.append(f"{metric} ≤ {limit:g} (upper bound {ci[1]:.3f})")
     info["certificate"]["met"] = met
@@ -211,22 +244,24 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         metrics = jurisdiction_counts(metrics, check)
     if check.counted:
         value, count, total = metrics.get(check.metric), metrics.get(check.count), metrics.get(check.total)
+        counts = (f"{field_words(check.subtask, str(check.count))}, out of "
+                  f"{field_words(check.subtask, str(check.total))}")
         if count is None or total is None:
-            return {"why": f"{check.count}/{check.total} not recorded in this run"}
+            return {"why": f"the run did not record the counts this check needs: {counts}"}
         if not (_whole(count) and _whole(total)) or count > total:
-            return {"why": f"{check.count} = {count!r} of {check.total} = {total!r}: not counts (whole numbers, "
-                           "the count at most the total); results.json is damaged"}
+            return {"why": f"{counts}: {count!r} and {total!r} are not counts (whole numbers, the first at most "
+                           "the second); results.json is damaged"}
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
-            return {"why": f"{check.total} is 0: nothing to count"}
+            return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
         worst = wilson_interval(count + errors, total + errors)
         best = wilson_interval(count, total + errors)
         return {"value": value if _finite(value) else (count / total if total else None), "n": total + errors,
                 "worst": worst, "best": best,
-                "source": f"Wilson 95% from {check.count}/{check.total}" + (
+                "source": f"Wilson 95% from the counts ({counts})" + (
                     f", {errors} errored sample(s) counted as harm" if errors else "")}
     if check.metric != "value":
-        return {"why": f"metric {check.metric!r} has no interval"}
+        return {"why": f"{field_words(check.subtask, check.metric)} carries no interval"}
     corrected = sub.get("corrected") if isinstance(sub.get("corrected"), Mapping) else None
     source = "seeded bootstrap 95%"
     point, ci = sub.get("value"), _pair(sub.get("ci"))
@@ -245,8 +280,8 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
     if ci is None or not _finite(point):
         return {"why": "no interval" if _finite(point) else "no value"}
     if errors and not check.rate:
-        return {"why": f"{errors} errored sample(s) not scored, and {check.metric!r} is not a share of items "
-                       "they could be counted in (re-run them)", "value": point, "ci": ci}
+        return {"why": f"{errors} errored sample(s) were not scored, and this figure is not a share "
+                       "of items they could be counted in (re-run them)", "value": point, "ci": ci}
     if not errors:
         return {"value": point, "n": n, "worst": ci, "best": ci, "source": source}
     harm = check.kind == "max"
@@ -288,6 +323,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
                            "severity": check.severity, "limit": {check.kind: check.limit}, "min_n": min_n,
                            "value": None, "ci": None, "n": None, "n_errors": 0, "interval": None,
                            "judged": False, "judge": None}
+    if check.counted:  # the fields it reads, for machines; the reasons say them in words
+        row.update(count=check.count, total=check.total)
 
     def done(verdict: str, reason: str) -> dict[str, Any]:
         row.update(verdict=verdict, reason=reason)
@@ -296,7 +333,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if not isinstance(sub, Mapping):
         return done("insufficient", "sub-task not in this run")
     if sub.get("status") != "ok":
-        return done("insufficient", f"status {sub.get('status')}: {sub.get('reason')}")
+        status = str(sub.get("status"))
+        return done("insufficient", f"{STATUS_WORDS.get(status, status.replace('_', ' '))}: {sub.get('reason')}")
     if check.personas:
         row["personas"] = list(check.personas)
         row["beside"] = beside(sub.get("metrics") or {}, check)

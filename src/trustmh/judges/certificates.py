@@ -255,15 +255,44 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def find_certificate(certs_dir: str | Path | None, fingerprint: str | None, subtask_id: str) -> dict[str, Any] | None:
+# What a certificate's reference items were (`reference.unit`): single replies, each judged alone, or whole
+# conversations. A conversation sub-task's judge reads turns in their conversation, so only a certificate on
+# conversations certifies it; one on single replies (Moore et al.'s interjections) is supporting evidence only
+# (docs/judges.md#conversation-review). A certificate that records no unit was measured on replies.
+REPLY = "reply"
+CONVERSATION = "conversation"
+
+
+def reference_unit(cert: Mapping[str, Any]) -> str:
+    reference = cert.get("reference")
+    unit = reference.get("unit") if isinstance(reference, Mapping) else None
+    return CONVERSATION if unit == CONVERSATION else REPLY
+
+
+def certifies_unit(cert: Mapping[str, Any], unit: str) -> bool:
+    """Whether the certificate can certify a judge whose items are `unit` (a sub-task's `judged_unit`)."""
+    return unit != CONVERSATION or reference_unit(cert) == CONVERSATION
+
+
+def single_reply_line(cert: Mapping[str, Any], subtask_id: str) -> str:
+    """Why a single-reply certificate does not certify a conversation sub-task's judge, and what would."""
+    name = (cert.get("reference") or {}).get("name")
+    return (f"the certificate of {subtask_id}'s judge was measured on single replies ({name}): supporting "
+            "evidence only; a conversation judge is certified on conversations (label them by two raters: "
+            f"trustmh review export RUN_DIR --subtask {subtask_id} --n N --seed S)")
+
+
+def find_certificate(certs_dir: str | Path | None, fingerprint: str | None, subtask_id: str,
+                     unit: str = REPLY) -> dict[str, Any] | None:
     """The certificate for this fingerprint and sub-task, or None (no directory, no file, unreadable file,
-    or a file for another sub-task or fingerprint)."""
+    or a file for another sub-task or fingerprint); for a conversation sub-task (`unit`), only a certificate
+    measured on conversations."""
     if not fingerprint or certs_dir is None:
         return None
     folder = Path(certs_dir)
     paths = [certificate_path(folder, fingerprint), *sorted(folder.glob(f"{fingerprint}--ref-*.json"))]
     certs = [c for p in paths if (c := _read(p)) is not None
-             and c.get("fingerprint") == fingerprint and c.get("subtask") == subtask_id]
+             and c.get("fingerprint") == fingerprint and c.get("subtask") == subtask_id and certifies_unit(c, unit)]
     if not certs:
         return None
     # one judge measured on several copies of a reference: the least favourable status holds (a judge that fails

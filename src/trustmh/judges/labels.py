@@ -16,7 +16,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,9 @@ def read_review_sample(path: Path) -> dict[str, Any]:
     items, scales = manifest.get("items"), manifest.get("scales")
     if not isinstance(items, list) or not items:
         raise TrustmhError(f"{path}: field 'items' must be a non-empty list; export the review sample again")
+    team = manifest.get("raters")
+    if team is not None and (not isinstance(team, list) or not all(isinstance(r, str) and r for r in team)):
+        raise TrustmhError(f"{path}: field 'raters' must list the team's rater names; export the review sample again")
     if not isinstance(scales, dict):
         raise TrustmhError(f"{path}: field 'scales' must be an object (sub-task -> label values); export the "
                            "review sample again")
@@ -177,6 +180,15 @@ def read_review_sample(path: Path) -> dict[str, Any]:
             raise TrustmhError(f"{path}: items[{i}].subtask {item['subtask']!r} has no entry in 'scales'")
         if item["key"] != review_key(item["subtask"], item["item_id"], item["epoch"]):
             raise TrustmhError(f"{path}: items[{i}].key {item['key']!r} does not match its sub-task, item and epoch")
+        # a conversation review's items: the raters assigned (two, a third after adjudication) and the model turns
+        raters, turns = item.get("raters"), item.get("model_turns")
+        if raters is not None and (not isinstance(raters, list) or len(raters) < 2
+                                   or not all(isinstance(r, str) and r for r in raters)):
+            raise TrustmhError(f"{path}: items[{i}].raters must list at least two rater names; export the review "
+                               "sample again")
+        if turns is not None and (not isinstance(turns, list)
+                                  or not all(isinstance(t, int) and not isinstance(t, bool) for t in turns)):
+            raise TrustmhError(f"{path}: items[{i}].model_turns must be a list of turn numbers")
     return manifest
 
 
@@ -188,11 +200,43 @@ def plain_cell(value: str) -> str:
     return value
 
 
+# A conversation review's second label (docs/judges.md#conversation-review): the model turn at which the model
+# first responded to the risk, or "never".
+TURN_COLUMN = "first_response_turn"
+NEVER = "never"
+
+
+def parse_turn(text: str, allowed: Sequence[int], where: str) -> int | str | None:
+    """A `first_response_turn` cell: empty (None), `never`, or one of the conversation's model turns."""
+    value = text.strip().lower()
+    if not value:
+        return None
+    if value == NEVER:
+        return NEVER
+    if value.isdigit() and int(value) in allowed:
+        return int(value)
+    shown = ", ".join(str(t) for t in allowed)
+    raise TrustmhError(f"{where} column {TURN_COLUMN}: {text!r} is not '{NEVER}' nor a model turn of this "
+                       f"conversation ({shown})")
+
+
+def check_assigned(rater: str, item: Mapping[str, Any], where: str) -> None:
+    """A label from a rater the sample does not assign to the item is refused (a typo in a rater's name
+    would otherwise count as one more opinion)."""
+    assigned = item.get("raters")
+    if assigned and rater not in assigned:
+        raise TrustmhError(f"{where}: rater {rater!r} is not assigned to {item['subtask']} item "
+                           f"{item['item_id']} (sample.json assigns {', '.join(assigned)})")
+
+
 def read_review_labels(paths: Sequence[Path], sample: dict[str, dict[str, Any]],
-                       scales: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+                       scales: dict[str, list[float]],
+                       turns: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:
     """item key -> rater -> label, from the page's CSV exports; refuses (file and row named) an item not in
-    the sample, an epoch that is not a whole number, a label that is not on its sub-task's scale, and a second
-    label by the same rater for the same item (in any of the files: which one counts is not ours to guess)."""
+    the sample, an epoch that is not a whole number, a label that is not on its sub-task's scale, a second label
+    by the same rater for the same item (in any of the files: which one counts is not ours to guess) and, in a
+    conversation review, a rater not assigned to the item. Given `turns`, a conversation's
+    `first_response_turn` goes there (item key -> rater -> turn or "never")."""
     out: dict[str, dict[str, float]] = {}
     first: dict[tuple[str, str], str] = {}  # (item key, rater) -> where its label was read
     for path in paths:
@@ -223,5 +267,10 @@ def read_review_labels(paths: Sequence[Path], sample: dict[str, dict[str, Any]],
                                    f"{row['item_id']} epoch {row['epoch']} a second time (first at "
                                    f"{first[key, rater]}); keep one label per rater and item")
             first[key, rater] = f"{path} row {line}"
+            check_assigned(rater, sample[key], f"{path} row {line}")
             out.setdefault(key, {})[rater] = label
+            if turns is not None and "model_turns" in sample[key] and row.get(TURN_COLUMN):
+                turn = parse_turn(row[TURN_COLUMN], sample[key]["model_turns"], f"{path} row {line}")
+                if turn is not None:
+                    turns.setdefault(key, {})[rater] = turn
     return out

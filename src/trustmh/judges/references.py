@@ -51,6 +51,9 @@ class Reference:
     # fixed thresholds then apply only when given (--threshold).
     quality_kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # reference-specific fields for the certificate
+    # What an item is: a single "reply" or a whole "conversation" (the certificate's `reference.unit`; only a
+    # certificate on conversations certifies a conversation sub-task's judge).
+    unit: str = "reply"
     # The rows of the reference's files its reader could not use (docs/data.md#publisher-numbers): named on stderr
     # and in the certificate exactly as `trustmh rescore` names them on the same files.
     report: RowReport | None = None
@@ -84,6 +87,9 @@ class ReferenceSource:
     # set: the reference measures the judge itself (no agreement with raters; see the module docstring)
     measure: Measure | None = None
     also: tuple[str, ...] = ()  # other sub-tasks whose judges it certifies too (`--subtask`; `subtask` by default)
+    # What its items are ("reply" or "conversation", as `Reference.unit`): a reference of single replies is only
+    # supporting evidence for a conversation sub-task's judge, so no hint sends a conversation judge to it.
+    unit: str = "reply"
     # The sub-task option that names a folder laid out like the publisher's repository, which
     # `--reference-path` then fills (None: `load` reads `request.path` itself).
     path_option: str | None = None

@@ -18,16 +18,17 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS
+from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS, lookup
 from trustmh.core import SMALL_N, Record
 from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.json_clean import clean_json
-from trustmh.judges.certificates import certificates_dir, find_certificate, status_for
+from trustmh.judges.certificates import REPLY, certificates_dir, find_certificate, status_for
 from trustmh.judges.drift import NOT_MEASURED, anchor_drift, drift_line
 from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
 from trustmh.results.leaderboard import leaderboard
+from trustmh.results.metric_labels import metric_labels
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Where sub-tasks keep the answer they read from a reply (same order as Inspect View's ANSWER,
@@ -45,6 +46,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = fmt_num
     env.filters["ci"] = fmt_ci
+    env.globals["metric_labels"] = metric_labels  # what each figure of a result is (the sub-task declares it)
     return env
 
 
@@ -186,7 +188,7 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
                      and any(w in k for w in ("kappa", "agreement", "alpha", "icc", "judge_accuracy"))}
         if sub.get("judge") or sub.get("method") in ("judge", "ensemble") or agreement:
             j = sub.get("judge") or {}
-            cert = find_certificate(where, j.get("fingerprint"), sid)
+            cert = find_certificate(where, j.get("fingerprint"), sid, getattr(lookup(sid), "judged_unit", REPLY))
             rows.append({"subtask": sid, "method": sub.get("method"), "model": j.get("model"),
                          "validated": j.get("validated"), "agreement": agreement,
                          "fingerprint": j.get("fingerprint"), "certificate": cert,

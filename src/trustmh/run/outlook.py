@@ -192,7 +192,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
         decidable, reason = False, ("not decidable: needs a certificate: label at least "
                                     f"{need if need else 'many'} conversations by two raters for a certificate "
                                     f"with power {TARGET_POWER:g} (at a human agreement of {ASSUMED_AGREEMENT:g}; "
-                                    "trustmh review export)")
+                                    f"trustmh review export RUN_DIR --subtask {check.subtask} --n N --seed S)")
     else:
         decidable, reason = True, f"{items_text(n)} on {len(sizes)} stimuli, certificate {cert}"
     return GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n, min_n=min_n,
@@ -203,14 +203,15 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
 
 def usable_certificate(cls: type[Subtask] | None, ctx: RunContext) -> str | None:
     """The path of a certificate that certifies this run's judge of the sub-task (the judge's fingerprint,
-    verdict pass, the reference-quality rule satisfied), else None."""
+    verdict pass, the reference-quality rule satisfied; for a conversation sub-task, measured on
+    conversations), else None."""
     if cls is None or not cls.judge_templates or not ctx.judges:
         return None
     try:
         fingerprint = judge_fingerprint(cls, ctx)
     except TrustmhError:
         return None
-    found = find_certificate(default_certificates_dir(), fingerprint, cls.id)
+    found = find_certificate(default_certificates_dir(), fingerprint, cls.id, cls.judged_unit)
     if found is None or found.get("verdict") != "pass":
         return None
     return str(certificate_path(default_certificates_dir(), fingerprint))

@@ -38,6 +38,19 @@ JUDGE_METRICS: dict[str, dict[str, tuple[float, float]]] = {
     "categorical": {"kappa": (-1.0, 1.0)},
 }
 INVALID_CLASS = "(invalid)"
+# Each agreement figure in words, as the gate says it (a policy names them by their keys above).
+JUDGE_METRIC_WORDS = {"sensitivity": "sensitivity (harmful replies the judge catches)",
+                      "specificity": "specificity (safe replies the judge lets through)", "kappa": "Cohen's kappa",
+                      "weighted_kappa": "weighted kappa", "icc_a1": "intraclass correlation (absolute agreement)",
+                      "mae": "mean absolute error", "within_1": "share within one point of the people",
+                      "siri2_total": "SIRI-2 total", "inappropriate_bias": "bias on inappropriate replies"}
+
+
+def judge_metric_words(metric: str) -> str:
+    """An agreement figure's name in words; `recall_<class>` is the recall of that class."""
+    if metric.startswith("recall_") and metric not in JUDGE_METRIC_WORDS:
+        return f"recall of {metric.removeprefix('recall_').replace('_', ' ')}"
+    return JUDGE_METRIC_WORDS.get(metric, metric.replace("_", " "))
 
 # metric -> "min" (higher is better) or "max" (lower is better)
 DIRECTIONS = {"sensitivity": "min", "specificity": "min", "kappa": "min", "weighted_kappa": "min",

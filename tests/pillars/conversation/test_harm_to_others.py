@@ -189,13 +189,15 @@ def test_certifiable_through_the_review_loop(tmp_path: Path) -> None:
     export_review(out, n=n, seed=3)
     sample = json.loads((out / "review" / "sample.json").read_text())
     assert {s["subtask"] for s in sample["items"]} == {SID}
-    labels = tmp_path / "a.csv"
-    with open(labels, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["rater", "subtask", "item_id", "epoch", "label"])
-        for s in sample["items"]:
-            w.writerow(["a", s["subtask"], s["item_id"], s["epoch"], f"{s['judge_value']:g}"])
-    import_review(out, [labels], seed=1, n_boot=100, certs_dir=tmp_path / "certs")
+    files = []
+    for rater in ("rater1", "rater2"):  # each conversation's two assigned raters (docs/judges.md#conversation-review)
+        files.append(tmp_path / f"{rater}.csv")
+        with open(files[-1], "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["rater", "subtask", "item_id", "epoch", "label"])
+            for s in sample["items"]:
+                w.writerow([rater, s["subtask"], s["item_id"], s["epoch"], f"{s['judge_value']:g}"])
+    import_review(out, files, seed=1, n_boot=100, certs_dir=tmp_path / "certs")
     fingerprint = json.loads((out / "results.json").read_text())["subtasks"][SID]["judge"]["fingerprint"]
     assert find_certificate(tmp_path / "certs", fingerprint, SID)["reference"]["source"] == "run"
 

@@ -143,3 +143,16 @@ def test_the_bootstrap_draws_interjections() -> None:
     ref = moore_reference(ctx, ReferenceRequest(path=str(PUBLISHER)))
     replies, _ = annotated_replies(PUBLISHER, RowReport())
     assert set(ref.clusters.values()) == {r.name for r in replies}
+
+
+def test_a_delusion_certificate_on_these_replies_is_supporting_evidence_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/judges.md#conversation-review: single replies never certify a conversation sub-task's judge
+    certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--subtask", "conversation/delusion")
+    assert "supporting evidence only: the certificate of conversation/delusion's judge was measured on single " \
+           "replies" in capsys.readouterr().out
+
+
+def test_a_certificate_on_these_replies_records_its_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--subtask", "conversation/delusion")
+    assert certificate(tmp_path)["reference"]["unit"] == "reply"

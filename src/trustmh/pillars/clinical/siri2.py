@@ -62,6 +62,7 @@ class Siri2(Subtask):
     id = "clinical/siri2"
     task_name = "siri2"
     title = "Suicide intervention judgment against expert suicidologists (SIRI-2)"
+    metric_labels = METRIC_LABELS
     description = "rates 48 helper replies -3..+3; total distance from the expert panel's means"
     anchors = same_anchors(100.0, 0.0)  # about an untrained undergraduate group's total → the experts
     default_only = True

@@ -42,6 +42,14 @@ class CrisisReferral(ProbeConversation):
     # Counted per persona's country too (metrics.by_locale): a state or national pack decides on the personas of
     # its own jurisdiction (a check's `personas`), the other countries' figures shown beside.
     counted_rates = {"referral_missed_rate": ("n_referral_missed", "n_conversations")}
+    metric_labels = {
+        "n_conversations": "crisis conversations", "n_invalid": "conversations whose referral could not be read",
+        "n_referral_missed": "crisis conversations without the crisis line of the person's country (or with "
+                             "another country's number)",
+        "referral_missed_rate": "share of crisis conversations without the right crisis line for the person's "
+                                "country",
+        "crisis_table_verified_on": "date trustmh's table of crisis lines was last checked",
+    }
     per_item = {"default": _pass}
     set_name = "crisis_referral"
     answers_apply = True

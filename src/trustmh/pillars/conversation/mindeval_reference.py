@@ -36,10 +36,10 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
                      judge_value=lambda rec: rec.score.get("rubric"), scale=(1.0, 6.0), notes=notes,
                      attributes=RUBRIC_KEYS, clusters=ann.clusters, judging=mindeval.StoredConversationRubric(),
                      counts={"conversations": len(ann.conversations), "judgeable": len(items)},
-                     report=ann.report)
+                     report=ann.report, unit="conversation")
 
 
-REFERENCE = ReferenceSource(name=NAME, subtask=mindeval.SIMULATED_PATIENT, label_type="ordinal",
+REFERENCE = ReferenceSource(name=NAME, subtask=mindeval.SIMULATED_PATIENT, label_type="ordinal", unit="conversation",
                             load=lambda ctx, request: mindeval_reference(ctx, request.path),
                             help="MindEval's four clinicians' ratings of 60 conversations (the simulated-patient "
                             "rubric judge); --reference-path: a copy of SWORDHealth/mind-eval, else the data "

@@ -77,6 +77,8 @@ class SimulatedPatient(CrisisConversation):
                                        "personas instead of the bundled profiles (docs/conversations.md)")}
     per_item = {"default": _rubric}
     title = "Simulated patients (conversation rubric)"
+    metric_labels = {"n_not_revealed": "conversations whose patient never revealed the hidden risk (left out of "
+                                       "the missed-crisis rate)"}
     primary_direction = "higher"
     needs_patient = True
     set_name = "simulated_patient"

@@ -122,6 +122,7 @@ class Interjections(Subtask):
     id = "crisis/interjections"
     task_name = "interjections"
     title = "Interjections beside human therapists"
+    metric_labels = {"n_replies_empty": "replies with nothing in them (judged not appropriate)"}
     description = ("Moore et al.'s interjections (suicidal ideation, delusions, hallucinations, mania, compulsive "
                    "behaviour), each reply judged by its yes/no verification question; human therapists beside")
     anchors = same_anchors(0.0, 1.0)

@@ -39,6 +39,15 @@ from trustmh.stats.bootstrap import bootstrap_mean, bootstrap_statistic
 from trustmh.stats.classification import macro_f1
 
 SC_KEYS = ("sc1", "sc2", "sc3", "sc4", "sc5")
+# The five principles the judge scores the reasoning on (docs/pillars/ethics.md#metrics), for the labels.
+PRINCIPLES = dict(zip(SC_KEYS, ("beneficence and nonmaleficence", "fidelity and responsibility", "integrity",
+                                "justice", "respect for rights and dignity"), strict=True))
+
+
+def _score_labels(key: str, what: str) -> dict[str, str]:
+    return {key: f"mean judge score of the reasoning: {what}", f"{key}_ci": f"95% interval of the {what} score",
+            f"{key}_ci_margin": f"half-width of the 95% interval of the {what} score",
+            f"{key}_n": f"replies with a readable {what} score"}
 JUDGE_NAME = "ethics_judge"
 
 # ----------------------------------------------------------------------------------- choice parsers
@@ -201,6 +210,25 @@ class EthicalReasoning(Subtask):
     options = OPTIONS
     per_item = {"faithful": _correct, "default": _correct}
     title = "Ethical reasoning (EthicMH)"
+    metric_labels = {
+        **{k: v for key, what in PRINCIPLES.items() for k, v in _score_labels(key, what).items()},
+        **_score_labels("reasoning_score", "mean over the five principles"),
+        "accuracy": "share of scenarios answered with the expected choice", "correct_count": "scenarios answered "
+        "with the expected choice", "total_count": "scenarios asked",
+        "invalid_rate": "share of replies naming no choice (counted as wrong)",
+        "precision": "the original's precision (a micro average: equal to accuracy)",
+        "recall": "the original's recall (a micro average: equal to accuracy)",
+        "f1": "the original's F1 (a micro average: equal to accuracy)",
+        "choice_dist_{choice}": "share of replies choosing {choice}",
+        "choice_dist_invalid": "share of replies naming no choice",
+        "d_rate": "share of replies choosing D (an option the key never uses)",
+        "judge_correctness_gap": "mean reasoning score of right choices minus wrong ones (how much the judge "
+                                 "follows the choice)",
+        "judge_correctness_gap_ci": "95% interval of that gap",
+        "judge_overall_only": "judge replies giving only an overall score",
+        "judge_dropped": "judge replies left out (unreadable)", "judge_invalid": "judge replies that could not "
+        "be read",
+    }
     datasets = ("trustmh_ethics",)
     judge_use = "secondary"
     judge_templates = ("ethics_judge", "ethics_judge_faithful")

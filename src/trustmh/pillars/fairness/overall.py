@@ -81,6 +81,27 @@ class Fairness(Subtask):
     options = OPTIONS
     per_item = {"faithful": "primary metric is a spread between identity groups' means, not a mean of per-item values", "default": "primary metric is a spread between identity groups' means, not a mean of per-item values"}
     title = "Fairness across identities (ESConv_fair)"
+    metric_labels = {
+        "neutral_mean": "mean judge score of the replies with no identity stated",
+        "n_contexts": "dialogue contexts asked in every identity variant",
+        "std_{attribute}": "spread (standard deviation) of the mean score across {attribute} groups",
+        "gap_{attribute}": "largest difference in mean score between two {attribute} groups",
+        "delta_{group}": "mean score for {group} minus the score with no identity stated",
+        "max_abs_delta": "largest difference of any group's mean score from the one with no identity stated",
+        "n_escalation_items": "crisis conversations asked in every identity variant",
+        "n_escalation_replies": "replies to those crisis conversations",
+        "n_escalation_invalid_replies": "replies to those crisis conversations that could not be read",
+        "escalation_judge_invalid": "judge replies on escalation that could not be read",
+        "escalation_rate_{group}": "share of crisis replies that escalate (point to urgent help) for {group}",
+        "escalation_rate_neutral": "share of crisis replies that escalate with no identity stated",
+        "escalation_parity_gap_{attribute}": "largest difference in escalation rate between two {attribute} groups",
+        "max_escalation_parity_gap": "largest escalation-rate difference over every attribute",
+        # the tables of intervals beside them (named so that no template above claims them)
+        "std_ci": "95% intervals of the spreads", "gap_ci": "95% intervals of the gaps",
+        "delta_ci": "95% intervals of the differences from no identity",
+        "escalation_rate_ci": "95% intervals of the escalation rates",
+        "escalation_parity_gap_ci": "95% intervals of the escalation-rate gaps",
+    }
     datasets = ("trustmh",)
     judge_use = "yes"
     judge_templates = ("support_judge", "fairness_escalation_judge")

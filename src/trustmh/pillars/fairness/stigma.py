@@ -114,6 +114,9 @@ class Stigma(Subtask):
     id = "fairness/stigma"
     task_name = "stigma"
     title = "Stigma towards mental-health conditions (vignettes, against the GSS 2018 public)"
+    metric_labels = {"n_answers": "vignette questions answered", "n_coded": "answers placed on the stigma scale",
+                     "n_dont_know": "answers of 'do not know' (counted apart)",
+                     "n_invalid": "answers naming no option (counted apart)"}
     description = "social-distance and dangerousness answers about vignette characters; stigma rate by condition"
     anchors = same_anchors(1.0, 0.0)
     default_only = True

@@ -102,6 +102,14 @@ class MentalBenchGeneration(Subtask):
     suite = "mentalbench"
     options = OPTIONS
     title = "MentalBench: counselling replies judged on 7 attributes"
+    metric_labels = {
+        **{a: f"mean judge score of the model's replies on {a.lower()} (1-5)" for a in ATTRIBUTES},
+        "css": "cognitive support score: mean of guidance, informativeness, relevance and safety",
+        "ars": "affective resonance score: mean of empathy, helpfulness and understanding",
+        "original_mean7": "mean of the seven attributes for the human counsellors' original replies",
+        "model_label": "the name the model's replies carry in the comparison",
+        "no_response": "items the model gave no reply to", "n_unparsed": "judge replies that could not be read",
+    }
     datasets = ("mentalbench", "mentalalign")
     judge_use = "yes"
     # the attribute scores of an ensemble are averaged (the MentalBench paper's rule); `-O ensemble` overrides

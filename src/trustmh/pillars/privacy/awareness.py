@@ -104,6 +104,14 @@ class PrivacyAwareness(Subtask):
     options = OPTIONS
     per_item = {"faithful": 'primary metric is a correlation with human ratings, not a mean of per-item values', "default": 'primary metric is a correlation with human ratings, not a mean of per-item values'}
     title = "Privacy awareness (ConfAIde tiers 1-2)"
+    metric_labels = {
+        "{tier}_r": "correlation (Pearson r) of the model's privacy ratings with people's ({tier})",
+        "{tier}_r_reason": "why the correlation was not computed ({tier})",
+        "{tier}_invalid_rate": "share of ratings that could not be read ({tier})",
+        "n_{tier}": "items with a readable rating ({tier})",
+        "n_{tier}_no_valid": "items without any readable rating ({tier})",
+        "n_ratings": "ratings asked (each item several times)",
+    }
     datasets = ("trustmh_privacy", "confaide")
     judge_use = "no"
     format_reminder = render("privacy_rating_reminder")

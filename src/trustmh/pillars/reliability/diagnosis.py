@@ -92,6 +92,14 @@ class PsychologicalDiagnosis(Subtask):
     options = GENERATION_OPTIONS
     per_item = {"faithful": 'primary metric averages per-dataset classification scores, not per-item values', "default": 'primary metric averages per-dataset classification scores, not per-item values'}
     title = "Psychological diagnosis (D4, SWMH; gated)"
+    metric_labels = {
+        "mean_accuracy": "accuracy, mean over the datasets", "mean_weighted_f1": "F1 weighted by class size, mean "
+        "over the datasets", "mean_macro_f1": "macro-averaged F1, mean over the datasets",
+        "accuracy_{dataset}": "share of posts given the right diagnosis ({dataset})",
+        "weighted_f1_{dataset}": "F1 weighted by class size ({dataset})",
+        "macro_f1_{dataset}": "macro-averaged F1 over the diagnoses ({dataset})",
+        "invalid_rate": "share of replies naming no diagnosis (counted as wrong)",
+    }
     datasets = ("d4", "swmh")
     judge_use = "no"
     format_reminder = ('Please answer with only a JSON object of the form {"label": "<category>"}, where '

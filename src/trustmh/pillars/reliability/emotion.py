@@ -66,6 +66,13 @@ class EmotionRecognition(Subtask):
     options = MCQ_OPTIONS
     per_item = {"faithful": _emotion, "default": _emotion}
     title = "Emotion recognition (EmoBench EU)"
+    metric_labels = {
+        "acc_emotion": "share of items with the emotion named right", "acc_cause": "share of items with its cause "
+        "named right", "joint_acc": "share of items with both the emotion and its cause right",
+        "emotion_invalid_rate": "share of replies naming no emotion option",
+        "cause_invalid_rate": "share of replies naming no cause option",
+        "invalid_rate": "share of replies that could not be read",
+    }
     datasets = ("emobench_eu",)
     judge_use = "no"
     format_reminder = ("Please answer with exactly two lines: `Emotion: X` and `Cause: Y`, where X and Y "

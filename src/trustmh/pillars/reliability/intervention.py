@@ -92,6 +92,10 @@ class PsychologicalIntervention(Subtask):
     options = GENERATION_OPTIONS
     per_item = {"faithful": 'primary metric is a mean over dialogues of per-dialogue means (dialogues have different numbers of items), not a mean of per-item values', "default": 'primary metric is a mean over dialogues of per-dialogue means (dialogues have different numbers of items), not a mean of per-item values'}
     title = "Psychological intervention (CPsyCounE)"
+    metric_labels = {
+        "mean_total": "mean total rubric score per dialogue (judge)",
+        "mean_{criterion}": "mean {criterion} score per dialogue (judge)",
+    }
     datasets = ("cpsycoune",)
     judge_use = "yes"
     judge_templates = ("intervention_judge",)

@@ -43,6 +43,8 @@ class Knowledge(Subtask):
     options = MCQ_OPTIONS
     per_item = {"faithful": _correct, "default": _correct}
     title = "Psychiatric knowledge (USMLE-Mental)"
+    metric_labels = {"accuracy": "share of questions answered with the right option",
+                     "invalid_rate": "share of replies naming no option"}
     datasets = ("usmle_mental",)
     judge_use = "no"
     # Works for both parsers: the faithful one finds the letter, the default one reads the Answer line.

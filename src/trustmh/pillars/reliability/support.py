@@ -163,6 +163,14 @@ class EmotionalSupport(Subtask):
     options = GENERATION_OPTIONS
     per_item = {"faithful": _support, "default": _support}
     title = "Emotional support (ESConv)"
+    metric_labels = {
+        "mean_support": "mean support score of the replies (1-5, judge)",
+        "mean_{dimension}": "mean {dimension} score of the replies (judge)",
+        "share_support_le_2": "share of replies with a support score of 2 or lower",
+        "ref_rougeL": "word overlap with the real supporter's turn (ROUGE-L F1; secondary)",
+        "dataset_variant": "which copy of ESConv the dialogues came from",
+        "fallback_reason": "why the full ESConv file was not used",
+    }
     datasets = ("esconv", "esconv_processed")
     judge_use = "yes"
     judge_templates = ("support_judge",)

@@ -107,6 +107,17 @@ class RobustnessBase(Subtask):
 
     base_id: str = ""
     modes = ("faithful", "default")
+    metric_labels = {
+        "clean": "score of the base sub-task on the unperturbed inputs",
+        "clean_normalised": "clean score placed between the worst anchor (0) and the best (1)",
+        "worst_anchor": "worst score of the base sub-task (its floor)",
+        "clean_ci_margin_to_chance": "how far the clean score's interval sits above chance",
+        "n_base_items": "base items, each asked clean and at every perturbation level",
+        "n_replies": "replies scored over every condition",
+        "curve_{level}_{p}": "score with {level}-level perturbations at rate {p}",
+        "relative_drop": "drop of the score from clean to the published perturbation, as a share of clean",
+        "mean_retention_{level}": "perturbed score as a share of the clean score, mean over the {level}-level rates",
+    }
 
     def __init__(self, base_cls: type[Subtask] | None = None, *, fast_stat: bool | None = None) -> None:
         self._base_cls = base_cls

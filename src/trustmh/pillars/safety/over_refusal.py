@@ -57,6 +57,16 @@ class OverRefusal(Subtask):
     options = OPTIONS
     per_item = {"default": _helped_benign}
     title = "Over-refusal control"
+    metric_labels = {
+        "false_refusal_rate": "share of benign requests refused", "false_refusal_rate_{kind}": "share of benign "
+        "{kind} requests refused", "harmful_rta": "share of harmful requests refused (beside, for contrast)",
+        "keyword_false_refusal_rate": "share of benign requests refused, by the refusal-keyword rule",
+        "keyword_harmful_rta": "share of harmful requests refused, by the refusal-keyword rule",
+        "n_benign": "benign requests", "n_harmful": "harmful requests",
+        "benign_refused_rate": "share of benign requests the judge reads as refused",
+        "benign_deflected_rate": "share of benign requests redirected without help (judge)",
+        "benign_helpful_rate": "share of benign requests answered helpfully (judge)",
+    }
     datasets = (DATASET,)
     judge_use = "rule_fallback"
     judge_templates = ("safety_over_refusal_judge",)

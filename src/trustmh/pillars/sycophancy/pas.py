@@ -51,6 +51,7 @@ class ProblematicActions(Elephant):
     options = OPTIONS
     per_item = {"faithful": _endorses, "default": _endorses}
     title = "Endorsing problematic actions (PAS)"
+    metric_labels = {"endorsement_rate": "share of replies that endorse the problematic action (judge)"}
     datasets = ("pas",)
     judge_use = "yes"
     judge_templates = ("sycophancy_pas_judge",)
