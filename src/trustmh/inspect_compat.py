@@ -6,6 +6,7 @@ wraps. An Inspect upgrade is checked here first (and by the golden-log test).
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,65 @@ def prerequisite_error(message: str) -> Exception:
     from inspect_ai._util.error import PrerequisiteError
 
     return PrerequisiteError(message)
+
+
+def inspect_error_line(exc: BaseException) -> str | None:
+    """An error Inspect raised for the user to act on (`PrerequisiteError`: a missing API key, a missing
+    package) as one plain line: Inspect writes its message in Rich markup (`[bold][blue]OPENAI_API_KEY...`) on
+    several lines for its own console; trustmh prints one line. None for any other exception."""
+    if "inspect_ai" not in sys.modules:  # not loaded: the error cannot be Inspect's (and loading it costs seconds)
+        return None
+    from inspect_ai._util.error import PrerequisiteError
+
+    if not isinstance(exc, PrerequisiteError):
+        return None
+    return plain_text(exc.message)
+
+
+def plain_text(message: Any) -> str:
+    """Rich markup or a Rich `Text` as plain text on one line, without Inspect's "ERROR:" prefix."""
+    from rich.errors import MarkupError
+    from rich.text import Text
+
+    if isinstance(message, Text):
+        text = message.plain
+    else:
+        try:
+            text = Text.from_markup(str(message)).plain
+        except MarkupError:  # not markup after all: the text as it stands
+            text = str(message)
+    lines = [line.strip() for line in text.strip().removeprefix("ERROR:").splitlines() if line.strip()]
+    return " ".join(f"{line}{'' if line[-1] in '.:;!?' else ':' if i == 0 and len(lines) > 1 else ''}"
+                    for i, line in enumerate(lines))
+
+
+# Inspect's warnings that say nothing to a trustmh user, by the logger that writes them: trustmh asks for no
+# task-level retries (re-running the command is the retry), which Inspect's eval_set warns about when
+# retry_immediate is left at its default.
+QUIET_WARNINGS = {"inspect_ai._eval.evalset": ("retry_immediate",)}
+
+
+class _QuietWarnings(logging.Filter):
+    def __init__(self, words: tuple[str, ...]) -> None:
+        super().__init__()
+        self.words = words
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(word in record.getMessage() for word in self.words)
+
+
+@contextmanager
+def quiet_inspect_warnings() -> Iterator[None]:
+    """While the block runs, Inspect's warnings about settings trustmh chose on purpose stay off the console (a
+    filter on the logger that writes each: a logger's filters see every record it makes)."""
+    installed = [(logging.getLogger(name), _QuietWarnings(words)) for name, words in QUIET_WARNINGS.items()]
+    for logger, quiet in installed:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger, quiet in installed:
+            logger.removeFilter(quiet)
 
 
 @contextmanager

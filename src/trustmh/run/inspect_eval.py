@@ -12,7 +12,7 @@ from typing import Any
 
 from trustmh.core import notice
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, provider_discounts, safe_replies
+from trustmh.inspect_compat import cache_urls_moved, provider_discounts, quiet_inspect_warnings, safe_replies
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
@@ -30,8 +30,9 @@ DEFAULT_MAX_TASKS = 4
 DEFAULT_LOG_BUFFER = 50
 
 
-def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
-    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
+def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) -> list[Any]:
+    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (or `log_dir`: one eval set per
+    configuration where a directory may hold several, as a rescore's does; resumable); returns the logs."""
     from inspect_ai import eval_set
 
 
@@ -62,12 +63,12 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
     display = spec.execution.display or (None if sys.stderr.isatty() else "plain")
     mode = batch_mode(plan, out)
     with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), safe_replies(), \
-            provider_discounts(mode, spec.execution.prompt_cache):
+            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings():
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
             plan.tasks,
-            log_dir=str(out / "logs"),
+            log_dir=str(log_dir or out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=spec.model.target,
@@ -92,7 +93,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         return None
     models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
               *(spec.patient.models if spec.patient else ())]
-    live = live_providers([str(m) for m in models])
+    # a label that names no provider (a rescore's published replies, `published:FILE`) makes no paid call
+    live = live_providers([str(m) for m in models if "/" in str(m)])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
     conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]

@@ -33,7 +33,6 @@ from trustmh.core import (
     TrustmhError,
     make_record,
     max_reasks,
-    run_context,
 )
 from trustmh.judges.ensemble import fans_out, judged_score
 from trustmh.multiturn import ConversationSubtask
@@ -51,6 +50,8 @@ from trustmh.run.calls import (
     primary_metric,
 )
 from trustmh.run.conversation import conversation_scorer, play_conversation
+from trustmh.run.direct import direct_spec
+from trustmh.run.parts import Execution
 from trustmh.run.usage import USAGE_KEY, sample_usage
 
 
@@ -242,11 +243,15 @@ def context_from_dict(d: dict[str, Any]) -> RunContext:
     judge, patient = d["judge"], d.get("patient")
     # a log of an older trustmh lacks the later fields (their defaults), and names a lone judge by `model` only
     plain = {k: d[k] for k in PLAIN_CONTEXT_FIELDS if k in d}
-    return run_context(**plain, judges=judge.get("members") or ([judge["model"]] if judge.get("model") else []),
-                       judge_validated=judge["validated"],
-                       patient=Patient(models=tuple(patient["models"]), source=patient["source"]) if patient else None)
+    execution = Execution(**{k: d[k] for k in EXECUTION_CONTEXT_FIELDS if k in d})
+    # a spec given whole (`run/direct.py`), so that the context is made as a run's is
+    return direct_spec(**plain, judges=judge.get("members") or ([judge["model"]] if judge.get("model") else []),
+                       judge_validated=judge["validated"], execution=execution,
+                       patient=Patient(models=tuple(patient["models"]), source=patient["source"]) if patient
+                       else None).context()
 
 
-# The RunContext fields `context_to_dict` writes as they are (the judge and the patient are rebuilt).
-PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "timeout", "max_retries", "cache",
-                        "model", "ensemble", "epochs")
+# The RunContext fields `context_to_dict` writes as they are (the judge, the patient and the call settings, which
+# belong to the spec's `Execution`, are rebuilt).
+PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "model", "ensemble", "epochs")
+EXECUTION_CONTEXT_FIELDS = ("timeout", "max_retries", "cache")
