@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from trustmh.cli import main
-from trustmh.core import Item, TrustmhError, run_context
+from trustmh.core import Item, RunContext, TrustmhError
 from trustmh.exit_codes import COULD_NOT_RUN
 from trustmh.pillars.reliability.knowledge import Knowledge
 from trustmh.run.tasks import fixed_reply_task
@@ -63,4 +63,4 @@ def test_a_duplicated_id_exits_could_not_run(duplicated_run: tuple[int, str, Pat
 def test_a_references_duplicated_id_names_the_reference() -> None:
     items = [Item(id="i1", prompt="p"), Item(id="i1", prompt="q")]
     with pytest.raises(TrustmhError, match=r"^item id 'i1' appears 2 times in my-ref\.csv;"):
-        fixed_reply_task(Knowledge(), items, run_context(), "my-ref.csv")
+        fixed_reply_task(Knowledge(), items, RunContext(), "my-ref.csv")
