@@ -145,6 +145,8 @@ def power(plan: RunPlan, items: Mapping[str, int], settings: PlanSettings) -> di
                 sd, basis = pilot_sd, f"pilot {settings.pilot}: per-item SD {pilot_sd:.3f} over {n_pilot} items"
             else:  # every pilot item scored the same: no spread to size a run from
                 basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
+        if sid not in pilot or pilot[sid][0] <= 0:
+            refuse_rate_targets(sid, settings)
         available = available_items(plan, sid)
 
         def needed(need: int, target: float, difference: bool, available: int | None = available) -> ItemsNeeded:
@@ -158,6 +160,15 @@ def power(plan: RunPlan, items: Mapping[str, int], settings: PlanSettings) -> di
             detect_difference=None if settings.detect_difference is None else needed(
                 items_for_difference(sd, settings.detect_difference), settings.detect_difference, True))
     return rows
+
+
+def refuse_rate_targets(sid: str, settings: PlanSettings) -> None:
+    """A sub-task sized from a rate (no pilot spread) measures a proportion: a width or difference of 1 or
+    more spans the whole 0-1 range, so it is a typo (5 for 0.05?) that would plan 1 item, never a plan."""
+    for flag, value in (("--target-width", settings.target_width), ("--detect-difference", settings.detect_difference)):
+        if value is not None and value >= 1:
+            raise TrustmhError(f"{flag} {value:g}: {sid} is sized as a rate (0 to 1), so {flag} must be below 1 "
+                               f"(e.g. 0.05 for five points)")
 
 
 def available_items(plan: RunPlan, sid: str) -> int | None:
