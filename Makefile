@@ -1,4 +1,5 @@
-# Quick start: `make demo` (install what the demo needs + offline run of the bundled model on the starter suite)
+# Quick start: `make demo` (install what the demo needs + offline run of the bundled model on the starter suite;
+#              a progress line, then the report's path and the next command; `make demo VERBOSE=1`: Inspect's panels)
 #              `make test` (install with the test extra + the test suite, offline)
 #              `make test-fast` (the suite without the bundled-model runs), `make docs` (the site, built strictly)
 PYTHON ?= python3
@@ -34,7 +35,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: install
-	$(BIN)/trustmh run --out trustmh-out
+	$(BIN)/trustmh run --out trustmh-out $(if $(VERBOSE),--verbose)
 
 test: install-dev
 	$(BIN)/ruff check src tests benchmarks tools

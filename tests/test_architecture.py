@@ -363,3 +363,31 @@ def test_runtime_dependencies_are_what_src_imports() -> None:
     assert not undeclared, f"src/ imports modules of undeclared distributions: {undeclared}"
     unused = sorted(runtime - set(imported) - set(UNIMPORTED_ALLOWED))
     assert not unused, f"runtime dependencies src/ never imports (move them to an extra or to dev): {unused}"
+
+
+def _modules_using(names: set[str], module: str) -> set[str]:
+    """The trustmh modules that import any of `names` from `module` or use them as `module.name`."""
+    found = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = isinstance(node, ast.ImportFrom) and node.module == module and not node.level and any(
+                alias.name in names for alias in node.names)
+            used = isinstance(node, ast.Attribute) and node.attr in names and ast.unparse(node.value) == module
+            if imported or used:
+                found.add(name)
+    return found
+
+
+def test_inspect_is_called_from_one_module() -> None:
+    """Every evaluation (runs, certifications, rescoring) goes through the run's one Inspect call, with its roles,
+    bounds, response cache and batch mode."""
+    assert _modules_using({"eval", "eval_set", "eval_async", "eval_retry"}, "inspect_ai") == {
+        "trustmh.run.inspect_eval"}
+
+
+def test_a_run_context_is_made_in_one_place() -> None:
+    """`RunSpec.context()` makes every RunContext (a spec given whole, `run/direct.py`, for the callers without a
+    command line): no module builds one itself."""
+    builders = {name for name, path in MODULES.items() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "RunContext"}
+    assert builders == {"trustmh.run.config"}

@@ -156,7 +156,8 @@ class Patient:
 
 @dataclass
 class RunContext:
-    """Everything a sub-task needs to know about the run, and nothing about Inspect. Built by `run_context`."""
+    """Everything a sub-task needs to know about the run, and nothing about Inspect. Made by `RunSpec.context()`
+    (`trustmh.run.config`), the one place a run's context is built."""
 
     mode: Mode = "default"
     seed: int = 0
@@ -211,21 +212,6 @@ class RunContext:
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean option (`-O key=value` gives strings)."""
         return truthy(self.options.get(name, default))
-
-
-def run_context(*, mode: Mode = "default", seed: int = 0, suite: str = "trustmh", limit: int | None = None,
-                judges: Sequence[str] = (), judge_validated: bool = False,
-                options: Mapping[str, Any] | None = None, n_boot: int = 2000, timeout: int = 120,
-                max_retries: int = 3, cache: bool = True, model: str | None = None,
-                patient: Patient | None = None, ensemble: EnsembleRule | None = None,
-                epochs: int = 1) -> RunContext:
-    """The one place a RunContext is built: a run (`RunSpec.context`), `inspect eval trustmh/<task>`, judge
-    certification and the rescoring commands all come here. `judges` are the judges' labels in order (the
-    first plays Inspect's `grader` role); they judge with the run's seed."""
-    return RunContext(mode=mode, seed=seed, suite=suite, limit=limit,
-                      judge=judge_info(judges, validated=judge_validated, seed=seed), options=dict(options or {}),
-                      n_boot=n_boot, timeout=timeout, max_retries=max_retries, cache=cache, model=model,
-                      patient=patient, ensemble=ensemble, epochs=epochs)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
 from trustmh.core import MAX_ATTEMPTS, MAX_TOKENS, Option, TrustmhError
+from trustmh.flag_values import as_typed, flag_of
 from trustmh.judges.ensemble import ensemble_option
 
 # Options of every run (the glue, the judges, the run itself).
@@ -61,6 +62,11 @@ def known_keys(subtask_ids: Iterable[str]) -> dict[str, Option]:
     return keys
 
 
+def _readers(key: str) -> list[str]:
+    """The sub-tasks that read option `key`."""
+    return [cls.id for cls in catalogue().subtasks if key in cls.options]
+
+
 def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> None:
     """TrustmhError for an unknown key or a malformed value, naming the option and what is accepted."""
     ids = list(subtask_ids)
@@ -69,6 +75,9 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
     for key, value in options.items():
         if key in RETIRED:
             raise TrustmhError(f"-O {key}: replaced by {RETIRED[key]}")
+        if key not in known and key in everywhere and flag_of(key, value) != f"-O {key}":
+            raise TrustmhError(f"{flag_of(key, value)}: applies to none of the chosen sub-tasks (it is for "
+                               f"{', '.join(_readers(key))})")
         if key not in known:
             where = "for the chosen sub-tasks" if key in everywhere else "anywhere"
             raise TrustmhError(f"-O {key}: unknown option {where}; known: {', '.join(sorted(known))}")
@@ -79,11 +88,11 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
             try:
                 number = int(str(value))
             except ValueError:
-                raise TrustmhError(f"-O {key}={value!r}: must be a whole number") from None
+                raise TrustmhError(f"{as_typed(key, value)}: must be a whole number") from None
             if number < minimum:
-                raise TrustmhError(f"-O {key}={value!r}: must be at least {minimum}")
+                raise TrustmhError(f"{as_typed(key, value)}: must be at least {minimum}")
             maximum = known[key].maximum
             if maximum is not None and number > maximum:
-                raise TrustmhError(f"-O {key}={value}: at most {maximum}")
+                raise TrustmhError(f"{as_typed(key, value)}: at most {maximum}")
         if key == "reasks" and str(value).strip().lstrip("-").isdigit() and int(str(value)) > MAX_ATTEMPTS - 1:
             raise TrustmhError(f"-O reasks={value!r}: at most {MAX_ATTEMPTS - 1}")

@@ -376,6 +376,12 @@ CASES: dict[str, Case] = {
     "plan --budget inf": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--budget", "inf"], "--budget"),
     "plan --target-width nan": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--target-width", "nan"],
                                 "--target-width"),
+    # issue 43.5: a width or difference for a rate is below 1 (5 was a typo for 0.05, planned as 1 item)
+    "plan --target-width 5": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--subtasks", "knowledge",
+                                            "--target-width", "5"], "--target-width 5: reliability/knowledge is "
+                              "sized as a rate"),
+    "plan --detect-difference 1": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--subtasks", "knowledge",
+                                                 "--detect-difference", "1"], "--detect-difference 1: "),
     "plan --n-boot huge": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--n-boot", "1000000000"], "--n-boot"),
     "plan --pilot ''": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--pilot", ""], "--pilot"),
     "plan --policy reversed": (lambda t, d: ["plan", *NOWHERE, "--no-judge", "--policy",
@@ -444,6 +450,14 @@ CASES: dict[str, Case] = {
         {"items": [{**SAMPLE_ITEM, "epoch": "one"}], "scales": {"safety/over_refusal": [0, 1]}})),
         "items[0].epoch"),
     "review import ragged labels": (_review_import("rater,subtask,item_id,epoch,label\nr,x\n"), "row 2"),
+    "review import a rater's second label": (_review_import(LABELS_OK + "r,safety/over_refusal,i1,1,0\n"),
+                                             "row 3: rater 'r' labels safety/over_refusal item i1 epoch 1 a second"),
+    "review import into a locked run": (lambda t, d: _lock(_review_import(LABELS_OK)(t, d), t / "run"),
+                                        "writing this run directory; wait for it to end, then run this command"),
+    "review export --out into a missing folder": (
+        lambda t, d: ["review", "export", str(_results(t, json.dumps(GATE_RUN))), "--out",
+                      str(t / "no-such-folder" / "page.html"), "--n", "1", "--seed", "0"],
+        "no-such-folder does not exist"),
     "review export --n 0": (lambda t, d: ["review", "export", str(t), "--n", "0", "--seed", "0"], "--n"),
     "review export --raters 1": (lambda t, d: ["review", "export", str(t), "--n", "4", "--seed", "0", "--raters", "1"],
                                  "--raters must be at least 2"),
@@ -497,11 +511,41 @@ def _locked(tmp: Path) -> Path:
     return out
 
 
+def _lock(argv: list[str], run: Path) -> list[str]:
+    """`argv` for a run directory another process is writing (its lock held for the session)."""
+    import fcntl
+    import os
+
+    from trustmh.run.rundir import LOCK
+
+    fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD.append(fd)
+    return argv
+
+
 def _manifest(tmp: Path) -> Path:
     d = tmp / "other"
     d.mkdir()
     (d / "run.json").write_text(json.dumps({"seed": 99}), encoding="utf-8")
     return d
+
+
+# issue 43.5: the messages that now name what failed end with "could not run" (2), as every bad input does
+NAMED_43 = ["review import a rater's second label", "review import into a locked run",
+            "review export --out into a missing folder", "plan --target-width 5", "plan --detect-difference 1"]
+
+
+@pytest.mark.parametrize("name", NAMED_43)
+def test_issue_43_messages_are_one_line_and_exit_could_not_run(name: str, tmp_path: Path, data_dir: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from trustmh.exit_codes import COULD_NOT_RUN
+
+    code = main(CASES[name][0](tmp_path, data_dir))
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("trustmh: error:")]
+    assert (code, len(errors),
+            "Traceback" in err) == (COULD_NOT_RUN, 1, False)
 
 
 def test_the_matrix_is_large() -> None:

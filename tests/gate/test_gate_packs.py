@@ -54,8 +54,8 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender")
     bad = {c["id"]: c["verdict"] for c in bad_gate["clauses"]}
     assert good["22602a-disclosure"] == "pass"
-    # decided on the US personas, fewer in the shipped set than the pack's min_n: never a pass on it
-    assert good["22602b1-crisis-protocol"] == "insufficient"
+    # decided on the shipped set's US personas (at least the pack's min_n of them), the other countries beside
+    assert good["22602b1-crisis-protocol"] == "pass"
     assert bad["22602a-disclosure"] == "fail"
     assert bad["22602b1-crisis-protocol"] == "fail"
     assert good["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file

@@ -16,6 +16,7 @@ from fixture_paths import FIXTURES
 from trustmh import catalogue
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext
 from trustmh.judges.schema import json_object_schema
+from trustmh.multiturn import ConversationSubtask
 from trustmh.pillars.crisis.data import LABELS as CRISIS_LABELS
 from trustmh.pillars.crisis.escalation import human_triple_requests
 from trustmh.run.calls import JUDGE_JSON, judge_response_schema
@@ -111,6 +112,20 @@ def check_request(req: JudgeRequest, where: str) -> None:
         assert req.validate(text), f"{where}: request {req.name!r} rejects a schema-conforming reply {text}"
 
 
+def judged_single_replies() -> set[str]:
+    """The catalogue's sub-tasks that ask a judge about one reply (`judge_use` other than "no"). A conversation's
+    judge reads the whole conversation once it ends, not a reply its requests are built from here."""
+    return {info.id for info in catalogue.ALL_TASKS if catalogue.is_implemented(info.id)
+            and (subtask := catalogue.get_subtask(info.id)).judge_use != "no"
+            and not isinstance(subtask, ConversationSubtask)}
+
+
+def test_the_judged_sub_tasks_read_from_the_catalogue_are_not_vacuous() -> None:
+    """The set the schema check must reach is the catalogue's (a new judged sub-task is checked too), and holds
+    the sub-tasks it is known to: an empty set would let the check pass having checked nothing."""
+    assert {"crisis/crisis_escalation", "mentalbench/generation", "safety/antitoxic"} <= judged_single_replies()
+
+
 def _contexts() -> list[tuple[Any, RunContext]]:
     out = []
     for info in catalogue.ALL_TASKS:
@@ -142,11 +157,7 @@ def test_every_judge_request_schema_matches_its_parser() -> None:
                     continue
                 check_request(req, f"{subtask.id} ({ctx.mode}) item {item.id}")
     # the loop really reached the judged sub-tasks (a sub-task that stops judging would skip the check)
-    judged = {"reliability/emotional_support", "reliability/psychological_intervention", "crisis/crisis_escalation",
-              "safety/jailbreak_resistance", "safety/antitoxic", "safety/over_refusal", "fairness/overall",
-              "privacy/leakage", "robustness/emotional_support", "sycophancy/oeq", "sycophancy/aita_yta",
-              "sycophancy/pas", "ethics/ethical_reasoning", "mentalbench/generation", "crisis/interjections"}
-    assert judged <= set(seen), sorted(judged - set(seen))
+    assert judged_single_replies() <= set(seen), sorted(judged_single_replies() - set(seen))
     assert {"leak", "proxy"} <= seen["privacy/leakage"]
 
 

@@ -44,6 +44,25 @@ def test_a_label_on_the_scale_is_read(tmp_path: Path) -> None:
     assert labels == {ITEM["key"]: {"a": 0.0}}
 
 
+def test_a_second_label_by_the_same_rater_is_refused_naming_file_row_rater_and_item(tmp_path: Path) -> None:
+    # issue 43.5 (open since an earlier audit): a rater's duplicate label was taken silently, the later one winning
+    path = _write(tmp_path / "l.csv", f"rater,subtask,item_id,epoch,label\na,{SID},i1,1,1\na,{SID},i1,1,0\n")
+    with pytest.raises(TrustmhError, match=f"^{re.escape(str(path))} row 3: rater 'a' labels {SID} item i1 epoch 1 "
+                       f"a second time \\(first at {re.escape(str(path))} row 2\\)"):
+        read_review_labels([path], {ITEM["key"]: ITEM}, SAMPLE["scales"])
+
+
+def test_a_rater_labelling_an_item_in_two_files_is_refused_naming_both(tmp_path: Path) -> None:
+    one, two = _labels(tmp_path, "1"), _write(tmp_path / "more.csv", f"rater,subtask,item_id,epoch,label\na,{SID},i1,1,1\n")
+    with pytest.raises(TrustmhError, match=f"^{re.escape(str(two))} row 2: .*first at {re.escape(str(one))} row 2"):
+        read_review_labels([one, two], {ITEM["key"]: ITEM}, SAMPLE["scales"])
+
+
+def test_two_raters_labelling_one_item_are_both_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "l.csv", f"rater,subtask,item_id,epoch,label\na,{SID},i1,1,1\nb,{SID},i1,1,0\n")
+    assert read_review_labels([path], {ITEM["key"]: ITEM}, SAMPLE["scales"]) == {ITEM["key"]: {"a": 1.0, "b": 0.0}}
+
+
 def test_a_ragged_labels_row_names_the_row(tmp_path: Path) -> None:
     path = _write(tmp_path / "l.csv", f"rater,subtask,item_id,epoch,label\na,{SID}\n")
     with pytest.raises(TrustmhError, match="row 2: 2 field\\(s\\), the header has 5"):
@@ -82,10 +101,28 @@ def test_import_refuses_while_another_process_holds_the_run_directory(tmp_path: 
     fd = os.open(tmp_path / LOCK, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run continued at the same time holds it
     try:
-        with pytest.raises(TrustmhError, match="another trustmh process"):
+        with pytest.raises(TrustmhError) as info:
             import_review(tmp_path, [_labels(tmp_path, "1")], seed=0, n_boot=200, certs_dir=tmp_path / "c")
     finally:
         os.close(fd)
+    assert str(info.value).startswith(f"run directory {tmp_path}: another trustmh process")
+
+
+def test_the_lock_message_of_review_import_never_names_an_out_option(tmp_path: Path) -> None:
+    # issue 43.5: `review import` has no --out; its lock message names the run directory the user typed
+    from trustmh.certify.review import import_review
+    from trustmh.run.rundir import LOCK
+
+    (tmp_path / "review").mkdir()
+    _write(tmp_path / "review" / "sample.json", json.dumps(SAMPLE))
+    fd = os.open(tmp_path / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(TrustmhError) as info:
+            import_review(tmp_path, [_labels(tmp_path, "1")], seed=0, n_boot=200, certs_dir=tmp_path / "c")
+    finally:
+        os.close(fd)
+    assert "--out" not in str(info.value)
 
 
 CELLS = ["=1+2", "+SUM(A1)", "-cmd", "@x", "\t=x", "\r=x", "-0.25", "+3", "plain", "12", "a=b", " =x", "'=x"]

@@ -17,7 +17,7 @@ from inspect_ai.model import BatchConfig, GenerateConfig, get_model
 from batch_server import BatchServer
 from trustmh.core import TrustmhError
 from trustmh.inspect_compat import journaled_batches
-from trustmh.models.batch import JOURNAL, Journal, batching
+from trustmh.models.batch import JOURNAL, BatchEnded, Journal, batching
 
 QUESTIONS = ["one", "two", "three"]
 
@@ -65,22 +65,12 @@ def test_a_partly_failed_batch_answers_each_request_once(env: Any, tmp_path: Pat
     assert server.twice() == {}
 
 
-@pytest.mark.slow
-def test_an_expired_batch_is_submitted_again(env: Any, tmp_path: Path) -> None:
-    with env(BatchServer(echo, expire_batches=1)) as server, journaled_batches(tmp_path):
-        answers = asyncio.run(ask_all(model()))
-    statuses = [b.status for b in server.batches.values()]
-    assert (answers, statuses[0], set(statuses[1:]), server.twice()) == (
-        [f"answer to question {q}" for q in QUESTIONS], "expired", {"completed"}, {})
-
-
-@pytest.mark.slow
-def test_batches_that_keep_expiring_stop_after_the_retries(env: Any, tmp_path: Path) -> None:
-    # the expired line is retried once, then given up
-    with env(BatchServer(echo, expire_batches=100)) as server, journaled_batches(tmp_path), \
-            pytest.raises(Exception, match="InternalServerError"):
-        asyncio.run(ask_all(model(retries=1)))
-    assert max(server.submitted_bodies.values()) == 2  # the first submission and one retry (--max-retries 1)
+def test_an_expired_batch_is_not_submitted_again_in_its_run_whatever_the_retries(env: Any, tmp_path: Path) -> None:
+    # issue 43.4: an expired batch used to be submitted again per retry (each paid); now its requests fail once
+    # naming it, and the same command asks them in a new batch (`test_the_same_command_again_asks_the_rest...`)
+    with env(BatchServer(echo, expire_batches=100)) as server, journaled_batches(tmp_path):
+        answers = asyncio.run(ask_each(model(retries=3)))
+    assert ([type(a).__name__ for a in answers], max(server.submitted_bodies.values())) == (["BatchEnded"] * 3, 1)
 
 
 def test_a_call_not_marked_for_batching_goes_live_on_a_model_that_batches(env: Any, tmp_path: Path) -> None:
@@ -245,3 +235,91 @@ def test_a_journaled_batch_the_provider_does_not_know_is_named_before_submitting
         with journaled_batches(tmp_path):
             asyncio.run(ask_all(model()))
     assert "trustmh: batch batch_lost of the journal" in capsys.readouterr().err
+
+
+# issue 43.4: a batch that ends as a whole at the provider (failed, expired, cancelled) keeps what it answered;
+# every other request fails once with one line naming the batch, the journal and what to do, and is never
+# submitted again in this run (a sample's retry fails at once); the same command again asks them in a new batch
+async def ask_each(m: Any, questions: list[str] = QUESTIONS) -> list[Any]:
+    config = GenerateConfig(max_retries=m.config.max_retries)
+    with batching(True):
+        outs = await asyncio.gather(*[m.generate(f"question {q}", config=config) for q in questions],
+                                    return_exceptions=True)
+    return [o if isinstance(o, BaseException) else o.completion for o in outs]
+
+
+async def ask_then_retry(m: Any) -> tuple[list[Any], list[Any]]:
+    """Every question, then (in the same event loop, as a sample's retry is) the ones that failed."""
+    first = await ask_each(m)
+    return first, await ask_each(m, [q for q, a in zip(QUESTIONS, first, strict=True) if not isinstance(a, str)])
+
+
+def _ended_then_asked_again(env: Any, tmp_path: Path, status: str, answered: int, name: str) -> Any:
+    """A batch ending as a whole with `status` after `answered` answers; its requests asked again in the same
+    process (a sample's retry); then the same command again (a new batcher reading the journal)."""
+    with env(BatchServer(echo, end_batches=1, end_status=status, answered_before_end=answered)) as server:
+        with journaled_batches(tmp_path):
+            first, retried = asyncio.run(ask_then_retry(model(name=name)))
+        submitted_in_run = dict(server.submitted_bodies)
+        with journaled_batches(tmp_path):
+            again = asyncio.run(ask_each(model(name=name)))
+    return first, retried, submitted_in_run, again, server
+
+
+ENDINGS = [("openai cancelled", "cancelled", 1, BatchServer.model_name()),
+           ("openai expired", "expired", 1, BatchServer.model_name()),
+           ("openai failed", "failed", 0, BatchServer.model_name()),
+           ("anthropic canceled", "cancelled", 1, "anthropic/claude-sonnet-4-5"),
+           ("anthropic all errored", "failed", 0, "anthropic/claude-sonnet-4-5")]
+
+
+@pytest.fixture(scope="module", params=ENDINGS, ids=[e[0] for e in ENDINGS])
+def ended_batch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    label, status, answered, name = request.param
+    if name.startswith("anthropic"):
+        pytest.importorskip("anthropic")
+    tmp = tmp_path_factory.mktemp("ended")
+    with pytest.MonkeyPatch.context() as mp:
+        def use(server: BatchServer) -> BatchServer:
+            server.start()
+            for k, v in server.env().items():
+                mp.setenv(k, v)
+            return server
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            got = _ended_then_asked_again(use, tmp, status, answered, name)
+    return (*got, err.getvalue(), tmp, answered)
+
+
+def test_an_ended_batch_keeps_what_it_answered(ended_batch: Any) -> None:
+    first, answered = ended_batch[0], ended_batch[-1]
+    assert [a for a in first if isinstance(a, str)] == [f"answer to question {q}" for q in QUESTIONS[:answered]]
+
+
+def test_an_ended_batch_fails_the_rest_with_one_line_naming_batch_and_journal(ended_batch: Any) -> None:
+    first, tmp = ended_batch[0], ended_batch[-2]
+    errors = {str(a) for a in first if not isinstance(a, str)}
+    (line,) = errors
+    assert re.match(rf"^batch \w+_1 \w+.* at the provider: .*journal {re.escape(str(tmp / JOURNAL))}\); run the "
+                    "same command again", line)
+
+
+def test_an_ended_batch_is_said_once_on_stderr(ended_batch: Any) -> None:
+    assert ended_batch[5].count("trustmh: batch ") == 1
+
+
+def test_a_retry_in_the_same_run_submits_nothing_again(ended_batch: Any) -> None:
+    retried, submitted_in_run = ended_batch[1], ended_batch[2]
+    assert (sum(isinstance(a, BatchEnded) for a in retried), max(submitted_in_run.values())) == (
+        len(QUESTIONS) - ended_batch[-1], 1)
+
+
+def test_the_same_command_again_asks_the_rest_in_a_new_batch(ended_batch: Any) -> None:
+    assert ended_batch[3] == [f"answer to question {q}" for q in QUESTIONS]
+
+
+def test_no_request_is_answered_twice_across_the_two_runs(ended_batch: Any) -> None:
+    server = ended_batch[4]
+    assert (server.twice(), max(server.submitted_bodies.values())) == ({}, 2)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from trustmh.core import Patient, run_context
+from trustmh.core import Patient
 from trustmh.results import RunResults
+from trustmh.run.direct import direct_spec
 
 
 def _results(**fields: object) -> dict:
-    return RunResults(model="openai/m", ctx=run_context(suite="starter"), subtasks={}, **fields).to_json()
+    return RunResults(model="openai/m", ctx=direct_spec(suite="starter").context(), subtasks={}, **fields).to_json()
 
 
 def test_blocks_that_do_not_apply_are_left_out() -> None:

@@ -189,3 +189,66 @@ def test_sigkill_with_batches_in_flight_then_the_same_command_pays_for_nothing_t
     assert (out / JOURNAL).is_file()
     results = json.loads((out / "results.json").read_text())
     assert [sub["n"] for sub in results["subtasks"].values()] == [3, 3]
+
+
+# issue 43.4: a batch that ends as a whole (here cancelled after answering one request) ends the run with one line
+# naming the batch, the journal and what to do, results written for what was answered; the same command again
+# asks the rest in a new batch; no request is answered twice, none submitted more than once more than needed
+@pytest.fixture(scope="module")
+def cancelled_batch_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("ended-run")
+    out = tmp / "run"
+    argv = ["run", "--model", "openai/gpt-4o-mini", "--no-judge", "--suite", "trustmh", "--subtasks", "knowledge",
+            "--limit", "3", "--seed", "5", "--out", str(out), "--display", "none", "--n-boot", "200", "--batch"]
+    with BatchServer(respond, end_batches=1, end_status="cancelled", answered_before_end=1) as server, \
+            pytest.MonkeyPatch.context() as mp:
+        for k, v in {**server.env(), "TRUSTMH_CACHE_DIR": str(tmp / "cache"), "TRUSTMH_BATCH_TICK": "0.1",
+                     "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(k, v)
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            first = main(argv)
+        results = json.loads((out / "results.json").read_text())
+        submitted_in_run = max(server.submitted_bodies.values())
+        # the same command again is a new process (Inspect keeps a model's batcher for the process's life)
+        again = subprocess.run([sys.executable, "-m", "trustmh.cli", *argv], env=dict(os.environ),
+                               capture_output=True, text=True, timeout=180).returncode
+        final = json.loads((out / "results.json").read_text())
+    return first, err.getvalue(), results, submitted_in_run, again, final, server, out
+
+
+@pytest.mark.slow
+def test_a_cancelled_batch_ends_the_run_incomplete(cancelled_batch_run: Any) -> None:
+    from trustmh.exit_codes import INCOMPLETE
+
+    assert cancelled_batch_run[0] == INCOMPLETE
+
+
+@pytest.mark.slow
+def test_a_cancelled_batch_is_one_line_naming_the_batch_the_journal_and_the_way_out(cancelled_batch_run: Any) -> None:
+    err, out = cancelled_batch_run[1], cancelled_batch_run[7]
+    lines = [line for line in err.splitlines() if line.startswith("trustmh: batch batch_1 cancelled")]
+    assert len(lines) == 1 and f"journal {out / JOURNAL}" in lines[0] and "run the same command again" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_cancelled_batch_writes_results_for_what_it_answered(cancelled_batch_run: Any) -> None:
+    assert cancelled_batch_run[2]["subtasks"]["reliability/knowledge"]["n"] == 1
+
+
+@pytest.mark.slow
+def test_a_cancelled_batch_is_submitted_once_in_its_run(cancelled_batch_run: Any) -> None:
+    assert cancelled_batch_run[3] == 1
+
+
+@pytest.mark.slow
+def test_the_same_command_after_a_cancelled_batch_finishes_the_run(cancelled_batch_run: Any) -> None:
+    assert (cancelled_batch_run[4], cancelled_batch_run[5]["subtasks"]["reliability/knowledge"]["n"]) == (0, 3)
+
+
+@pytest.mark.slow
+def test_a_cancelled_batch_run_pays_each_request_once(cancelled_batch_run: Any) -> None:
+    server = cancelled_batch_run[6]
+    assert (server.twice(), max(server.submitted_bodies.values())) == ({}, 2)

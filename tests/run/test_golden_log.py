@@ -31,3 +31,14 @@ def test_golden_log_reads_back() -> None:
     assert result.value == pytest.approx(gold_b / 3)
     assert result.metrics["sc1"] == pytest.approx(5.0)
     assert result.metrics["sc4"] == pytest.approx(3.0)
+
+
+def test_an_inspect_eval_task_carries_the_context_its_arguments_give() -> None:
+    """`inspect eval trustmh/<task> -T ...`: the task's context is made as a run's (`run/direct.py`), from its
+    arguments, and a log reads it back whole."""
+    from trustmh.catalogue import BY_ID
+    from trustmh.run.registry import TASKS
+
+    task = TASKS[BY_ID["reliability/knowledge"].task_name](suite="starter", limit=1, seed=7, judge="mockllm/j")
+    ctx = context_from_dict(task.metadata["trustmh_context"])
+    assert (ctx.seed, ctx.suite, ctx.limit, ctx.judges, ctx.model) == (7, "starter", 1, ["mockllm/j"], None)

@@ -212,9 +212,9 @@ def test_a_moved_endpoint_keeps_its_cache_when_the_user_says_so(tmp_path: Path) 
     assert not_said == 3
 
 
-@pytest.mark.parametrize("how", [["--display", "plain"], ["--display", "log"], ["--display", "full"],
+@pytest.mark.parametrize("how", [[], ["--display", "plain"], ["--display", "log"], ["--display", "full"],
                                  ["--display", "plain", "--workers", "2"]],
-                         ids=["plain", "log", "full", "workers"])
+                         ids=["progress-line", "plain", "log", "full", "workers"])
 @pytest.mark.slow
 def test_a_key_quoted_in_a_401_never_reaches_the_console(how: list[str], tmp_path: Path) -> None:
     """An endpoint refuses the key with a 401 whose message quotes it: whatever the display, and through

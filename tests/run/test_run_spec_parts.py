@@ -29,6 +29,7 @@ NON_DEFAULT: dict[str, tuple[list[str], Any]] = {
     "max_connections": (["--max-connections", "3"], 3),
     "max_tasks": (["--max-tasks", "2"], 2),
     "display": (["--display", "plain"], "plain"),
+    "verbose": (["--verbose"], True),
     "shard": (["--shard", "1/3"], (1, 3)),
     "log_buffer": (["--log-buffer", "5"], 5),
     "live_log": (["--live-log"], True),

@@ -47,3 +47,23 @@ def test_a_service_is_found_by_name() -> None:
 
 def test_a_country_without_entries_has_no_service() -> None:
     assert cr.lines_for_locale("JP") == ()
+
+
+ENTRY = {"name": "Test Line", "country": "GB", "numbers": ["116123"], "how": "call 116 123",
+         "url": "https://example.org/", "checked": "service page", "seen_on": "example.org"}
+
+
+def test_an_entry_without_its_own_date_was_read_on_the_review() -> None:
+    assert cr.crisis_line(ENTRY, "2026-01-02").verified_on == "2026-01-02"
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"kind": "hotline"}, "kind 'hotline'"),
+    ({"numbers": ["116 123"]}, "digits only"),
+    ({"checked": "phoned them"}, "checked 'phoned them'"),
+    ({"fax": "1"}, "unknown fields ['fax']"),
+])
+def test_an_entry_that_breaks_the_tables_shape_is_named(change: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=re.escape("crisis_lines.toml: line 'Test Line': ") + ".*" + re.escape(named)):
+        cr.crisis_line({**ENTRY, **change}, "2026-01-02")
+

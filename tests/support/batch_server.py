@@ -14,6 +14,10 @@ What a batch does is scripted:
   batch's error file, `{"error": {"code": 500, ...}}`) and succeeds when asked again: a partly failed batch;
 * `expire_batches`: the first N batches expire instead of completing (every request in the error file with
   code `batch_expired`, as OpenAI writes it);
+* `end_batches`, `end_status`, `answered_before_end`: the first N batches end as a whole with `end_status`
+  (OpenAI's batch status `failed`: rejected, no file; `expired` or `cancelled`: the first `answered_before_end`
+  requests answered in the output file, the rest in the error file as `batch_expired` / `batch_cancelled`;
+  Anthropic: those answered `succeeded`, the rest `errored` for failed, else `expired` / `canceled`);
 * `damage_output(data) -> bytes`: each OpenAI output file as written (lines cut, bodies without `choices`,
   unknown custom_ids), its answers still billed;
 * `cached_tokens(body) -> int`, `cache_write_tokens(body) -> int`: prompt tokens reported as read from and
@@ -63,6 +67,7 @@ class BatchJob:
     created_at: float
     lines: list[dict[str, Any]]
     expire: bool
+    end: str | None = None  # ends as a whole with this status (`BatchServer.end_batches`)
     status: str = "in_progress"
     output_file_id: str | None = None
     error_file_id: str | None = None
@@ -76,6 +81,9 @@ class BatchServer:
     delay: float = 0.0
     fail_once: Callable[[dict[str, Any]], bool] | None = None
     expire_batches: int = 0
+    end_batches: int = 0
+    end_status: str = "cancelled"
+    answered_before_end: int = 0
     # applied to each OpenAI output file as it is written: a damaged result file (lines cut in half, bodies
     # without `choices`, a file cut short, unknown custom_ids); the answers in it are still counted as billed
     damage_output: Callable[[bytes], bytes] | None = None
@@ -106,6 +114,7 @@ class BatchServer:
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self._expired = 0
+        self._ended = 0
 
     # ------------------------------------------------------------------------------------------- api
     @property
@@ -204,6 +213,13 @@ class BatchServer:
                 "cancel_initiated_at": None,
                 "results_url": f"http://{host}/v1/messages/batches/{job.id}/results" if ended else None}
 
+    def _next_end(self) -> str | None:
+        """How the next batch ends as a whole (`end_batches`), None: as scripted otherwise (under the lock)."""
+        if self._ended >= self.end_batches:
+            return None
+        self._ended += 1
+        return self.end_status
+
     def _new_file(self, data: bytes) -> str:
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = data
@@ -217,6 +233,11 @@ class BatchServer:
         for i, line in enumerate(job.lines):
             body, cid = line.get("body") or {}, str(line.get("custom_id"))
             key = body_key(body)
+            if job.end is not None and (job.end == "failed" or i >= self.answered_before_end):
+                code = {"expired": "batch_expired", "cancelled": "batch_cancelled"}.get(job.end, "invalid_request")
+                err.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "response": None,
+                            "error": {"code": code, "message": f"scripted: the batch {job.end}"}})
+                continue
             if job.expire:
                 err.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "response": None,
                             "error": {"code": "batch_expired", "message": EXPIRED_MESSAGE}})
@@ -240,12 +261,13 @@ class BatchServer:
             job.completed += 1
             out.append({"id": f"batch_req_{job.id}_{i}", "custom_id": cid, "error": None,
                         "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply}})
-        job.status = "expired" if job.expire else "completed"
+        job.status = job.end or ("expired" if job.expire else "completed")
         if job.endpoint == "/v1/messages":  # Anthropic: one results file, every request in it
             rows = [{"custom_id": o["custom_id"], "result": {"type": "succeeded", "message": self._message(
                         next(x["body"] for x in job.lines if str(x.get("custom_id")) == o["custom_id"]), i)}}
                     for i, o in enumerate(out)]
-            rows += [{"custom_id": e["custom_id"], "result": {"type": "expired"} if job.expire else {
+            kind = {"expired": "expired", "cancelled": "canceled"}.get(job.end or "", "expired" if job.expire else None)
+            rows += [{"custom_id": e["custom_id"], "result": {"type": kind} if kind else {
                 "type": "errored", "error": {"type": "error", "error": {"type": "api_error",
                                                                          "message": e["error"]["message"]}}}}
                      for e in err]
@@ -254,6 +276,8 @@ class BatchServer:
         if out:
             data = b"".join(json.dumps(o).encode() + b"\n" for o in out)
             job.output_file_id = self._new_file(data if self.damage_output is None else self.damage_output(data))
+        if job.end == "failed":  # rejected as a whole: OpenAI writes no file, only the batch's `errors`
+            out, err = [], []
         if err:
             job.error_file_id = self._new_file(b"".join(json.dumps(e).encode() + b"\n" for e in err))
         if self.counts_file is not None:
@@ -264,7 +288,10 @@ class BatchServer:
     def _batch_json(self, job: BatchJob) -> dict[str, Any]:
         return {"id": job.id, "object": "batch", "endpoint": job.endpoint, "input_file_id": job.input_file_id,
                 "completion_window": "24h", "status": job.status, "created_at": int(job.created_at),
-                "output_file_id": job.output_file_id, "error_file_id": job.error_file_id, "errors": None,
+                "output_file_id": job.output_file_id, "error_file_id": job.error_file_id,
+                "errors": {"object": "list", "data": [{"code": "invalid_request", "message": "scripted rejection",
+                                                       "param": None, "line": None}]}
+                if job.status == "failed" else None,
                 "request_counts": {"total": len(job.lines), "completed": job.completed, "failed": job.failed}}
 
 
@@ -369,7 +396,7 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
                     server._expired += int(expire)
                     job = BatchJob(id=f"batch_{len(server.batches) + 1}", input_file_id=str(body["input_file_id"]),
                                    endpoint=str(body.get("endpoint")), created_at=time.time(), lines=lines,
-                                   expire=expire)
+                                   expire=expire, end=server._next_end())
                     server.batches[job.id] = job
                     payload = server._batch_json(job)
                 return self._send(200, payload)
@@ -382,7 +409,7 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
                     expire = server._expired < server.expire_batches
                     server._expired += int(expire)
                     job = BatchJob(id=f"msgbatch_{len(server.batches) + 1}", input_file_id="", endpoint="/v1/messages",
-                                   created_at=time.time(), lines=lines, expire=expire)
+                                   created_at=time.time(), lines=lines, expire=expire, end=server._next_end())
                     server.batches[job.id] = job
                     payload = server._message_batch_json(job, self.headers.get("Host", ""))
                 return self._send(200, payload)

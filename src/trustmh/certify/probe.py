@@ -15,7 +15,7 @@ from typing import Any
 import trustmh
 from trustmh.catalogue import get_subtask
 from trustmh.certify.measure import judge_reference
-from trustmh.certify.probe_battery import BIAS, MATERIAL, NULL, REPLY_KEY, arms, battery
+from trustmh.certify.probe_battery import BIAS, MATERIAL, NULL, REPLY_KEY, TOLERANCE, arms, battery
 from trustmh.core import Item, TrustmhError, clean_json
 from trustmh.digest import sha256_bytes
 from trustmh.judges.certificates import canonical_json, fingerprint_of, fingerprint_settings
@@ -26,9 +26,6 @@ from trustmh.run.config import RunSpec
 from trustmh.stats.classification import wilson_interval
 from trustmh.stats.paired_effect import paired_label_difference, paired_score_difference
 
-# The largest effect a probe tolerates (docs/judge-probes.md#tolerances): 10 points of the rate of a label, a
-# tenth of the scale's range for a score, a tenth of the items changing class for a categorical label.
-TOLERANCE = 0.10
 PASS, FAIL, INCONCLUSIVE, INVALID = "pass", "fail", "inconclusive", "invalid"
 DETECTED, NOT_DETECTED = "detected", "not detected"
 # `trustmh judge probe`'s exit: pass 0, a bias found 1, inconclusive or invalid 3 (2 is a usage or data error)

@@ -37,6 +37,10 @@ OTHER_FAMILIES = ("mistral", "qwen")
 
 BIAS, NULL, MATERIAL = "bias", "null", "material"
 
+# The largest effect a probe tolerates (docs/judge-probes.md#tolerances): 10 points of the rate of a label, a
+# tenth of the scale's range for a score, a tenth of the items changing class for a categorical label.
+TOLERANCE = 0.10
+
 
 @dataclass(frozen=True)
 class Variant:

@@ -206,6 +206,9 @@ def _conversation_scale(cls: Any, values: Sequence[float]) -> list[float]:
 
 def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
                   oversample: bool = False, out: Path | None = None, raters: int = 2) -> Path:
+    if out is not None and not out.parent.is_dir():  # refused before anything is written, never created
+        raise TrustmhError(f"--out {out}: the folder {out.parent} does not exist; create it, or choose a page "
+                           "in a folder that exists")
     results, items = judged_items(run_dir, subtasks)
     sample = draw_sample(items, n, seed, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
@@ -283,7 +286,7 @@ def adjudicate_review(run_dir: Path, label_paths: Sequence[Path], *, out: Path |
     different labels get a third rater in `sample.json` (a team member not yet on them, else one more slot)
     and a page of those conversations only; returns (the page, how many)."""
     sample_path = _sample_path(run_dir)
-    with locked(run_dir):
+    with locked(run_dir, named="run directory"):  # `review adjudicate` takes it as an argument, not --out
         manifest = read_review_sample(sample_path)
         if not manifest.get("raters"):
             raise TrustmhError(f"{sample_path}: not a conversation review (no raters assigned): nothing to adjudicate")
@@ -314,7 +317,7 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     """Read the labels, measure the judge, write the certificates, results.json's `judge_corrected` and
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
-    with locked(run_dir):
+    with locked(run_dir, named="run directory"):  # `review import` takes it as an argument, not --out
         manifest = read_review_sample(_sample_path(run_dir))
         sample = {s["key"]: s for s in manifest["items"]}
         turns: dict[str, dict[str, Any]] = {}

@@ -1,4 +1,4 @@
-"""The `trustmh` command line (parser and dispatch; each command lives in its own module)."""
+"""The `trustmh` command line: every command and its options (each command's work lives in its own module)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from trustmh import exit_codes
-from trustmh.cli.args import MAX_LIMIT, add_batch_arguments, at_least, model_name
+from trustmh.cli.rescore_args import add_rescore_command
 from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
-from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.core import TrustmhError
 from trustmh.run.secrets import console_redacted, redact, secret_values
 from trustmh.storage import cli_path
 
@@ -41,30 +41,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_run_commands(sub)
 
     rep = sub.add_parser("report", help="comparison report (leaderboard) across run directories")
-    rep.add_argument("dirs", nargs="+", type=cli_path, help="run directories (paths or URLs)")
-    rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"),
-                     help="the page (a path or a URL); its .json and .csv exports are written beside it")
+    rep.add_argument("dirs", nargs="+", type=cli_path, metavar="RUN_DIR", help="run directories (paths or URLs)")
+    rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"), metavar="FILE",
+                     help="the page (a path or a URL; default trustmh-comparison.html); its .json and .csv "
+                     "exports are written beside it")
     rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
                      "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
 
-    res = sub.add_parser("rescore", help="score outputs produced elsewhere with trustmh's scorers")
-    res.add_argument("--format", dest="fmt", required=True, choices=["trustmh-original", "mentalbench", "crisis-original",
-                                                                          "mindeval", "moore-interjections", "siri2", "moore-stigma"])
-    res.add_argument("--from", dest="source", required=True, type=Path)
-    res.add_argument("--out", required=True, type=Path)
-    res.add_argument("--mode", choices=["faithful", "default"], default="faithful")
-    res.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    res.add_argument("--judge", action="append", default=[], type=model_name("--judge"), help="judge model(s): the MentalBench judges, or trustmh's crisis-escalation judge re-judging the "
-                     "crisis study's human-rated answers (crisis-original)")
-    res.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT))
-    add_batch_arguments(res, conversations=False)
+    add_rescore_command(sub)
 
     gate = sub.add_parser("gate", help="release gate: pass / fail / insufficient evidence against a policy "
                           "(exit 0 / 1 / 3; 2: could not run)",
                           epilog=gate_epilog() if command == "gate" else None,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    gate.add_argument("run_dir", type=cli_path, help="a run directory (a path or a URL) or its results.json")
-    gate.add_argument("--policy", type=Path, help="policy file (TOML) or a shipped policy's or pack's name (listed "
+    gate.add_argument("run_dir", type=cli_path, metavar="RUN_DIR", help="a run directory (a path or a URL) or its results.json")
+    gate.add_argument("--policy", type=Path, metavar="NAME|FILE", help="policy file (TOML) or a shipped policy's or pack's name (listed "
                       "below and by `trustmh list`); default: trustmh's documented starting point, not clinical "
                       "advice")
     gate.add_argument("--certificates", type=Path, metavar="DIR",
@@ -73,8 +64,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     comp = sub.add_parser("compare", help="two runs' figures, with the judge's drift on the anchor items apart "
                           "from the model's change (docs/judge-probes.md#compare)")
-    comp.add_argument("run_a", type=cli_path, help="the earlier run directory (a path or a URL)")
-    comp.add_argument("run_b", type=cli_path, help="the later run directory")
+    comp.add_argument("run_a", type=cli_path, metavar="EARLIER_RUN", help="the earlier run directory (a path or a URL)")
+    comp.add_argument("run_b", type=cli_path, metavar="LATER_RUN", help="the later run directory")
 
     sub.add_parser("align", help="judge-versus-human reliability (see `trustmh align --help`)", add_help=False)
     sub.add_parser("judge", help="judge certificates: judge certify (see `trustmh judge --help`)", add_help=False)
@@ -140,6 +131,13 @@ def _main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001  an unexpected failure: one line, the traceback under --debug
         if debug:
             traceback.print_exc()
+        # imported on an error only, not at start-up: Inspect's own errors for the user (a missing API key)
+        from trustmh.inspect_compat import inspect_error_line
+
+        plain = inspect_error_line(exc)
+        if plain is not None:  # Inspect's message for the user, its console markup taken out: one plain line
+            print(f"trustmh: error: {redact(plain, secret_values())}", file=sys.stderr)
+            return exit_codes.COULD_NOT_RUN
         print(f"trustmh: error: {type(exc).__name__}: {redact(str(exc), secret_values())} (run again with "
               "--debug for the traceback)", file=sys.stderr)
         return exit_codes.COULD_NOT_RUN

@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", metavar="FILE", help="tidy long table (CSV or Parquet) of human ratings")
     p.add_argument("--judge", metavar="FILE", action="append", default=[],
                    help="tidy long table of one judge's ratings (repeatable)")
-    p.add_argument("--mode", choices=("faithful", "default"), default="faithful")
+    p.add_argument("--mode", choices=("faithful", "default"), default="faithful",
+                   help="faithful: the authors' analysis (default); default: trustmh's cleaned one "
+                   "(docs/align.md#default-mode)")
     p.add_argument("--seed", type=at_least(0, "--seed"), default=42, help="bootstrap seed (default 42)")
     p.add_argument("--out", metavar="FILE.json", help="write FILE.json, FILE.csv and FILE.html")
     p.add_argument("--html", metavar="FILE", help="HTML page path (default: FILE.html beside --out)")
@@ -45,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-self-exclusion", action="store_true",
                    help="default mode: let judges rate their own family's replies (docs/align.md#default-mode)")
     p.add_argument("--strict-scores", action="store_true",
-                   help="default mode: the authors' strict parse, human 0/6 kept (docs/align.md#default-mode: valid_only off)")
+                   help="default mode: the authors' strict parse, human ratings of 0 and 6 kept "
+                   "(docs/align.md#default-mode)")
     p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     return p
 

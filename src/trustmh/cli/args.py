@@ -113,15 +113,21 @@ def correlation(value: str) -> float:
     return number
 
 
-def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True) -> None:
-    """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`)."""
+# What `--batch` sends in a run: every call that can wait for a batch
+RUN_BATCH_CALLS = "every judge call and the model under test's single-turn replies"
+
+
+def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True,
+                        calls: str = RUN_BATCH_CALLS) -> None:
+    """--batch [N], --batch-conversations and --no-prompt-cache (`run`, `plan`, `judge certify`, `rescore`);
+    `calls` says which of the command's calls a batch takes."""
     p.add_argument("--batch", nargs="?", const=0, default=None, type=at_least(1, "--batch", MAX_BATCH_SIZE),
                    metavar="N",
                    help=f"send the calls that can wait through the providers' batch APIs ({', '.join(batch_labels())}"
-                   ": about half price; other providers run live, and the run says which): "
-                   "every judge call and the model under test's single-turn replies. N: requests per batch "
-                   f"(default Inspect's 100, at most {MAX_BATCH_SIZE:,}, OpenAI's limit). A batch can take up to "
-                   "24 hours; a killed run started again collects its batches instead of paying again (docs/cost.md#batch)")
+                   f": about half price; other providers run live, and the command says which): {calls}. "
+                   f"N: requests per batch (default Inspect's 100, at most {MAX_BATCH_SIZE:,}, OpenAI's limit). A "
+                   "batch can take up to 24 hours; a killed command started again collects its batches instead "
+                   "of paying again (docs/cost.md#batch)")
     if conversations:
         p.add_argument("--batch-conversations", action="store_true",
                        help="with --batch, batch the turns of multi-turn conversations too (model under test and "

@@ -37,15 +37,15 @@ class _Parser(argparse.ArgumentParser):
 
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="trustmh data", description="Registered datasets: list, download, verify.")
-    p.add_argument("--data-dir", help="overrides $TRUSTMH_DATA_DIR for this command")
-    p.add_argument("--cache-dir", help="overrides $TRUSTMH_CACHE_DIR for this command")
+    p.add_argument("--data-dir", metavar="DIR", help="overrides $TRUSTMH_DATA_DIR for this command")
+    p.add_argument("--cache-dir", metavar="DIR", help="overrides $TRUSTMH_CACHE_DIR for this command")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
     sub.add_parser("list", help="list the registered datasets and where their files are")
     f = sub.add_parser("fetch", help="download missing files of the named datasets into the cache")
-    f.add_argument("names", nargs="*", metavar="NAME")
+    f.add_argument("names", nargs="*", metavar="NAME", help="registered datasets (`trustmh data list`)")
     f.add_argument("--all", action="store_true", help="every registered dataset (gated ones are explained)")
     v = sub.add_parser("verify", help="recompute sha256 of every local file and compare with the registry")
-    v.add_argument("names", nargs="*", metavar="NAME")
+    v.add_argument("names", nargs="*", metavar="NAME", help="registered datasets (default: every one)")
     v.add_argument("-v", "--verbose", action="store_true", help="print a line for every file checked")
     return p
 

@@ -15,13 +15,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trustmh import exit_codes
-from trustmh.catalogue import lookup
-from trustmh.certify.measure import certification_spec, certify
-from trustmh.certify.probe import PROBE_EXIT, TOLERANCE, probe_line, run_probe
-from trustmh.certify.registry import find_reference, reference_run, reference_sources
-from trustmh.certify.review import adjudicate_review, export_review, import_review
+from trustmh.certify.probe_battery import TOLERANCE
+from trustmh.certify.registry import reference_sources
 from trustmh.cli.args import (
     MAX_LIMIT,
     MAX_N_BOOT,
@@ -33,19 +31,13 @@ from trustmh.cli.args import (
     model_name,
 )
 from trustmh.core import SEED_MAX, TrustmhError
+from trustmh.data.publisher import supplied_by
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.judges.certificates import (
-    REPLY,
-    certificates_dir,
-    certifies_unit,
-    parse_thresholds,
-    single_reply_line,
-    threshold_gaps,
-)
-from trustmh.judges.reference_quality import CERTIFIED
-from trustmh.judges.references import ReferenceRequest, ReferenceSource
-from trustmh.run.calls import bounded_judge
-from trustmh.run.config import RunSpec
+from trustmh.flag_values import FlagValue
+
+if TYPE_CHECKING:
+    from trustmh.judges.references import ReferenceRequest, ReferenceSource
+    from trustmh.run.config import RunSpec
 
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
@@ -57,66 +49,92 @@ def _judged_reference_args(c: argparse.ArgumentParser) -> None:
     """What `judge certify` and `judge probe` share: the judge, the reference items, the run's bounds."""
     c.add_argument("--judge", action="append", required=True, metavar="MODEL", type=model_name("--judge"),
                    help="judge model (repeat for an ensemble, as in `trustmh run`)")
-    c.add_argument("--reference", required=True, metavar="NAME|PATH",
-                   help=", ".join(f"{name} ({source.help})" for name, source in reference_sources().items()
-                                  if source.subtask) + ", or a tidy CSV (docs/judges.md#reference-csv)")
+    c.add_argument("--reference", required=True, metavar="NAME|FILE.csv",
+                   help="a reference named below, or your own tidy CSV of human labels "
+                   "(docs/judges.md#reference-csv)")
     c.add_argument("--reference-path", metavar="PATH",
-                   help="where the named reference's files are (see --reference; else the data registry's copy)")
+                   help="where the named reference's files are (each reference below says what; default: "
+                   "the copy in $TRUSTMH_PUBLISHERS_DIR or $TRUSTMH_DATA_DIR, else a download)")
     c.add_argument("--subtask", metavar="ID", help="the judged sub-task (required with a CSV)")
     c.add_argument("--judge-key", metavar="KEY", help="CSV: the score field holding the judge's label")
     c.add_argument("--label-type", choices=("binary", "ordinal", "categorical"),
                    help="CSV: the labels' type (required: declared, never guessed from the labels; a label that "
                    "does not fit it is refused, naming file, row and column)")
-    c.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    c.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
-    c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
+    _seed_args(c)
+    c.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT), metavar="N",
                    help="judge at most N reference items (stratified, seeded)")
     c.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="sub-task / judge options, as in `trustmh run` (e.g. ensemble=median)")
-    add_batch_arguments(c, conversations=False)
+    add_batch_arguments(c, conversations=False, calls="the judge's calls (the reference's replies are "
+                        "fixed: no model is run but the judge)")
     c.add_argument("--work", metavar="DIR", help="where the judge's Inspect logs go (resume: same DIR; "
                    "default: <certificates>/work/<reference>)")
-    c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120)
-    c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
+    c.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, metavar="SECONDS",
+                   help="seconds per judge request (default 120)")
+    c.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3, metavar="N",
+                   help="retries of a failed judge request (default 3)")
     _certs_arg(c)
+
+
+def _seed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0, metavar="N",
+                   help="seed of the sampled items and the bootstrap intervals (default 0)")
+    p.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000, metavar="N",
+                   help="bootstrap replicates for the intervals (default 2000)")
+
+
+def references_help() -> str:
+    """The references `--reference NAME` takes, one a line with what `--reference-path` names for it."""
+    rows = [f"  {name:<20} {source.help}" for name, source in reference_sources().items() if source.subtask]
+    return "references (--reference NAME):\n" + "\n".join(rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trustmh", description="judge certificates and human review (docs/judges.md)")
     top = p.add_subparsers(dest="group", required=True)
-    judge = top.add_parser("judge", help="judge certificates").add_subparsers(dest="action", required=True)
+    judge = top.add_parser("judge", help="judge certificates", description="Measure an LLM judge against "
+                           "people's labels before trusting its scores (docs/judges.md).").add_subparsers(
+        dest="action", required=True)
     c = judge.add_parser("certify", help="measure a judge against a human-labelled reference set",
-                         epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                         description="Measure a judge against a reference set labelled by people, and write a "
+                         "certificate that `trustmh run`, `report` and `gate` read (docs/judges.md#certify).",
+                         epilog=references_help() + "\n\n" + exit_codes.help_text(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(c)
     c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
     pr = judge.add_parser("probe", help="bias battery: does the judge follow length, order, authority, a user's "
-                          "certainty or its own family? (docs/judge-probes.md)")
+                          "certainty or its own family? (docs/judge-probes.md)", epilog=references_help(),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(pr)
-    pr.add_argument("--tolerance", type=float, default=TOLERANCE,
+    pr.add_argument("--tolerance", type=float, default=TOLERANCE, metavar="EFFECT",
                     help=f"largest tolerated effect of a probe (default {TOLERANCE:g}; docs/judge-probes.md#tolerances)")
-    review = top.add_parser("review", help="human review of a run's judged items").add_subparsers(
-        dest="action", required=True)
+    review = top.add_parser("review", help="human review of a run's judged items", description="Your own "
+                            "people label a sample of a run's judged items; their labels measure the run's judge "
+                            "(docs/judges.md#review).").add_subparsers(dest="action", required=True)
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
-    e.add_argument("run_dir")
-    e.add_argument("--subtasks", "--subtask", help="comma-separated sub-task ids (default: every judged sub-task)")
+    e.add_argument("run_dir", metavar="RUN_DIR", help="the run directory whose judged items are sampled")
+    e.add_argument("--subtasks", "--subtask", metavar="LIST", help="comma-separated sub-task ids (default: every judged sub-task)")
     e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), required=True, help="items to sample")
-    e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True)
+    e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True, metavar="N",
+                   help="seed of the sample (stated, so that the sample can be drawn again)")
     e.add_argument("--oversample-disagreements", action="store_true",
                    help="draw items where ensemble members, or the rule and the judge, disagree at twice the rate")
-    e.add_argument("--raters", type=at_least(2, "--raters", 26), default=2,
+    e.add_argument("--raters", type=at_least(2, "--raters", 26), default=2, metavar="N",
                    help="conversation sub-tasks: the team's size; each conversation goes to two of them (default 2)")
     e.add_argument("--out", metavar="FILE", help="the labelling page (default: RUN_DIR/review/review.html)")
     a = review.add_parser("adjudicate", help="conversations whose two raters disagree: a third rater's page")
-    a.add_argument("run_dir")
-    a.add_argument("labels", nargs="+")
+    a.add_argument("run_dir", metavar="RUN_DIR", help="the run directory the labels were exported from")
+    a.add_argument("labels", nargs="+", metavar="LABELS.csv", help="the two raters' labels saved from the "
+                   "review page")
     a.add_argument("--out", metavar="FILE", help="the third rater's page (default: RUN_DIR/review/adjudicate.html)")
     i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
-    i.add_argument("run_dir")
-    i.add_argument("labels", nargs="+")
-    i.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    i.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000)
-    i.add_argument("--threshold", action="append", metavar="METRIC=VALUE")
+    i.add_argument("run_dir", metavar="RUN_DIR", help="the run directory the labels were exported from")
+    i.add_argument("labels", nargs="+", metavar="LABELS.csv", help="the labels saved from the review page "
+                   "(several files: several people)")
+    _seed_args(i)
+    i.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
+                   help="override a threshold (docs/judges.md#thresholds); repeatable")
     _certs_arg(i)
     return p
 
@@ -133,8 +151,15 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, ReferenceRequest, RunSpec]:
     """The reference the command names and the run that judges it (`judge certify`, `judge probe`)."""
+    # imported when the command runs, not at start-up: they load Inspect and scipy (`--help` stays fast)
+    from trustmh.certify.measure import certification_spec
+    from trustmh.certify.registry import find_reference, reference_run
+    from trustmh.judges.references import ReferenceRequest
+
+    # the path remembers its flag: a reader's message about it names `--reference-path`
+    path = FlagValue(args.reference_path, "--reference-path") if args.reference_path else None
     source, request = find_reference(args.reference, ReferenceRequest(
-        path=args.reference_path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
+        path=path, subtask=args.subtask, label_type=args.label_type, judge_key=args.judge_key))
     spec = certification_spec(args.judge, reference_run(source, request), seed=args.seed,
                               options=_options(args.option), limit=args.limit, n_boot=args.n_boot,
                               timeout=args.timeout, max_retries=args.max_retries, batch=args.batch,
@@ -143,6 +168,10 @@ def _reference_spec(args: argparse.Namespace) -> tuple[ReferenceSource, Referenc
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.probe import PROBE_EXIT, probe_line, run_probe
+    from trustmh.judges.certificates import certificates_dir
+
     source, request, spec = _reference_spec(args)
     if source.load is None:
         raise TrustmhError(f"--reference {source.name}: measured its own way, with no stored replies to vary; "
@@ -162,6 +191,19 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.catalogue import lookup
+    from trustmh.certify.measure import certify
+    from trustmh.judges.certificates import (
+        REPLY,
+        certificates_dir,
+        certifies_unit,
+        parse_thresholds,
+        single_reply_line,
+        threshold_gaps,
+    )
+    from trustmh.run.calls import bounded_judge  # (on use, not at start-up, as above)
+
     source, request, spec = _reference_spec(args)
     ctx = spec.context()
     certs = certificates_dir(args.certificates)
@@ -207,6 +249,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.review import export_review
+
     subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
     out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
                         oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None,
@@ -216,6 +261,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_adjudicate(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.review import adjudicate_review
+
     out, n = adjudicate_review(Path(args.run_dir), [Path(p) for p in args.labels],
                                out=Path(args.out) if args.out else None)
     print(f"{n} conversation(s) where the two raters disagree, for a third rater: {out}")
@@ -223,6 +271,11 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`--help` stays fast)
+    from trustmh.certify.review import import_review
+    from trustmh.judges.certificates import certificates_dir
+    from trustmh.judges.reference_quality import CERTIFIED
+
     summary = import_review(Path(args.run_dir), [Path(p) for p in args.labels], seed=args.seed, n_boot=args.n_boot,
                             certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
     json.dump(summary, sys.stdout, indent=2)
@@ -237,5 +290,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.group == "judge":
-        return cmd_probe(args) if args.action == "probe" else cmd_certify(args)
+        command = cmd_probe if args.action == "probe" else cmd_certify
+        if Path(args.reference).is_file():  # a CSV: the sub-task's own options name its files
+            return command(args)
+        with supplied_by("--reference-path DIR"):  # a named reference: its publisher's repository
+            return command(args)
     return {"export": cmd_export, "adjudicate": cmd_adjudicate, "import": cmd_import}[args.action](args)

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
-from trustmh.core import Mode, Record, SubtaskResult, TrustmhError, run_context
+from trustmh.core import Mode, Record, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
 from trustmh.inspect_compat import provider_discounts
-from trustmh.models.batch import mode_from_args
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.moore_rescore import rescore_moore
@@ -27,6 +26,8 @@ from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
 from trustmh.run.calls import bounded_judge
 from trustmh.run.config import check_model_name
+from trustmh.run.direct import direct_spec
+from trustmh.run.parts import Execution
 from trustmh.storage import write_text_atomic
 
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
@@ -34,7 +35,9 @@ ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-B
 
 
 def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
-            judges: list[str] | None = None, limit: int | None = None) -> int:
+            judges: list[str] | None = None, limit: int | None = None, execution: Execution | None = None) -> int:
+    """`execution`: how MentalBench's judges are called (`--batch`, `--no-prompt-cache`; the run's Inspect call
+    applies them); the other formats are wrapped in `provider_discounts` by `cmd_rescore`."""
     if fmt == "crisis-original":
         return _rescore_crisis(source, out, seed=seed, judges=judges or [])
     if fmt in ("siri2", "moore-stigma"):
@@ -62,13 +65,14 @@ def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed:
         return rescore_trustmh_original(source, out, mode=mode, seed=seed)
     if fmt == "mentalbench":
 
-        return rescore_mentalbench(source, out, mode=mode, seed=seed, judges=judges or [], limit=limit)
+        return rescore_mentalbench(source, out, mode=mode, seed=seed, judges=judges or [], limit=limit,
+                                   execution=execution)
     raise TrustmhError(f"unknown rescore format {fmt!r}")
 
 
 def rescore_trustmh_original(source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0) -> int:
     """Released Ethics (12 models) and Privacy (6 models) outputs → `out/<model>/results.json` each."""
-    ctx = run_context(mode=mode, seed=seed, suite="trustmh-original-released")
+    ctx = direct_spec(mode=mode, seed=seed, suite="trustmh-original-released").context()
     per_model: dict[str, dict[str, tuple[SubtaskResult, list[Record]]]] = {}
     found = []
     ethics_dir = source / "TrustMH_Bench" / "DimGroup2" / "Ethics" / "outputs"
@@ -115,19 +119,23 @@ def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) ->
     judge = None
     if judges:
         check_model_name(judges[0], "--judge")
-        judge = bounded_judge(run_context(seed=seed, judges=[judges[0]]))
+        judge = bounded_judge(direct_spec(seed=seed, judges=[judges[0]]).context())
     return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
 
 
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    mode = mode_from_args(args, args.out)
-    if mode is not None and (args.fmt != "mentalbench" or not args.judge):
+    batch = args.batch
+    if batch is not None and (args.fmt != "mentalbench" or not args.judge):
         # the other formats ask their judge one request at a time: a batch per request would take hours each
         print(f"trustmh: --batch applies to `rescore --format mentalbench` with a --judge; {args.fmt} runs live",
               file=sys.stderr)
-        mode = None
-    with provider_discounts(mode, prompt_cache=not args.no_prompt_cache):
+        batch = None
+    execution = Execution(batch=batch, prompt_cache=not args.no_prompt_cache)
+    if args.fmt == "mentalbench":  # through the run's one Inspect call, which applies `execution` itself
+        return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
+                       limit=args.limit, execution=execution)
+    with provider_discounts(None, prompt_cache=execution.prompt_cache):
         return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
                        limit=args.limit)

@@ -19,20 +19,28 @@ rating belongs to another conversation (docs/align.md#data-quality).
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trustmh.catalogue import get_subtask
-from trustmh.core import Mode, TrustmhError, run_context
+from trustmh.core import Mode, TrustmhError
 from trustmh.data import resolve
+from trustmh.digest import sha256_bytes, sha256_file
 from trustmh.judges.ensemble import ensemble_option
 from trustmh.pillars.mentalbench.data import find_data_file
 from trustmh.pillars.mentalbench.export import HUMAN_LONG, export_long_table, human_long_table
 from trustmh.report import run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.run.collect import records_from_log
+from trustmh.run.config import run_manifest
+from trustmh.run.direct import direct_spec
 from trustmh.run.finalize import aggregate
+from trustmh.run.inspect_eval import evaluate
+from trustmh.run.parts import Execution
+from trustmh.run.select import RunPlan
 from trustmh.run.tasks import build_task
 
 SUBTASK_ID = "mentalbench/generation"
@@ -79,13 +87,11 @@ def _mentalalign_dir(options: dict[str, Any]) -> Path | None:
 
 def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judges: list[Any],
                         limit: int | None, options: dict[str, Any] | None = None, n_boot: int = 2000,
-                        display: str | None = None) -> int:
+                        display: str | None = None, execution: Execution | None = None) -> int:
     """Judge the published responses in `source` (a MentalBench CSV/Parquet/JSON(L) file, a folder holding
     one, or a Hugging Face export folder) with `judges` (model strings; the first may also be an Inspect
-    `Model`). Returns 0, or 1 when some samples errored (see results.json `errors`)."""
-    from inspect_ai import eval as inspect_eval
-
-
+    `Model`). `execution`: how the judges are called (`--batch`…; `display` overrides its display). Returns 0,
+    or 1 when some samples errored (see results.json `errors`)."""
     if not judges:
         raise TrustmhError("rescore --format mentalbench: name at least one judge (--judge MODEL)")
     if limit is not None and limit < 1:
@@ -95,15 +101,20 @@ def rescore_mentalbench(source: Path, out: Path, *, mode: Mode, seed: int, judge
     opts: dict[str, Any] = {"mentalbench_path": str(path), "rescore": "1", "selection": "head", **(options or {})}
     if len(judges) > 1 and not all(isinstance(j, str) for j in judges):
         raise TrustmhError("an ensemble of judges must be given as model strings")
-    ctx = run_context(mode=mode, seed=seed, suite="mentalbench", limit=limit, judges=labels, options=opts,
-                      n_boot=n_boot, model=f"published:{path.name}", ensemble=ensemble_option(opts))
+    execution = replace(execution or Execution(), **({"display": display} if display else {}))
+    spec = direct_spec(mode=mode, seed=seed, suite="mentalbench", limit=limit, subtasks=[SUBTASK_ID], judges=judges,
+                       options=opts, n_boot=n_boot, model=f"published:{path.name}", model_target=_replay_model(),
+                       ensemble=ensemble_option(opts), execution=execution)
+    ctx = spec.context()
     subtask = get_subtask(SUBTASK_ID)
     task = build_task(SUBTASK_ID, ctx)
     _log(f"rescoring published MentalBench responses from {path} with judge(s) {', '.join(labels)} "
          f"(mode={mode}, limit={limit})")
-    logs = inspect_eval(task, model=_replay_model(), model_roles={"grader": judges[0]},
-                        log_dir=str(Path(out) / "logs"), display=display,  # type: ignore[arg-type]
-                        fail_on_error=False)
+    # one eval set per configuration (settings, versions, the file's content): the same rescore run again continues
+    # its own; another (a new --limit, judge or file) never reads its logs as its own
+    config = json.dumps([run_manifest(spec), sha256_file(path) if path.is_file() else str(path)], sort_keys=True)
+    logs = evaluate(RunPlan(spec=spec, ctx=ctx, tasks=[task], subtasks={SUBTASK_ID: subtask}), Path(out),
+                    log_dir=Path(out) / "logs" / sha256_bytes(config.encode("utf-8"))[:16])
     errors: list[str] = []
     records = []
     for log in logs:

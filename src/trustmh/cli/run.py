@@ -32,6 +32,7 @@ from trustmh.cli.args import (
     shard_arg,
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
+from trustmh.flag_values import FlagValue
 from trustmh.run.budget import BUDGET_EXIT
 from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
@@ -45,16 +46,18 @@ SUITES = {
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """The arguments of `trustmh run`, shared by `trustmh plan`."""
-    run.add_argument("--model", type=model_name("--model"), help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
+    run.add_argument("--model", type=model_name("--model"), metavar="MODEL", help="any Inspect model, e.g. openai/gpt-4o-mini, ollama/llama3.1, "
                      "openai-api/<name>/<model>; default: the bundled gguf/smollm2")
     run.add_argument("--endpoint", type=Path, metavar="FILE",
                      help="with --model http/<name>: the product's own chat API, described in one TOML file "
                      "(URL, headers, body template, reply path, sessions; see docs/products.md)")
     run.add_argument("--suite", choices=sorted(SUITES), help="default: starter for the bundled model, "
                      "else trustmh")
-    run.add_argument("--pillars", type=csv_list, help="comma-separated pillars")
-    run.add_argument("--subtasks", type=csv_list, help="comma-separated sub-task ids or task names")
-    run.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT),
+    run.add_argument("--pillars", type=csv_list, metavar="LIST",
+                     help="comma-separated pillars, e.g. crisis,privacy (`trustmh list` names them)")
+    run.add_argument("--subtasks", type=csv_list, metavar="LIST",
+                     help="comma-separated sub-task ids or task names, e.g. crisis/interjections (`trustmh list`)")
+    run.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT), metavar="N",
                      help="items per sub-task (faithful: the first N; default: a seeded stratified sample). "
                      "Samples can be more: fairness asks each context in 17 identity variants, privacy "
                      "awareness draws several samples per item, robustness asks each item at each "
@@ -63,10 +66,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      help=f"repeated administrations, 1 to {EPOCHS_MAX}: every item of the sub-tasks that repeat "
                      "their items (clinical/siri2, crisis/interjections) is asked N times; their intervals then "
                      "cover the repeats too (default 1)")
-    run.add_argument("--judge", action="append", default=[], type=model_name("--judge"),
+    run.add_argument("--judge", action="append", default=[], type=model_name("--judge"), metavar="MODEL",
                      help="judge model (Inspect `grader` role; temperature 0, seeded); repeat for an "
                      "ensemble (-O ensemble=vote|median|mean, -O min_valid=N)")
-    run.add_argument("--patient", type=model_name("--patient"), help="simulated patient's model for conversation/simulated_patient (Inspect "
+    run.add_argument("--patient", type=model_name("--patient"), metavar="MODEL[,MODEL...]", help="simulated patient's model for conversation/simulated_patient (Inspect "
                      "`patient` role); a comma-separated list is an ensemble, each model playing every n-th "
                      "profile (use several families); default: the run's judge, else the bundled gguf/smollm2")
     run.add_argument("--judge-validated", action="store_true",
@@ -74,18 +77,24 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--certificates", metavar="DIR", help="judge certificates directory for the report's Judges "
                      "section (docs/judges.md#certificates)")
     run.add_argument("--no-judge", action="store_true", help="never call a judge (rule fallbacks only)")
-    run.add_argument("--mode", choices=["default", "faithful"], default="default")
-    run.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0)
-    run.add_argument("--out", type=cli_path, default=Path("trustmh-out"),
+    run.add_argument("--mode", choices=["default", "faithful"], default="default",
+                     help="faithful: each benchmark's published protocol, to compare with published figures; default: "
+                     "trustmh's corrected one (docs/pillars/index.md#modes)")
+    run.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), default=0, metavar="N",
+                     help="the seed of sampling, decoding, judges and every bootstrap (default 0)")
+    run.add_argument("--out", type=cli_path, default=Path("trustmh-out"), metavar="DIR",
                      help="the run directory: a local path or an fsspec URL such as s3://bucket/run (Inspect "
                      "writes its logs there; for a URL the response cache stays on this machine: "
                      "$TRUSTMH_CACHE_DIR/responses if set, else ~/.cache/trustmh/url-runs/; default: "
                      "trustmh-out)")
-    run.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3)
-    run.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, help="seconds per model request")
-    run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS))
+    run.add_argument("--max-retries", type=at_least(0, "--max-retries", MAX_RETRIES), default=3, metavar="N",
+                     help="retries of a failed model request (default 3)")
+    run.add_argument("--timeout", type=at_least(1, "--timeout", MAX_TIMEOUT), default=120, metavar="SECONDS",
+                     help="seconds per model request (default 120)")
+    run.add_argument("--max-connections", type=at_least(1, "--max-connections", MAX_CONNECTIONS), metavar="N",
+                     help="connections per model at once (default 10)")
     run.add_argument("--display", choices=["full", "conversation", "rich", "plain", "log", "none"],
-                     help="Inspect progress display (default: Inspect's choice)")
+                     help="Inspect's own progress display (default: off, with trustmh's one-line progress)")
     run.add_argument("--overwrite", action="store_true",
                      help="replace a run of another configuration in --out (default: refuse; the same "
                      "configuration continues where it stopped)")
@@ -118,7 +127,8 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--endpoint-moved", type=moved_url, action="append", default=[], metavar="OLD_URL=NEW_URL",
                      help="the same model, unchanged, now answers at NEW_URL: its replies cached at OLD_URL "
                      "are reused (the response cache is keyed by the endpoint's URL; docs/long-runs.md)")
-    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000, help="bootstrap replicates for intervals")
+    run.add_argument("--n-boot", type=at_least(MIN_N_BOOT, "--n-boot", MAX_N_BOOT), default=2000, metavar="N",
+                     help="bootstrap replicates for intervals (default 2000)")
     run.add_argument("--rubric", choices=["trustmh", "upstream"],
                      help="crisis escalation rubric: ours (default) or the study's protocol.csv (same as "
                      "-O rubric=…)")
@@ -159,6 +169,9 @@ def add_run_commands(sub: Any) -> None:
     run = sub.add_parser("run", help="evaluate a model (default: the bundled model on the starter suite)",
                          epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
+                     "instead of trustmh's one-line progress")
     add_price_arguments(run)
     add_budget_arguments(run)
     add_batch_arguments(run)
@@ -187,7 +200,7 @@ def add_run_commands(sub: Any) -> None:
                      help="a finished run whose per-item variance the power figures use (else --rate)")
     pln.add_argument("--rate", type=rate, metavar="P", help="the rate assumed for interval widths and power "
                      "when there is no pilot (default: a check's own limit, else 0.5)")
-    pln.add_argument("--policy", type=Path, help="gate policy whose checks are looked at (default: trustmh's)")
+    pln.add_argument("--policy", type=Path, metavar="NAME|FILE", help="gate policy or pack whose checks are looked at (default: trustmh's)")
     pln.add_argument("--icc", type=correlation, default=ASSUMED_ICC, metavar="R",
                      help="within-stimulus correlation assumed for the conversation checks' effective n "
                      f"(default {ASSUMED_ICC}; docs/statistics.md#clustered-intervals)")
@@ -195,8 +208,8 @@ def add_run_commands(sub: Any) -> None:
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
 
-    mrg.add_argument("dirs", nargs="+", type=cli_path, help="shard run directories (paths or URLs)")
-    mrg.add_argument("--out", type=cli_path, required=True, help="merged run directory (a path or a URL)")
+    mrg.add_argument("dirs", nargs="+", type=cli_path, metavar="SHARD_DIR", help="shard run directories (paths or URLs)")
+    mrg.add_argument("--out", type=cli_path, required=True, metavar="DIR", help="merged run directory (a path or a URL)")
 
 
 def run_options(args: argparse.Namespace) -> Any:
@@ -214,9 +227,11 @@ def run_options(args: argparse.Namespace) -> Any:
                        ("full", "1" if args.full else None)):
         if value is None:
             continue
+        flag = f"--{key.replace('_', '-')}"
+        typed = FlagValue(value, flag, typed=flag if key == "full" else None)  # a message names the flag
         if key in options and str(options[key]) != str(value):
-            raise TrustmhError(f"--{key.replace('_', '-')} {value} conflicts with -O {key}={options[key]}")
-        options[key] = str(value)
+            raise TrustmhError(f"{typed.typed} conflicts with -O {key}={options[key]}")
+        options[key] = typed
     # the parts' settings (`run/parts.py`) by their names; an argument `plan` lacks keeps the part's default
     settings = {name: getattr(args, name) for name in setting_names() if hasattr(args, name)}
     settings.update(cache=not args.no_cache, cache_moved={new: old for old, new in args.endpoint_moved},
@@ -245,14 +260,35 @@ def cmd_run(args: argparse.Namespace) -> int:
             use_endpoint(args.model, args.endpoint)  # a bad file fails here, before any shard starts
         if args.budget is not None:
             raise TrustmhError("--budget applies to a single-process run, not to --workers shards")
-        return run_workers(args)
-    _, code = run(opts)
+        code = run_workers(args)
+    else:
+        _, code = run(opts)
+    if code in (exit_codes.PASS, exit_codes.INCOMPLETE):
+        for line in next_steps(args.out, demo=args.model is None, shard=args.shard):
+            print(f"trustmh: {line}", file=sys.stderr)
     if code == BUDGET_EXIT:
         print(f"trustmh: stopped at the budget (exit {BUDGET_EXIT}); the same command with a higher --budget "
               "continues", file=sys.stderr)
     elif code:
         print(f"trustmh: some tasks errored; see results.json 'errors' (exit {code})", file=sys.stderr)
     return code
+
+
+# The README's next step after the demo: price a run of one's own model before any call.
+PLAN_YOUR_MODEL = ("trustmh plan --model openai/gpt-4o-mini --judge anthropic/claude-sonnet-4-5 --batch "
+                   "--prices examples/prices.toml")
+
+
+def next_steps(out: Any, *, demo: bool, shard: tuple[int, int] | None = None) -> list[str]:
+    """Where a finished run's report is and the command to try next."""
+    if shard is not None:
+        return [f"shard {shard[0]}/{shard[1]} written to {out}; once every shard has finished: trustmh merge "
+                "SHARD_DIR... --out RUN_DIR"]
+    lines = [f"report: {out / 'report.html'} (open it in a browser); the release gate's verdict: trustmh gate {out}"]
+    if demo:
+        lines.append(f"next, your own model, priced before any call: {PLAN_YOUR_MODEL} (then `trustmh run` with "
+                     "the same arguments; README, 'Evaluating your model')")
+    return lines
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

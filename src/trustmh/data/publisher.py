@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from trustmh.data.files import present
 from trustmh.data.locate import find_local, resolve
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.registry import offline
+from trustmh.flag_values import as_typed, flag_of
 
 PUBLISHERS_ENV = "TRUSTMH_PUBLISHERS_DIR"
 _URL_ERROR = re.compile(r"<urlopen error (.*)>")  # the network's reason, without the raw URL around it
@@ -32,6 +34,16 @@ class PublisherMissing(TrustmhError):
     def __init__(self, dataset: str, flag: str, detail: str) -> None:
         self.dataset, self.flag, self.detail = dataset, flag, detail
         super().__init__(f"{repo_name(dataset)} is not available here ({detail}); {how_to_supply(dataset, flag)}")
+
+
+@contextmanager
+def supplied_by(flag: str) -> Iterator[None]:
+    """Within: a missing repository's fix names the command's own flag (`--reference-path DIR`, `--from DIR`),
+    the one the user would type, not the sub-task option that flag fills."""
+    try:
+        yield
+    except PublisherMissing as exc:
+        raise PublisherMissing(exc.dataset, flag, exc.detail) from None
 
 
 def repo_name(dataset: str) -> str:
@@ -75,8 +87,8 @@ def publisher_file(rel: str, options: Mapping[str, Any], *, dataset: str, option
     """A publisher's file: under the user's folder (`-O <option>=DIR`), else the publishers' folder's copy, else
     the registered copy."""
     folder = options.get(option)
-    return file_in_folder(folder or None, rel, dataset=dataset, base=base, given_as=f"-O {option}={folder}",
-                          flag=f"-O {option}=DIR")
+    return file_in_folder(folder or None, rel, dataset=dataset, base=base, given_as=as_typed(option, folder),
+                          flag=f"{flag_of(option, folder)}=DIR")
 
 
 def file_in_folder(folder: str | Path | None, rel: str, *, dataset: str, base: str, given_as: str,

@@ -233,10 +233,12 @@ def read_review_labels(paths: Sequence[Path], sample: dict[str, dict[str, Any]],
                        scales: dict[str, list[float]],
                        turns: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:
     """item key -> rater -> label, from the page's CSV exports; refuses (file and row named) an item not in
-    the sample, an epoch that is not a whole number, a label that is not on its sub-task's scale and, in a
+    the sample, an epoch that is not a whole number, a label that is not on its sub-task's scale, a second label
+    by the same rater for the same item (in any of the files: which one counts is not ours to guess) and, in a
     conversation review, a rater not assigned to the item. Given `turns`, a conversation's
     `first_response_turn` goes there (item key -> rater -> turn or "never")."""
     out: dict[str, dict[str, float]] = {}
+    first: dict[tuple[str, str], str] = {}  # (item key, rater) -> where its label was read
     for path in paths:
         header, records = read_csv_rows(path)
         missing = [c for c in REVIEW_LABEL_COLUMNS if c not in header]
@@ -260,6 +262,11 @@ def read_review_labels(paths: Sequence[Path], sample: dict[str, dict[str, Any]],
                 raise TrustmhError(f"{path} row {line} column label: {row['label']!r} is not on "
                                    f"{row['subtask']}'s scale ({shown})")
             rater = row["rater"].strip() or "rater"
+            if (key, rater) in first:
+                raise TrustmhError(f"{path} row {line}: rater {rater!r} labels {row['subtask']} item "
+                                   f"{row['item_id']} epoch {row['epoch']} a second time (first at "
+                                   f"{first[key, rater]}); keep one label per rater and item")
+            first[key, rater] = f"{path} row {line}"
             check_assigned(rater, sample[key], f"{path} row {line}")
             out.setdefault(key, {})[rater] = label
             if turns is not None and "model_turns" in sample[key] and row.get(TURN_COLUMN):

@@ -157,6 +157,25 @@ class Journal:
         return path.read_bytes() if path.exists() else None
 
 
+# A batch that ends at the provider without answering all its requests (OpenAI's batch status; Anthropic's
+# results say canceled or expired, or every request errored).
+ENDED_STATUSES = ("failed", "expired", "cancelled")
+
+
+class BatchEnded(RuntimeError):
+    """The error of each request a batch left unanswered when it ended as a whole (failed, expired, cancelled):
+    raised once per request, and again at once if the run asks that request again (a sample's retry), so
+    nothing is submitted again blindly; the same command, run again, asks them in a new batch."""
+
+
+def ended_message(batch_id: str, status: str, answered: int, total: int, journal: Path | None) -> str:
+    """The one line a batch that ended as a whole is reported with: the batch, the journal, what to do."""
+    where = f"journal {journal / JOURNAL}" if journal is not None else "no journal: a URL run directory"
+    return (f"batch {batch_id} {status} at the provider: {answered} of {total} request(s) answered and kept, the "
+            f"other {total - answered} not asked again in this run ({where}); run the same command again to ask "
+            "them in a new batch, or without --batch to ask them live")
+
+
 def readable_body(body: Any) -> bool:
     """Whether an OpenAI batch line's response body holds an answer (chat `choices` or a Responses `output`):
     a body without one is damaged, and its request is asked again rather than answered with nothing."""

@@ -34,7 +34,6 @@ from trustmh.core import (
     RunContext,
     TrustmhError,
     judge_info,
-    run_context,
 )
 from trustmh.inspect_compat import model_provider_known
 from trustmh.judges.ensemble import ensemble_option
@@ -105,7 +104,9 @@ class RunOptions:
 class ModelUnderTest:
     """The model under test, resolved."""
 
-    label: str  # its name as reported (a model string; the bundled model when none was given)
+    # its name as reported (a model string; the bundled model when none was given); None only in a spec given
+    # whole for `inspect eval trustmh/<task>` (`run/direct.py`), where Inspect's --model is the model
+    label: str | None
     target: Any  # what Inspect is given: the label, or the Model object a caller passed
     endpoint: dict[str, Any] | None = None  # {url, send, session} of `--endpoint` (a product's API)
 
@@ -149,13 +150,15 @@ class RunSpec:
         return {**self.trims, **self.options, **(self.reference.folder_options() if self.reference else {})}
 
     def context(self) -> RunContext:
-        """The run's one RunContext (what a sub-task knows of the run)."""
-        return run_context(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
-                           judges=self.judges.info.members, judge_validated=self.judges.info.validated,
-                           options=self.sub_task_options, n_boot=self.n_boot, timeout=self.execution.timeout,
-                           max_retries=self.execution.max_retries, cache=self.execution.cache,
-                           model=self.model.label, patient=self.patient, ensemble=self.judges.ensemble,
-                           epochs=self.epochs)
+        """The run's one RunContext (what a sub-task knows of the run): the only place one is made (a spec given
+        whole, `run/direct.py`, comes here too). The judges judge with the run's seed."""
+        judge = self.judges.info
+        return RunContext(mode=self.mode, seed=self.seed, suite=self.suite, limit=self.limit,
+                          judge=judge_info(judge.members, validated=judge.validated, seed=self.seed),
+                          options=self.sub_task_options, n_boot=self.n_boot, timeout=self.execution.timeout,
+                          max_retries=self.execution.max_retries, cache=self.execution.cache,
+                          model=self.model.label, patient=self.patient, ensemble=self.judges.ensemble,
+                          epochs=self.epochs)
 
     def recorded_options(self) -> dict[str, Any]:
         """The options as results.json and run.json record them: the sub-tasks' options with the labels of

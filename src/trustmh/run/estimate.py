@@ -42,7 +42,7 @@ from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages,
 from trustmh.prices import Price, cost
 from trustmh.prompt_cache import PrefixShare, PrefixTracker
 from trustmh.run.config import RunSpec
-from trustmh.run.outlook import gate_outlook, power
+from trustmh.run.outlook import gate_outlook, planned_units, power
 from trustmh.run.plan_figures import (
     EXPECTED_TOKENS,
     Assumptions,
@@ -298,13 +298,9 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 chain = max(chain, sum(t.calls_min for t in r.tallies.values()) - before)
                 batched_rounds = max(batched_rounds, r.batched_calls - batched_before)
         items_per[sid] = n_items
-        primary_per[sid] = subtask.primary_items(planned)
-        for metric in subtask.counted_rates:
-            primary_per[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
-            if (sizes := subtask.rate_cluster_sizes(metric, planned)) is not None:
-                stimuli_per[f"{sid}:{metric}"] = sizes
-        if (sizes := subtask.primary_cluster_sizes(planned)) is not None:
-            stimuli_per[sid] = sizes
+        units, sizes = planned_units(sid, subtask, planned)
+        primary_per.update(units)
+        stimuli_per.update(sizes)
         samples_per[sid] = n_items * epochs
         all_tallies.extend((sid, t) for t in r.tallies.values())
         sub_shares = [tracker.share(f"{sid}:{template}", who, r.tokenizer(who).count)

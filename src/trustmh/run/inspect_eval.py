@@ -6,19 +6,20 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from trustmh.core import notice
 from trustmh.data.registry import cache_dir
-from trustmh.inspect_compat import cache_urls_moved, provider_discounts, safe_replies
+from trustmh.inspect_compat import cache_urls_moved, provider_discounts, quiet_inspect_warnings, safe_replies
 from trustmh.models.batch import BatchMode, env_seconds, live_providers
 from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
 from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.config import RunSpec
+from trustmh.run.progress import progress_line
 from trustmh.run.select import RunPlan
 from trustmh.storage import Url
 
@@ -30,8 +31,9 @@ DEFAULT_MAX_TASKS = 4
 DEFAULT_LOG_BUFFER = 50
 
 
-def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
-    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (resumable); returns the logs."""
+def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) -> list[Any]:
+    """Evaluate the plan's tasks as an Inspect eval set in `out/logs` (or `log_dir`: one eval set per
+    configuration where a directory may hold several, as a rescore's does; resumable); returns the logs."""
     from inspect_ai import eval_set
 
 
@@ -59,15 +61,16 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
         max_tasks = default_parallel()  # a sub-task's last sample need not leave a server idle
     else:
         max_tasks = DEFAULT_MAX_TASKS
-    display = spec.execution.display or (None if sys.stderr.isatty() else "plain")
+    display = inspect_display(spec)
     mode = batch_mode(plan, out)
+    shown = progress_line(len(plan.tasks)) if display == "none" and spec.execution.display is None else nullcontext()
     with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), safe_replies(), \
-            provider_discounts(mode, spec.execution.prompt_cache):
+            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings(), shown as line:
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
             plan.tasks,
-            log_dir=str(out / "logs"),
+            log_dir=str(log_dir or out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
             retry_immediate=False,
             model=spec.model.target,
@@ -82,7 +85,20 @@ def evaluate(plan: RunPlan, out: Path | Url) -> list[Any]:
             **log_settings(spec, display),
             **kwargs,
         )
+        if line is not None:
+            line.done = sum(log.status == "success" for log in logs)
     return list(logs)
+
+
+def inspect_display(spec: RunSpec) -> str | None:
+    """Inspect's display for a run: `--display` as given; else, with `--verbose`, Inspect's default on a terminal
+    and "plain" elsewhere (progress stays visible in a file or a CI log); else "none", under trustmh's own
+    progress line (`run/progress.py`)."""
+    if spec.execution.display:
+        return spec.execution.display
+    if spec.execution.verbose:
+        return None if sys.stderr.isatty() else "plain"
+    return "none"
 
 
 def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
@@ -92,7 +108,8 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         return None
     models = [*([spec.model.label] if spec.reference is None else []), *plan.ctx.judges,
               *(spec.patient.models if spec.patient else ())]
-    live = live_providers([str(m) for m in models])
+    # a label that names no provider (a rescore's published replies, `published:FILE`) makes no paid call
+    live = live_providers([str(m) for m in models if "/" in str(m)])
     if live:
         notice(f"--batch: {', '.join(live)} ha{'s' if len(live) == 1 else 've'} no batch API: called live")
     conversations = [sid for sid, s in plan.subtasks.items() if isinstance(s, ConversationSubtask)]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustmh.catalogue import lookup
-from trustmh.core import RunContext, Subtask, TrustmhError
+from trustmh.core import Item, RunContext, Subtask, TrustmhError
 from trustmh.gate import load_policy
 from trustmh.gate.policy import Check
 from trustmh.judges.certificates import (
@@ -56,6 +56,26 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
     return out
 
 
+def planned_units(sid: str, subtask: Subtask, planned: list[Item]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """What a planned sub-task's checks are sized on: the items its primary is over (under `sid`), each counted
+    rate's items (`"<sid>:<metric>"`) and, when the items say the persona's country, that rate's items per country
+    (`"<sid>:<metric>@<country>"`: a jurisdiction's check counts its own, `Check.personas`); and the conversations
+    per stimulus of the primary and of each rate, where they share stimuli (their design effect)."""
+    units, sizes = {sid: subtask.primary_items(planned)}, {}
+    by_country: dict[str, list[Item]] = {}
+    for item in planned:
+        if item.metadata.get("locale"):
+            by_country.setdefault(str(item.metadata["locale"]), []).append(item)
+    for metric in subtask.counted_rates:
+        units[f"{sid}:{metric}"] = subtask.rate_items(metric, planned)
+        units |= {f"{sid}:{metric}@{c}": subtask.rate_items(metric, part) for c, part in by_country.items()}
+        if (rate_sizes := subtask.rate_cluster_sizes(metric, planned)) is not None:
+            sizes[f"{sid}:{metric}"] = rate_sizes
+    if (primary_sizes := subtask.primary_cluster_sizes(planned)) is not None:
+        sizes[sid] = primary_sizes
+    return units, sizes
+
+
 def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings: PlanSettings,
                  ctx: RunContext, primary: Mapping[str, int] | None = None,
                  stimuli: Mapping[str, list[int]] | None = None) -> GateOutlook:
@@ -78,14 +98,19 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
             n = primary[check.subtask]
         elif primary and f"{check.subtask}:{check.metric}" in primary:  # a counted rate: over its own items
             n = primary[f"{check.subtask}:{check.metric}"]
+        whose = ""
+        if check.personas:  # decided on its jurisdiction's personas alone, as the gate counts them
+            n = sum((primary or {}).get(f"{check.subtask}:{check.metric}@{c}", 0) for c in check.personas)
+            whose = f" of {', '.join(check.personas)}"
+        min_n = check.min_n or policy.min_n
         limit = check.max if check.max is not None else check.min
         if check.subtask not in items:
             decidable, reason = False, "sub-task not in this run"
-        elif n < policy.min_n:
-            decidable, reason = False, (f"{items_text(n)} < min_n {policy.min_n}: the gate will say insufficient "
+        elif n < min_n:
+            decidable, reason = False, (f"{items_text(n)}{whose} < min_n {min_n}: the gate will say insufficient "
                                         "evidence")
         else:
-            decidable, reason = True, f"{items_text(n)} >= min_n {policy.min_n}"
+            decidable, reason = True, f"{items_text(n)}{whose} >= min_n {min_n}"
         width: float | None
         if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]
@@ -97,7 +122,7 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
                 float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
             width, basis = (wilson_width(rate, n) if n else None), f"Wilson 95% at rate {rate:g}"
         rows.append(GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n,
-                                     min_n=policy.min_n, in_run=check.subtask in items, decidable=decidable,
+                                     min_n=min_n, in_run=check.subtask in items, decidable=decidable,
                                      reason=reason, width=width, width_basis=basis))
     return GateOutlook(policy=policy.version, source=policy.source, checks=tuple(rows))
 
@@ -120,6 +145,8 @@ def power(plan: RunPlan, items: Mapping[str, int], settings: PlanSettings) -> di
                 sd, basis = pilot_sd, f"pilot {settings.pilot}: per-item SD {pilot_sd:.3f} over {n_pilot} items"
             else:  # every pilot item scored the same: no spread to size a run from
                 basis = f"pilot {settings.pilot}: no spread over {n_pilot} items, so {basis}"
+        if sid not in pilot or pilot[sid][0] <= 0:
+            refuse_rate_targets(sid, settings)
         available = available_items(plan, sid)
 
         def needed(need: int, target: float, difference: bool, available: int | None = available) -> ItemsNeeded:
@@ -133,6 +160,15 @@ def power(plan: RunPlan, items: Mapping[str, int], settings: PlanSettings) -> di
             detect_difference=None if settings.detect_difference is None else needed(
                 items_for_difference(sd, settings.detect_difference), settings.detect_difference, True))
     return rows
+
+
+def refuse_rate_targets(sid: str, settings: PlanSettings) -> None:
+    """A sub-task sized from a rate (no pilot spread) measures a proportion: a width or difference of 1 or
+    more spans the whole 0-1 range, so it is a typo (5 for 0.05?) that would plan 1 item, never a plan."""
+    for flag, value in (("--target-width", settings.target_width), ("--detect-difference", settings.detect_difference)):
+        if value is not None and value >= 1:
+            raise TrustmhError(f"{flag} {value:g}: {sid} is sized as a rate (0 to 1), so {flag} must be below 1 "
+                               f"(e.g. 0.05 for five points)")
 
 
 def available_items(plan: RunPlan, sid: str) -> int | None:

@@ -31,7 +31,10 @@ class Execution:
     # `--max-tasks`: sub-tasks run at once within the process (Inspect's max_tasks); None: 4, or for the bundled
     # model its number of llama.cpp servers (`trustmh.models.gguf.default_parallel`).
     max_tasks: int | None = None
-    display: str | None = None  # `--display`: Inspect's display (None: plain when stderr is not a terminal)
+    # `--display`: Inspect's own display. None: trustmh's progress line (`run/progress.py`), Inspect's display
+    # off; with `verbose` (`--verbose`) Inspect's default instead (plain when stderr is not a terminal).
+    display: str | None = None
+    verbose: bool = False
     # `--shard i/N`: run only the i-th of N deterministic slices of every sub-task's items (`trustmh merge`).
     shard: tuple[int, int] | None = None
     # `--log-buffer`: finished samples per log flush (None: the default); `--live-log`: Inspect's realtime event

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trustmh.flag_values import FlagValue
+
 # What stands where a model under test would in a certification: the replies are fixed, none is generated.
 FIXED_REPLIES = "mockllm/model"
 
@@ -24,4 +26,5 @@ class ReferenceRun:
 
     def folder_options(self) -> dict[str, Any]:
         """What the sub-task reads of `--reference-path` (`ctx.options`; it wins over a `-O` key of that name)."""
-        return {self.path_option: self.path} if self.path_option and self.path else {}
+        # the value remembers its flag: a message about the folder names `--reference-path`, not the option
+        return {self.path_option: FlagValue(self.path, "--reference-path")} if self.path_option and self.path else {}

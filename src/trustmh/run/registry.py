@@ -13,10 +13,11 @@ from typing import Any
 from inspect_ai import Task, task
 
 from trustmh.catalogue import ALL_TASKS, SubtaskInfo
-from trustmh.core import TrustmhError, run_context
+from trustmh.core import TrustmhError
 from trustmh.inspect_compat import prerequisite_error
 from trustmh.judges.ensemble import ensemble_option
 from trustmh.run.config import check_epochs
+from trustmh.run.direct import direct_spec
 from trustmh.run.tasks import build_task
 
 
@@ -25,10 +26,10 @@ def _make(info: SubtaskInfo) -> Callable[..., Task]:
                      judge: str | None = None, judge_validated: bool = False, epochs: int = 1,
                      **options: Any) -> Task:
         try:
-            ctx = run_context(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
-                              limit=None if limit is None else int(limit), judges=[judge] if judge else [],
-                              judge_validated=bool(judge_validated), options=options,
-                              ensemble=ensemble_option(options), epochs=int(epochs))
+            ctx = direct_spec(mode=mode, seed=int(seed), suite=suite,  # type: ignore[arg-type]
+                              limit=None if limit is None else int(limit), subtasks=[info.id],
+                              judges=[judge] if judge else [], judge_validated=bool(judge_validated),
+                              options=options, ensemble=ensemble_option(options), epochs=int(epochs)).context()
             check_epochs(ctx.epochs, [info.id])
             return build_task(info.id, ctx)
         except TrustmhError as exc:

@@ -30,20 +30,21 @@ RESULT_FILES = ("results.json", "results.csv", "items.jsonl", "report.html", "ju
                 "plan.json", "spend.json")
 
 
-def check_writable(out: Path | Url) -> None:
-    """A clear error, before any model call, when `out` cannot be a run directory."""
+def check_writable(out: Path | Url, named: str = "--out") -> None:
+    """A clear error, before any model call, when `out` cannot be a run directory (`named`: how the command
+    the user typed calls it: `--out`, or "run directory" for a command that takes it as an argument)."""
     if isinstance(out, Url):
         storage.check_writable(out)
         return
     if out.exists() and not out.is_dir():
-        raise TrustmhError(f"--out {out}: is a file, not a directory; choose a directory for the run")
+        raise TrustmhError(f"{named} {out}: is a file, not a directory; choose a directory for the run")
     try:
         out.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".trustmh-write-test.", dir=out)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise TrustmhError(f"--out {out}: cannot write there ({exc.strerror or exc}); choose a writable "
+        raise TrustmhError(f"{named} {out}: cannot write there ({exc.strerror or exc}); choose a writable "
                            "directory") from None
 
 
@@ -77,17 +78,19 @@ LOCK = ".trustmh.lock"
 
 
 @contextlib.contextmanager
-def locked(out: Path | Url) -> Iterator[None]:
+def locked(out: Path | Url, named: str = "--out") -> Iterator[None]:
     """One writer per local run directory: an exclusive lock on `OUT/.trustmh.lock`, held while the block
     runs. The kernel releases it when the process ends, however it ends, so a crashed run never leaves it
-    held. A URL run directory has no lock (object stores offer none): one writer there is the user's care."""
+    held. A URL run directory has no lock (object stores offer none): one writer there is the user's care.
+    `named` is how the command calls the directory (`--out` for run and merge; "run directory" for a command
+    that takes it as an argument, e.g. `review import`), so the message names what the user typed."""
     if isinstance(out, Url):
         yield
         return
     import fcntl
 
     created = not out.exists()
-    check_writable(out)
+    check_writable(out, named)
     path = out / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -95,8 +98,10 @@ def locked(out: Path | Url) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            raise TrustmhError(f"--out {out}: another trustmh process{f' (pid {holder})' if holder else ''} is "
-                               "writing this run directory; wait for it to end, or choose another --out") from None
+            way_out = "wait for it to end" + (", or choose another --out" if named == "--out" else
+                                              ", then run this command again")
+            raise TrustmhError(f"{named} {out}: another trustmh process{f' (pid {holder})' if holder else ''} is "
+                               f"writing this run directory; {way_out}") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield

@@ -33,7 +33,6 @@ from trustmh.core import (
     TrustmhError,
     make_record,
     max_reasks,
-    run_context,
 )
 from trustmh.judges.ensemble import fans_out, judged_score
 from trustmh.multiturn import ConversationSubtask
@@ -51,7 +50,27 @@ from trustmh.run.calls import (
     primary_metric,
 )
 from trustmh.run.conversation import conversation_scorer, play_conversation
+from trustmh.run.direct import direct_spec
+from trustmh.run.parts import Execution
 from trustmh.run.usage import USAGE_KEY, sample_usage
+
+
+def samples(subtask: Subtask, items: list[Item], ctx: RunContext, source: str | None = None) -> list[Sample]:
+    """The Inspect samples of a sub-task's items. An item id given twice is refused naming the id and where
+    the items were read (`source`, else the sub-task's `-O` files and folders the user gave, else its bundled
+    data): Inspect's own "duplicate sample ids" names neither. (A run prefixes the sub-task's id.)"""
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.id] = seen.get(item.id, 0) + 1
+    twice = [i for i, n in seen.items() if n > 1]
+    if twice:
+        files = [f"-O {k}={v}" for k, v in ctx.options.items()
+                 if k in subtask.options and k.endswith(("_path", "_dir")) and v]
+        where = source or (", ".join(files) if files else "its bundled data")
+        raise TrustmhError(f"item id {twice[0]!r} appears {seen[twice[0]]} times in {where}"
+                           + (f" ({len(twice)} ids repeated)" if len(twice) > 1 else "")
+                           + "; each item needs an id of its own")
+    return [item_to_sample(i) for i in items]
 
 
 def item_to_sample(item: Item) -> Sample:
@@ -188,7 +207,7 @@ def build_task(subtask_id: str, ctx: RunContext) -> Task:
         solver, scorer_ = generate_with_reask(subtask, ctx), trustmh_scorer(subtask, ctx)
     return Task(
         name=info.task_name,
-        dataset=MemoryDataset([item_to_sample(i) for i in items], name=subtask.id),
+        dataset=MemoryDataset(samples(subtask, items, ctx), name=subtask.id),
         solver=solver,
         scorer=scorer_,
         config=config,
@@ -217,7 +236,7 @@ def fixed_reply_task(subtask: Subtask, items: list[Item], ctx: RunContext, name:
     slug = subtask.id.replace("/", "_")
     role = {ANCHORS_OF: subtask.id} if anchors else {"trustmh_subtask": subtask.id}
     return Task(name=f"anchors_{slug}" if anchors else f"certify_{slug}",
-                dataset=MemoryDataset([item_to_sample(i) for i in items], name=name),
+                dataset=MemoryDataset(samples(subtask, items, ctx, source=name), name=name),
                 solver=generate_with_reask(subtask, ctx), scorer=trustmh_scorer(subtask, ctx),
                 metadata={**role, "trustmh_context": context_to_dict(ctx)})
 
@@ -231,11 +250,15 @@ def context_from_dict(d: dict[str, Any]) -> RunContext:
     judge, patient = d["judge"], d.get("patient")
     # a log of an older trustmh lacks the later fields (their defaults), and names a lone judge by `model` only
     plain = {k: d[k] for k in PLAIN_CONTEXT_FIELDS if k in d}
-    return run_context(**plain, judges=judge.get("members") or ([judge["model"]] if judge.get("model") else []),
-                       judge_validated=judge["validated"],
-                       patient=Patient(models=tuple(patient["models"]), source=patient["source"]) if patient else None)
+    execution = Execution(**{k: d[k] for k in EXECUTION_CONTEXT_FIELDS if k in d})
+    # a spec given whole (`run/direct.py`), so that the context is made as a run's is
+    return direct_spec(**plain, judges=judge.get("members") or ([judge["model"]] if judge.get("model") else []),
+                       judge_validated=judge["validated"], execution=execution,
+                       patient=Patient(models=tuple(patient["models"]), source=patient["source"]) if patient
+                       else None).context()
 
 
-# The RunContext fields `context_to_dict` writes as they are (the judge and the patient are rebuilt).
-PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "timeout", "max_retries", "cache",
-                        "model", "ensemble", "epochs")
+# The RunContext fields `context_to_dict` writes as they are (the judge, the patient and the call settings, which
+# belong to the spec's `Execution`, are rebuilt).
+PLAIN_CONTEXT_FIELDS = ("mode", "seed", "suite", "limit", "options", "n_boot", "model", "ensemble", "epochs")
+EXECUTION_CONTEXT_FIELDS = ("timeout", "max_retries", "cache")

@@ -161,3 +161,33 @@ def test_replaying_mindevals_human_turns_over_every_profile_is_not_flagged() -> 
     _, result = run_conversations_offline(sub, ctx, lambda m: "That sounds hard. What helps?",
                                           patient=_replaying(people), judge=capable_judge, items=sub.items(ctx))
     assert result.metrics["patient_realism"]["by_patient_model"]["patient"]["flagged"] is False
+
+
+def test_self_similarity_samples_pairs_from_every_conversation() -> None:
+    """Above the pair cap the overlap is estimated from pairs drawn over all the turns: ten distinct opening
+    conversations followed by thirty that repeat one stock line read as similar (all pairs: 435 of 780 identical,
+    0.56), not as the first turns' overlap with the rest (0)."""
+    stock = "honestly I just feel so low every single day"
+    turns = [(f"c{i}", f"unique words number {i} here alone") for i in range(10)]
+    turns += [(f"c{i}", stock) for i in range(10, 40)]
+    assert realism.cross_measures(turns, max_pairs=200)["self_similarity"] > 0.4
+
+
+def test_the_docs_state_each_scripted_sets_distinct_lines_as_measured() -> None:
+    """docs/conversations.md's distinct-line figures for the scripted sets are what `cross_measures` gives on the
+    shipped sets (they once described sets that had since been rewritten)."""
+    import re
+    from importlib import resources
+
+    from trustmh.pillars.conversation.base import set_path
+    from trustmh.pillars.conversation.scripts import load_scripts
+
+    text = (Path(__file__).parents[3] / "docs" / "conversations.md").read_text(encoding="utf-8")
+    stated = {name: int(pct) for pct, name in re.findall(r"(\d+)% \(`(\w+)`\)", text)}
+    assert set(stated) == {"delusion", "multiturn_jailbreak", "gradual_disclosure"}  # the check is not vacuous
+    measured = {}
+    for name in stated:
+        with resources.as_file(set_path(name)) as path:
+            turns = [(s.id, str(t)) for s in load_scripts(path) for t in s.turns]
+        measured[name] = round(100 * realism.cross_measures(turns)["distinct_lines"])
+    assert stated == measured

@@ -521,14 +521,41 @@ def test_evaluation_rows_missing_fields_are_skipped_and_named(repo: Path, tmp_pa
         rescore(repo, tmp_path)
 
 
-@pytest.mark.parametrize("value", [99, -3, 0, 6, 2.5, "4", True])
-def test_a_human_rating_outside_1_to_5_is_named_and_not_used(value: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("value, why", [(99, "99 outside the scale 1..5"), (-3, "-3 outside the scale 1..5"),
+                                        (0, "0 outside the scale 1..5"), (6, "6 outside the scale 1..5"),
+                                        (2.5, "not a whole number (2.5)"), ("4", "not a number ('4')"),
+                                        (True, "not a number (True)")])
+def test_a_human_rating_outside_1_to_5_is_named_and_not_used(value: object, why: str, tmp_path: Path) -> None:
     """A rating that is not an integer 1-5 (out of the scale, a fraction, a string, a boolean) is never
-    averaged in: its row is named, and only the in-range ratings are kept (issue 21)."""
+    averaged in: its row is named with the shared rule's words (`number_in_scale`, issue 43.1), and only the
+    in-range ratings are kept (issue 21)."""
     path = tmp_path / "H1.json"
     dump(path, [{"inputs": "<syn: a>", "answer": "<syn: x>", "label": SI, "evaluation": 3},
                 {"inputs": "<syn: b>", "answer": "<syn: y>", "label": SI, "evaluation": value}])
     report = RowReport()
     rows = load_human_scores(path, report)
     assert [r["evaluation"] for r in rows] == [3, None]
-    assert report.lines() == [f"H1.json row 1: evaluation not an integer 1-5 ({value!r}); rating not used"]
+    assert report.lines() == [f"H1.json row 1: evaluation {why}; rating not used"]
+
+
+def test_a_human_rating_given_twice_with_different_values_is_named_and_left_out(tmp_path: Path) -> None:
+    # issue 43.1: the crisis study's H*_scores keyed as every publisher's file is (`KeyedRows`)
+    path = tmp_path / "H1.json"
+    dump(path, [{"inputs": "<syn: a>", "answer": "<syn: x>", "label": SI, "evaluation": 3},
+                {"inputs": "<syn: b>", "answer": "<syn: y>", "label": SI, "evaluation": 2},
+                {"inputs": "<syn: a>", "answer": "<syn: x>", "label": SI, "evaluation": 5}])
+    report = RowReport()
+    rows = load_human_scores(path, report)
+    assert ([r["index"] for r in rows], report.lines()) == ([1], [
+        f"H1.json row {i}: inputs/answer the same conversation and answer given at rows 0, 2 with different "
+        "values; skipped" for i in (0, 2)])
+
+
+def test_a_human_rating_copied_twice_is_counted_once(tmp_path: Path) -> None:
+    path = tmp_path / "H1.json"
+    row = {"inputs": "<syn: a>", "answer": "<syn: x>", "label": SI, "evaluation": 3}
+    dump(path, [row, {"inputs": "<syn: b>", "answer": "<syn: y>", "label": SI, "evaluation": 2}, row])
+    report = RowReport()
+    rows = load_human_scores(path, report)
+    assert ([r["index"] for r in rows], report.lines()) == (
+        [0, 1], ["H1.json row 2: inputs/answer the same conversation and answer repeats row 0; skipped"])

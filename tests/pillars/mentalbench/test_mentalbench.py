@@ -506,6 +506,23 @@ def test_rescore_mentalbench_through_inspect(tmp_path: Path) -> None:
     assert not math.isnan(float(next(r["score"] for r in rows if r["status"] == "ok")))
 
 
+def test_a_second_rescore_into_the_same_folder_judges_its_own_items(tmp_path: Path) -> None:
+    """The rescore goes through the run's Inspect call (a resumable eval set): a second rescore with another
+    --limit into the same --out judges its own rows, never the first one's logs."""
+    from trustmh.cli.rescore_mentalbench import rescore_mentalbench
+
+    def judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
+        return _fixture_judge(JudgeRequest("j", prompt, lambda t: True))
+
+    out = tmp_path / "out"
+    for limit in (2, 1):
+        rescore_mentalbench(FIXTURE, out, mode="default", seed=0, judges=[canned_model(judge_reply, "judge")],
+                            limit=limit, options={"verify_conv_ids": "0", "mentalalign_dir": str(tmp_path / "none")},
+                            n_boot=50, display="none")
+    with open(out / "judge_long_all.csv", newline="") as fh:
+        assert {r["item"] for r in csv.DictReader(fh)} == {"1"}
+
+
 def test_mean_ensemble_flows_into_align_with_every_pair(tmp_path: Path) -> None:
     """Two judges one point apart: their mean is a half-point score on every item; it reaches judge_long.csv
     and align keeps every pair (none is dropped as 'not a whole number')."""

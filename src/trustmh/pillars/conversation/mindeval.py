@@ -56,6 +56,7 @@ from trustmh.data.files import bounded_file, present
 from trustmh.data.publisher import file_in_folder
 from trustmh.data.rows import KeyedRows, RowProblem, RowReport, normalize_text
 from trustmh.digest import sha256_bytes
+from trustmh.flag_values import FlagValue
 from trustmh.judges.reference_quality import FLOORS, human_agreement
 from trustmh.pillars.conversation.scoring import parse_marks, rubric_request, transcript_text
 from trustmh.stats.bootstrap import bootstrap_mean
@@ -354,11 +355,13 @@ def reference_items(ann: Annotations) -> tuple[list[Item], dict[str, dict[str, d
 
 # ------------------------------------------------------------------------------------------- locating
 
-def locate(source: Path | None, rel: str) -> Path:
-    """A MindEval file: under `source` (a folder laid out like the repository) when given, else from the data
-    registry (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
-    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT, given_as=f"--from {source}",
-                          flag="--from DIR (rescore) or --reference-path DIR (judge certify)")
+def locate(source: Path | str | None, rel: str) -> Path:
+    """A MindEval file: under `source` (a folder laid out like the repository: `rescore --from`, or a value that
+    names its own flag, `judge certify --reference-path`) when given, else from the data registry
+    (TRUSTMH_DATA_DIR or the cache, checked against the pinned sha256; a download for local use)."""
+    return file_in_folder(source, rel, dataset=DATASET, base=REL_ROOT,
+                          given_as=source.typed if isinstance(source, FlagValue) else f"--from {source}",
+                          flag="--reference-path DIR")  # rescore always names --from: only certify reads no folder
 
 
 def criterion_table(ann: Annotations) -> list[tuple[str, str, tuple[str, ...]]]:

@@ -4,8 +4,6 @@ conversations, judged by the rubric judge of `conversation/simulated_patient` on
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from trustmh.core import RunContext
 from trustmh.judges.references import Reference, ReferenceSource
 from trustmh.pillars.conversation import mindeval
@@ -20,7 +18,7 @@ def mindeval_reference(ctx: RunContext, path: str | None) -> Reference:
     else from the data registry) with the clinicians' criterion ratings; the judge is asked through
     `mindeval.StoredConversationRubric` (the request a run sends). `ctx.limit`: a seeded sample, stratified by
     therapist model."""
-    ann = mindeval.read_annotations(mindeval.locate(Path(path) if path else None, mindeval.ANNOTATIONS))
+    ann = mindeval.read_annotations(mindeval.locate(path or None, mindeval.ANNOTATIONS))
     items, humans = mindeval.reference_items(ann)
     chosen = apply_limit(items, ctx, lambda it: str(it.metadata.get("model")), min_per_stratum=True)
     notes = [f"criteria: {mindeval.MAPPING_SOURCE}",

@@ -18,8 +18,9 @@ Measures (all stated, all lexical):
   type-token ratio);
 * `distinct_lines`: cross-conversation, the share of a patient's turns (normalised: lower case, words only)
   that no other turn repeats; `self_similarity`: the mean word-trigram Jaccard overlap between turns of
-  different conversations (different profiles for people): a simulator that says one stock phrase in every
-  conversation shows it here, not in any one turn;
+  different conversations (different profiles for people; every pair, or above 20,000 pairs a seeded sample
+  of pairs drawn over all the turns): a simulator that says one stock phrase in every conversation shows it
+  here, not in any one turn;
 * `discrimination`: the judge is shown one human and one simulated turn and asked which one a person wrote,
   in both orders (A/B swapped, so a judge that favours a position cannot pass for one that cannot tell);
   accuracy = the share of verdicts that pick the person (50% = it cannot tell them apart), with a seeded
@@ -41,10 +42,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -232,14 +235,17 @@ def cross_measures(turns: Sequence[tuple[str, str]], max_pairs: int = 20_000) ->
     for line in lines:
         counts[line] = counts.get(line, 0) + 1
     grams = [(c, _trigrams(t)) for c, t in turns]
-    overlaps = []
-    for i in range(len(grams)):
-        for j in range(i + 1, len(grams)):
-            (ci, gi), (cj, gj) = grams[i], grams[j]
-            if ci != cj and (gi or gj):
-                overlaps.append(len(gi & gj) / len(gi | gj))
-            if len(overlaps) >= max_pairs:
-                break
+    n = len(grams)
+    # Every pair when there are few; else a seeded sample of pairs drawn over all the turns. (The first
+    # `max_pairs` pairs in order would compare only the first few turns with the rest: a stock phrase that
+    # the later conversations repeat would not be seen.)
+    if n * (n - 1) // 2 <= max_pairs:
+        pairs = list(combinations(range(n), 2))
+    else:
+        draw = random.Random(n)  # seeded: the same turns give the same figure
+        pairs = [(i, j) for i, j in (draw.sample(range(n), 2) for _ in range(max_pairs))]
+    overlaps = [len(grams[i][1] & grams[j][1]) / len(grams[i][1] | grams[j][1]) for i, j in pairs
+                if grams[i][0] != grams[j][0] and (grams[i][1] or grams[j][1])]
     return {"distinct_lines": sum(1 for line in lines if counts[line] == 1) / len(lines),
             "self_similarity": sum(overlaps) / len(overlaps) if overlaps else None}
 

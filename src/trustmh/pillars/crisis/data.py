@@ -22,14 +22,17 @@ from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, read_text_boun
 from trustmh.data.publisher import publisher_file
 from trustmh.data.rows import (
     TURN_SEP,
+    KeyedRows,
     RowProblem,
     RowReport,
     inputs_problem,
     is_missing,
+    item_key,
     match_rows,
+    number_in_scale,
     text_problem,
 )
-from trustmh.judges.parse import int_in_range, normalise_label
+from trustmh.judges.parse import normalise_label
 from trustmh.sampling import stratified_sample as _stratified_sample
 from trustmh.starter import load_starter
 
@@ -110,7 +113,9 @@ def canonical_label(value: Any, where: str) -> str | None:
     return hit
 
 
-def _read_json_list(path: Path) -> list[Any]:
+def read_json_list(path: Path) -> list[Any]:
+    """A crisis-study JSON file that must hold a list (its rows read by the caller), bounded in size; one line
+    naming the file for JSON that does not parse, a file that cannot be read, or a value that is not a list."""
     try:
         # Python's json accepts the bare NaN of the H*_scores files.
         data = json.loads(read_text_bounded(path, MAX_DATA_FILE_BYTES, str(path)))
@@ -152,7 +157,7 @@ def load_crisis_test(path: str | Path) -> CrisisSplit:
     rows: list[dict[str, Any]] = []
     n_null = 0
     report = RowReport()
-    for i, obj in enumerate(_read_json_list(path)):
+    for i, obj in enumerate(read_json_list(path)):
         got = _usable_row(obj, path, i, report)
         if got is None:
             continue
@@ -189,11 +194,11 @@ def _finish(report: RowReport, path: Path, rows: list[dict[str, Any]], n_null: i
 def load_crisis_validation(path: str | Path, ids_path: str | Path | None = None) -> CrisisSplit:
     """The validation split: human-labelled gold; `dataset_id` from the processed file, aligned by position."""
     path = Path(path)
-    data = _read_json_list(path)
+    data = read_json_list(path)
     ids: list[Any] | None = None
     notes: list[str] = []
     if ids_path is not None:
-        ids = _read_json_list(Path(ids_path))
+        ids = read_json_list(Path(ids_path))
         if len(ids) != len(data):
             raise TrustmhError(f"{ids_path}: {len(ids)} items, but {path} has {len(data)}; they must align "
                                "by position")
@@ -321,12 +326,16 @@ def load_cssrs(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _evaluation(value: Any) -> tuple[int | None, str | None]:
-    """A human rating 1-5 as int, or (None, why not) — None without a reason for NaN/null (unrated)."""
+    """A human rating 1-5 as int, or (None, why not) — None without a reason for NaN/null (unrated). The scale
+    is checked as every publisher's number is (`trustmh.data.rows.number_in_scale`), then a whole number."""
     if is_missing(value):
         return None, None
-    if isinstance(value, bool) or not isinstance(value, int | float) or int_in_range(value, 1, 5) is None:
-        return None, f"not an integer 1-5 ({value!r})"
-    return int(value), None
+    if isinstance(value, str):  # a JSON rating is a number; a string is a typing slip, never read as one
+        return None, f"not a number ({value!r})"
+    number, why = number_in_scale(value, (1.0, 5.0))
+    if number is not None and not number.is_integer():
+        number, why = None, f"not a whole number ({value!r})"
+    return (None, why) if number is None else (int(number), None)
 
 
 def load_human_scores(path: str | Path, report: RowReport | None = None) -> list[dict[str, Any]]:
@@ -337,8 +346,8 @@ def load_human_scores(path: str | Path, report: RowReport | None = None) -> list
     when no row has a rating."""
     path = Path(path)
     report = report if report is not None else RowReport()
-    rows = []
-    for i, obj in enumerate(_read_json_list(path)):
+    keyed = KeyedRows(path.name, "inputs/answer")
+    for i, obj in enumerate(read_json_list(path)):
         if not isinstance(obj, dict):
             report.add(RowProblem(path.name, i, "row", f"not an object ({type(obj).__name__})", "skipped"))
             continue
@@ -358,9 +367,13 @@ def load_human_scores(path: str | Path, report: RowReport | None = None) -> list
         utterances = None
         if in_problem is None:
             utterances = list(inputs) if isinstance(inputs, list) else inputs.split(TURN_SEP)
-        rows.append({"index": i, "inputs": inputs if in_problem is None else None, "utterances": utterances,
-                     "answer": answer if ans_problem is None else None, "label": label, "evaluation": ev,
-                     "raw": obj})
+        key = item_key(inputs, answer)
+        keyed.add(key if key is not None else ("row", i), i, {
+            "index": i, "inputs": inputs if in_problem is None else None, "utterances": utterances,
+            "answer": answer if ans_problem is None else None, "label": label, "evaluation": ev, "raw": obj})
+    # an answer rated twice in one file: once if the copies agree, else left out (docs/data.md#publisher-numbers)
+    rows = list(keyed.result(report, lambda k: "the same conversation and answer",
+                             same=lambda a, b: (a["evaluation"], a["label"]) == (b["evaluation"], b["label"])).values())
     RowReport.require_usable(sum(r["evaluation"] is not None for r in rows), str(path), report.problems)
     return rows
 
@@ -380,7 +393,7 @@ def load_rater_pair(h1_path: str | Path, h2_path: str | Path, reference_path: st
     h2 = load_human_scores(h2_path, own["h2"])
     h1_name, h2_name = Path(h1_path).name, Path(h2_path).name
     if reference_path is not None:
-        ref_raw = _read_json_list(Path(reference_path))
+        ref_raw = read_json_list(Path(reference_path))
         reference = [r if isinstance(r, dict) else {} for r in ref_raw]
         ref_name = Path(reference_path).name
     else:

@@ -39,6 +39,7 @@ from trustmh.data.files import MAX_DATA_FILE_BYTES, bounded_file, check_input_fi
 from trustmh.data.publisher import publishers_copy, registered_file
 from trustmh.data.registry import get as get_dataset
 from trustmh.data.rows import KeyedRows, RowProblem, RowReport
+from trustmh.flag_values import as_typed
 
 DATASET = "moore"
 REPO = "jlcmoore/llms-as-therapists"
@@ -454,8 +455,12 @@ def reference_root(given: str | Path | None) -> Path:
         return copy
     if given:
         root = Path(given).expanduser()
+        typed = as_typed(get_dataset(DATASET).option, given)  # `--reference-path X` or `-O moore_dir=X`, as the user wrote it
         if not root.is_dir():
-            raise TrustmhError(f"--reference-path {given}: not a directory (a copy of github.com/{REPO})")
+            raise TrustmhError(f"{typed}: not a directory (a copy of github.com/{REPO})")
+        if not sorted((root / RESULTS_DIR).glob(f"*/{VALIDATION_FILE}")):
+            raise TrustmhError(f"{typed}: no {RESULTS_DIR}/<run>/{VALIDATION_FILE} there (the publisher's "
+                               f"annotated replies; expected a copy of github.com/{REPO})")
         return root
     rels = [f.relpath for f in get_dataset(DATASET).files if f.relpath.endswith(VALIDATION_FILE)]
     paths = [registered_file(DATASET, rel, "--reference-path DIR") for rel in [*rels, f"{DATA_ROOT}/{PROMPTS_FILE}"]]

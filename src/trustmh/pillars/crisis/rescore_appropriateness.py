@@ -21,8 +21,8 @@ from trustmh.data.rows import (
     score_or_none,
     text_problem,
 )
-from trustmh.pillars.crisis.data import load_human_scores
-from trustmh.pillars.crisis.rescore_evaluations import MERGED, check_scale, log, read_list_lenient
+from trustmh.pillars.crisis.data import load_human_scores, read_json_list
+from trustmh.pillars.crisis.rescore_evaluations import MERGED, check_scale, log
 from trustmh.stats.agreement import (
     rating_agreement,
 )
@@ -43,12 +43,12 @@ def reference_answers(root: Path, report: RowReport) -> tuple[list[dict[str, Any
     file (then the H1 copy is the reference)."""
     sampled = root / SAMPLED
     if present(sampled):
-        return [r if isinstance(r, dict) else {} for r in read_list_lenient(sampled)], sampled.name
+        return [r if isinstance(r, dict) else {} for r in read_json_list(sampled)], sampled.name
     h1 = root / HUMAN_SCORE_FILES["H1"]
     if not present(h1):
         raise TrustmhError(f"--from {root}: neither {SAMPLED} nor {HUMAN_SCORE_FILES['H1']} found")
     report.add(RowProblem(sampled.name, -1, "file", "absent", f"{h1.name} used as the reference copy"))
-    return [r if isinstance(r, dict) else {} for r in read_list_lenient(h1)], h1.name
+    return [r if isinstance(r, dict) else {} for r in read_json_list(h1)], h1.name
 
 
 def judge_scores(root: Path, reference: Sequence[dict[str, Any]], report: RowReport | None = None
@@ -67,7 +67,7 @@ def judge_scores(root: Path, reference: Sequence[dict[str, Any]], report: RowRep
         for path in files:
             if (m := MERGED.match(path.name)) is not None:
                 models.add(m["evaluator"])
-            rows = read_list_lenient(path)
+            rows = read_json_list(path)
             check_scale(path, rows)
             for i, row in enumerate(rows):
                 k = item_key(row.get("inputs"), row.get("answer")) if isinstance(row, dict) else None

@@ -4,7 +4,6 @@ local copy, and the per-(evaluator, model) summary of `trustmh rescore --format 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.data.files import MAX_DATA_FILE_BYTES, read_text_bounded
 from trustmh.data.rows import (
     KeyedRows,
     RowProblem,
@@ -22,6 +20,7 @@ from trustmh.data.rows import (
     item_key,
     score_or_none,
 )
+from trustmh.pillars.crisis.data import read_json_list
 from trustmh.stats.bootstrap import bootstrap_mean
 
 MERGED = re.compile(r"^(?P<evaluator>.+?)-evaluation_(?P<model>.+?)-answers-(?P<dataset>.+)_merged\.json$")
@@ -71,7 +70,7 @@ def load_evaluations(root: Path, report: RowReport | None = None) -> dict[tuple[
             raise TrustmhError(f"{path}: file name not of the form "
                                "{evaluator}-evaluation_{model}-answers-{dataset}-{ts}_merged.json")
         problems = RowReport()
-        rows = read_list_lenient(path)
+        rows = read_json_list(path)
         check_scale(path, rows)
         # an answer evaluated twice in one file: once if the copies agree, else left out (docs/data.md#publisher-numbers)
         keyed = KeyedRows(path.name, "inputs/answer")
@@ -113,13 +112,4 @@ def summarise(rows: Sequence[dict[str, Any]], *, seed: int, n_boot: int) -> dict
     return out
 
 
-
-def read_list_lenient(path: Path) -> list[Any]:
-    try:
-        data = json.loads(read_text_bounded(path, MAX_DATA_FILE_BYTES, str(path)))
-    except json.JSONDecodeError as exc:
-        raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
-    if not isinstance(data, list):
-        raise TrustmhError(f"{path}: expected a JSON list of objects")
-    return data
 

@@ -20,9 +20,8 @@ from trustmh.data.rows import (
     is_missing,
     match_rows,
 )
-from trustmh.pillars.crisis.data import LABELS, canonical_label
+from trustmh.pillars.crisis.data import LABELS, canonical_label, read_json_list
 from trustmh.pillars.crisis.identification import identification_metrics
-from trustmh.pillars.crisis.rescore_evaluations import read_list_lenient
 from trustmh.stats.agreement import (
     agreement_rate,
     cohen_kappa,
@@ -73,7 +72,7 @@ def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
                        if "merged" not in p.name.rsplit("s42", 1)[-1])
     if not present(ref_path) or not human_files:
         return None
-    reference = [r if isinstance(r, dict) else {} for r in read_list_lenient(ref_path)]
+    reference = [r if isinstance(r, dict) else {} for r in read_json_list(ref_path)]
     raters: dict[str, list[str]] = {}
     files: dict[str, str] = {}
     families: dict[str, list[str]] = {}
@@ -83,7 +82,7 @@ def labelling(root: Path, report: RowReport) -> dict[str, Any] | None:
         else:
             fam = path.name.split("-labeled-", 1)[0]
             families.setdefault(fam, []).append(name := f"{fam}#{len(families.get(fam, [])) + 1}")
-        rows = read_list_lenient(path)
+        rows = read_json_list(path)
         m = match_rows(reference, [r if isinstance(r, dict) else {} for r in rows], file=path.name,
                        fields=("inputs", None))
         report.extend(m.problems)

@@ -24,10 +24,12 @@ def crisis_reference(ctx: RunContext) -> Reference:
     (its reader: `CrisisEscalation.human_rated_items`, the same items a default-mode run judges). The study's
     files: `--reference-path` (the run's `crisis_dir`), else the data registry."""
     sub = CrisisEscalation()
+    # read first: a folder without them is said in the reader's words (naming --reference-path), not as a run's
+    # skipped extra
+    files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
     items, note = sub.human_rated_items(ctx)
     if not items:
         raise TrustmhError(f"--reference {NAME}: {note or 'no human-rated item'}")
-    files = [crisis_file("h1_scores", ctx.options), crisis_file("h2_scores", ctx.options)]
     # the humans on every rated answer: their agreement is the whole reference's, whatever --limit samples
     every = items if ctx.limit is None else sub.human_rated_items(replace(ctx, limit=None))[0]
     humans = {it.id: {"H1": it.metadata.get("h1"), "H2": it.metadata.get("h2")} for it in every}

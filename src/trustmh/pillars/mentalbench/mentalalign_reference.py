@@ -8,8 +8,9 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, TrustmhError
 from trustmh.data import resolve
 from trustmh.digest import files_sha256
+from trustmh.flag_values import as_typed
 from trustmh.judges.references import Reference, ReferenceSource
-from trustmh.pillars.mentalbench.data import MENTALBENCH_REL
+from trustmh.pillars.mentalbench.data import MENTALBENCH_REL, find_data_file
 from trustmh.pillars.mentalbench.generation import FIXED_PROMPT, MentalBenchGeneration
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
 from trustmh.pillars.mentalbench.reference import HUMAN_REL, TEXTS_MISSING, expert_rated_replies
@@ -35,9 +36,12 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
     texts = path or ctx.options.get("mentalbench_path")
     try:
         texts_path = resolve("mentalbench", MENTALBENCH_REL, texts)
+        if texts_path.is_dir():
+            find_data_file(texts_path)  # a folder without the table is said here, as the user typed it
     except TrustmhError as exc:
-        if texts:
-            raise
+        if texts:  # said as the user typed it: `--reference-path X` or `-O mentalbench_path=X`
+            raise TrustmhError(f"{as_typed('mentalbench_path', texts)}: "
+                               f"{str(exc).removeprefix(f'{texts}: ')}") from None
         raise TrustmhError(f"--reference {NAME}: {TEXTS_MISSING} ({exc})".replace("\n", " ")) \
             from None
     rated = expert_rated_replies(ma_dir, texts_path)
