@@ -32,9 +32,9 @@ conversation probes, emotion, diagnosis and AITA); robustness retention above 1 
 (issue 42); the keyword floor beside every conversation figure and the sets' new counts (issue 40). The canned
 run regenerated on 2026-11-27 for issue 44 (every judged run re-judges its anchor items, certified or not):
 `judge.anchors` added to its twelve judged single-turn sub-tasks and the plan block's calls, tokens and wall
-times grew by the anchors' calls; no value, interval or count of any sub-task moved. The demo file was not
-regenerated then: the demo leaves the anchors out (`-O anchors=0`), so its only expected change is
-`options.anchors = 0`.
+times grew by the anchors' calls; no value, interval or count of any sub-task moved. The demo file was
+regenerated after it: the demo leaves the anchors out (`-O anchors=0`), and `options.anchors = 0` is its only
+change.
 """
 
 from __future__ import annotations
