@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from browser import chromium_binary, headless_chrome
 from synthetic_runs import synthetic_run
 from trustmh.cli import main
 from trustmh.pillars.clinical.norms import norms_json
@@ -50,34 +50,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "report.html"
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.skip("headless Chromium is not installed: run tools/install_browser.sh (apt-get install chromium)")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from selenium import webdriver
-    except ImportError:
-        pytest.skip("selenium is not installed (pip install -e '.[dev]')")
-    chromium = _chromium()
-    driver_path = shutil.which("chromedriver")
-    if not driver_path:
-        pytest.skip("chromedriver is not installed: run tools/install_browser.sh (apt-get install chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,1000", "--hide-scrollbars"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver_path))
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chrome()
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +111,7 @@ def _colour_columns(image: Any, colour: str) -> list[int]:
 def test_chromium_screenshot_draws_llm_results_and_the_off_scale_marker(tmp_path: Path) -> None:
     from PIL import Image
 
-    chromium = _chromium()
+    chromium = chromium_binary()
     run_colour = PALETTE[0]
     svg = siri2_view([(MODEL, run_colour, {"subtasks": {"clinical/siri2": _siri2(OFF_SCALE)}})]) or ""
     (tmp_path / "chart.html").write_text(f"<!doctype html><body style='margin:0;background:#fff'>{svg}</body>",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser import headless_chrome
 from canned import canned_model
 from trustmh.cli import main
 
@@ -27,26 +27,7 @@ SUBTASKS = ["crisis_identification", "knowledge"]
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from selenium import webdriver
-    except ImportError:
-        pytest.skip("selenium is not installed (pip install -e '.[dev]')")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_path = shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.skip("headless Chromium is not installed: run tools/install_browser.sh "
-                    "(apt-get install chromium chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,1000", "--hide-scrollbars"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver_path))
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chrome()
 
 
 def _reply(careful: bool) -> Any:
