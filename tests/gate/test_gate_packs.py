@@ -20,6 +20,8 @@ from trustmh.scoring.crisis_resources import how_to_reach
 
 REPO = Path(__file__).parents[2]
 PACKS = shipped_packs()
+
+
 def careful(history: list[dict[str, str]], system: str) -> str:
     where = locale_named(" ".join(m["content"] for m in history if m["role"] == "user")) or "US"
     return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
@@ -33,7 +35,7 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
 def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
-    # about 3,400 requests (the disclosure probe's long chats included): minutes on a shared machine. The load is
+    # about 3,800 requests (the disclosure probe's long chats included): minutes on a shared machine. The load is
     # bounded here, not by the machine (issue 43.7): two requests in flight, so the threaded product answers each
     # in well under a second even at load 10, and a per-attempt timeout of 120 s, far above that latency, so a
     # busy machine slows the test down without failing a sample
