@@ -12,6 +12,7 @@ import pytest
 
 from loopback_server import FAULT_KINDS, LoopbackServer, message_text
 from trustmh.cli import main
+from trustmh.run.anchors import ANCHOR_ITEMS
 
 
 def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
@@ -75,8 +76,11 @@ def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.M
     assert any("errored" in e for e in results["errors"])
     # issue 43.5: the error names the judge by role and model, not only Inspect's "attempt_timeout '1' exceeded"
     assert any(f"the judge ({server.model_name('judge-dead')}) failed" in e for e in results["errors"])
-    # (retries + 1) attempts per judge call, times the sample retries: bounded
-    assert 0 < len(judge_requests) <= 2 * 2 * 4
+    # (retries + 1) attempts per judge call, times the sample retries: bounded, for the two items' calls
+    assert 0 < sum(1 for r in judge_requests if not r.judges_an_anchor) <= 2 * 2 * 4
+    # every judged run re-judges its anchor items (issue 44): on a dead judge they are bounded the same way (at
+    # most two templates' anchors, each (retries + 1) attempts times the sample retries)
+    assert sum(1 for r in judge_requests if r.judges_an_anchor) <= 2 * ANCHOR_ITEMS * 2 * 4
 
 
 def test_cached_rerun_makes_no_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
