@@ -198,8 +198,10 @@ def test_sigkill_with_batches_in_flight_then_the_same_command_pays_for_nothing_t
 def cancelled_batch_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("ended-run")
     out = tmp / "run"
-    argv = ["run", "--model", "openai/gpt-4o-mini", "--no-judge", "--suite", "trustmh", "--subtasks", "knowledge",
-            "--limit", "3", "--seed", "5", "--out", str(out), "--display", "none", "--n-boot", "200", "--batch"]
+    # a model name no other in-process test of this file uses: Inspect keeps a model's client and batcher for the
+    # process's life, so a name an earlier test used would still point at that test's stopped server
+    argv = ["run", "--model", "openai/gpt-4o-mini-2024-07-18", "--no-judge", "--suite", "trustmh", "--subtasks",
+            "knowledge", "--limit", "3", "--seed", "5", "--out", str(out), "--display", "none", "--n-boot", "200", "--batch"]
     with BatchServer(respond, end_batches=1, end_status="cancelled", answered_before_end=1) as server, \
             pytest.MonkeyPatch.context() as mp:
         for k, v in {**server.env(), "TRUSTMH_CACHE_DIR": str(tmp / "cache"), "TRUSTMH_BATCH_TICK": "0.1",
