@@ -22,7 +22,7 @@ TOKENS_REPLY_PRIMING = 3
 PLACEHOLDER_WORD = "word"
 # Distinct texts whose counts a Tokenizer remembers (the most recent ones): enough for the repeats of one
 # sample's calls and the plan's shared texts, few enough to bound the memory they hold.
-COUNT_MEMO_TEXTS = 4096
+COUNT_MEMO_TEXTS = 256
 APPROXIMATE = ("approximate: words, numbers and punctuation runs counted as a BPE pre-tokenizer splits them "
                "(no OpenAI encoding file on this machine, or not an OpenAI model)")
 
