@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from trustmh.json_clean import clean_json, clean_number
@@ -78,6 +78,34 @@ class Item:
     @property
     def cluster_id(self) -> str:
         return self.cluster if self.cluster is not None else self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """`dataclasses.asdict(self)`, about twice as fast (`plain_copy`): a plan copies every item of the suite
+        into its Inspect sample."""
+        return {f.name: plain_copy(getattr(self, f.name)) for f in fields(self)}
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+@dataclass
+class _Boxed:
+    value: Any
+
+
+def plain_copy(value: Any) -> Any:
+    """What `dataclasses.asdict` makes of a field's value: a deep copy with dataclasses as dicts. Dicts, lists,
+    tuples and atoms (the items' JSON-like metadata) are copied here; anything else as `asdict` would."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {plain_copy(k): plain_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [plain_copy(v) for v in value]
+    if kind is tuple:
+        return tuple(plain_copy(v) for v in value)
+    return asdict(_Boxed(value))["value"]
 
 
 @dataclass
