@@ -109,6 +109,10 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
     certificate; returns (certificate, path)."""
     if ref.report is not None:
         ref.report.log()
+    if ref.measured is not None:  # humans that are not raters (the SIRI-2's panel): the reference's own figures
+        own_limits = ref.measured.limits(thresholds)  # a refused --threshold costs no judge call
+        cert = ref.measured.certificate(ref, judge_reference(ref, spec, work), spec.context(), own_limits)
+        return cert, write_certificate(certs_dir, cert)
     anchors: dict[str, Any] = {}  # the judge's verdicts on its sub-task's anchor items, kept for drift
     records = judge_reference(ref, spec, work, anchors=anchors)
     ctx = spec.context()
