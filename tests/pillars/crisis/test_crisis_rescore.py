@@ -73,9 +73,17 @@ def _rejudged(tmp_path: Path, seen: list[str]) -> dict:
     return json.loads((tmp_path / "crisis_rescore.json").read_text())
 
 
-def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
-    seen: list[str] = []
-    res = _rejudged(tmp_path, seen)
+@pytest.fixture(scope="module")
+def rejudged_twice(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("rejudged")
+    first: list[str] = []
+    again: list[str] = []
+    res = _rejudged(out, first)
+    return {"res": res, "first": first, "res_again": _rejudged(out, again), "again": again, "out": out}
+
+
+def test_our_judge_rejudges_the_human_rated_answers(rejudged_twice: dict) -> None:
+    seen, res = rejudged_twice["first"], rejudged_twice["res"]
     agree = res["human_agreement"]
     # each distinct answer asked once: model-x's A, B, C, D (the 3 human-rated answers A, B, C and model-y's A, B
     # are among them)
@@ -89,6 +97,18 @@ def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
     assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
     # the jury is the study's judges only: unchanged by ours
     assert agree["jury"]["H1"]["mae"] == pytest.approx(1.25 / 4)
+
+
+def test_the_rejudging_writes_an_inspect_eval_log(rejudged_twice: dict) -> None:
+    assert list((rejudged_twice["out"] / "work").glob("*/logs/*.eval"))
+
+
+def test_the_same_rescore_again_asks_the_judge_nothing(rejudged_twice: dict) -> None:
+    assert rejudged_twice["again"] == []
+
+
+def test_the_resumed_rescore_writes_the_same_figures(rejudged_twice: dict) -> None:
+    assert rejudged_twice["res_again"]["per_evaluator_model"] == rejudged_twice["res"]["per_evaluator_model"]
 
 
 def test_cli_and_bad_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
