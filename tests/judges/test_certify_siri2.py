@@ -72,3 +72,41 @@ def test_a_threshold_below_the_expert_floor_is_refused_before_any_call(tmp_path:
     with pytest.raises(TrustmhError, match=r"^--threshold siri2_total=1 is below the expert floor"):
         _certify(asked, tmp_path / "certs", tmp_path / "work", thresholds=["siri2_total=1"])
     assert asked == []
+
+
+def _rated_as_the_experts(messages: list[dict], _request: dict) -> str:
+    from loopback_server import message_text
+
+    tag = TAG.search(message_text(messages[-1]))
+    return json.dumps({"rating": EXPERT_MEANS[tag.group(1)] if tag else 0})
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """`judge certify --reference siri2 --batch` against a loopback Batch API: the ratings are batched as any
+    certification's judge calls are (the SIRI-2 used to ask one request at a time, live)."""
+    from batch_server import BatchServer
+    from trustmh.cli import main
+
+    certs = tmp_path_factory.mktemp("siri2-batch")
+    with pytest.MonkeyPatch.context() as mp, BatchServer(_rated_as_the_experts) as server:
+        for key, value in {**server.env(), "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items():
+            mp.setenv(key, value)
+        # a model name of its own (Inspect keeps a model's client for the process's life), a gpt-4o one so that
+        # Inspect sends chat completions, which the server speaks, not the Responses API
+        code = main(["judge", "certify", "--judge", server.model_name("gpt-4o-siri2"), "--reference", "siri2",
+                     "--reference-path", str(SIRI2), "--certificates", str(certs), "--n-boot", "200",
+                     "--max-retries", "1", "--batch"])
+    return {"code": code, "live": sum(server.live_bodies.values()), "answered": sum(server.answered_bodies.values())}
+
+
+def test_a_batched_certification_asks_nothing_live(batched: dict) -> None:
+    assert batched["live"] == 0
+
+
+def test_a_batched_certification_gets_every_rating_from_a_batch(batched: dict) -> None:
+    assert batched["answered"] == len(EXPERT_MEANS)
+
+
+def test_a_batched_certification_of_a_judge_rating_as_the_experts_do_passes(batched: dict) -> None:
+    assert batched["code"] == 0
