@@ -19,7 +19,8 @@ EXPERT_MEANS = {"1A": -3, "1B": 2, "2A": -2, "2B": 3, "3A": 1, "3B": -1, "4A": 2
 TAG = re.compile(r"\[(\d+[AB])\]")
 
 
-def _certify(asked: list[str], certs: Path, work: Path, thresholds: list[str] | None = None) -> dict:
+def _certify(asked: list[str], certs: Path, work: Path, thresholds: list[str] | None = None,
+             limit: int | None = None) -> dict:
     """One certification of a canned judge that rates every reply as the experts do; `asked` gets each prompt
     the judge is sent."""
     from trustmh.certify.measure import certification_spec, certify
@@ -32,7 +33,8 @@ def _certify(asked: list[str], certs: Path, work: Path, thresholds: list[str] | 
         return json.dumps({"rating": EXPERT_MEANS[tag.group(1)] if tag else 0})
 
     source, request = find_reference("siri2", ReferenceRequest(path=str(SIRI2)))
-    spec = certification_spec([canned_model(reply, "siri2-judge")], reference_run(source, request), n_boot=50)
+    spec = certification_spec([canned_model(reply, "siri2-judge")], reference_run(source, request), n_boot=50,
+                              limit=limit)
     cert, _ = certify(source.load(spec.context(), request), spec, certs_dir=certs, work=work, thresholds=thresholds)
     return cert
 
@@ -110,3 +112,9 @@ def test_a_batched_certification_gets_every_rating_from_a_batch(batched: dict) -
 
 def test_a_batched_certification_of_a_judge_rating_as_the_experts_do_passes(batched: dict) -> None:
     assert batched["code"] == 0
+
+
+def test_a_limited_certification_asks_the_judge_about_that_many_replies(tmp_path: Path) -> None:
+    asked: list[str] = []
+    _certify(asked, tmp_path / "certs", tmp_path / "work", limit=4)
+    assert len(asked) == 4

@@ -80,6 +80,7 @@ class Siri2Rating(Subtask):
     id = Siri2.id
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
+        # asked exactly as `clinical/siri2` asks a model (no JSON mode: a lone number is a rating too)
         return [JudgeRequest(name=RATING, prompt=item.prompt, validate=lambda text: parse_rating(text) is not None,
                              max_tokens=MAX_TOKENS, json=False)]
 
