@@ -90,10 +90,16 @@ class Siri2Rating(Subtask):
         return {"rating": rating, "valid": True, "judge_valid": rating is not None}
 
     def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
-        # only Inspect's progress display reads it; the certificate's figures are `siri2_measure`'s
+        # only Inspect's progress display reads it (the share of readable ratings); the certificate's figures
+        # are `siri2_measure`'s
         rated = [r for r in records if r.score.get("judge_valid")]
-        return SubtaskResult(value=float(len(rated)), ci=None, n=len(records), n_invalid=len(records) - len(rated),
-                             direction="lower")
+        return SubtaskResult(value=len(rated) / len(records) if records else None, ci=None, n=len(records),
+                             n_invalid=len(records) - len(rated), direction="higher")
+
+
+def panel(items: Sequence[Item]) -> dict[str, Expert]:
+    """The expert panel's mean and SD of each reply, as its item carries them."""
+    return {i.id: Expert(float(i.metadata["expert_mean"]), float(i.metadata["expert_sd"])) for i in items}
 
 
 def siri2_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
@@ -112,8 +118,7 @@ def siri2_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
         report.log()
         raise TrustmhError(f"--reference {NAME}: no reply to rate")
     files = resolved_files().get("siri2", {})
-    experts = {i.id: Expert(float(i.metadata["expert_mean"]), float(i.metadata["expert_sd"])) for i in items}
-    floor = expert_floor(list(experts.values()))
+    floor = expert_floor(list(panel(items).values()))
     # the rating prompt is the judge's request; no reply is generated
     fixed = [replace(i, metadata={**i.metadata, "skip_generation": True}) for i in items]
     return Reference(name=NAME, source="public", sha256=named_sha256(files), subtask=Siri2.id,
@@ -126,7 +131,7 @@ def siri2_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
 def siri2_measure(ref: Reference, records: Sequence[Record], ctx: RunContext,
                   limits: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The certificate of the judge's ratings (`records`, one per reply) against the expert panel."""
-    experts = {i.id: Expert(float(i.metadata["expert_mean"]), float(i.metadata["expert_sd"])) for i in ref.items}
+    experts = panel(ref.items)
     floor = expert_floor(list(experts.values()))
     ratings: dict[str, list[float | None]] = {i.id: [None] for i in ref.items}  # an item never judged: invalid
     for rec in records:
