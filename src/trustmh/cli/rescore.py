@@ -42,7 +42,8 @@ ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-B
 
 
 def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
-            judges: Sequence[str | Model] | None = None, limit: int | None = None, execution: Execution | None = None) -> int:
+            judges: Sequence[str | Model] | None = None, limit: int | None = None,
+            execution: Execution | None = None) -> int:
     """`execution`: how the judges of mentalbench and crisis-original are called (`--batch`, `--no-prompt-cache`;
     the run's Inspect call applies them); the other formats are wrapped in `provider_discounts` by `cmd_rescore`."""
     if fmt == CRISIS_ORIGINAL:
@@ -155,7 +156,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     batch = args.batch
     # a judge that is a run (its stored replies judged through the one Inspect call, which applies `execution`)
     judged_run = args.fmt == "mentalbench" or (args.fmt == CRISIS_ORIGINAL and bool(args.judge))
-    if batch is not None and not (judged_run and args.judge):
+    if batch is not None and not (judged_run and args.judge):  # mentalbench with no judge has nothing to batch
         print(f"trustmh: --batch applies to `rescore --format mentalbench` or `{CRISIS_ORIGINAL}` with a --judge; "
               f"{args.fmt} asks no judge here", file=sys.stderr)
         batch = None
