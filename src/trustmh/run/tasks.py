@@ -138,7 +138,8 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
 
 def judge_asker(ctx: RunContext) -> AskJudge:
     """One attempt of a judge request on the run's Inspect models (`steps.AskJudge`): an ensemble member's
-    `grader` role, or the request's own judge (MentalBench's ensembles, the privacy proxy), equally bounded."""
+    `grader` role, or the request's own judge (MentalBench's ensembles, the privacy proxy), equally bounded;
+    each model looked up once per asker (one reply's judging)."""
     models: dict[str | int, Model] = {}
 
     def model_for(req: JudgeRequest, member: int | None) -> Model:
@@ -158,12 +159,11 @@ def judge_asker(ctx: RunContext) -> AskJudge:
 def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
     @scorer(metrics=[primary_metric(subtask, ctx)], name=SCORER_NAME)
     def make() -> Any:
-        ask = judge_asker(ctx)
-
         async def score(state: TaskState, target: Target) -> Score:
             item = item_from_metadata(state.metadata)
             response = state.output.completion
-            outputs = await judge_outputs(subtask, item, response, ctx, ask) if ctx.has_judge else None
+            # the judges are looked up inside the eval, where its model roles are bound
+            outputs = await judge_outputs(subtask, item, response, ctx, judge_asker(ctx)) if ctx.has_judge else None
             record = item_record(subtask, item, response, outputs, ctx, epoch=state.epoch,
                                  reasks=int(state.metadata.get("reasks", 0)), finish_reason=state.output.stop_reason,
                                  extra={"model_reported": state.output.model, USAGE_KEY: sample_usage()})
