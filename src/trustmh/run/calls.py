@@ -29,7 +29,6 @@ from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
-from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
