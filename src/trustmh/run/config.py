@@ -199,9 +199,9 @@ def check_model_name(name: Any, what: str) -> None:
     # trustmh's own providers register when their module is imported: here, and only the one the name asks
     # for (the bundled provider loads llama.cpp and the OpenAI SDK, about a second of a plan's start-up)
     if provider == "gguf":
-        import trustmh.models.gguf  # noqa: F401
+        import trustmh.models.gguf  # noqa: F401  (imported on use: start-up)
     elif provider == "http":
-        import trustmh.models.http  # noqa: F401
+        import trustmh.models.http  # noqa: F401  (imported on use: start-up)
     if provider is None:
         raise TrustmhError(f"{what} {name!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini or gguf/smollm2")
     if not model_provider_known(provider):
