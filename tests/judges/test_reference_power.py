@@ -75,3 +75,88 @@ def test_a_judge_noisier_than_every_rater_is_not_certified(certified_counts) -> 
 @pytest.mark.slow  # about 45 s: 36 certifications with their power simulations
 def test_a_human_level_judge_is_certified_on_a_reference_with_the_power_to(certified_counts) -> None:  # noqa: ANN001
     assert certified_counts["human"] >= 8
+
+
+# The disk cache of the simulation (`_reference_power`): a small reference, so each simulation is quick.
+SMALL = ("ratings", 30, 2, 0.65, 0.5, 0.05, 1, (0.5, 0.5), 40)
+
+
+def _fresh_process() -> None:
+    """Forget the in-process cache, as the next `trustmh plan` starts without it."""
+    from trustmh.judges.reference_power import _reference_power
+
+    _reference_power.cache_clear()
+
+
+def _simulations_counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    from trustmh.judges import reference_power as rp
+
+    calls: list[tuple] = []
+    real = rp._simulated
+
+    def counted(*args: object) -> dict:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(rp, "_simulated", counted)
+    return calls
+
+
+def test_a_later_process_reads_the_simulated_figures_bit_for_bit() -> None:
+    from trustmh.judges.reference_power import _reference_power, _simulated
+
+    _fresh_process()
+    _reference_power(*SMALL)
+    _fresh_process()
+    assert _reference_power(*SMALL) == _simulated(*SMALL)
+
+
+def test_a_later_process_does_not_simulate_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.judges.reference_power import _reference_power
+
+    _fresh_process()
+    _reference_power(*SMALL)
+    _fresh_process()
+    calls = _simulations_counted(monkeypatch)
+    _reference_power(*SMALL)
+    assert calls == []
+
+
+@pytest.mark.parametrize("changed", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_a_changed_input_is_simulated_again(monkeypatch: pytest.MonkeyPatch, changed: int) -> None:
+    from trustmh.judges.reference_power import _reference_power
+
+    _fresh_process()
+    _reference_power(*SMALL)
+    _fresh_process()
+    calls = _simulations_counted(monkeypatch)
+    other = list(SMALL)
+    other[changed] = (0.6, 0.4) if changed == 7 else other[changed] + (1 if isinstance(other[changed], int) else 0.01)
+    _reference_power(*other)
+    assert len(calls) == 1
+
+
+def test_changed_simulation_code_is_simulated_again(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    from trustmh.judges import reference_power as rp
+
+    _fresh_process()
+    rp._reference_power(*SMALL)
+    _fresh_process()
+    edited = tmp_path / "reference_power.py"
+    edited.write_bytes(rp._SIMULATION_SOURCES[0].read_bytes() + b"\n# edited\n")
+    monkeypatch.setattr(rp, "_SIMULATION_SOURCES", (edited, *rp._SIMULATION_SOURCES[1:]))
+    calls = _simulations_counted(monkeypatch)
+    rp._reference_power(*SMALL)
+    assert len(calls) == 1
+
+
+def test_an_unreadable_cache_entry_is_simulated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trustmh.judges import reference_power as rp
+
+    _fresh_process()
+    rp._reference_power(*SMALL)
+    rp._disk_path(rp._disk_key(SMALL)).write_text("[1, 2", encoding="utf-8")
+    _fresh_process()
+    calls = _simulations_counted(monkeypatch)
+    rp._reference_power(*SMALL)
+    assert len(calls) == 1

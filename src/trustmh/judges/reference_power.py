@@ -19,14 +19,20 @@ power at another size n' (sampling error shrinks as 1/√n), hence the items tha
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustmh.data.registry import cache_dir
+from trustmh.stats import rater_comparison
 from trustmh.stats.rater_comparison import comparison_points
+from trustmh.storage import write_text_atomic
 
 # Below this power a failed certification says more about the reference than about the judge.
 TARGET_POWER = 0.8
@@ -69,14 +75,49 @@ def reference_power(kind: str, n_items: int, n_raters: int, agreement: float | N
     reference certifies a judge as good as one more of its raters, the items (rated by as many raters) that
     would give `TARGET_POWER` (None when no size up to MAX_ITEMS would), and the SD of such a judge's
     difference D_r on this reference. Undefined agreement: power None. Cached: several judges certified on
-    one reference share one simulation."""
+    one reference share one simulation, and its figures are kept on disk by the digest of every input
+    (`_disk_key`), so the next process (`trustmh plan` sizing a new reference) reads them instead."""
     return dict(_reference_power(kind, int(n_items), int(n_raters), None if agreement is None else float(agreement),
                                  float(floor), float(margin), int(seed), tuple(float(x) for x in shares), int(n_sims)))
 
 
+# The code whose figures the disk cache keeps: a change to either recomputes them (see `_disk_key`).
+_SIMULATION_SOURCES = (Path(__file__), Path(rater_comparison.__file__))
+
+
+def _disk_key(args: tuple[Any, ...]) -> str:
+    """The digest of everything the figures depend on: the arguments, the simulation's code and numpy's version
+    (its random streams and reductions). Any change gives another key, hence a fresh simulation."""
+    h = hashlib.sha256(json.dumps([list(args), np.__version__]).encode("utf-8"))
+    for source in _SIMULATION_SOURCES:
+        h.update(b"\0" + source.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _disk_path(key: str) -> Path:
+    return cache_dir() / "reference-power" / f"{key}.json"
+
+
 @lru_cache(maxsize=32)
-def _reference_power(kind: str, n_items: int, n_raters: int, agreement: float | None, floor: float,
-                     margin: float, seed: int, shares: tuple[float, ...], n_sims: int) -> dict[str, Any]:
+def _reference_power(*args: Any) -> dict[str, Any]:
+    """`_simulated(*args)`, read from the disk cache when an earlier process computed it (JSON keeps a float's
+    shortest repr, so the figures come back bit for bit)."""
+    path = _disk_path(_disk_key(args))
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))  # our own cache, not a publisher's file
+    except (OSError, ValueError, TypeError):
+        pass  # absent or unreadable: simulate
+    figures = _simulated(*args)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(figures))
+    except OSError:
+        pass  # a read-only cache costs the next process a simulation, not this result
+    return figures
+
+
+def _simulated(kind: str, n_items: int, n_raters: int, agreement: float | None, floor: float,
+               margin: float, seed: int, shares: tuple[float, ...], n_sims: int) -> dict[str, Any]:
     out: dict[str, Any] = {"target": TARGET_POWER, "n_sims": n_sims, "seed": seed,
                            "model": f"simulated references of {n_items} items × {n_raters} raters at the humans' "
                                     f"agreement, the judge one more rater"}
