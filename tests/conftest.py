@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# stalls fail their test, no test-started process outlives the session (tests/support/stalls_and_leaks.py);
+# pytester runs the planted stall and the planted leak that prove it (tests/test_stalls_and_leaks.py)
+pytest_plugins = ["stalls_and_leaks", "pytester"]
+
 REPO = Path(__file__).resolve().parents[1]
 _DEFAULT_DATA = REPO.parent / "shared" / "data"
 
