@@ -3,7 +3,8 @@ outlives the session (docs/contributing.md#stalls-and-leaks).
 
 * **Stalls.** A loopback server (`bounded_http`) records a broken bound: a request past its cap or its time,
   a call that waited too long. Its `with` block raises it; this plugin fails, at teardown, the test during
-  which a server recorded one that nothing raised yet (a server owned by a fixture or started without `with`).
+  which a server recorded one that nothing raised yet (a server owned by a fixture or started without `with`),
+  or its teardown if the violation came then.
 * **Leaks.** At the end of the session, after every fixture's teardown, any process the session started that
   is still alive is named (pid, command line, the test during which it started), killed, and fails the
   session. "Started by the session" is a descendant of this process, or any process carrying this session's
@@ -21,6 +22,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -35,17 +37,30 @@ KILL_GRACE_S = 3.0
 
 
 # ------------------------------------------------------------------------------------------------ stalls
-@pytest.fixture(autouse=True)
-def _stalls_fail() -> Iterator[None]:
-    """Fail the test during which a loopback server broke a bound that nothing raised."""
-    first = violation_count()
-    yield
-    pending = [v for v in violations_since(first) if not v.raised]
+_FIRST = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_FIRST] = violation_count()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """Fail the test (or its teardown) during which a loopback server broke a bound that nothing raised."""
+    report: pytest.TestReport = yield
+    pending = [v for v in violations_since(item.stash.get(_FIRST, 0)) if not v.raised]
+    if not pending:
+        return report
     for v in pending:
         v.raised = True
-    if pending:
-        pytest.fail("a loopback server's bounds were broken during this test:\n  "
-                    + "\n  ".join(v.line() for v in pending), pytrace=False)
+    message = ("a loopback server's bounds were broken during this test:\n  "
+               + "\n  ".join(v.line() for v in pending))
+    if report.failed:
+        report.sections.append(("loopback bounds", message))
+    else:
+        report.outcome, report.longrepr = "failed", message
+    return report
 
 
 # ------------------------------------------------------------------------------------------------- leaks
@@ -54,12 +69,12 @@ class LeakCheck:
         self.config = config
         self.mark = f"{os.getpid()}-{uuid.uuid4().hex}"
         os.environ[SESSION_MARK] = self.mark
-        self.started: list[tuple[float, str]] = []  # (wall time, nodeid) as each test starts
+        self.started: list[tuple[float, str]] = []  # (seconds since boot, nodeid) as each test starts
         _become_subreaper()
 
     @pytest.hookimpl
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self.started.append((time.time(), nodeid))
+        self.started.append((time.clock_gettime(time.CLOCK_BOOTTIME), nodeid))
 
     @pytest.hookimpl(trylast=True)  # after runner's pytest_sessionfinish, which tears down every fixture left
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -72,14 +87,12 @@ class LeakCheck:
         kill(leaked)
         message = ("processes started by tests outlived their fixtures (killed now; the fixture that starts "
                    "one must end it):\n  " + "\n  ".join(lines))
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(message, red=True)
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.started:  # as a teardown failure of the last test (xdist forwards only its items' reports)
-            report = pytest.TestReport(nodeid=self.started[-1][1], location=("", None, ""), keywords={},
-                                       outcome="failed", longrepr=message, when="teardown")
+            report = pytest.TestReport(nodeid=self.started[-1][1], keywords={}, outcome="failed",
+                                       location=(__file__, None, "the session-end process check"),
+                                       longrepr=message, when="teardown")
             self.config.hook.pytest_runtest_logreport(report=report)
 
     def leaked(self) -> list[psutil.Process]:
@@ -105,11 +118,20 @@ class LeakCheck:
 
     def describe(self, p: psutil.Process) -> str:
         try:
-            command, born = " ".join(p.cmdline())[:200], p.create_time()
-        except psutil.Error:
+            command, born = " ".join(p.cmdline())[:200], _born(p.pid)
+        except (psutil.Error, OSError):
             return f"pid {p.pid} (gone)"
-        during = next((nodeid for t, nodeid in reversed(self.started) if t <= born), "before the first test")
+        # starttime is floored to a clock tick: a process started in a test's first tick belongs to that test
+        tick = 1 / os.sysconf("SC_CLK_TCK")
+        during = next((nodeid for t, nodeid in reversed(self.started) if t <= born + tick), "before the first test")
         return f"pid {p.pid}, started during {during}: {command}"
+
+
+def _born(pid: int) -> float:
+    """When a process started, in seconds since boot, to the clock tick (psutil's create_time counts from a
+    boot time rounded to the second, too coarse to tell which test started it)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, counted after pid and comm
 
 
 def kill(processes: list[psutil.Process]) -> None:
