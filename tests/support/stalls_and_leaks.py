@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -64,6 +65,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 # ------------------------------------------------------------------------------------------------- leaks
+@pytest.fixture(scope="session", autouse=True)
+def _bundled_model_servers() -> Iterator[None]:
+    """The owner of the bundled model's servers (`trustmh.models.gguf_server`): the first in-process `gguf/`
+    model starts one and the process keeps it (Inspect memoizes the model, which holds the server's URL), so
+    the session shares it, loading the model once, and ends it here, before the process check, rather than
+    at the interpreter's exit."""
+    yield
+    gguf = sys.modules.get("trustmh.models.gguf")  # imported only if a test used a gguf/ model
+    if gguf is not None:
+        gguf.stop_servers()
+
+
 class LeakCheck:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
