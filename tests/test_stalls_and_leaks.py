@@ -100,6 +100,7 @@ def test_leaves_an_orphan(orphaned):
 def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str) -> pytest.RunResult:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SUPPORT), str(REPO / "src"),
                                                       os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # the inner session needs no installed plugin
     pytester.makepyfile(test_planted=source)
     return pytester.runpytest_subprocess("-p", "stalls_and_leaks", "-p", "no:cacheprovider", "-q",
                                          f"--junitxml={pytester.path / 'junit.xml'}", timeout=60)
