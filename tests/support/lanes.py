@@ -59,6 +59,11 @@ class CpuRule:
         self._shared_s = 0.0
         self._shared_over: list[str] = []
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # trustmh imports scipy.stats lazily (CLI start-up); about 2 s of CPU, paid once per process, not by
+        # whichever test first needs it
+        import scipy.stats  # noqa: F401
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):
         if fixturedef.scope == "function" or self._depth:
