@@ -154,7 +154,6 @@ def limited_record(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     spec = certification_spec([canned_model(reply, "gpt-judge-limited")], reference_run(source, request),
                               n_boot=200, limit=6)
-    assert source.load is not None
     record, _ = run_probe(source.load(spec.context(), request), spec, certs_dir=tmp / "certs", work=tmp / "work")
     return record
 
