@@ -174,6 +174,7 @@ def test_overwrite_keeps_the_old_run_when_the_disk_fills(tmp_path: Path, monkeyp
     assert not (out / rundir.ASIDE).exists()
 
 
+@pytest.mark.slow  # two runs into one folder: 3.5 s of CPU
 def test_overwrite_removes_the_old_run_once_the_new_one_is_written(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run(_opts(out))
