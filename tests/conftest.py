@@ -42,3 +42,12 @@ def data_dir() -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the fast lane's rules, each a plugin of its own (tests/support/lanes.py, docs/contributing.md#tests)
+    import lanes
+
+    config.pluginmanager.register(lanes.CpuRule(), "trustmh-cpu-rule")
+    config.pluginmanager.register(lanes.UnitLane(), "trustmh-unit-lane")

@@ -217,6 +217,7 @@ def test_reference_is_public_and_hashed(run: dict) -> None:
     assert (ref["name"], ref["source"], len(ref["sha256"])) == ("mentalalign-experts", "public", 64)
 
 
+@pytest.mark.slow  # judges every MentalBench run on loopback: 6 s of CPU
 def test_fingerprint_is_the_mentalbench_runs(run: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A `trustmh run --suite mentalbench` with the same judge records the certificate's fingerprint."""
     tmp = run["tmp"]
