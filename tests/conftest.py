@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# stalls fail their test, no test-started process outlives the session (tests/support/stalls_and_leaks.py);
+# pytester runs the planted stall and the planted leak that prove it (tests/test_stalls_and_leaks.py)
+pytest_plugins = ["stalls_and_leaks", "pytester"]
+
 REPO = Path(__file__).resolve().parents[1]
 _DEFAULT_DATA = REPO.parent / "shared" / "data"
 
@@ -38,3 +42,12 @@ def data_dir() -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the fast lane's rules, each a plugin of its own (tests/support/lanes.py, docs/contributing.md#tests)
+    import lanes
+
+    config.pluginmanager.register(lanes.CpuRule(), "trustmh-cpu-rule")
+    config.pluginmanager.register(lanes.UnitLane(), "trustmh-unit-lane")
