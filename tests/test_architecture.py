@@ -16,6 +16,7 @@ import sys
 import tomllib
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -25,14 +26,23 @@ SRC = REPO / "src"
 PACKAGE = SRC / "trustmh"
 
 # Floors, bottom up (docs: the package layout). A module imports only its own floor or lower ones.
-# The first entry a module's dotted name starts with decides its floor; the longest prefixes come first.
+# Each entry names one of trustmh's modules (a stale name fails `test_every_floor_entry_is_a_module`); a
+# package's entry covers its submodules, except the root `trustmh`, which is only its own `__init__`, so every
+# top-level module is placed by name. The first floors are the ground floor, module by module as they import
+# one another (`test_the_ground_floor_is_listed_module_by_module`).
 FLOORS: list[tuple[str, ...]] = [
-    ("trustmh", "trustmh.core", "trustmh.json_clean", "trustmh.errors", "trustmh.storage", "trustmh.sampling",
-     "trustmh.prompts", "trustmh.starter", "trustmh.data", "trustmh.models", "trustmh.inspect_compat"),
+    ("trustmh", "trustmh.json_clean", "trustmh.exit_codes", "trustmh.flag_values", "trustmh.redaction",
+     "trustmh.safe_text"),
+    ("trustmh.core",),
+    ("trustmh.digest", "trustmh.prompts", "trustmh.sampling", "trustmh.storage"),
+    ("trustmh.data",),
+    ("trustmh.models", "trustmh.prices", "trustmh.starter"),
+    ("trustmh.discounts", "trustmh.inspect_batchers", "trustmh.prompt_cache"),
+    ("trustmh.inspect_compat",),
     ("trustmh.stats",),
     ("trustmh.judges",),
     ("trustmh.scoring", "trustmh.multiturn"),
-    ("trustmh.offline",),
+    ("trustmh.steps", "trustmh.offline"),
     ("trustmh.pillars",),
     ("trustmh.catalogue", "trustmh.options"),
     ("trustmh.results",),
@@ -42,6 +52,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.align", "trustmh.certify"),
     ("trustmh.cli",),
 ]
+# The floors that make up the ground floor of the package layout (docs/contributing.md): plain helpers,
+# storage, data, models and the Inspect adapter, below the statistics.
+GROUND_FLOORS = 7
 
 # The arrows allowed to run up the floors (at most two), as (importer, imported).
 UPWARD_ALLOWED: set[tuple[str, str]] = set()
@@ -96,10 +109,11 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports_of(name: str, type_only: bool = False) -> list[Import]:
-    """The imports of module `name` that run; with `type_only`, those under `if TYPE_CHECKING:` instead."""
+def _imports_of(name: str, type_only: bool = False, source: str | None = None) -> list[Import]:
+    """The imports of module `name` that run; with `type_only`, those under `if TYPE_CHECKING:` instead.
+    `source`: what the module is read as (default: its file), so a check can be shown a planted import."""
     path = MODULES[name]
-    source = path.read_text(encoding="utf-8")
+    source = path.read_text(encoding="utf-8") if source is None else source
     lines = source.splitlines()
     package = name if _is_package(name) else name.rpartition(".")[0]
     found: list[Import] = []
@@ -156,13 +170,24 @@ IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name)]
 TYPE_ONLY_IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name, type_only=True)]
 
 
+def _covers(entry: str, name: str) -> bool:
+    """Whether a floor entry places module `name`: the module itself, or (a package other than the root) any of
+    its submodules."""
+    return name == entry or (entry != "trustmh" and name.startswith(entry + "."))
+
+
 def _floor(name: str) -> int:
     best, floor = -1, -1
     for level, prefixes in enumerate(FLOORS):
         for prefix in prefixes:
-            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+            if _covers(prefix, name) and len(prefix) > best:
                 best, floor = len(prefix), level
     return floor
+
+
+def _upward(imports: list[Import]) -> set[tuple[str, str]]:
+    """The (importer, imported) pairs that run up the floors."""
+    return {(imp.importer, imp.imported) for imp in imports if _floor(imp.imported) > _floor(imp.importer)}
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -250,9 +275,44 @@ def test_the_import_graph_has_no_cycle_counting_type_only_imports() -> None:
     assert not loops, "import cycles through type-only imports:\n" + "\n".join(loops)
 
 
+def _stale_entries(floors: list[tuple[str, ...]]) -> list[str]:
+    """Floor entries that name no module of the package (a module since removed or renamed)."""
+    return [entry for floor in floors for entry in floor if entry not in MODULES]
+
+
+def test_every_floor_entry_is_a_module() -> None:
+    assert _stale_entries(FLOORS) == []
+
+
+def test_a_stale_floor_entry_is_found() -> None:
+    assert _stale_entries([("trustmh", "trustmh.errors"), *FLOORS[1:]]) == ["trustmh.errors"]
+
+
+def test_each_module_is_named_on_one_floor() -> None:
+    named = [entry for floor in FLOORS for entry in floor]
+    assert sorted({entry for entry in named if named.count(entry) > 1}) == []
+
+
+def test_the_ground_floor_is_listed_module_by_module() -> None:
+    """Every top-level module of the ground floor has its own entry, on the lowest floor its imports allow:
+    one floor above the highest of what it imports (so a floor is what the code says, not a lump)."""
+    ground = {_package(name) for name in MODULES if 0 <= _floor(name) < GROUND_FLOORS}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for imp in IMPORTS:
+        a, b = _package(imp.importer), _package(imp.imported)
+        if a in ground and b in ground and a != b:
+            edges[a].add(b)
+    misplaced = {}
+    for box in sorted(ground):
+        lowest = 1 + max((_floor(b) for b in edges[box]), default=-1)
+        if _floor(box) != lowest:
+            misplaced[box] = (_floor(box), lowest)
+    assert misplaced == {}, f"ground-floor modules not on the floor their imports give (listed, derived): {misplaced}"
+
+
 def test_no_module_imports_a_higher_floor() -> None:
     assert len(UPWARD_ALLOWED) <= 2
-    upward = {(imp.importer, imp.imported) for imp in IMPORTS if _floor(imp.imported) > _floor(imp.importer)}
+    upward = _upward(IMPORTS)
     unexpected = sorted(upward - UPWARD_ALLOWED)
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
@@ -266,11 +326,11 @@ def _package(name: str) -> str:
 
 # The structure drawing: one box per top-level package on the floor of its name, one arrow per package that
 # imports another (type-only imports included). An arrow up is a package some of whose modules import from a
-# higher floor; the drawing may show at most this many.
-DRAWING_ARROWS_UP_MAX = 2
+# higher floor; the drawing shows none.
+DRAWING_ARROWS_UP_MAX = 0
 
 
-def test_the_structure_drawing_has_at_most_two_arrows_up() -> None:
+def test_the_structure_drawing_has_no_arrow_up() -> None:
     up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]
                  if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
     assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
@@ -326,8 +386,8 @@ def test_no_file_in_src_names_documents_outside_the_repository() -> None:
 def _third_party_imports() -> set[str]:
     """Top-level names of the distributions' modules that src/ imports (anywhere, even inside functions)."""
     names: set[str] = set()
-    for path in MODULES.values():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for source in SOURCES.values():
+        for node in ast.walk(_parsed(source)):
             if isinstance(node, ast.Import):
                 names |= {alias.name.partition(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -365,11 +425,20 @@ def test_runtime_dependencies_are_what_src_imports() -> None:
     assert not unused, f"runtime dependencies src/ never imports (move them to an extra or to dev): {unused}"
 
 
-def _modules_using(names: set[str], module: str) -> set[str]:
-    """The trustmh modules that import any of `names` from `module` or use them as `module.name`."""
+SOURCES: dict[str, str] = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items()}
+
+
+@cache
+def _parsed(source: str) -> ast.Module:
+    """A module's syntax tree, parsed once for all the walks below (they only read it)."""
+    return ast.parse(source)
+
+
+def _modules_using(names: set[str], module: str, sources: dict[str, str] = SOURCES) -> set[str]:
+    """The modules of `sources` that import any of `names` from `module` or use them as `module.name`."""
     found = set()
-    for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for name, source in sources.items():
+        for node in ast.walk(_parsed(source)):
             imported = isinstance(node, ast.ImportFrom) and node.module == module and not node.level and any(
                 alias.name in names for alias in node.names)
             used = isinstance(node, ast.Attribute) and node.attr in names and ast.unparse(node.value) == module
@@ -378,16 +447,114 @@ def _modules_using(names: set[str], module: str) -> set[str]:
     return found
 
 
+EVAL_CALLS = {"eval", "eval_set", "eval_async", "eval_retry"}
+# The one module that sends generate requests (the model under test's, a judge's, the patient's), one attempt
+# each; every loop around them is a step of the run (`trustmh.steps`).
+GENERATE_SENDER = "trustmh.run.calls"
+# Modules that read a model's `generate` without sending a request of their own, and why.
+GENERATE_RELAYS = {
+    "trustmh.inspect_compat": "wraps each provider's generate (safe_replies): it relays the request Inspect sends",
+}
+
+
+@cache
+def _generate_uses(source: str) -> list[int]:
+    """Lines of `source` that send a generate request or take hold of a way to: a call or a read of any
+    `.generate` (a model's, a provider's), a call of a function parameter named `generate` or annotated
+    `Generate` (an Inspect solver's), an import of Inspect's `generate` solver. A `def generate` (a provider
+    answering one) and an assignment to `.generate` are neither."""
+    tree = _parsed(source)
+    lines = []
+    solver_generates = {arg.arg for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                        if arg.arg == "generate" or (arg.annotation is not None
+                                                     and ast.unparse(arg.annotation).endswith("Generate"))}
+    for node in ast.walk(tree):
+        model_generate = isinstance(node, ast.Attribute) and node.attr == "generate" and isinstance(node.ctx, ast.Load)
+        solver_generate = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+            node.func.id in solver_generates)
+        generate_solver = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inspect_ai") and any(
+            alias.name == "generate" for alias in node.names)
+        if model_generate or solver_generate or generate_solver:
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def _generate_senders(sources: dict[str, str]) -> set[str]:
+    return {name for name, source in sources.items() if _generate_uses(source)}
+
+
 def test_inspect_is_called_from_one_module() -> None:
     """Every evaluation (runs, certifications, rescoring) goes through the run's one Inspect call, with its roles,
     bounds, response cache and batch mode."""
-    assert _modules_using({"eval", "eval_set", "eval_async", "eval_retry"}, "inspect_ai") == {
-        "trustmh.run.inspect_eval"}
+    assert _modules_using(EVAL_CALLS, "inspect_ai") == {"trustmh.run.inspect_eval"}
+
+
+def test_generate_requests_are_sent_from_one_module() -> None:
+    """No module but the one call site sends a generate request: the model under test, the judges and the
+    patient are each asked one attempt at a time by `run.calls`, whose callers (the solvers and scorers, through
+    the run's steps) hold the loops."""
+    assert _generate_senders(SOURCES) - set(GENERATE_RELAYS) == {GENERATE_SENDER}
+
+
+def test_the_generate_relays_are_still_there() -> None:
+    assert {name for name in GENERATE_RELAYS if _generate_uses(SOURCES[name])} == set(GENERATE_RELAYS)
+
+
+# Planted faults: each check above must fail on the fault it is there to catch (shown a small synthetic module
+# set or source, never by editing src).
+PLANTED_JUDGE_LOOP = """
+async def ask_my_judge(model, prompt):
+    return (await model.generate(prompt)).completion
+"""
+PLANTED_SOLVER = """
+from inspect_ai.solver import Generate, TaskState
+
+async def solve(state: TaskState, generate: Generate) -> TaskState:
+    return await generate(state)
+"""
+
+
+def test_a_planted_second_generate_call_is_found() -> None:
+    planted = {**SOURCES, "trustmh.pillars.rogue": PLANTED_JUDGE_LOOP}
+    assert _generate_senders(planted) - set(GENERATE_RELAYS) == {GENERATE_SENDER, "trustmh.pillars.rogue"}
+
+
+def test_a_planted_solver_generate_is_found() -> None:
+    assert _generate_uses(PLANTED_SOLVER) == [5]
+
+
+def test_a_planted_alias_of_generate_is_found() -> None:
+    assert _generate_uses("def ask(model):\n    send = model.generate\n    return send\n") == [2]
+
+
+def test_a_provider_answering_generate_is_not_a_sender() -> None:
+    assert _generate_uses("class Api:\n    async def generate(self, messages):\n        return messages\n") == []
+
+
+def test_a_planted_eval_call_is_found() -> None:
+    planted = {"trustmh.run.inspect_eval": SOURCES["trustmh.run.inspect_eval"],
+               "trustmh.gate.rogue": "from inspect_ai import eval\n"}
+    assert _modules_using(EVAL_CALLS, "inspect_ai", planted) == {"trustmh.run.inspect_eval", "trustmh.gate.rogue"}
+
+
+def test_a_planted_upward_import_in_the_ground_floor_is_found() -> None:
+    """The knot issue 48 untied, planted back: storage importing the Inspect adapter, which stands above the
+    models."""
+    planted = _imports_of("trustmh.storage", source="from trustmh.inspect_compat import trace_dir\n")
+    assert _upward(planted) == {("trustmh.storage", "trustmh.inspect_compat")}
+
+
+def test_a_planted_ground_floor_loop_is_found() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for imp in [*IMPORTS, *_imports_of("trustmh.storage", source="import trustmh.data.download\n")]:
+        edges[imp.importer].add(imp.imported)
+    assert [c for c in _cycles(edges) if "trustmh.storage" in c] != []
 
 
 def test_a_run_context_is_made_in_one_place() -> None:
     """`RunSpec.context()` makes every RunContext (a spec given whole, `run/direct.py`, for the callers without a
     command line): no module builds one itself."""
-    builders = {name for name, path in MODULES.items() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    builders = {name for name, source in SOURCES.items() for node in ast.walk(_parsed(source))
                 if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "RunContext"}
     assert builders == {"trustmh.run.config"}

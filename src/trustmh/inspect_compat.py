@@ -1,4 +1,6 @@
-"""The one place trustmh touches Inspect's private API (`inspect_ai._util`), pinned with Inspect's version.
+"""Where trustmh touches Inspect's private API (`inspect_ai._util`, its providers' internals), pinned with
+Inspect's version; besides this module only `trustmh.inspect_batchers` (the batchers it installs) and
+`trustmh.storage.fs_options` (Inspect's filesystem options, which the ground floor needs below the models).
 
 Each function says what it needs and falls back to something safe where Inspect moves the thing it
 wraps. An Inspect upgrade is checked here first (and by the golden-log test).
@@ -16,15 +18,6 @@ from typing import Any
 from trustmh.inspect_batchers import anthropic_batcher_class, openai_batcher_class
 from trustmh.models import batch as trustmh_batch
 from trustmh.safe_text import safe_json, safe_text
-
-
-def fs_options(url: str) -> dict[str, Any]:
-    """The fsspec options Inspect uses for `url` (so trustmh's run files and Inspect's logs agree)."""
-    try:
-        from inspect_ai._util.file import default_fs_options
-    except ImportError:  # pragma: no cover  a moved helper must not make storage unusable
-        return {"use_listings_cache": False}
-    return dict(default_fs_options(url))
 
 
 def trace_dir() -> Path | None:

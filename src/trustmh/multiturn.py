@@ -1,4 +1,4 @@
-"""The multi-turn extension of the sub-task contract, and its plain-Python driver (any pillar's conversations).
+"""The multi-turn extension of the sub-task contract (any pillar's conversations).
 
 `core.Subtask` is single-turn: one prompt, one reply, judge requests about that reply. A
 `ConversationSubtask` adds three hooks and keeps the rest of the contract (items, aggregate, not-computed
@@ -11,14 +11,14 @@ reasons, catalogue entry):
   requests about the finished transcript (turn-windowed) and the score, with per-turn marks written into
   the transcript.
 
-`run_conversations_offline` plays the turns exactly as the Inspect glue (`trustmh.run.conversation`)
-does, the way `core.run_offline` documents `Subtask`. A transcript is `[{role, content, model, turn,
-marks}]`; it is stored in `Record.metadata["turns"]`.
+The turns are played by the run's one step, `trustmh.steps.play_turns`, under Inspect
+(`trustmh.run.conversation`) or offline (`trustmh.offline.run_conversations_offline`). A transcript is
+`[{role, content, model, turn, marks}]`; it is stored in `Record.metadata["turns"]`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ from trustmh.core import (
     TrustmhError,
     make_record,
 )
-from trustmh.judges.reask import ask_until_valid_sync
 from trustmh.safe_text import unusable
 
 PATIENT_ROLE = "patient"
@@ -195,44 +194,3 @@ def conversation_record(subtask: ConversationSubtask, item: Item, turns: list[di
         score = {**score, "valid": False, "invalid": True, "empty_turns": empty}
     return make_record(subtask, item, transcript_text(marked), score, epoch=epoch,
                        judge_raw=dict(judge_outputs or {}), extra={"turns": marked, **(extra or {})})
-
-
-Speaker = Callable[[list[dict[str, Any]]], str]
-
-
-def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
-                              patient: Speaker | None = None, judge: Callable[[JudgeRequest], str] | None = None,
-                              items: list[Item] | None = None, *, model_name: str = "model",
-                              patient_name: str = "patient") -> tuple[list[Record], SubtaskResult]:
-    """Play every item's conversation without Inspect: `respond(messages)` is the model under test,
-    `patient(messages)` the patient model, `judge(request)` the judge (up to MAX_ATTEMPTS per request)."""
-    system = read_system_prompt(ctx)
-    records: list[Record] = []
-    for item in items if items is not None else subtask.items(ctx):
-        turns: list[dict[str, Any]] = []
-        for i in range(subtask.n_turns(item, ctx)):
-            move = subtask.patient_turn(item, turns, ctx)
-            if move.end:
-                break
-            if move.text is not None:
-                said, who = move.text, SCRIPT_MODEL
-            else:
-                if patient is None:
-                    raise TrustmhError(f"{subtask.id}: a simulated patient needs a patient model")
-                line = list(move.messages or [])
-                said = ask_until_valid_sync(lambda _a, m=line: patient(m), said_something)
-                who = patient_name
-            turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            asked: list[dict[str, Any]] = list(model_messages(turns, system))
-            if move.elapsed_seconds is not None:  # as the `http` provider sends it: on the newest user message
-                asked[-1] = {**asked[-1], "elapsed_seconds": move.elapsed_seconds}
-            reply = ask_until_valid_sync(lambda _a, m=asked: respond(m), said_something)
-            turns.append({"role": "model", "content": reply,
-                          "model": model_name, "turn": i, "marks": {}})
-        outputs: dict[str, str] | None = None
-        if judge is not None and ctx.has_judge:
-            outputs = {}
-            for req in usable_requests(subtask.conversation_judge_requests(item, turns, ctx), turns):
-                outputs[req.name] = ask_until_valid_sync(lambda _attempt, r=req: judge(r), req.validate)
-        records.append(conversation_record(subtask, item, turns, outputs, ctx))
-    return records, subtask.aggregate(records, ctx)

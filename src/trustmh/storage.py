@@ -25,7 +25,6 @@ from typing import IO, Any
 from urllib.parse import unquote, urlparse
 
 from trustmh.core import TrustmhError
-from trustmh.inspect_compat import fs_options
 
 # Filesystems whose writes are whole-object uploads: a reader sees the old object or the new one, never a part.
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "oci", "r2"})
@@ -67,6 +66,17 @@ def _install_hint(protocol: str) -> str | None:
     if impl is None:
         return None
     return impl["class"].split(".", 1)[0]
+
+
+def fs_options(url: str) -> dict[str, Any]:
+    """The fsspec options Inspect uses for `url` (so trustmh's run files and Inspect's logs agree). Storage's
+    one touch of Inspect's private API (`inspect_ai._util`; the others are `trustmh.inspect_compat`'s): here,
+    so that the ground floor does not import the Inspect adapter, which stands above the models."""
+    try:
+        from inspect_ai._util.file import default_fs_options
+    except ImportError:  # pragma: no cover  a moved helper must not make storage unusable
+        return {"use_listings_cache": False}
+    return dict(default_fs_options(url))
 
 
 def filesystem(url: str) -> Any:

@@ -15,7 +15,7 @@ from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate.clauses import evaluate_pack, load_pack
 from trustmh.models.endpoint import ENDPOINT_ENV
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 
 SID = "conversation/minors"
 

@@ -18,7 +18,7 @@ from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
 from trustmh.gate.policy import parse_policy
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.authored_sets import authored_path, read_jsonl
 from trustmh.results import RunResults, write_run
 

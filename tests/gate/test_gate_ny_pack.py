@@ -20,7 +20,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate.clauses import load_pack
 from trustmh.models.endpoint import ENDPOINT_ENV
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, cadence_turns
 from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.results import RunResults, write_run

@@ -15,8 +15,8 @@ import pytest
 
 from test_no_flattering_numbers import EVERY_SUBTASK, GARBAGE, _ctx, _suite_of
 from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask
-from trustmh.multiturn import ConversationSubtask, run_conversations_offline
-from trustmh.offline import run_offline
+from trustmh.multiturn import ConversationSubtask
+from trustmh.offline import run_conversations_offline, run_offline
 from trustmh.results.metric_labels import SHARED, label_in, metric_label, metric_labels
 from trustmh.run.finalize import aggregate
 

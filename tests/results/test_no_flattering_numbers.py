@@ -12,8 +12,8 @@ import pytest
 from fixture_paths import FIXTURES
 from trustmh.catalogue import catalogue
 from trustmh.core import JudgeInfo, Patient, RunContext, Subtask, SubtaskResult
-from trustmh.multiturn import ConversationSubtask, run_conversations_offline
-from trustmh.offline import run_offline
+from trustmh.multiturn import ConversationSubtask
+from trustmh.offline import run_conversations_offline, run_offline
 
 GARBAGE = ""  # an empty reply: unreadable in every sub-task (the judge's and patient's "zzz" likewise)
 # the three sub-tasks read only from publishers' files, pointed at the synthetic copies the tests ship

@@ -1,8 +1,10 @@
 """Inspect glue shared by single-turn tasks and conversations: bounded, seeded, cached model calls.
 
-Every model call of a run goes through here: `bounded_config` bounds it (per-attempt timeout, retries, a
-ceiling on the whole retry loop), `cache_policy` gives it its own response-cache entry, and `ask_judge` runs
-the one judge re-ask loop (`trustmh.judges.reask`) against an Inspect model.
+Every generate request of a run is sent from here, one attempt at a time: the model under test's
+(`generate_once`), a judge's (`judge_once`) and the simulated patient's (`patient_once`); the loops around
+them (re-asks, turns, ensemble members) are the run's steps (`trustmh.steps`). `bounded_config` bounds each
+call (per-attempt timeout, retries, a ceiling on the whole retry loop) and `cache_policy` gives each attempt
+its own response-cache entry.
 """
 
 from __future__ import annotations
@@ -12,7 +14,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from inspect_ai.model import CachePolicy, GenerateConfig, Model, ResponseSchema, get_model
+from inspect_ai.model import (
+    CachePolicy,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    ResponseSchema,
+    get_model,
+)
 from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
@@ -117,26 +130,47 @@ def judge_model(ctx: RunContext, index: int = 0) -> Model:
                                                                                      seed=ctx.seed))
 
 
-async def ask_judge(model: Model, req: JudgeRequest, ctx: RunContext, repeat: int = 1, role: str = "judge") -> str:
-    # a judge waits for its verdict anyway: in batch mode every judge call is batched
+async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: int, repeat: int = 1,
+                     role: str = "judge") -> str:
+    """One attempt of a judge request (the re-ask loop is the run's step, `trustmh.steps`): temperature 0,
+    seeded, bounded, its own cache entry per attempt (and per repeat of a test-retest), batched in batch mode
+    (a judge waits for its verdict anyway)."""
     fields = call_settings(str(model))
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx)).merge(
         GenerateConfig(**fields))
     if req.json and judge_json_mode(req.model or ctx.judge.model, ctx):
         config.response_schema = judge_response_schema(req, ctx)
+    with held(str(model), req.prompt, config.max_tokens) as hold:
+        try:
+            with batching("batch" in fields):
+                output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
+            raise named_failure(exc, role, model) from None
+        note_call(role, str(model), output, batched="batch" in fields, hold=hold)
+    return output.completion
 
-    async def ask(attempt: int) -> str:
-        # each attempt has its own cache entry, so a re-ask reaches the judge again
-        with held(str(model), req.prompt, config.max_tokens) as hold:
-            try:
-                with batching("batch" in fields):
-                    output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
-            except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
-                raise named_failure(exc, role, model) from None
-            note_call(role, str(model), output, batched="batch" in fields, hold=hold)
-        return output.completion
 
-    return await ask_until_valid(ask, req.validate)
+def chat_messages(messages: list[dict[str, str]]) -> list[ChatMessage]:
+    """Plain `{role, content}` messages as Inspect's."""
+    kinds = {"system": ChatMessageSystem, "assistant": ChatMessageAssistant, "user": ChatMessageUser}
+    return [kinds[m["role"]](content=m["content"]) for m in messages]
+
+
+async def patient_once(model: Model, messages: list[dict[str, str]], ctx: RunContext, attempt: int,
+                       max_tokens: int) -> ModelOutput:
+    """One attempt of the simulated patient's next line (the re-ask loop is the run's step, `trustmh.steps`):
+    its own cache entry per attempt (a cached empty line must not come back), batched only with
+    --batch-conversations, its planned cost (`max_tokens`) reserved against the budget first."""
+    fields = call_settings(str(model), conversation=True)
+    with held(str(model), list(messages), max_tokens) as hold:
+        try:
+            with batching("batch" in fields):
+                out = await model.generate(chat_messages(messages), cache=cache_policy(ctx, attempt),
+                                           config=GenerateConfig(**fields))
+        except Exception as exc:  # retries used up: named by role and model
+            raise named_failure(exc, "patient", model) from None
+        note_call("patient", str(model), out, batched="batch" in fields, hold=hold)
+    return out
 
 
 # Every judge answers with one JSON object; where a provider can enforce that, ask it to.

@@ -1,60 +1,43 @@
 """Inspect glue for conversation sub-tasks: play the turns, then judge the transcript. Thin by design.
 
-The steps mirror `trustmh.multiturn.run_conversations_offline`: for each turn the patient
-speaks (a scripted line, or the `patient` role's model, bound by the run's timeout/retries and cached),
-then the model under test answers through Inspect's `generate` (cached, so a resumed run does not pay
-again); afterwards each judge request goes to the `grader` role (temperature 0, seeded, exact JSON schema,
-up to three attempts) and the plain `score_turns` scores the transcript. An empty line (patient) or reply (model
-under test) is asked again, up to MAX_ATTEMPTS in all, each time under a cache entry of its own; one that
-stays empty is kept, and the conversation counts as invalid (`contract.empty_turns`). The whole conversation
-is the sample's messages in the Inspect log, and `Record.metadata["turns"]` in items.jsonl.
+The solver and the scorer walk the run's steps (`trustmh.steps.play_turns`, `judge_transcript`), as the
+offline driver (`trustmh.offline.run_conversations_offline`) does with plain functions: for each turn the
+patient speaks (a scripted line, or the `patient` role's model, bound by the run's timeout/retries and
+cached: `calls.patient_once`), then the model under test answers through Inspect's `generate` (cached, so a
+resumed run does not pay again: `calls.generate_once`); afterwards each judge request goes to the `grader`
+role (temperature 0, seeded, exact JSON schema, re-asked until it validates: `calls.judge_once`) and the plain
+`score_turns` scores the transcript. An empty line (patient) or reply (model under test) is asked again, up
+to MAX_ATTEMPTS in all, each time under a cache entry of its own; one that stays empty is kept, and the
+conversation counts as invalid (`multiturn.empty_turns`). The whole conversation is the sample's messages in
+the Inspect log, and `Record.metadata["turns"]` in items.jsonl.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    GenerateConfig,
-    Model,
-    get_model,
-)
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model, get_model
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from trustmh.core import RunContext
-from trustmh.judges.reask import ask_until_valid
+from trustmh.core import JudgeRequest, RunContext
 from trustmh.models import BUNDLED_MODEL
-from trustmh.models.batch import batching, call_settings
-from trustmh.multiturn import (
-    PATIENT_ROLE,
-    SCRIPT_MODEL,
-    ConversationSubtask,
-    conversation_record,
-    read_system_prompt,
-    said_something,
-    usable_requests,
-)
+from trustmh.multiturn import ConversationSubtask, conversation_record, read_system_prompt
 from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     SCORER_NAME,
-    ask_judge,
     bounded_config,
-    cache_policy,
     capped,
     generate_once,
     item_from_metadata,
     judge_model,
-    named_failure,
+    judge_once,
+    patient_once,
     patient_role,
     primary_metric,
 )
-from trustmh.run.usage import USAGE_KEY, held, note_call, sample_usage
-from trustmh.safe_text import safe_text
+from trustmh.run.usage import USAGE_KEY, sample_usage
+from trustmh.steps import judge_transcript, play_turns
 
 TURNS_KEY = "turns"
 GREETING_KEY = "greeting"
@@ -75,13 +58,10 @@ def patient_model(ctx: RunContext, index: int = 0) -> Model:
                                            else PATIENT_MAX_TOKENS))
 
 
-def _chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
-    kinds = {"system": ChatMessageSystem, "assistant": ChatMessageAssistant, "user": ChatMessageUser}
-    return [kinds[m["role"]](content=m["content"]) for m in messages]
-
-
 @solver
 def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
+    """The conversation's turns (`steps.play_turns`), each patient line and each reply one Inspect call
+    (`calls.patient_once`, `calls.generate_once`); the whole conversation is the sample's messages."""
     system = read_system_prompt(ctx)
     model_label = ctx.model or "model"
     cap = capped(subtask.generation(ctx).max_tokens, ctx)  # each reply's limit, for its budget reservation
@@ -92,60 +72,34 @@ def play_conversation(subtask: ConversationSubtask, ctx: RunContext) -> Solver:
         if budget is not None:
             budget.check()
         item = item_from_metadata(state.metadata)
-        turns: list[dict[str, Any]] = []
         # the sample's input only names the conversation: the turns are built here, one by one
         state.messages = [ChatMessageSystem(content=system)] if system else []
-        patient: Model | None = None
-        for i in range(subtask.n_turns(item, ctx)):
-            move = subtask.patient_turn(item, turns, ctx)
-            if move.end:
-                break
-            if move.text is not None:
-                said, who = move.text, SCRIPT_MODEL
-            else:
-                index = int(item.metadata.get("patient_index", 0))
-                patient = patient or patient_model(ctx, index)
-                said_by: list[str | None] = []
+        index = int(item.metadata.get("patient_index", 0))
+        names = ctx.patient.models if ctx.patient else ()
+        patient: Model | None = None  # made on the first simulated line: a scripted conversation needs none
 
-                async def patient_line(attempt: int, asked: Model = patient, messages: Any = move.messages,
-                                       said_by: list[str | None] = said_by) -> str:
-                    # an empty line is asked again under its own cache entry (the cached one is empty)
-                    fields = call_settings(str(asked), conversation=True)
-                    with held(str(asked), list(messages or []), patient_cap) as hold:
-                        try:
-                            with batching("batch" in fields):
-                                out = await asked.generate(_chat(list(messages or [])),
-                                                           cache=cache_policy(ctx, attempt),
-                                                           config=GenerateConfig(**fields))
-                        except Exception as exc:  # retries used up: named by role and model
-                            raise named_failure(exc, "patient", asked) from None
-                        note_call("patient", str(asked), out, batched="batch" in fields, hold=hold)
-                    said_by.append(out.model)
-                    return safe_text(out.completion)
+        async def ask_patient(messages: list[dict[str, str]], attempt: int) -> tuple[str, str]:
+            nonlocal patient
+            patient = patient or patient_model(ctx, index)
+            out = await patient_once(patient, messages, ctx, attempt, patient_cap)
+            return out.completion, names[index % len(names)] if names else str(out.model or "patient")
 
-                said = await ask_until_valid(patient_line, said_something)
-                names = ctx.patient.models if ctx.patient else ()
-                who = names[index % len(names)] if names else str(said_by[-1] or "patient")
-            turns.append({"role": PATIENT_ROLE, "content": said, "model": who, "turn": i, "marks": {}})
-            # a scripted clock rides on the message for a product that accepts one (`http` provider)
-            clock = None if move.elapsed_seconds is None else {"elapsed_seconds": move.elapsed_seconds}
-            state.messages.append(ChatMessageUser(content=said, metadata=clock))
-
-            async def model_reply(attempt: int) -> str:
-                nonlocal state
-                if attempt > 1 and state.messages and state.messages[-1].role == "assistant":
-                    state.messages.pop()  # the empty reply: the same conversation is asked again
-                state = await generate_once(state, generate, ctx, reask=attempt - 1, conversation=True,
-                                            max_tokens=cap)
-                return state.output.completion
-
-            await ask_until_valid(model_reply, said_something)
+        async def ask_reply(turns: list[dict[str, Any]], elapsed_seconds: float | None, attempt: int) -> str:
+            nonlocal state
+            if attempt == 1:
+                # a scripted clock rides on the message for a product that accepts one (`http` provider)
+                clock = None if elapsed_seconds is None else {"elapsed_seconds": elapsed_seconds}
+                state.messages.append(ChatMessageUser(content=str(turns[-1]["content"]), metadata=clock))
+            elif state.messages and state.messages[-1].role == "assistant":
+                state.messages.pop()  # the empty reply: the same conversation is asked again
+            state = await generate_once(state, generate, ctx, reask=attempt - 1, conversation=True, max_tokens=cap)
             greeting = (state.output.metadata or {}).get("greeting")
             if greeting and GREETING_KEY not in state.metadata:
                 state.metadata[GREETING_KEY] = str(greeting)  # a product's first words (`http` provider)
-            turns.append({"role": "model", "content": safe_text(state.output.completion), "model": model_label, "turn": i,
-                          "marks": {}})
-        state.metadata[TURNS_KEY] = turns
+            return state.output.completion
+
+        state.metadata[TURNS_KEY] = await play_turns(subtask, item, ctx, ask_patient, ask_reply,
+                                                     model_name=model_label)
         return state
 
     return solve
@@ -164,9 +118,12 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
             outputs: dict[str, str] | None = None
             if ctx.has_judge:
                 judge = judge_model(ctx)
-                outputs = {}
-                for req in usable_requests(subtask.conversation_judge_requests(item, turns, ctx), turns):
-                    outputs[req.name] = await ask_judge(judge, req, ctx, _repeat_of(req.name))
+
+                async def ask(req: JudgeRequest, member: int | None, attempt: int) -> str:
+                    # the run's judge reads the transcript (a repeat, `name#r`, under cache entries of its own)
+                    return await judge_once(judge, req, ctx, attempt, _repeat_of(req.name))
+
+                outputs = await judge_transcript(subtask, item, turns, ctx, ask)
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
                                          extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),
                                                 **({GREETING_KEY: state.metadata[GREETING_KEY]}

@@ -1,9 +1,11 @@
 """Inspect glue: one generic Task built from any `trustmh.core.Subtask`. Thin by design.
 
-The steps mirror `trustmh.core.run_offline` exactly (generate → up to two re-asks on unparseable replies →
+The solver and the scorer walk the run's steps (`trustmh.steps`: generate → re-asks on unparseable replies →
 judge calls in the `grader` role (and `grader_2`… for an ensemble) at temperature 0, seeded and bounded by
-the run's timeout/retries, up to three attempts each → plain `Subtask.score`, combined across an ensemble),
-so a live run and a rescore of imported outputs are scored by the same code.
+the run's timeout/retries, each re-asked until it validates → plain `Subtask.score`, combined across an
+ensemble), handing them one-attempt Inspect calls (`trustmh.run.calls`); the offline driver
+(`trustmh.offline.run_offline`) walks the same steps with plain functions, so a live run, a test and a
+rescore of imported outputs are scored by the same code.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageUser,
     GenerateConfig,
+    Model,
     ModelOutput,
     get_model,
 )
@@ -25,34 +28,26 @@ from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from trustmh.catalogue import BY_ID, get_subtask
-from trustmh.core import (
-    Item,
-    Patient,
-    RunContext,
-    Subtask,
-    TrustmhError,
-    make_record,
-    max_reasks,
-)
-from trustmh.judges.ensemble import fans_out, judged_score
+from trustmh.core import Item, JudgeRequest, Patient, RunContext, Subtask, TrustmhError
 from trustmh.multiturn import ConversationSubtask
 from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     ITEM_KEY,
     SCORER_NAME,
-    ask_judge,
     bounded_config,
     capped,
     generate_once,
     inspect_display_value,
     item_from_metadata,
     judge_model,
+    judge_once,
     primary_metric,
 )
 from trustmh.run.conversation import conversation_scorer, play_conversation
 from trustmh.run.direct import direct_spec
 from trustmh.run.parts import Execution
 from trustmh.run.usage import USAGE_KEY, sample_usage
+from trustmh.steps import AskJudge, generate_and_reask, item_record, judge_outputs
 
 
 def samples(subtask: Subtask, items: list[Item], ctx: RunContext, source: str | None = None) -> list[Sample]:
@@ -113,8 +108,8 @@ def explanation_text(score: dict[str, Any], judge_raw: dict[str, str]) -> str:
 
 @solver
 def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
-    """Generate; while the reply does not parse, ask again with the sub-task's format reminder (up to
-    MAX_ATTEMPTS in all)."""
+    """The model under test's reply to the item, re-asked with the format reminder while it does not parse
+    (`steps.generate_and_reask`); each attempt is one Inspect generate (`calls.generate_once`)."""
 
     cap = capped(subtask.generation(ctx).max_tokens, ctx)  # each call's reply limit, for its budget reservation
 
@@ -122,47 +117,43 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
         budget = active_budget()
         if budget is not None:
             budget.check()
-        state.metadata["reasks"] = 0
-        if state.metadata[ITEM_KEY]["metadata"].get("skip_generation"):
-            # items that only carry a reply to be judged (e.g. a human reference response; a reference set
-            # of `trustmh judge certify` stores it as `stored_response`)
-            stored = state.metadata[ITEM_KEY]["metadata"].get("stored_response")
-            state.output = ModelOutput.from_content(model="none", content=str(stored or ""))
-            return state
-        state = await generate_once(state, generate, ctx, max_tokens=cap)
-        if subtask.format_reminder is None:
-            return state
-        item = item_from_metadata(state.metadata)
-        while (state.metadata["reasks"] < max_reasks(ctx.options)
-               and not subtask.parse_valid(item, state.output.completion, ctx)):
-            state.messages.append(ChatMessageUser(content=subtask.format_reminder))
-            state.metadata["reasks"] += 1
+        asked = False
+
+        async def ask(reminder: str | None) -> str:
+            nonlocal state, asked
+            asked = True
+            if reminder is not None:
+                state.messages.append(ChatMessageUser(content=reminder))
             state = await generate_once(state, generate, ctx, max_tokens=cap)
+            return state.output.completion
+
+        response, reasks = await generate_and_reask(subtask, item_from_metadata(state.metadata), ctx, ask)
+        state.metadata["reasks"] = reasks
+        if not asked:  # the item carried its reply (`steps.stored_reply`): no model answered
+            state.output = ModelOutput.from_content(model="none", content=response)
         return state
 
     return solve
 
 
-async def call_judge(ctx: RunContext, subtask: Subtask, item: Item, response: str) -> dict[str, dict[str, str]]:
-    """Raw judge outputs per ensemble member (request name → text); the same steps as `run_offline`."""
-    requests = subtask.judge_requests(item, response, ctx)
-    outputs: dict[str, dict[str, str]] = {}
-    if fans_out(requests, ctx):
-        for index, member in enumerate(ctx.judges):
-            model = judge_model(ctx, index)
-            outputs[member] = {req.name: await ask_judge(model, req, ctx) for req in requests}
-        return outputs
-    default = judge_model(ctx)
-    got: dict[str, str] = {}
-    for req in requests:
-        # a request that names its judge (MentalBench's own ensembles) gets that model, equally bounded
-        model = default if req.model is None else get_model(req.model, config=bounded_config(
-            ctx, temperature=0.0, seed=ctx.seed))
-        role = "proxy" if req.model is not None and req.model == ctx.options.get("privacy_proxy_model") else "judge"
-        got[req.name] = await ask_judge(model, req, ctx, role=role)
-    outputs[ctx.judge.model or "judge"] = got
-    return outputs
+def judge_asker(ctx: RunContext) -> AskJudge:
+    """One attempt of a judge request on the run's Inspect models (`steps.AskJudge`): an ensemble member's
+    `grader` role, or the request's own judge (MentalBench's ensembles, the privacy proxy), equally bounded;
+    each model looked up once per asker (one reply's judging)."""
+    models: dict[str | int, Model] = {}
 
+    def model_for(req: JudgeRequest, member: int | None) -> Model:
+        key: str | int = member if member is not None else (req.model or "")
+        if key not in models:
+            models[key] = (judge_model(ctx, member) if member is not None else judge_model(ctx) if not req.model
+                           else get_model(req.model, config=bounded_config(ctx, temperature=0.0, seed=ctx.seed)))
+        return models[key]
+
+    async def ask(req: JudgeRequest, member: int | None, attempt: int) -> str:
+        proxy = member is None and req.model is not None and req.model == ctx.options.get("privacy_proxy_model")
+        return await judge_once(model_for(req, member), req, ctx, attempt, role="proxy" if proxy else "judge")
+
+    return ask
 
 
 def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
@@ -171,15 +162,14 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
         async def score(state: TaskState, target: Target) -> Score:
             item = item_from_metadata(state.metadata)
             response = state.output.completion
-            outputs = await call_judge(ctx, subtask, item, response) if ctx.has_judge else None
-            result, judge_raw = judged_score(subtask, item, response, outputs, ctx)
-            reasks = int(state.metadata.get("reasks", 0))
-            record = make_record(subtask, item, response, result, epoch=state.epoch,
-                                 finish_reason=state.output.stop_reason, judge_raw=judge_raw,
-                                 extra={"reasked": reasks > 0, "reasks": reasks,
-                                        "model_reported": state.output.model, USAGE_KEY: sample_usage()})
-            return Score(value=inspect_display_value(result), answer=answer_text(result),
-                         explanation=explanation_text(result, judge_raw), metadata={"record": record.to_dict()})
+            # the judges are looked up inside the eval, where its model roles are bound
+            outputs = await judge_outputs(subtask, item, response, ctx, judge_asker(ctx)) if ctx.has_judge else None
+            record = item_record(subtask, item, response, outputs, ctx, epoch=state.epoch,
+                                 reasks=int(state.metadata.get("reasks", 0)), finish_reason=state.output.stop_reason,
+                                 extra={"model_reported": state.output.model, USAGE_KEY: sample_usage()})
+            return Score(value=inspect_display_value(record.score), answer=answer_text(record.score),
+                         explanation=explanation_text(record.score, record.judge_raw or {}),
+                         metadata={"record": record.to_dict()})
 
         return score
 

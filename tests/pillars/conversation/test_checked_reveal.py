@@ -8,7 +8,7 @@ import json
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.patient_checks import revealed_at
 
 SUB = "conversation/simulated_patient"

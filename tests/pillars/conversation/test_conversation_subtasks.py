@@ -14,7 +14,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.base import set_path
 from trustmh.pillars.conversation.scripts import load_scripts, parse_script
 

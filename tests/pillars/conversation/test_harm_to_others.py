@@ -17,7 +17,7 @@ from harm_canned import risk_said
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.harm_to_others import harm_rule_marks
 from trustmh.starter import load_starter
 

@@ -9,7 +9,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, Patient, RunContext, TrustmhError
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.patient_checks import family_warnings, patient_honesty, turn_windows
 
 PROFILE = {"id": "p", "severity": "moderate", "style": "terse", "situation": "losing a job",

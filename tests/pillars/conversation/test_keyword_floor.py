@@ -18,7 +18,7 @@ from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
 from trustmh.gate.evaluate import evaluate_check
 from trustmh.gate.policy import load_policy
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation import keyword_product as _registers  # noqa: F401  (the `trustmh` provider)
 from trustmh.pillars.conversation.keywords import (
     BLAND,

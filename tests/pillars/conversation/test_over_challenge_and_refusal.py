@@ -9,7 +9,7 @@ import json
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, JudgeRequest, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.base import set_path
 from trustmh.pillars.conversation.scripts import load_scripts
 

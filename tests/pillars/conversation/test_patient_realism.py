@@ -10,7 +10,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation import realism
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "mindeval"

@@ -11,7 +11,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.authored_sets import shipped_row
 from trustmh.pillars.conversation.base import false_alarm, script_item
 from trustmh.pillars.conversation.scripts import parse_script

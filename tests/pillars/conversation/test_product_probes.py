@@ -9,7 +9,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.scoring.crisis_resources import how_to_reach
 

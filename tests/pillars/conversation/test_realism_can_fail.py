@@ -15,7 +15,7 @@ import pytest
 
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
-from trustmh.multiturn import run_conversations_offline
+from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation import realism
 
 PEOPLE = Path(__file__).parents[2] / "fixtures" / "person_turns"

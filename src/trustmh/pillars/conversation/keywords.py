@@ -18,7 +18,8 @@ from importlib import resources
 from typing import Any
 
 from trustmh.core import Record, RunContext, TrustmhError
-from trustmh.multiturn import ConversationSubtask, run_conversations_offline
+from trustmh.multiturn import ConversationSubtask
+from trustmh.offline import run_conversations_offline
 from trustmh.scoring.crisis_resources import how_to_reach, locale_in_text
 
 KEYWORDS_FILE = "keywords.txt"
