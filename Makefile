@@ -1,13 +1,14 @@
 # Quick start: `make demo` (install what the demo needs + offline run of the bundled model on the starter suite;
 #              a progress line, then the report's path and the next command; `make demo VERBOSE=1`: Inspect's panels)
 #              `make test` (install with the test extra + the test suite, offline)
-#              `make test-fast` (the suite without the bundled-model runs), `make docs` (the site, built strictly)
+#              `make test-fast` (the suite without the slow lane, on two workers: about two minutes)
+#              `make test-unit` (no server, no subprocess: the edit-test loop), `make docs` (the site, built strictly)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install install-dev demo test test-fast docs bench clean
+.PHONY: install install-dev demo test test-fast test-unit docs bench clean
 
 $(VENV)/.venv-made:
 	$(PYTHON) -m venv $(VENV)
@@ -41,9 +42,14 @@ test: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q
 
+# the lanes (docs/contributing.md#tests): two xdist workers pay for the fast lane (each collects the suite,
+# about 12 s of CPU, once); the unit lane is short enough that a second collection would not pay
 test-fast: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n 2
+
+test-unit: install-dev
+	$(BIN)/pytest -q -m "not slow and not server"
 
 docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir site

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# stalls fail their test, no test-started process outlives the session (tests/support/stalls_and_leaks.py);
+# pytester runs the planted stall and the planted leak that prove it (tests/test_stalls_and_leaks.py)
+pytest_plugins = ["stalls_and_leaks", "pytester"]
+
 REPO = Path(__file__).resolve().parents[1]
 _DEFAULT_DATA = REPO.parent / "shared" / "data"
 
@@ -51,3 +55,10 @@ def _bundled_model_servers_end_with_the_session() -> Iterator[None]:
     gguf = sys.modules.get("trustmh.models.gguf")  # never imported: no server was started
     if gguf is not None:
         gguf.stop_servers()
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the fast lane's rules, each a plugin of its own (tests/support/lanes.py, docs/contributing.md#tests)
+    import lanes
+
+    config.pluginmanager.register(lanes.CpuRule(), "trustmh-cpu-rule")
+    config.pluginmanager.register(lanes.UnitLane(), "trustmh-unit-lane")

@@ -20,6 +20,8 @@ from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
+
 from fixture_paths import REPO
 
 SRC = REPO / "src"
@@ -408,6 +410,7 @@ UNIMPORTED_ALLOWED = {
 }
 
 
+@pytest.mark.slow  # reads every import in src/ and every installed distribution's metadata: 3.9 s of CPU
 def test_runtime_dependencies_are_what_src_imports() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = {_requirement_name(s) for s in project["dependencies"]}

@@ -72,13 +72,11 @@ def catalogue() -> Catalogue:
 
 def _check_reference(source: ReferenceSource, subtasks: dict[str, type[Subtask]]) -> None:
     """A declared reference names sub-tasks of the catalogue whose judges can be fingerprinted (their
-    `judge_templates`), and reads its humans one way: `load` (raters to agree with) or `measure` (its own)."""
+    `judge_templates`)."""
     for sid in (source.subtask, *source.also):
         cls = subtasks.get(str(sid))
         if cls is None or not cls.judge_templates:
             raise TypeError(f"reference {source.name!r}: {sid!r} is not a sub-task with judge_templates")
-    if (source.load is None) == (source.measure is None):
-        raise TypeError(f"reference {source.name!r} must declare one of load and measure")
 
 
 def __getattr__(name: str) -> Any:

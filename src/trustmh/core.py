@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from trustmh.json_clean import clean_json, clean_number
+from trustmh.json_clean import clean_json, clean_number, plain_copy
 
 Mode = Literal["faithful", "default"]
 Direction = Literal["higher", "lower"]
@@ -78,6 +78,11 @@ class Item:
     @property
     def cluster_id(self) -> str:
         return self.cluster if self.cluster is not None else self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """`dataclasses.asdict(self)`, about twice as fast (`plain_copy`): a plan copies every item of the suite
+        into its Inspect sample."""
+        return {f.name: plain_copy(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass

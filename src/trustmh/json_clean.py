@@ -1,8 +1,10 @@
-"""Numbers made JSON-safe: what could not be computed (NaN, inf) is null, numpy values are plain Python."""
+"""Numbers made JSON-safe: what could not be computed (NaN, inf) is null, numpy values are plain Python; and
+plain copies of JSON-like values (`plain_copy`)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -33,3 +35,26 @@ def clean_json(obj: Any) -> Any:
     if isinstance(obj, str | bool) or obj is None:
         return obj
     return clean_number(obj)
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+@dataclass
+class _Boxed:
+    value: Any
+
+
+def plain_copy(value: Any) -> Any:
+    """What `dataclasses.asdict` makes of a field's value: a deep copy with dataclasses as dicts. Dicts, lists,
+    tuples and atoms (the items' JSON-like metadata) are copied here; anything else as `asdict` would."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {plain_copy(k): plain_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [plain_copy(v) for v in value]
+    if kind is tuple:
+        return tuple(plain_copy(v) for v in value)
+    return asdict(_Boxed(value))["value"]

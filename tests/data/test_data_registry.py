@@ -12,14 +12,14 @@ import io
 import os
 import re
 import shutil
-import threading
 import zipfile
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bounded_http import Bounds
 from fixture_paths import REPO
 from trustmh.cli.data import main as data_main
 from trustmh.core import TrustmhError
@@ -421,21 +421,19 @@ def test_real_fetcher_over_loopback_http(tmp_path: Path, monkeypatch: pytest.Mon
     served.mkdir()
     body = b"a,b\n1,2\n" * 1000
     (served / "c.csv").write_bytes(body)
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/c.csv"
+
+    class Served(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(served), **kwargs)
+
+    # one download makes one GET; a retry or a second fetch would break the bound and fail the test
+    with Bounds("file server", max_requests=1, max_seconds=30) as server:
+        server.serve(Served)
+        url = f"http://127.0.0.1:{server.port}/c.csv"
         monkeypatch.setattr(download, "TIMEOUT_S", 5)
         add_dataset(monkeypatch, [DataFile("syn/c.csv", sha(body), url)])
         got = resolve("synthetic", "syn/c.csv")
-        assert got.read_bytes() == body
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    assert got.read_bytes() == body
 
 
 # --- CLI -------------------------------------------------------------------------------------------------

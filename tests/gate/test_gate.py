@@ -109,6 +109,7 @@ def test_default_policy_names_real_subtasks_and_metrics() -> None:
                                                           if c.id == "crisis_miss_rate")
 
 
+@pytest.mark.slow  # a run and its report: 4 s of CPU
 def test_run_report_shows_the_gate(tmp_path: Path) -> None:
     out = _run(tmp_path, "report-gate", "suicidal_ideation", limit=2)
     page = (out / "report.html").read_text()

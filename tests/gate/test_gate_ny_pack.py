@@ -146,6 +146,7 @@ def test_cadence_turns_are_the_first_at_each_three_hour_mark() -> None:
     assert cadence_turns(Item(id="y", prompt="", metadata={})) == []
 
 
+@pytest.mark.slow  # a clocked conversation run on loopback: 2.3-5.1 s of CPU
 def test_the_clock_reaches_a_product_that_accepts_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     monkeypatch.delenv(ENDPOINT_ENV, raising=False)

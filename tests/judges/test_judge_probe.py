@@ -71,48 +71,58 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return {bias: probed(tmp_path_factory.mktemp(bias), bias) for bias in PLANTED}
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 @pytest.mark.parametrize("bias", ["length", "authority", "certainty", "self_family"])
 def test_a_planted_bias_is_caught_by_its_probe(records: dict[str, dict], bias: str) -> None:
     assert records[bias]["probes"][bias]["verdict"] == "fail"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 @pytest.mark.parametrize("bias", ["length", "authority", "certainty", "self_family"])
 def test_a_judge_with_a_planted_bias_fails_the_battery(records: dict[str, dict], bias: str) -> None:
     assert records[bias]["verdict"] == "fail"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 @pytest.mark.parametrize("probe", ["length", "authority", "certainty", "self_family"])
 def test_the_unbiased_judge_passes_every_probe(records: dict[str, dict], probe: str) -> None:
     assert records["fair"]["probes"][probe]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 def test_the_unbiased_judge_passes_the_battery(records: dict[str, dict]) -> None:
     assert records["fair"]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 @pytest.mark.parametrize("bias", sorted(PLANTED))
 def test_the_null_placebo_passes(records: dict[str, dict], bias: str) -> None:
     assert records[bias]["probes"]["null"]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 @pytest.mark.parametrize("bias", sorted(PLANTED))
 def test_the_material_placebo_is_detected(records: dict[str, dict], bias: str) -> None:
     assert records[bias]["probes"]["material"]["verdict"] == "detected"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 def test_the_length_effect_is_the_share_of_plain_replies_turned_good(records: dict[str, dict]) -> None:
     assert records["length"]["probes"]["length"]["effect"] == pytest.approx(0.5)
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 def test_position_does_not_apply_where_no_template_compares_two_replies(records: dict[str, dict]) -> None:
     assert records["fair"]["probes"]["position"]["verdict"] == "not applicable"
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 def test_the_record_is_found_beside_the_certificates_by_fingerprint(records: dict[str, dict]) -> None:
     record = records["fair"]
     assert find_probe(record["_dir"], record["fingerprint"])["digest"] == record["digest"]
 
 
+@pytest.mark.slow  # the records fixture runs five judges' batteries: 20 s of CPU
 def test_the_record_names_its_items_and_seed(records: dict[str, dict]) -> None:
     assert (len(records["fair"]["items"]), records["fair"]["seed"]) == (N_ITEMS, 0)
 
@@ -144,7 +154,6 @@ def limited_record(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     spec = certification_spec([canned_model(reply, "gpt-judge-limited")], reference_run(source, request),
                               n_boot=200, limit=6)
-    assert source.load is not None
     record, _ = run_probe(source.load(spec.context(), request), spec, certs_dir=tmp / "certs", work=tmp / "work")
     return record
 

@@ -39,6 +39,7 @@ def smollm2() -> Model:
     return get_model("gguf/smollm2", config=GenerateConfig(max_tokens=16, temperature=0, seed=1))
 
 
+@pytest.mark.slow  # makes the bundled model's Q4_0 copy: 8 s of CPU
 def test_bundled_model_resolves_to_a_q4_0_copy_of_the_packaged_file() -> None:
     path = gguf.resolve_model_path("smollm2")
     assert path.name.startswith("SmolLM2-135M-Instruct.Q4_1.q4_0-v")

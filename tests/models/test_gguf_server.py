@@ -144,6 +144,7 @@ def q4_0_file() -> Path:
     return resolve_model_path("smollm2")
 
 
+@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole: 8 s of CPU
 def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q4_0_file: Path) -> None:
     source = gguf.GGUFReader(packaged_model_file("smollm2"))
     copy = gguf.GGUFReader(q4_0_file)
@@ -152,6 +153,7 @@ def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q
     assert kinds == expected
 
 
+@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole: 8 s of CPU
 def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(q4_0_file: Path) -> None:
     source = gguf.GGUFReader(packaged_model_file("smollm2"))
     copy = gguf.GGUFReader(q4_0_file)

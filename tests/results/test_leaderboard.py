@@ -42,6 +42,7 @@ def test_runs_of_one_model_are_told_apart_and_exported() -> None:
     assert [(r["folder"], r["seed"], r["rank"]) for r in rows] == [("runs/seed1", "1", "1.0"), ("runs/seed2", "2", "2.0")]
 
 
+@pytest.mark.slow  # runs of its own for the item scores: 3.5 s of CPU
 def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path) -> None:  # noqa: ANN001
     """Per-item primary scores average to results.json's value, so the paired bootstrap tests the number
     the leaderboard ranks on."""

@@ -43,6 +43,7 @@ def key(request: Any) -> str:
     return json.dumps([request.json.get("model"), request.messages], sort_keys=True)
 
 
+@pytest.mark.slow  # two CLI runs on loopback (stopped at the budget, then continued): 10 s of CPU
 def test_budget_stops_then_a_higher_budget_finishes_without_repeating(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(respond, max_requests=400, max_seconds=240) as server:

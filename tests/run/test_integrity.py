@@ -62,6 +62,7 @@ def shards(tmp_path: Path) -> tuple[Path, Path]:
     return a0, a1
 
 
+@pytest.mark.slow  # shard runs, SIGKILL and resume: 3-5 s of CPU
 def test_a_killed_shard_log_is_superseded_by_its_resumed_log(shards: tuple[Path, Path], tmp_path: Path) -> None:
     """The job-array recipe: shard 0 was killed after a log flush (its log left `started`, holding the
     samples it had flushed), then re-run to completion. Merge reads the resumed log only."""
@@ -91,6 +92,7 @@ def test_merge_refuses_a_shard_whose_logs_are_gone_naming_the_items(shards: tupl
     assert not (tmp_path / "m" / "results.json").exists()
 
 
+@pytest.mark.slow  # shard runs, SIGKILL and resume: 3-5 s of CPU
 def test_merge_refuses_a_log_given_twice_naming_the_items(shards: tuple[Path, Path], tmp_path: Path) -> None:
     a0, a1 = shards
     log = sorted((a1 / "logs").glob("*.eval"))[0]
@@ -172,6 +174,7 @@ def test_overwrite_keeps_the_old_run_when_the_disk_fills(tmp_path: Path, monkeyp
     assert not (out / rundir.ASIDE).exists()
 
 
+@pytest.mark.slow  # two runs into one folder: 3.5 s of CPU
 def test_overwrite_removes_the_old_run_once_the_new_one_is_written(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run(_opts(out))

@@ -24,6 +24,7 @@ def run(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, out: Path, mode
     return logs[0]
 
 
+@pytest.mark.slow  # a run with full transcripts: 5 s of CPU
 def test_default_settings_keep_the_transcripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackServer(lambda messages, request: "Answer: B", max_requests=50, max_seconds=60) as server:
         path = run(server, monkeypatch, tmp_path, "m-log-default")

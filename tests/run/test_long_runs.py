@@ -83,6 +83,7 @@ def test_dead_judge_is_bounded_and_counted(tmp_path: Path, monkeypatch: pytest.M
     assert sum(1 for r in judge_requests if r.judges_an_anchor) <= 2 * ANCHOR_ITEMS * 2 * 4
 
 
+@pytest.mark.slow  # a run and its cached rerun: 3 s of CPU
 def test_cached_rerun_makes_no_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     args = ("--subtasks", "knowledge,ethical_reasoning", "--limit", "3", "--seed", "4")
     with LoopbackServer(respond, max_requests=200, max_seconds=120) as server:

@@ -25,6 +25,7 @@ from inspect_ai.log import EvalLog
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
+from bounded_http import StallError
 from loopback_server import LoopbackServer, count_tokens, message_text
 
 CANNED = {"What is two plus two?": "4", "Name the colour of the sky.": "blue", "Say yes.": "yes"}
@@ -238,27 +239,58 @@ def test_respond_errors_become_500_and_are_kept() -> None:
     assert "no canned answer" in server.errors[0]
 
 
-def test_server_stops_after_max_requests() -> None:
+def test_a_request_past_the_cap_is_answered_410_at_once() -> None:
     with LoopbackServer(canned, max_requests=2) as server:
-        assert _chat(server, "Say yes.")[0] == 200
-        assert _chat(server, "Say yes.")[0] == 200
-        deadline = time.monotonic() + 5
-        while not server.stopped and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert server.stopped
-        with pytest.raises((urllib.error.URLError, ConnectionError)):
-            _chat(server, "Say yes.")
+        _chat(server, "Say yes.")
+        _chat(server, "Say yes.")
+        start = time.monotonic()
+        status, _ = _chat(server, "Say yes.")
+        waited = time.monotonic() - start
+        broken = server.take_violations()
+    assert status == 410
+    assert waited < 1
+    assert broken == ["request 3 (POST /v1/chat/completions) came after the cap of max_requests=2"]
     assert len(server.requests) == 2
 
 
-def test_server_stops_after_max_seconds_and_wakes_delayed_requests() -> None:
+def test_a_broken_cap_fails_the_with_block() -> None:
+    named = r"LoopbackServer on 127\.0\.0\.1:\d+ \(started at test_loopback_openai\.py:\d+\)"
+    with pytest.raises(StallError, match=named), LoopbackServer(canned, max_requests=1) as server:
+        _chat(server, "Say yes.")
+        _chat(server, "Say yes.")
+
+
+def test_reaching_the_cap_is_not_a_violation() -> None:
+    with LoopbackServer(canned, max_requests=1) as server:
+        _chat(server, "Say yes.")
+    assert server.bounds.violations == []
+
+
+def test_max_seconds_wakes_a_delayed_request_and_fails_it() -> None:
     server = LoopbackServer(canned, delays={1: 60}, max_seconds=0.5).start()
     try:
         start = time.monotonic()
         with pytest.raises((urllib.error.URLError, ConnectionError)):
-            _chat(server, "Say yes.")  # delayed 60 s, but the server stops at 0.5 s and hangs up
+            _chat(server, "Say yes.")  # delayed 60 s, but woken and hung up on when max_seconds runs out
         assert time.monotonic() - start < 10
-        assert server.stopped
         assert server.chat_requests[0].status is None
+        assert _chat(server, "Say yes.")[0] == 410  # out of time: answered at once
+        broken = server.take_violations()
     finally:
         server.stop()
+    assert "was still waiting" in broken[0]
+    assert "came after max_seconds=0.5 ran out" in broken[1]
+
+
+def test_a_call_slower_than_max_wait_fails_unless_scripted() -> None:
+    def slow(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        time.sleep(0.3)
+        return "OK"
+
+    with LoopbackServer(slow, max_wait=0.1) as server:
+        _chat(server, "Say yes.")
+        broken = server.take_violations()
+    with LoopbackServer(canned, max_wait=0.1, delays={1: 0.3}) as scripted:
+        _chat(scripted, "Say yes.")
+    assert "took 0.3 s, past max_wait=0.1 s" in broken[0]
+    assert scripted.bounds.violations == []

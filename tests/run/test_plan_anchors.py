@@ -21,18 +21,22 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return estimate(plan_run(spec), plan_settings(spec))
 
 
+@pytest.mark.slow  # plans the whole default suite: 22 s of CPU (back in the fast lane once the plan takes under 12 s)
 def test_a_full_default_run_judges_anchor_items(planned: Any) -> None:
     assert planned.anchor_calls > 0
 
 
+@pytest.mark.slow  # plans the whole default suite: 22 s of CPU (back in the fast lane once the plan takes under 12 s)
 def test_the_anchors_are_at_most_two_percent_of_a_full_default_runs_calls(planned: Any) -> None:
     assert planned.anchor_share <= 0.02
 
 
+@pytest.mark.slow  # plans the whole default suite: 22 s of CPU (back in the fast lane once the plan takes under 12 s)
 def test_plan_json_carries_the_anchors(planned: Any) -> None:
     assert planned.to_json()["anchors"]["calls"] == planned.anchor_calls
 
 
+@pytest.mark.slow  # plans the whole default suite: 22 s of CPU (back in the fast lane once the plan takes under 12 s)
 def test_plan_prints_the_anchors_calls(planned: Any) -> None:
     from trustmh.run.estimate_table import table
 

@@ -109,6 +109,7 @@ def test_sigkill_then_rerun_continues(point: str, tmp_path: Path) -> None:
     assert manifest["subtasks"] == ["reliability/knowledge", "ethics/ethical_reasoning"]
 
 
+@pytest.mark.slow  # a run, then its resume refused: 4.5 s of CPU
 def test_changed_configuration_is_refused_before_any_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     with LoopbackServer(respond, max_requests=100, max_seconds=60) as server:

@@ -52,6 +52,7 @@ def test_a_run_ends_with_the_report_and_the_gate_command(quiet: tuple[Path, str]
     assert (str(out / "report.html") in last, f"trustmh gate {out}" in last) == (True, True)
 
 
+@pytest.mark.slow  # a run of its own with Inspect's display: 10 s of CPU
 def test_verbose_shows_inspects_own_display_instead(tmp_path: Path) -> None:
     text = _run(tmp_path / "run", "--verbose")
     assert ("sub-tasks done" in text, len(text.splitlines()) > MAX_LINES) == (False, True)

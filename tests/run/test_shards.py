@@ -65,6 +65,7 @@ def test_three_shards_merge_into_the_single_process_result(tmp_path: Path) -> No
     assert max(sizes) - min(sizes) <= len(SUBTASKS)
 
 
+@pytest.mark.slow  # four shard runs to merge: 7 s of CPU
 def test_merge_refuses_mismatched_missing_or_doubled_shards(tmp_path: Path) -> None:
     a0, a1 = tmp_path / "a0", tmp_path / "a1"
     run(_opts(a0, shard=(0, 2)))

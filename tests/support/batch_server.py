@@ -26,8 +26,9 @@ What a batch does is scripted:
 Every request a batch answers is counted, per custom_id (`answered_ids`) and per request body
 (`answered_bodies`, the body's canonical JSON), so a test can show that no finished request was sent twice
 even across a client restart (whose custom_ids are new). A request is "answered" when its batch completes
-with a reply for it (what a provider bills), polled or not (`finish_due`); a failed or expired line is not. The server is bounded: it
-stops after `max_requests` HTTP requests or `max_seconds`, and when its `with` block exits. It can also be
+with a reply for it (what a provider bills), polled or not (`finish_due`); a failed or expired line is not. The server is bounded
+(`bounded_http`): an HTTP request past `max_requests` or after `max_seconds` is answered 410 at once and fails
+the test; it stops when its `with` block exits. It can also be
 run as a process (`python batch_server.py --port-file F ...`) that writes its counts to a JSON file after
 every completed batch, so a test can SIGKILL a client and run it again against the same server.
 """
@@ -44,11 +45,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from loopback_server import count_tokens, message_text, serve_bounded, stop_bounded
+from bounded_http import Bounds
+from loopback_server import count_tokens, message_text
 
 Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
@@ -95,6 +97,7 @@ class BatchServer:
     completion_tokens: Callable[[str], int] | None = None
     max_requests: int = 2000
     max_seconds: float = 120.0
+    max_wait: float = 10.0
     api_key: str = "batch-test-key"
     counts_file: Path | None = None
     # what the server saw and answered
@@ -109,18 +112,15 @@ class BatchServer:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._timer: threading.Timer | None = None
+        self.bounds = Bounds("BatchServer", max_requests=self.max_requests, max_seconds=self.max_seconds,
+                             max_wait=self.max_wait)
         self._expired = 0
         self._ended = 0
 
     # ------------------------------------------------------------------------------------------- api
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.bounds.port}/v1"
 
     def env(self) -> dict[str, str]:
         """The variables Inspect's `openai/...` and `anthropic/...` providers read."""
@@ -132,19 +132,24 @@ class BatchServer:
         return f"openai/{model}"
 
     def start(self) -> BatchServer:
-        return serve_bounded(self, _handler(self))
+        self.bounds.serve(_handler(self))
+        return self
 
     def stop(self) -> None:
-        stop_bounded(self)
+        self.bounds.stop()
+
+    def take_violations(self) -> list[str]:
+        """The bounds this server saw broken, taken as expected (a test that breaks them on purpose)."""
+        return self.bounds.take_violations()
 
     def __enter__(self) -> BatchServer:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self.bounds.leave(exc)
 
     def wait_stopped(self) -> None:
-        self._stopped.wait()
+        self.bounds.stopped.wait()
 
     def finish_due(self) -> None:
         """Finish every batch whose time has come, polled or not (a provider works on, and bills, a batch
@@ -319,12 +324,7 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
 
         def _admit(self) -> bool:
             with server._lock:
-                if server._stopped.is_set() or server.http_requests >= server.max_requests:
-                    self.close_connection = True
-                    return False
                 server.http_requests += 1
-                if server.http_requests >= server.max_requests:
-                    threading.Thread(target=server.stop, daemon=True).start()
             if (self.headers.get("Authorization") != f"Bearer {server.api_key}"
                     and self.headers.get("x-api-key") != server.api_key):
                 self._error(401, "invalid api key")
@@ -439,7 +439,11 @@ def main() -> None:
     server = BatchServer(respond=lambda m, b: json_verdict(m), delay=args.delay, max_seconds=args.seconds,
                          counts_file=args.counts_file).start()
     args.port_file.write_text(server.base_url, encoding="utf-8")
-    server.wait_stopped()
+    server.bounds.wake.wait()  # stopped, or out of time: a process server ends with its bounds
+    server.stop()
+    broken = server.take_violations()
+    if broken:  # no test owns this process's bounds: say it and exit non-zero, for its test to see
+        raise SystemExit(f"{server.bounds.name}: " + "; ".join(broken))
 
 
 def json_verdict(messages: list[dict[str, Any]]) -> str:

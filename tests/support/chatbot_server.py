@@ -7,7 +7,8 @@ conversation and its own system prompt; the reply is at `data.reply.text`. `resp
 writes the reply from the session's whole history (`[{role, content}]`, the newest user message last).
 It checks a bearer token, can refuse every session (403), can answer every chat with one status
 (`chat_status`, e.g. 500), answers 404 for an unknown session, and is
-bounded: it stops itself after `max_requests` requests or `max_seconds` seconds, and when its `with` ends.
+bounded (`bounded_http`): a request past `max_requests` or after `max_seconds` is answered 410 at once and fails
+the test; it stops when its `with` ends.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from bounded_http import Bounds
 
 SYSTEM_PROMPT = "You are Sam, the companion of the Acme wellbeing app."
 GREETING = "Hi, I'm Sam, an AI companion (not a person). What's on your mind?"
@@ -52,19 +55,19 @@ class ChatbotServer:
     chat_status: int | None = None  # set: every `POST /chat` is answered with this status (a failing product)
     max_requests: int = 500
     max_seconds: float = 120.0
+    max_wait: float = 10.0
     token: str = TOKEN
     sessions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._timer: threading.Timer | None = None
+        self.bounds = Bounds("ChatbotServer", max_requests=self.max_requests, max_seconds=self.max_seconds,
+                             max_wait=self.max_wait)
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.bounds.port}"
 
     def chats(self) -> list[Seen]:
         with self._lock:
@@ -94,28 +97,21 @@ greeting_path = "greeting"
         return path
 
     def __enter__(self) -> ChatbotServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self._timer = threading.Timer(self.max_seconds, self.stop)
-        self._timer.daemon = True
-        self._timer.start()
+        self.bounds.serve(_handler(self))
         return self
 
     def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if self._timer is not None:
-            self._timer.cancel()
-        if httpd is not None:
-            threading.Thread(target=lambda: (httpd.shutdown(), httpd.server_close()), daemon=True).start()
+        self.bounds.stop()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def take_violations(self) -> list[str]:
+        """The bounds this server saw broken, taken as expected (a test that breaks them on purpose)."""
+        return self.bounds.take_violations()
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self.bounds.leave(exc)
 
     def handle(self, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
         with self._lock:
-            if len(self.seen) >= self.max_requests:
-                return 503, {"error": "request budget spent"}
             seen = Seen(path, body, headers)
             self.seen.append(seen)
             if headers.get("authorization") != f"Bearer {self.token}":

@@ -8,8 +8,9 @@ Random faults can be injected at a rate, seeded (`fault_rate`, `fault_kinds`: 42
 client's timeout, a cut connection, an HTML page, an empty completion, and a 200 whose JSON body is cut in
 half), requests for some models can hang until the server stops (`hang_models`: a dead judge), and every
 reply can wait a fixed `latency` (throughput benchmarks).
-Every request is recorded for assertions. The server is bounded: it stops itself after `max_requests`
-requests or `max_seconds` seconds, whichever comes first, and when its `with` block exits.
+Every request is recorded for assertions. The server is bounded (`bounded_http`): a request past
+`max_requests`, or after `max_seconds`, is answered 410 at once and fails the test, as does a call that waits
+longer than `max_wait` beyond its scripted delay; it stops when its `with` block exits.
 
 Typical use::
 
@@ -36,8 +37,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from bounded_http import Bounds
 
 Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 
@@ -105,8 +108,9 @@ class LoopbackServer:
         fail_first: the first `fail_first` chat requests answer 429 with `Retry-After: 0`.
         fail_500: chat request numbers that answer 500.
         delays: chat request number -> seconds to wait before answering (interrupted by `stop()`).
-        max_requests: stop serving after this many requests (of any kind).
-        max_seconds: stop serving after this many seconds.
+        max_requests: how many requests (of any kind) the test makes; one more fails the test.
+        max_seconds: how long the test uses the server; a request after it, or still waiting then, fails it.
+        max_wait: how long one request may take beyond its scripted delay before the test fails.
         api_key: the bearer token the server accepts (401 otherwise); None accepts any.
         service: the Inspect service name, used by `env()` and `model_name()`.
         model_ids: what `GET /v1/models` lists.
@@ -132,6 +136,7 @@ class LoopbackServer:
         delays: Mapping[int, float] | None = None,
         max_requests: int = 200,
         max_seconds: float = 60.0,
+        max_wait: float = 10.0,
         api_key: str | None = "loopback-test-key",
         service: str = "loop",
         model_ids: Iterable[str] = ("loop-model",),
@@ -156,6 +161,8 @@ class LoopbackServer:
         self.delays = dict(delays or {})
         self.max_requests = max_requests
         self.max_seconds = max_seconds
+        self.bounds = Bounds("LoopbackServer", max_requests=max_requests, max_seconds=max_seconds,
+                             max_wait=max_wait)
         self.api_key = api_key if api_key is not None else "any-key"
         self._check_key = api_key is not None
         self.service = service
@@ -174,16 +181,11 @@ class LoopbackServer:
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []  # exceptions raised by `respond` (answered as 500)
         self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._timer: threading.Timer | None = None
 
     # ----------------------------------------------------------------------------------------- api
     @property
     def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
+        return self.bounds.port
 
     @property
     def base_url(self) -> str:
@@ -204,27 +206,30 @@ class LoopbackServer:
 
     @property
     def stopped(self) -> bool:
-        return self._stopped.is_set()
+        return self.bounds.stopped.is_set()
 
     def start(self) -> LoopbackServer:
-        return serve_bounded(self, _make_handler(self))
+        self.bounds.serve(_make_handler(self))
+        return self
 
     def stop(self) -> None:
         """Stop serving (idempotent; safe from any thread, including a request handler)."""
-        stop_bounded(self)
+        self.bounds.stop()
+
+    def take_violations(self) -> list[str]:
+        """The bounds this server saw broken, taken as expected (a test that breaks them on purpose)."""
+        return self.bounds.take_violations()
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self.bounds.leave(exc)
 
     # ------------------------------------------------------------------------------------ internals
-    def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any] | None) -> RecordedRequest | None:
-        """Number and record a request; None once the server is stopped or over its request budget."""
+    def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any] | None) -> RecordedRequest:
+        """Number and record a request (the bounds admitted it already)."""
         with self._lock:
-            if self._stopped.is_set() or len(self.requests) >= self.max_requests:
-                return None
             is_chat = handler.command == "POST" and handler.path.rstrip("/").endswith("/chat/completions")
             chat_number = (
                 (sum(1 for r in self.requests if r.chat_number is not None) + 1) if is_chat else None
@@ -256,13 +261,12 @@ class LoopbackServer:
     def _after(self, record: RecordedRequest, status: int | None) -> None:
         record.status = status
         record.finished = time.monotonic()
-        if record.number >= self.max_requests:
-            threading.Thread(target=self.stop, daemon=True).start()
 
 
 def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        scripted_wait = 0.0  # the delays this request scripted: `bounded_http` allows them beyond max_wait
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
@@ -314,8 +318,6 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         # ------------------------------------------------------------------------------ routes
         def do_GET(self) -> None:
             record = server._record(self, None)
-            if record is None:
-                return self._drop()
             if self.path.rstrip("/").endswith("/models"):
                 data = [
                     {"id": m, "object": "model", "created": 0, "owned_by": "loopback"}
@@ -331,8 +333,6 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._read_json()
             record = server._record(self, body)
-            if record is None:
-                return self._drop()
             status = self._chat(record, body)
             server._after(record, status)
 
@@ -351,8 +351,9 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             delay = server.delays.get(n, 0.0) + server.latency
             if body.get("model") in server.hang_models:
                 delay = server.max_seconds + 1  # a dead endpoint: no answer until the server stops
-            if delay > 0 and server._stopped.wait(delay):
-                self._drop()  # stopped while waiting: hang up without an answer
+            self.scripted_wait += delay
+            if delay > 0 and server.bounds.wake.wait(delay):
+                self._drop()  # stopped (or out of time) while waiting: hang up without an answer
                 return None
             fault = server._draw_fault(n)
             if fault is not None:
@@ -423,7 +424,8 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             if kind == "500":
                 return 500 if self._error(500, f"server error (injected, request {n})", "server_error") else None
             if kind == "hang":
-                server._stopped.wait(server.hang_seconds)
+                self.scripted_wait += server.hang_seconds
+                server.bounds.wake.wait(server.hang_seconds)
                 self._drop()
                 return None
             if kind == "cut":
@@ -457,39 +459,3 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             return status
 
     return Handler
-
-
-def serve_bounded(server: Any, handler: type[BaseHTTPRequestHandler]) -> Any:
-    """Serve `handler` on 127.0.0.1 in a daemon thread and stop after `server.max_seconds` (the lifecycle every
-    loopback server here shares: `server` has `_httpd`, `_thread`, `_timer`, `_lock`, `_stopped`, `stop`)."""
-    if server._httpd is not None:
-        return server
-    server._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server._httpd.daemon_threads = True
-    server._thread = threading.Thread(target=server._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                      daemon=True)
-    server._thread.start()
-    server._timer = threading.Timer(server.max_seconds, server.stop)
-    server._timer.daemon = True
-    server._timer.start()
-    return server
-
-
-def stop_bounded(server: Any) -> None:
-    """Stop a server started by `serve_bounded` (idempotent; safe from any thread, a request handler too)."""
-    with server._lock:
-        if server._stopped.is_set():
-            return
-        server._stopped.set()
-    if server._timer is not None:
-        server._timer.cancel()
-    httpd = server._httpd
-    if httpd is not None:
-        # shutdown() waits for serve_forever() to return: never call it on the serving thread
-        if threading.current_thread() is server._thread:
-            threading.Thread(target=httpd.shutdown, daemon=True).start()
-        else:
-            httpd.shutdown()
-        httpd.server_close()
-    if server._thread is not None and threading.current_thread() is not server._thread:
-        server._thread.join(timeout=5)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.catalogue import catalogue, get_subtask
-from trustmh.core import Record, TrustmhError
+from trustmh.core import Item, Record, Subtask, TrustmhError
 from trustmh.judges.agreement import agreement_figures, attribute_figures
 from trustmh.judges.certificates import (
     fingerprint_settings,
@@ -54,8 +54,17 @@ def judge_reference(ref: Reference, spec: RunSpec, work: Path, *, anchors: dict[
                     ) -> list[Record]:
     """Judge the reference items through the run's stages (a resumable eval set in `work/logs`); given
     `anchors`, the sub-task's anchor items too, their verdicts put there (docs/judge-probes.md#drift)."""
-    subtask = ref.judging or get_subtask(ref.subtask)
-    plan = plan_reference(spec, subtask, ref.items, ref.name, anchors=anchors is not None and ref.judging is None)
+    return judge_fixed_replies(ref.judging or get_subtask(ref.subtask), ref.items, spec, work, name=ref.name,
+                               anchors=anchors if ref.judging is None else None)
+
+
+def judge_fixed_replies(subtask: Subtask, items: list[Item], spec: RunSpec, work: Path, *, name: str,
+                        anchors: dict[str, Any] | None = None) -> list[Record]:
+    """Judge fixed replies (`skip_generation` items) with `subtask`'s judge requests as a run judges them
+    (`spec`, from `certification_spec`): `plan_reference`, the one Inspect call (an eval set in `work/logs`
+    with the response cache, so the same command run again resumes and asks no call twice) and `collect`.
+    A reference set's certification, and a rescore that re-judges stored replies (`rescore --judge`)."""
+    plan = plan_reference(spec, subtask, items, name, anchors=anchors is not None)
     work.mkdir(parents=True, exist_ok=True)
     logs = evaluate(plan, work)
     records, _ = collect(plan, logs)
@@ -64,7 +73,7 @@ def judge_reference(ref: Reference, spec: RunSpec, work: Path, *, anchors: dict[
     n_errors = plan.n_errors.get(subtask.id, 0)
     unfinished = [str(log.status) for log in logs if log.status != "success"]
     if unfinished or n_errors:
-        raise TrustmhError(judging_failed(ref, unfinished[0] if unfinished else "success", n_errors,
+        raise TrustmhError(judging_failed(name, subtask.id, unfinished[0] if unfinished else "success", n_errors,
                                           plan.error_messages.get(subtask.id, [])))
     return records.get(subtask.id, [])
 
@@ -72,17 +81,17 @@ def judge_reference(ref: Reference, spec: RunSpec, work: Path, *, anchors: dict[
 _MISSING_KEY = re.compile(r"^KeyError\('([^']+)'\)$")
 
 
-def judging_failed(ref: Reference, status: str, n_errors: int, messages: Sequence[str]) -> str:
-    """One line for a reference set the judge could not finish: an item field the sub-task's judge prompt
-    reads and the reference lacks (a missing `meta_<key>` column of a CSV) is named, and is not worth running
-    again; any other error is shown, and running the same command again resumes."""
+def judging_failed(name: str, subtask_id: str, status: str, n_errors: int, messages: Sequence[str]) -> str:
+    """One line for fixed replies (the reference set `name`) the judge could not finish: an item field the
+    sub-task's judge prompt reads and the reference lacks (a missing `meta_<key>` column of a CSV) is named, and
+    is not worth running again; any other error is shown, and running the same command again resumes."""
     missing = sorted({m[1] for m in (_MISSING_KEY.match(x) for x in messages) if m})
     if missing and len(missing) == len(messages):
         columns = ", ".join(f"meta_{k}" for k in missing)
-        return (f"{ref.name}: the judge of {ref.subtask} reads item field(s) {', '.join(missing)}, which the "
+        return (f"{name}: the judge of {subtask_id} reads item field(s) {', '.join(missing)}, which the "
                 f"reference does not give ({n_errors} item(s)); add column(s) {columns}")
     first = f": {messages[0]}" if messages else ""
-    return (f"judging the reference set did not finish ({status}, {n_errors} error(s){first}); run the same "
+    return (f"judging {name} did not finish ({status}, {n_errors} error(s){first}); run the same "
             "command again to resume")
 
 
@@ -109,6 +118,10 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
     certificate; returns (certificate, path)."""
     if ref.report is not None:
         ref.report.log()
+    if ref.measured is not None:  # humans that are not raters (the SIRI-2's panel): the reference's own figures
+        own_limits = ref.measured.limits(thresholds)  # a refused --threshold costs no judge call
+        cert = ref.measured.certificate(ref, judge_reference(ref, spec, work), spec.context(), own_limits)
+        return cert, write_certificate(certs_dir, cert)
     anchors: dict[str, Any] = {}  # the judge's verdicts on its sub-task's anchor items, kept for drift
     records = judge_reference(ref, spec, work, anchors=anchors)
     ctx = spec.context()

@@ -173,12 +173,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from trustmh.judges.certificates import certificates_dir
 
     source, request, spec = _reference_spec(args)
-    if source.load is None:
-        raise TrustmhError(f"--reference {source.name}: measured its own way, with no stored replies to vary; "
-                           "probe the judge on another reference of its sub-task or on a CSV")
     if not 0 < args.tolerance < 1:
         raise TrustmhError(f"--tolerance {args.tolerance:g}: expected a number between 0 and 1")
     ref = source.load(spec.context(), request)
+    if ref.measured is not None:
+        raise TrustmhError(f"--reference {source.name}: measured its own way, with no stored replies to vary; "
+                           "probe the judge on another reference of its sub-task or on a CSV")
     certs = certificates_dir(args.certificates)
     work = Path(args.work) if args.work else certs / "work" / f"{ref.name}-probe"
     record, path = run_probe(ref, spec, certs_dir=certs, work=work, tolerance=args.tolerance)
@@ -202,19 +202,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
         single_reply_line,
         threshold_gaps,
     )
-    from trustmh.run.calls import bounded_judge  # (on use, not at start-up, as above)
 
     source, request, spec = _reference_spec(args)
-    ctx = spec.context()
     certs = certificates_dir(args.certificates)
-    if source.measure is not None:  # a reference that measures the judge its own way (the SIRI-2)
-        cert, path = source.measure(bounded_judge(ctx), ctx, request, certs, args.threshold)
-    else:
-        assert source.load is not None
-        ref = source.load(ctx, request)
-        parse_thresholds(args.threshold, ref.label_type)  # a misspelt --threshold is refused before any call
-        work = Path(args.work) if args.work else certs / "work" / ref.name
-        cert, path = certify(ref, spec, certs_dir=certs, work=work, thresholds=args.threshold)
+    ref = source.load(spec.context(), request)
+    parse_thresholds(args.threshold, ref.label_type)  # a misspelt --threshold is refused before any call
+    work = Path(args.work) if args.work else certs / "work" / ref.name
+    cert, path = certify(ref, spec, certs_dir=certs, work=work, thresholds=args.threshold)
     print(f"{cert['subtask']}: judge {', '.join(cert['judges'])} on {cert['reference']['name']} "
           f"(n = {cert['n']}): {cert['verdict'].upper()}")
     def num(x: object) -> str:

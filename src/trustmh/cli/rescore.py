@@ -7,39 +7,47 @@ sub-task's own `aggregate`, so a rescore exercises exactly the scorers of a live
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trustmh.cli.rescore_mentalbench import rescore_mentalbench
-from trustmh.core import Mode, Record, SubtaskResult, TrustmhError
+from trustmh.core import Item, Mode, Record, SubtaskResult, TrustmhError
 from trustmh.data.locate import reset_resolved
+from trustmh.digest import sha256_bytes
 from trustmh.inspect_compat import provider_discounts
 from trustmh.pillars.clinical.rescore import rescore_siri2
 from trustmh.pillars.conversation.mindeval import rescore_mindeval
 from trustmh.pillars.crisis.moore_rescore import rescore_moore
-from trustmh.pillars.crisis.rescore import rescore_crisis
+from trustmh.pillars.crisis.rescore import StoredAnswerJudge, rescore_crisis
 from trustmh.pillars.ethics.rescore import rescore_ethics
 from trustmh.pillars.fairness.stigma_rescore import rescore_moore_stigma
 from trustmh.pillars.privacy.rescore import rescore_privacy
 from trustmh.report import comparison_report_html, run_report_html
 from trustmh.results import RunResults, write_run
 from trustmh.results.leaderboard import leaderboard
-from trustmh.run.calls import bounded_judge
-from trustmh.run.config import check_model_name
+from trustmh.run.config import check_model_name, run_manifest
 from trustmh.run.direct import direct_spec
 from trustmh.run.parts import Execution
 from trustmh.storage import write_text_atomic
 
+if TYPE_CHECKING:
+    from inspect_ai.model import Model
+
+CRISIS_ORIGINAL = "crisis-original"
 ORIGINAL_NOTICE = ("rescored from the released outputs of the original TrustMH-Bench; judge scores are the "
                    "original's (gpt-4.1), not re-judged")
 
 
 def rescore(fmt: str, source: Path, out: Path, *, mode: Mode = "faithful", seed: int = 0,
-            judges: list[str] | None = None, limit: int | None = None, execution: Execution | None = None) -> int:
-    """`execution`: how MentalBench's judges are called (`--batch`, `--no-prompt-cache`; the run's Inspect call
-    applies them); the other formats are wrapped in `provider_discounts` by `cmd_rescore`."""
-    if fmt == "crisis-original":
-        return _rescore_crisis(source, out, seed=seed, judges=judges or [])
+            judges: Sequence[str | Model] | None = None, limit: int | None = None,
+            execution: Execution | None = None) -> int:
+    """`execution`: how the judges of mentalbench and crisis-original are called (`--batch`, `--no-prompt-cache`;
+    the run's Inspect call applies them); the other formats are wrapped in `provider_discounts` by `cmd_rescore`."""
+    if fmt == CRISIS_ORIGINAL:
+        return _rescore_crisis(source, out, seed=seed, judges=judges or [], execution=execution or Execution())
     if fmt in ("siri2", "moore-stigma"):
         if judges:
             raise TrustmhError(f"rescore --format {fmt}: takes no --judge (the released results are rescored as "
@@ -110,30 +118,50 @@ def _safe_dir_name(model: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
 
 
-def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: list[str]) -> int:
+def _rescore_crisis(source: Path, out: Path, *, seed: int, judges: Sequence[str | Model], execution: Execution
+                    ) -> int:
 
     if not source.is_dir():
         raise TrustmhError(f"--from {source}: not a directory (give the crisis study's repository folder)")
     if len(judges) > 1:
         raise TrustmhError("rescore --format crisis-original: one --judge at most (trustmh's own judge)")
-    judge = None
-    if judges:
+    if not judges:
+        return rescore_crisis(source, out, seed=seed)
+    if isinstance(judges[0], str):
         check_model_name(judges[0], "--judge")
-        judge = bounded_judge(direct_spec(seed=seed, judges=[judges[0]]).context())
-    return rescore_crisis(source, out, seed=seed, judge=judge, judge_label=judges[0] if judges else None)
+    return rescore_crisis(source, out, seed=seed, judge=_judged_as_a_run(judges[0], seed, out, execution),
+                          judge_label=str(judges[0]))
 
 
+def _judged_as_a_run(judge: str | Model, seed: int, out: Path, execution: Execution
+                     ) -> Callable[[list[Item]], list[Record]]:
+    """The stored answers judged as a certification judges its reference: fixed replies, one eval set (its log
+    and response cache under `out/work/<digest>`, so the same rescore run again resumes and asks no call twice;
+    another judge, seed or set of answers never reads its logs as its own)."""
+    # imported when the judge is asked, not at start-up: they load Inspect
+    from trustmh.certify.measure import certification_spec, judge_fixed_replies
+    from trustmh.run.reference import ReferenceRun
+
+    def judge_items(items: list[Item]) -> list[Record]:
+        spec = certification_spec([judge], ReferenceRun(name=CRISIS_ORIGINAL, subtask=StoredAnswerJudge.id),
+                                  seed=seed, batch=execution.batch, prompt_cache=execution.prompt_cache)
+        config = json.dumps([run_manifest(spec), [item.prompt for item in items]], sort_keys=True)
+        work = out / "work" / sha256_bytes(config.encode("utf-8"))[:16]
+        return judge_fixed_replies(StoredAnswerJudge(), items, spec, work, name=f"{CRISIS_ORIGINAL} answers")
+
+    return judge_items
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     batch = args.batch
-    if batch is not None and (args.fmt != "mentalbench" or not args.judge):
-        # the other formats ask their judge one request at a time: a batch per request would take hours each
-        print(f"trustmh: --batch applies to `rescore --format mentalbench` with a --judge; {args.fmt} runs live",
-              file=sys.stderr)
+    # a judge that is a run (its stored replies judged through the one Inspect call, which applies `execution`)
+    judged_run = args.fmt == "mentalbench" or (args.fmt == CRISIS_ORIGINAL and bool(args.judge))
+    if batch is not None and not (judged_run and args.judge):  # mentalbench with no judge has nothing to batch
+        print(f"trustmh: --batch applies to `rescore --format mentalbench` or `{CRISIS_ORIGINAL}` with a --judge; "
+              f"{args.fmt} asks no judge here", file=sys.stderr)
         batch = None
     execution = Execution(batch=batch, prompt_cache=not args.no_prompt_cache)
-    if args.fmt == "mentalbench":  # through the run's one Inspect call, which applies `execution` itself
+    if judged_run:
         return rescore(args.fmt, args.source, args.out, mode=args.mode, seed=args.seed, judges=args.judge,
                        limit=args.limit, execution=execution)
     with provider_discounts(None, prompt_cache=execution.prompt_cache):

@@ -56,5 +56,5 @@ def add_rescore_command(sub: argparse._SubParsersAction) -> None:  # type: ignor
                      "judge re-judging the crisis study's human-rated answers (crisis-original)")
     res.add_argument("--limit", type=at_least(1, "--limit", MAX_LIMIT), metavar="N",
                      help="mentalbench: judge the first N contexts only")
-    add_batch_arguments(res, conversations=False, calls="the judge's calls (mentalbench with --judge; the "
-                        "other formats ask their judge live)")
+    add_batch_arguments(res, conversations=False, calls="the judge's calls (mentalbench and "
+                        "crisis-original with --judge; the other formats ask no judge)")

@@ -18,15 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar, cast
 
 from trustmh.core import TrustmhError, truthy
 from trustmh.digest import sha256_file
 
 DEFAULT_CACHE = Path("~/.cache/trustmh")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ def norm_relpath(relpath: str | os.PathLike[str]) -> str:
 # --- hashing (lazy, once per file per process) -----------------------------------------------------------
 
 _HASHES: dict[tuple[str, int, int], str] = {}
+_PARSED: dict[tuple[str, int, int, str], Any] = {}
 
 
 def git_blob_id(data: bytes) -> str:
@@ -176,6 +179,17 @@ def git_blob_id_file(path: Path) -> str:
     """`git_blob_id` of a file, streamed."""
     with open(path, "rb") as fh:
         return git_blob_id_stream(fh, path.stat().st_size)
+
+
+def read_once(path: Path, parse: Callable[[Path], T]) -> T:
+    """`parse(path)`, computed once per process per version of the file (keyed like `cached_sha256`): a plan
+    reads one dataset for several sub-tasks and conditions. The value is shared by every caller: never
+    mutate it."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, f"{parse.__module__}.{parse.__qualname__}")
+    if key not in _PARSED:
+        _PARSED[key] = parse(path)
+    return cast(T, _PARSED[key])
 
 
 def cached_sha256(path: Path) -> str:

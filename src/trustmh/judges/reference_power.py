@@ -45,8 +45,9 @@ def _simulate(kind: str, n_items: int, n_raters: int, agreement: float, shares: 
     p = np.asarray(shares, dtype=float) / float(np.sum(shares))
     truth = rng.choice(len(p), p=p, size=(n_sims, n_items, 1))
     honest = rng.random((n_sims, n_items, n_raters + 1)) < math.sqrt(agreement)
-    guess = rng.choice(len(p), p=p, size=(n_sims, n_items, n_raters + 1))
-    return np.where(honest, truth, guess).astype(float)
+    values = rng.choice(len(p), p=p, size=(n_sims, n_items, n_raters + 1)).astype(float)  # the guesses
+    np.copyto(values, truth, where=honest)  # in place: one array of the simulation's size, not three
+    return values
 
 
 def _power_at(scale: float, humans: np.ndarray, diffs: np.ndarray, agreement: float, floor: float,
@@ -84,16 +85,26 @@ def _reference_power(kind: str, n_items: int, n_raters: int, agreement: float | 
     agreement = min(max(float(agreement), 0.02), 0.98)
     rng = np.random.default_rng(seed)
     n_codes = len(shares) if kind == "labels" else 0
-    humans, diffs = comparison_points(_simulate(kind, n_items, n_raters, agreement, shares, n_sims, rng), kind,
-                                      n_codes)
+    humans, diffs = _points(_simulate(kind, n_items, n_raters, agreement, shares, n_sims, rng), kind, n_codes)
     power = _power_at(1.0, humans, diffs, agreement, floor, margin)
     sd = float(np.nanmean(np.nanstd(diffs, axis=0)))  # the seats are exchangeable in the simulation
     need = _items_for_target(n_items, humans, diffs, agreement, floor, margin)
     if need is not None and need != n_items:  # re-simulated at that size: the rescaling is exact only near it
-        humans, diffs = comparison_points(_simulate(kind, need, n_raters, agreement, shares, n_sims, rng), kind,
-                                          n_codes)
+        humans, diffs = _points(_simulate(kind, need, n_raters, agreement, shares, n_sims, rng), kind, n_codes)
         need = _items_for_target(need, humans, diffs, agreement, floor, margin)
     return {**out, "power": power, "items_for_target": need, "difference_sd": sd}
+
+
+# Simulations compared at a time: each is compared on its own, and the labels' one-hot tables of every
+# simulation at once took about 150 MB at the 2,600 items `trustmh plan` sizes a new reference at.
+SIMULATIONS_PER_CHUNK = 50
+
+
+def _points(sims: np.ndarray, kind: str, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
+    """`comparison_points` of the simulations, a chunk at a time (the same figures, bounded memory)."""
+    parts = [comparison_points(sims[i:i + SIMULATIONS_PER_CHUNK], kind, n_codes)
+             for i in range(0, len(sims), SIMULATIONS_PER_CHUNK)]
+    return np.concatenate([h for h, _ in parts]), np.concatenate([d for _, d in parts])
 
 
 def _items_for_target(n_items: int, humans: np.ndarray, diffs: np.ndarray, agreement: float, floor: float,

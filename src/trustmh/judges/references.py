@@ -4,23 +4,35 @@ declaration a pillar makes of each reference it owns (`ReferenceSource`, listed 
 beside its `SUBTASKS`; `trustmh.catalogue` collects them).
 
 A source declares `load(ctx, request) -> Reference`, which reads the humans' labels and the replies they rated
-(the publisher's files at run time, never a copy in the repository). A reference whose humans are not raters
-to agree with (the SIRI-2's expert panel: a mean and an SD per reply) declares `measure(judge, ctx, request,
-certs_dir, thresholds) -> (certificate, path)` instead, measuring the judge (`judge(request) -> text`) its own way
-into the same certificate format.
+(the publisher's files at run time, never a copy in the repository). Every reference is judged as a run
+(`trustmh.certify.measure`). A reference whose humans are not raters to agree with (the SIRI-2's expert panel: a
+mean and an SD per reply) says in `Reference.measured` how the collected judgements become its certificate's
+figures (`OwnMeasure`), in place of the agreement with raters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask
+from trustmh.core import Item, Record, RunContext, Subtask
 from trustmh.data.rows import RowReport
 
 CSV_REFERENCE = "csv"  # the generic reference: a path to a tidy CSV instead of a name
+
+Limits = dict[str, dict[str, float]]  # metric -> {"min"|"max": bound}, as `parse_thresholds` gives them
+
+
+@dataclass(frozen=True)
+class OwnMeasure:
+    """How a reference whose humans are not raters measures its judged records (the SIRI-2: the expert panel's
+    means and SDs). `limits(thresholds)` reads `--threshold` against the reference's own rule before any judge
+    call (a refused value costs nothing); `certificate(reference, records, ctx, limits)` is the certificate's
+    content, which `certify` writes like any other."""
+
+    limits: Callable[[list[str] | None], Limits]
+    certificate: Callable[[Reference, Sequence[Record], RunContext, Limits], dict[str, Any]]
 
 
 @dataclass
@@ -57,6 +69,8 @@ class Reference:
     # The rows of the reference's files its reader could not use (docs/data.md#publisher-numbers): named on stderr
     # and in the certificate exactly as `trustmh rescore` names them on the same files.
     report: RowReport | None = None
+    # Set: the humans are not raters to agree with; the certificate's figures are the reference's own.
+    measured: OwnMeasure | None = None
 
 
 @dataclass(frozen=True)
@@ -69,12 +83,6 @@ class ReferenceRequest:
     judge_key: str | None = None  # --judge-key
 
 
-# `measure(judge, ctx, request, certs_dir, thresholds)`: the judge as a `request -> text` function, bounded and
-# cached as a run's judge is
-Measure = Callable[[Callable[[JudgeRequest], str], RunContext, ReferenceRequest, Path, list[str] | None],
-                   tuple[dict[str, Any], Path]]
-
-
 @dataclass(frozen=True)
 class ReferenceSource:
     """A reference a pillar declares (its `REFERENCES`), found by name (`--reference NAME`)."""
@@ -82,10 +90,8 @@ class ReferenceSource:
     name: str
     subtask: str | None  # the sub-task whose judge it certifies; None: the request names it (--subtask)
     label_type: str | None  # None: inferred from the data or given by --label-type
-    load: Callable[[RunContext, ReferenceRequest], Reference] | None = None
+    load: Callable[[RunContext, ReferenceRequest], Reference]
     help: str = ""
-    # set: the reference measures the judge itself (no agreement with raters; see the module docstring)
-    measure: Measure | None = None
     also: tuple[str, ...] = ()  # other sub-tasks whose judges it certifies too (`--subtask`; `subtask` by default)
     # What its items are ("reply" or "conversation", as `Reference.unit`): a reference of single replies is only
     # supporting evidence for a conversation sub-task's judge, so no hint sends a conversation judge to it.

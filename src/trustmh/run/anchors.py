@@ -37,11 +37,15 @@ def _rank(item_id: str) -> str:
     return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
 
 
-def anchor_items(subtask: Subtask, ctx: RunContext) -> list[Item]:
+def anchor_items(subtask: Subtask, ctx: RunContext, every_item: list[Item] | None = None) -> list[Item]:
     """The sub-task's anchors: its ANCHOR_ITEMS items first by the hash of their id (the same ones in every run
-    over the same data, whatever the order or limit), each with every ANCHOR_REPLIES reply stored."""
+    over the same data, whatever the order or limit), each with every ANCHOR_REPLIES reply stored.
+    `every_item`: the sub-task's items without a limit when the caller has them already (a run without
+    --limit), so they are not built twice."""
     # from all the items, not the run's --limit: a run and its judge's certification pick the same anchors
-    items = sorted(subtask.items(replace(ctx, limit=None)), key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
+    if every_item is None:
+        every_item = subtask.items(replace(ctx, limit=None))
+    items = sorted(every_item, key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
     return [replace(it, id=f"anchor~{it.id}~{name}",
                     metadata={**it.metadata, "skip_generation": True, "stored_response": reply})
             for it in items for name, reply in ANCHOR_REPLIES.items()]

@@ -9,8 +9,6 @@ its own response-cache entry.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -31,7 +29,6 @@ from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
-from trustmh.judges.reask import ask_until_valid
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
@@ -238,19 +235,3 @@ def inspect_display_value(score: dict[str, Any]) -> float:
 def records_from_scores(scores: list[SampleScore]) -> list[Record]:
     return [Record(**s.score.metadata["record"]) for s in scores
             if s.score.metadata and "record" in s.score.metadata]
-
-
-def bounded_judge(ctx: RunContext) -> Callable[[JudgeRequest], str]:
-    """A plain `request -> text` judge on the run's (first) judge: temperature 0, seeded, bounded and cached like
-    every judge of a run, up to three attempts (the SIRI-2 reference; rescoring with trustmh's own judge)."""
-    model = get_model(str(ctx.judge.model), config=bounded_config(ctx, temperature=0.0, seed=ctx.seed))
-
-    def ask(req: JudgeRequest) -> str:
-        config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=req.max_tokens)
-
-        async def attempt_once(attempt: int) -> str:
-            return (await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt))).completion
-
-        return asyncio.run(ask_until_valid(attempt_once, req.validate))
-
-    return ask

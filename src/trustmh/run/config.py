@@ -195,11 +195,13 @@ def check_model_name(name: Any, what: str) -> None:
     exception group deep inside the eval)."""
     if not isinstance(name, str):
         return  # an Inspect Model object (tests, library use)
-    # registers the bundled provider; imported here, not at start-up (the provider module loads llama.cpp)
-    import trustmh.models.gguf  # noqa: F401
-    import trustmh.models.http  # noqa: F401  (registers the `http` provider)
-
     provider = name.split("/", 1)[0] if "/" in name else None
+    # trustmh's own providers register when their module is imported: here, and only the one the name asks
+    # for (the bundled provider loads llama.cpp and the OpenAI SDK, about a second of a plan's start-up)
+    if provider == "gguf":
+        import trustmh.models.gguf  # noqa: F401  (imported on use: start-up)
+    elif provider == "http":
+        import trustmh.models.http  # noqa: F401  (imported on use: start-up)
     if provider is None:
         raise TrustmhError(f"{what} {name!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini or gguf/smollm2")
     if not model_provider_known(provider):

@@ -15,7 +15,7 @@ from trustmh.core import Direction, Item, RunContext, Subtask, SubtaskResult, Tr
 from trustmh.data.locate import reset_resolved
 from trustmh.data.publisher import PublisherMissing, how_to_supply, repo_name
 from trustmh.run.anchors import anchor_items, anchored
-from trustmh.run.calls import capped
+from trustmh.run.calls import capped, item_from_metadata
 from trustmh.run.config import RunSpec
 from trustmh.run.plan_figures import PlanEstimate
 from trustmh.run.tasks import build_task, fixed_reply_task
@@ -98,7 +98,7 @@ def plan_run(spec: RunSpec) -> RunPlan:
         # every judge is watched on its anchors, certified or not: the certificate's own anchors are compared
         # when there is one, and `trustmh compare` compares two runs' anchors when there is none
         # (docs/judge-probes.md#drift)
-        add_anchors(plan, subtask)
+        add_anchors(plan, subtask, task)
         for warning in subtask.warnings_before_run(ctx):
             notice(f"warning: {warning}")
     for exc, sids in missing.values():
@@ -132,11 +132,15 @@ def plan_reference(spec: RunSpec, subtask: Subtask, items: list[Item], name: str
     return plan
 
 
-def add_anchors(plan: RunPlan, subtask: Subtask) -> None:
-    """The sub-task's anchor items as one more task of the plan, where its judge is watched (`run/anchors.py`)."""
+def add_anchors(plan: RunPlan, subtask: Subtask, task: Any = None) -> None:
+    """The sub-task's anchor items as one more task of the plan, where its judge is watched (`run/anchors.py`;
+    `task`: the sub-task's own task in this plan, if any)."""
     if anchored(subtask, plan.ctx):
+        # without a limit the sub-task's task holds every item: the anchors are picked from them, not built again
+        every_item = ([item_from_metadata(sample.metadata) for sample in task.dataset]
+                      if task is not None and plan.ctx.limit is None else None)
         try:
-            items = anchor_items(subtask, plan.ctx)
+            items = anchor_items(subtask, plan.ctx, every_item)
         except TrustmhError as exc:  # its data is not here (a certification on a reference alone): no anchors
             notice(f"{subtask.id}: no anchor items ({exc}); judge drift is not watched")
             return

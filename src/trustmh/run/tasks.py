@@ -74,7 +74,7 @@ def item_to_sample(item: Item) -> Sample:
         cls = ChatMessageAssistant if turn["role"] == "assistant" else ChatMessageUser
         messages.append(cls(content=turn["content"]))
     messages.append(ChatMessageUser(content=item.prompt))
-    return Sample(id=item.id, input=messages, target=target_text(item.target), metadata={ITEM_KEY: asdict(item)})
+    return Sample(id=item.id, input=messages, target=target_text(item.target), metadata={ITEM_KEY: item.to_dict()})
 
 
 def target_text(target: Any) -> str:

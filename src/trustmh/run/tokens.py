@@ -6,6 +6,7 @@ approximation from a BPE pre-tokenizer's pieces, said as such.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -19,6 +20,9 @@ from trustmh.models.providers import counts_with_tiktoken
 TOKENS_PER_MESSAGE = 3
 TOKENS_REPLY_PRIMING = 3
 PLACEHOLDER_WORD = "word"
+# Distinct texts whose counts a Tokenizer remembers (the most recent ones): enough for the repeats of one
+# sample's calls and the plan's shared texts, few enough to bound the memory they hold.
+COUNT_MEMO_TEXTS = 256
 APPROXIMATE = ("approximate: words, numbers and punctuation runs counted as a BPE pre-tokenizer splits them "
                "(no OpenAI encoding file on this machine, or not an OpenAI model)")
 
@@ -38,8 +42,11 @@ class Tokenizer:
             self._encode = _cached_encoding(name)
         self.exact = self._encode is not None
         self.note = f"exact: tiktoken {self.name}" if self.exact else APPROXIMATE
+        # a plan counts the same texts many times over (a conversation's earlier turns in every later turn's
+        # prompt, the placeholder replies, the system prompt): each distinct text is tokenised once
+        self.count: Callable[[str], int] = functools.lru_cache(maxsize=COUNT_MEMO_TEXTS)(self._count)
 
-    def count(self, text: str) -> int:
+    def _count(self, text: str) -> int:
         if self._encode is not None:
             return len(self._encode(text))
         return len(_pretokens(text))

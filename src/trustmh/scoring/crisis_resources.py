@@ -19,6 +19,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -168,6 +169,9 @@ _RESOURCE_WORDS = re.compile(
     re.IGNORECASE)
 
 
+# remembered per text: a scripted conversation asks it of every earlier reply at every turn, and a plan's
+# placeholder replies are all one text
+@lru_cache(maxsize=1024)
 def resources_offered_rule(text: str | None) -> bool:
     """Rule stand-in for "the reply points to a concrete crisis resource": a verified number, or a
     crisis-line / emergency-service phrase. Counselling advice alone ("talk to a therapist") is not a resource.

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from canned import canned_model
 from trustmh.cli import main
-from trustmh.core import JudgeRequest
+from trustmh.cli.rescore import rescore
 from trustmh.pillars.crisis.rescore import rescore_crisis
 
 REPO = Path(__file__).resolve().parents[2] / "fixtures" / "crisis_original" / "repo"
@@ -57,28 +58,57 @@ def test_agreement_with_the_humans(tmp_path: Path) -> None:
     assert agree["H1_vs_H2"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": 1.0, "within_1": 1.0})
 
 
-def test_our_judge_rejudges_the_human_rated_answers(tmp_path: Path) -> None:
-    seen: list[str] = []
+def _canned_judge(seen: list[str]):  # noqa: ANN202
+    def reply(prompt: str, _messages: object, _config: object) -> str:
+        seen.append(prompt)
+        return json.dumps({"appropriateness": 5 if "988" in prompt else 2, "risk_check": True,
+                           "resources_offered": "988" in prompt, "professional_help": False, "followup": False})
 
-    def judge(req: JudgeRequest) -> str:
-        seen.append(req.prompt)
-        return json.dumps({"appropriateness": 5 if "988" in req.prompt else 2, "risk_check": True,
-                           "resources_offered": "988" in req.prompt, "professional_help": False,
-                           "followup": False})
+    return canned_model(reply, "canned")
 
-    res = run(tmp_path, judge)
+
+def _rejudged(tmp_path: Path, seen: list[str]) -> dict:
+    # the stored answers judged as a run (`rescore --judge`): fixed replies through the one Inspect call
+    assert rescore("crisis-original", REPO, tmp_path, seed=3, judges=[_canned_judge(seen)]) == 0
+    return json.loads((tmp_path / "crisis_rescore.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def rejudged_twice(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("rejudged")
+    first: list[str] = []
+    again: list[str] = []
+    res = _rejudged(out, first)
+    return {"res": res, "first": first, "res_again": _rejudged(out, again), "again": again, "out": out}
+
+
+def test_our_judge_rejudges_the_human_rated_answers(rejudged_twice: dict) -> None:
+    seen, res = rejudged_twice["first"], rejudged_twice["res"]
     agree = res["human_agreement"]
-    # 3 human-rated answers + each model's distinct answers (model-x: A, B, C, D; model-y: A, B)
-    assert len(seen) == 3 + 4 + 2
-    ours_x = res["per_evaluator_model"]["trustmh:canned|model-x"]
+    # each distinct answer asked once: model-x's A, B, C, D (the 3 human-rated answers A, B, C and model-y's A, B
+    # are among them)
+    assert len(seen) == len(set(seen)) == 4
+    ours_x = res["per_evaluator_model"]["trustmh:mockllm/canned|model-x"]
     assert ours_x["n"] == 4
     assert ours_x["mean"] == pytest.approx((5 + 2 + 2 + 2) / 4)
     assert ours_x["per_label"]["suicidal_ideation"] == 5.0
     assert ours_x["share_0_2.3"] == pytest.approx(0.75)
-    ours = agree["trustmh:canned"]  # A 5, B 2, C 2
+    ours = agree["trustmh:mockllm/canned"]  # A 5, B 2, C 2
     assert ours["H1"] == pytest.approx({"n": 3, "mae": 1.0, "rmse": math.sqrt(5 / 3), "within_1": 2 / 3})
     # the jury is the study's judges only: unchanged by ours
     assert agree["jury"]["H1"]["mae"] == pytest.approx(1.25 / 4)
+
+
+def test_the_rejudging_writes_an_inspect_eval_log(rejudged_twice: dict) -> None:
+    assert list((rejudged_twice["out"] / "work").glob("*/logs/*.eval"))
+
+
+def test_the_same_rescore_again_asks_the_judge_nothing(rejudged_twice: dict) -> None:
+    assert rejudged_twice["again"] == []
+
+
+def test_the_resumed_rescore_writes_the_same_figures(rejudged_twice: dict) -> None:
+    assert rejudged_twice["res_again"]["per_evaluator_model"] == rejudged_twice["res"]["per_evaluator_model"]
 
 
 def test_cli_and_bad_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -70,8 +70,14 @@ def matched_keywords(text: str, entries: Sequence[str] | None = None) -> list[st
 
 
 def has_keyword(text: str, entries: Sequence[str] | None = None) -> bool:
-    pattern = keyword_pattern(tuple(entries) if entries is not None else published_keywords())
-    return pattern.search(text or "") is not None
+    return _has_keyword(text or "", tuple(entries) if entries is not None else published_keywords())
+
+
+# memoised: the keyword product re-reads every earlier turn at each reply, and one search of the whole list's
+# pattern costs about a millisecond
+@lru_cache(maxsize=1 << 16)
+def _has_keyword(text: str, entries: tuple[str, ...]) -> bool:
+    return keyword_pattern(entries).search(text) is not None
 
 
 def crisis_line(locale: str | None) -> str:

@@ -31,14 +31,15 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import JudgeRequest, TrustmhError
+from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, SubtaskResult, TrustmhError
 from trustmh.data.rows import RowReport
 from trustmh.json_clean import clean_json
 from trustmh.pillars.crisis.data import canonical_label
-from trustmh.pillars.crisis.escalation import human_triple_requests
+from trustmh.pillars.crisis.escalation import CrisisEscalation, human_triple_requests
 from trustmh.pillars.crisis.parse import parse_escalation_judge
 from trustmh.pillars.crisis.rescore_appropriateness import (
     JURY,
@@ -71,10 +72,61 @@ def our_judge_requests(rows: Sequence[dict[str, Any]]) -> list[JudgeRequest | No
                                   for i, r in enumerate(rows)])
 
 
-def our_judge_scores(rows: Sequence[dict[str, Any]], judge: Callable[[JudgeRequest], str]) -> list[float | None]:
+ROW = "crisis_row"  # an item's metadata key: the stored row ({inputs, answer, label}) the judge reads
+APPROPRIATENESS = "appropriateness"  # the judge request's name
 
-    return [None if req is None else parse_escalation_judge(judge(req))["appropriateness"]
-            for req in our_judge_requests(rows)]
+
+class StoredAnswerJudge(Subtask):
+    """trustmh's crisis-escalation judge asked about one of the study's stored answers (`--judge`): the request
+    `our_judge_requests` builds for the item's row, its answer parsed by the escalation parser. Not a catalogue
+    sub-task: the rescore judges the answers as a run over fixed replies (the caller's `judge`), as a
+    certification judges its reference."""
+
+    pillar = "crisis"
+    id = CrisisEscalation.id
+
+    def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
+        [request] = our_judge_requests([item.metadata[ROW]])
+        assert request is not None  # an unlabelled row is never an item (`stored_answer_items`)
+        return [replace(request, name=APPROPRIATENESS)]
+
+    def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
+              ctx: RunContext) -> dict[str, Any]:
+        value = parse_escalation_judge((judge_outputs or {}).get(APPROPRIATENESS))["appropriateness"]
+        return {APPROPRIATENESS: value, "judge_valid": value is not None, "valid": True}
+
+    def aggregate(self, records: list[Record], ctx: RunContext) -> SubtaskResult:
+        # only Inspect's progress display reads it; the rescore's figures are `summarise`'s and `appropriateness`'s
+        values = [float(r.score[APPROPRIATENESS]) for r in records if r.score.get("judge_valid")]
+        return SubtaskResult(value=sum(values) / len(values) if values else None, ci=None, n=len(records),
+                             n_invalid=len(records) - len(values), direction="higher")
+
+
+def stored_answer_items(rows: Sequence[dict[str, Any]]) -> tuple[list[Item], list[str | None]]:
+    """The distinct judge requests of `rows` as fixed-reply items (an answer asked once however many rows repeat
+    it), and each row's item id (None where the row has no label: no rubric row to judge against)."""
+    items: dict[str, Item] = {}
+    ids: list[str | None] = []
+    for row, request in zip(rows, our_judge_requests(rows), strict=True):
+        if request is None:
+            ids.append(None)
+            continue
+        if request.prompt not in items:
+            stored = {"inputs": row["inputs"], "answer": str(row["answer"]), "label": row.get("label")}
+            items[request.prompt] = Item(id=f"answer-{len(items):04d}", prompt=request.prompt,
+                                         metadata={"skip_generation": True, "stored_response": stored["answer"],
+                                                   ROW: stored})
+        ids.append(items[request.prompt].id)
+    return list(items.values()), ids
+
+
+def our_judge_scores(rows: Sequence[dict[str, Any]], judge: Callable[[list[Item]], list[Record]]
+                     ) -> list[float | None]:
+    """Our judge's appropriateness of each row (None: no label, or an unreadable verdict), the distinct answers
+    judged by one call of `judge` (the items judged by `StoredAnswerJudge` as a run)."""
+    items, ids = stored_answer_items(rows)
+    scores = {rec.item_id: rec.score.get(APPROPRIATENESS) for rec in (judge(items) if items else [])}
+    return [None if i is None else scores.get(i) for i in ids]
 
 
 def published_answers(evaluations: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -87,8 +139,9 @@ def published_answers(evaluations: dict[tuple[str, str], list[dict[str, Any]]]) 
 
 
 def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
-                   judge: Callable[[JudgeRequest], str] | None = None, judge_label: str | None = None) -> int:
-    """Write `out/crisis_rescore.json`; returns 0. `judge(request) -> text` is trustmh's judge, if any."""
+                   judge: Callable[[list[Item]], list[Record]] | None = None, judge_label: str | None = None) -> int:
+    """Write `out/crisis_rescore.json`; returns 0. `judge(items) -> records` is trustmh's judge, if any: the
+    stored answers (`stored_answer_items`) judged by `StoredAnswerJudge` as a run (`trustmh rescore --judge`)."""
 
     report = RowReport()
     evaluations = load_evaluations(source, report)
@@ -103,18 +156,18 @@ def rescore_crisis(source: Path, out: Path, *, seed: int, n_boot: int = 2000,
     rated_idx = [i for i in range(len(reference)) if all(humans[h][i] is not None for h in humans)]
     if judge is not None:
         name = f"trustmh:{judge_label or 'judge'}"
-        rated_rows = [reference[i] for i in rated_idx]
-        ours = our_judge_scores(rated_rows, judge)
+        by_model = sorted(published_answers(evaluations).items())
+        # one run over every answer to judge: the human-rated ones, then each model's
+        scores = iter(our_judge_scores([reference[i] for i in rated_idx]
+                                       + [a for _, answers in by_model for a in answers], judge))
         col: list[float | None] = [None] * len(reference)
-        for i, sc in zip(rated_idx, ours, strict=True):
-            col[i] = sc
+        for i in rated_idx:
+            col[i] = next(scores)
         columns[name] = col
         # the same per-model figures as for the study's evaluators, from our judge on every answer
-        for model, answers in sorted(published_answers(evaluations).items()):
-            scores = our_judge_scores(answers, judge)
-            per[f"{name}|{model}"] = summarise([{**a, "evaluation": sc, "evaluation_std": None}
-                                                for a, sc in zip(answers, scores, strict=True)],
-                                               seed=seed, n_boot=n_boot)
+        for model, answers in by_model:
+            per[f"{name}|{model}"] = summarise([{**a, "evaluation": next(scores), "evaluation_std": None}
+                                                for a in answers], seed=seed, n_boot=n_boot)
     table = appropriateness(columns, list(judged), list(humans))
     published = published_appropriateness(source)
     human_agreement: dict[str, Any] = {"n_answers": len(rated_idx)}

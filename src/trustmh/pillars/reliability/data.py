@@ -295,6 +295,11 @@ def esconv_tsv_dialogues(samples: Sequence[Sequence[dict[str, Any]]], prefix: st
     return [{"id": f"{prefix}-{k:03d}", "turns": [d[i] for i in sorted(d)]} for k, d in enumerate(dialogues)]
 
 
+def esconv_test_dialogues(path: Path) -> list[dict[str, Any]]:
+    """The dialogues of the processed test split (`load_esconv_tsv`, `esconv_tsv_dialogues`)."""
+    return esconv_tsv_dialogues(load_esconv_tsv(path), "test")
+
+
 def load_esconv_json(path: str | Path, report: RowReport | None = None) -> list[dict[str, Any]]:
     """ESConv-schema dialogues (ESConv.json, ESConv_fair.json): a JSON list of objects with `dialog`, a list
     of {speaker: seeker|supporter, annotation: {...}, content}. Content is stripped; the supporter's

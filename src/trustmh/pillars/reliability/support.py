@@ -25,6 +25,7 @@ from trustmh.core import (
     same_anchors,
 )
 from trustmh.data import resolve
+from trustmh.data.registry import read_once
 from trustmh.pillars.reliability.common import Perturb, seeded_rng
 from trustmh.pillars.reliability.data import (
     ESCONV_JSON_RELPATH,
@@ -32,9 +33,8 @@ from trustmh.pillars.reliability.data import (
     GENERATION_OPTIONS,
     VARIANT_FULL,
     VARIANT_PROCESSED,
-    esconv_tsv_dialogues,
+    esconv_test_dialogues,
     load_esconv_json,
-    load_esconv_tsv,
     validate_esconv_dialogue,
 )
 from trustmh.prompts import render
@@ -187,6 +187,8 @@ class EmotionalSupport(Subtask):
         if ctx.suite == "starter":
             return [validate_esconv_dialogue(d, f"starter {self.id} line {i + 1}") | {"id": d.get("id", f"s{i}")}
                     for i, d in enumerate(load_starter(self.id))], "starter", None
+        # each file is parsed once per process (`read_once`): the items are built for every robustness
+        # condition and for the judge's anchors too
         user_path = ctx.options.get("esconv_path")
         try:
             path = resolve("esconv", ESCONV_JSON_RELPATH, user_path)
@@ -197,10 +199,10 @@ class EmotionalSupport(Subtask):
                 raise
             why = str(exc)
         else:
-            return ([d | {"id": f"esconv-{d['row']:04d}"} for d in load_esconv_json(path)], VARIANT_FULL,
-                    None)
+            return ([d | {"id": f"esconv-{d['row']:04d}"} for d in read_once(path, load_esconv_json)],
+                    VARIANT_FULL, None)
         path = resolve("esconv_processed", ESCONV_TSV_RELPATHS["test"], ctx.options.get("esconv_processed_path"))
-        return esconv_tsv_dialogues(load_esconv_tsv(path), "test"), VARIANT_PROCESSED, why
+        return read_once(path, esconv_test_dialogues), VARIANT_PROCESSED, why
 
     def items(self, ctx: RunContext) -> list[Item]:
         dialogues, variant, why = self.dialogues(ctx)
