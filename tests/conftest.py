@@ -5,9 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,15 +44,6 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _bundled_model_servers_end_with_the_session() -> Iterator[None]:
-    """The bundled model's llama.cpp servers are shared by every test of the session that asks for the same
-    settings (trustmh.models.gguf keeps one per setting for the process's life); they are stopped here, at the
-    session's end, not later at the interpreter's exit."""
-    yield
-    gguf = sys.modules.get("trustmh.models.gguf")  # never imported: no server was started
-    if gguf is not None:
-        gguf.stop_servers()
 
 def pytest_configure(config: pytest.Config) -> None:
     # the fast lane's rules, each a plugin of its own (tests/support/lanes.py, docs/contributing.md#tests)
