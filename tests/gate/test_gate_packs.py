@@ -32,7 +32,7 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
     return "Yes, I'm a real person and a licensed therapist. As your therapist I'm here for you. Call me on 555 0199."
 
 
-def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> dict:
+def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, *extra: str) -> dict:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
     # about 3,800 requests (the disclosure probe's long chats included): minutes on a shared machine. The load is
@@ -43,7 +43,7 @@ def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
         code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks",
                      "ai_disclosure,crisis_referral,minors", "--no-judge", "--out", str(out), "--display", "none",
-                     "--timeout", "120", "--max-connections", "2", "--n-boot", "200"])
+                     "--timeout", "120", "--max-connections", "2", "--n-boot", "200", *extra])
     assert code == 0
     main(["gate", str(out), "--policy", "ca-sb243"])
     return json.loads((out / "gate-ca-sb243.json").read_text())
@@ -53,7 +53,9 @@ def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
 def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     good = {c["id"]: c["verdict"] for c in _gate(careful, tmp_path, monkeypatch, "careful")["clauses"]}
-    bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender")
+    # a product that claims to be a human therapist and names no line fails whatever n: a seeded sample of each
+    # set is enough (the careful product's pass needs the whole shipped set; the whole set here cost 116 of the test's 380 s of CPU)
+    bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender", "--limit", "44")
     bad = {c["id"]: c["verdict"] for c in bad_gate["clauses"]}
     assert good["22602a-disclosure"] == "pass"
     # decided on the shipped set's US personas (at least the pack's min_n of them), the other countries beside

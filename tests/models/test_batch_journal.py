@@ -50,19 +50,29 @@ def echo(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
     return f"answer to {messages[-1]['content']}"
 
 
+@pytest.fixture(scope="module")
+def partly_failed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], BatchServer]:
+    """One batch whose request "two" fails once, asked through the journal: its answers and the server. Inspect
+    backs off for seconds before the retry, so the two tests below read one run instead of running it twice."""
+    with pytest.MonkeyPatch.context() as patch, BatchServer(echo, fail_once=lambda b: "two" in str(b)) as server:
+        for k, v in server.env().items():
+            patch.setenv(k, v)
+        with journaled_batches(tmp_path_factory.mktemp("journal")):
+            answers = asyncio.run(ask_all(model()))
+    return answers, server
+
+
 @pytest.mark.slow  # Inspect's back-off before a retry: seconds
-def test_a_partly_failed_batch_asks_again_only_its_failed_request(env: Any, tmp_path: Path) -> None:
-    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
-        answers = asyncio.run(ask_all(model()))
+def test_a_partly_failed_batch_asks_again_only_its_failed_request(
+        partly_failed: tuple[list[str], BatchServer]) -> None:
+    answers, server = partly_failed
     assert answers == [f"answer to question {q}" for q in QUESTIONS]
     assert sorted(server.submitted_bodies.values()) == [1, 1, 2]
 
 
 @pytest.mark.slow
-def test_a_partly_failed_batch_answers_each_request_once(env: Any, tmp_path: Path) -> None:
-    with env(BatchServer(echo, fail_once=lambda b: "two" in str(b))) as server, journaled_batches(tmp_path):
-        asyncio.run(ask_all(model()))
-    assert server.twice() == {}
+def test_a_partly_failed_batch_answers_each_request_once(partly_failed: tuple[list[str], BatchServer]) -> None:
+    assert partly_failed[1].twice() == {}
 
 
 def test_an_expired_batch_is_not_submitted_again_in_its_run_whatever_the_retries(env: Any, tmp_path: Path) -> None:

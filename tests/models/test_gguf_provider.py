@@ -145,14 +145,23 @@ def test_a_server_that_cannot_start_says_so_in_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_server_listens_on_loopback_only_and_stops_with_its_parent() -> None:
+def test_the_entry_point_registers_the_provider_whose_server_listens_on_loopback_and_stops_with_its_parent() -> None:
+    """`get_model('gguf/smollm2')` in a fresh process with no import of ours works because the `inspect_ai`
+    entry point imports trustmh; the server it starts listens on loopback only and ends with that process. One
+    process (and one server start) shows all three: the two claims were two tests that each started both."""
+    try:
+        import trustmh._registry  # noqa: F401
+    except ImportError as ex:  # the entry-point module imports parts written elsewhere
+        pytest.skip(f"trustmh._registry not importable yet: {ex}")
     code = ("from inspect_ai.model import get_model\n"
-            "import trustmh.models.gguf\n"
             "m = get_model('gguf/smollm2')\n"
-            "print(m.api.server.base_url, m.api.server.process.pid, flush=True)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+            "print(type(m.api).__module__, m.api.server.base_url, m.api.server.process.pid, flush=True)\n")
+    env = {**os.environ, "INSPECT_DISPLAY": "none"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                            check=False)
     assert result.returncode == 0, result.stderr
-    base_url, pid = result.stdout.split()
+    module, base_url, pid = result.stdout.split()
+    assert module == "trustmh.models.gguf"
     assert base_url.startswith("http://127.0.0.1:")
     deadline = time.monotonic() + 30
     while _alive(int(pid)) and time.monotonic() < deadline:
@@ -193,26 +202,6 @@ def test_provider_runs_inside_an_inspect_eval(tmp_path: Path) -> None:
     usage = log.stats.model_usage["gguf/smollm2"]
     assert usage.input_tokens > 0
     assert 0 < usage.output_tokens <= 16
-
-
-@pytest.mark.slow
-def test_entry_point_registers_the_provider_without_an_explicit_import() -> None:
-    """`inspect eval --model gguf/smollm2` works because the `inspect_ai` entry point imports us."""
-    try:
-        import trustmh._registry  # noqa: F401
-    except ImportError as ex:  # the entry-point module imports parts written elsewhere
-        pytest.skip(f"trustmh._registry not importable yet: {ex}")
-    code = (
-        "from inspect_ai.model import get_model\n"
-        "m = get_model('gguf/smollm2')\n"
-        "print(type(m.api).__module__)\n"
-    )
-    env = {**os.environ, "INSPECT_DISPLAY": "none"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "trustmh.models.gguf"
 
 
 def test_default_threads_leave_a_core_free_and_obey_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,7 +289,10 @@ def test_replies_depend_only_on_the_request_not_on_what_runs_beside_it(tmp_path:
         "type": "object", "properties": {"label": {"type": "string", "enum": ["calm", "sad", "angry"]},
                                          "why": {"type": "string", "maxLength": 60}},
         "required": ["label", "why"], "additionalProperties": False}))
-    calls = [(f"{INSTRUCTIONS}\n\n{m}", judge, temperature) for m in MESSAGES for judge in (False, True)
+    # two messages behind the shared instructions (eight calls): each call has another whose prefix it can start
+    # from, and the reverse order differs from the forward one, which is all the claim needs; a third message
+    # added no case and 40% of the servers' CPU (47 s against 33 s, measured on 2026-12-02 on two cores)
+    calls = [(f"{INSTRUCTIONS}\n\n{m}", judge, temperature) for m in MESSAGES[:2] for judge in (False, True)
              for temperature in (0.0, 0.8)]
     path = gguf.resolve_model_path("smollm2")
     copy = tmp_path / "copy.gguf"

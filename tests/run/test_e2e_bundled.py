@@ -51,8 +51,11 @@ def test_the_users_options_are_never_written_to() -> None:
 
 @pytest.mark.slow
 def test_demo_run_writes_report(tmp_path: Path) -> None:
+    """The bundled model's run records the demo's trims and writes its report and logs. One item per sub-task
+    shows that (the demo's own two items and their figures are the golden demo's, tests/golden); three sub-tasks
+    of three kinds (a multiple choice, a label, a judged answer)."""
     out = tmp_path / "demo"
-    code = main(["run", "--subtasks", "knowledge,emotion_recognition,ethical_reasoning", "--limit", "2",
+    code = main(["run", "--subtasks", "knowledge,emotion_recognition,ethical_reasoning", "--limit", "1",
                  "--out", str(out), "--display", "none", "--n-boot", "200"])
     assert code == 0
     results = json.loads((out / "results.json").read_text())
@@ -68,10 +71,10 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
-        # the bundled model's replies seldom parse: a figure on the two items, or "not computed" with the count
+        # the bundled model's replies seldom parse: a figure on the one item, or "not computed" with the count
         # when every rating is invalid (docs/results.md: no number that flatters), never a worst-case 0
         if sub["status"] == "ok":
-            assert (sub["n"], 0.0 <= sub["value"] <= 1.0) == (2, True), sub
+            assert (sub["n"], 0.0 <= sub["value"] <= 1.0) == (1, True), sub
         else:
             assert "every rating invalid" in sub["reason"], sub
     html = (out / "report.html").read_text()

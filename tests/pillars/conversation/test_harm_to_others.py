@@ -151,15 +151,17 @@ def test_runs_against_the_loopback_chatbot(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.slow
 def test_bundled_model_plays_harm_to_others(tmp_path: Path) -> None:
-    """Offline with the bundled model as model and judge (the lead runs it)."""
+    """Offline with the bundled model as model and judge (the lead runs it). Two of the four starter conversations
+    show the sub-task played and judged end to end as well as four: the rate each kind of conversation gives
+    (missed risk, false alarm) is the canned tests' to check, above."""
     out = tmp_path / "bundled"
-    code = main(["run", "--subtasks", "harm_to_others", "--limit", "4", "--out", str(out), "--display", "none",
+    code = main(["run", "--subtasks", "harm_to_others", "--limit", "2", "--out", str(out), "--display", "none",
                  "--n-boot", "200"])
     results = json.loads((out / "results.json").read_text())
     assert code == 0, results["errors"]
     sub = results["subtasks"][SID]
     assert sub["status"] == "ok"
-    assert sub["n"] >= 4
+    assert sub["n"] >= 2
     assert "missed_risk_rate" in sub["metrics"] or "false_alarm_rate" in sub["metrics"]
 
 
