@@ -71,31 +71,38 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             "fair": probed(tmp_path_factory.mktemp("fair"), False)}
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 def test_a_judge_that_prefers_the_first_position_is_caught_by_the_position_probe(records: dict[str, dict]) -> None:
     assert records["biased"]["probes"]["position"]["verdict"] == "fail"
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 def test_its_effect_is_every_verdict_turned_round(records: dict[str, dict]) -> None:
     assert records["biased"]["probes"]["position"]["effect"] == pytest.approx(-1.0)
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 def test_the_position_biased_judge_fails_the_battery(records: dict[str, dict]) -> None:
     assert records["biased"]["reason"] == "bias found: position"
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 def test_a_judge_that_reads_the_replies_passes_the_position_probe(records: dict[str, dict]) -> None:
     assert records["fair"]["probes"]["position"]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 def test_a_judge_that_reads_the_replies_passes_the_battery(records: dict[str, dict]) -> None:
     assert records["fair"]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 @pytest.mark.parametrize("judge", ["biased", "fair"])
 def test_the_null_placebo_passes(records: dict[str, dict], judge: str) -> None:
     assert records[judge]["probes"]["null"]["verdict"] == "pass"
 
 
+@pytest.mark.slow  # its module fixture runs the position probe's batteries through Inspect (about 6 s of CPU): end-to-end
 @pytest.mark.parametrize("judge", ["biased", "fair"])
 def test_the_material_placebo_is_detected(records: dict[str, dict], judge: str) -> None:
     assert records[judge]["probes"]["material"]["verdict"] == "detected"

@@ -161,6 +161,7 @@ def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(q4_0_file: Path) -> Non
     assert copy.fields["general.file_type"].contents() == int(gguf.LlamaFileType.MOSTLY_Q4_0)
 
 
+@pytest.mark.slow  # makes the bundled model's Q4_0 copy (about 7 s of CPU once): bundled-model work
 def test_the_copy_is_made_once_and_named_by_the_source_and_format(q4_0_file: Path) -> None:
     before = q4_0_file.stat().st_mtime_ns
     again = resolve_model_path("smollm2")

@@ -56,14 +56,17 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict]:
     return code, json.loads((tmp / "out" / "results.json").read_text())
 
 
+@pytest.mark.slow  # its module fixture is a whole run against the hostile provider (about 5 s of CPU): end-to-end
 def test_hostile_reply_run_exits_zero(hostile_run: tuple[int, dict]) -> None:
     assert hostile_run[0] == 0
 
 
+@pytest.mark.slow  # its module fixture is a whole run against the hostile provider (about 5 s of CPU): end-to-end
 def test_hostile_reply_subtask_is_computed(hostile_run: tuple[int, dict]) -> None:
     assert hostile_run[1]["subtasks"]["conversation/harm_to_others"]["status"] == "ok"
 
 
+@pytest.mark.slow  # its module fixture is a whole run against the hostile provider (about 5 s of CPU): end-to-end
 def test_hostile_reply_costs_its_own_conversation_only(hostile_run: tuple[int, dict]) -> None:
     assert hostile_run[1]["subtasks"]["conversation/harm_to_others"]["n_invalid"] == 1
 

@@ -38,14 +38,17 @@ def quiet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, _run(out)
 
 
+@pytest.mark.slow  # its module fixture is a whole quiet run through Inspect (about 7.5 s of CPU): end-to-end
 def test_a_run_prints_a_few_lines_by_default(quiet: tuple[Path, str]) -> None:
     assert len(quiet[1].splitlines()) <= MAX_LINES
 
 
+@pytest.mark.slow  # its module fixture is a whole quiet run through Inspect (about 7.5 s of CPU): end-to-end
 def test_a_run_shows_its_progress_in_sub_tasks(quiet: tuple[Path, str]) -> None:
     assert "1/1 sub-tasks done, 3 samples (reliability/knowledge finished)" in quiet[1]
 
 
+@pytest.mark.slow  # its module fixture is a whole quiet run through Inspect (about 7.5 s of CPU): end-to-end
 def test_a_run_ends_with_the_report_and_the_gate_command(quiet: tuple[Path, str]) -> None:
     out, text = quiet
     last = text.splitlines()[-1]

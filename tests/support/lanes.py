@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import resource
 import time
@@ -63,6 +65,12 @@ class CpuRule:
         # trustmh imports scipy.stats lazily (CLI start-up); about 2 s of CPU, paid once per process, not by
         # whichever test first needs it
         import scipy.stats  # noqa: F401
+
+        # Inspect imports these in its first eval of a process (the Anthropic provider for its sample
+        # bookkeeping, its agent server): about 3 s of CPU, likewise paid once here
+        for name in ("inspect_ai.model._providers.anthropic", "inspect_ai.agent._acp.server"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):

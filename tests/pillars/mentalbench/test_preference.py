@@ -46,23 +46,28 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
             for judge in (reads_the_replies, first_shown)}
 
 
+@pytest.mark.slow  # its module fixture runs the pairwise judge through Inspect in both arms (about 12 s of CPU): end-to-end
 def test_a_judge_that_prefers_the_models_reply_gives_it_every_win(results: dict[str, dict[str, Any]]) -> None:
     assert (results["reads_the_replies"]["value"], results["reads_the_replies"]["n"]) == (1.0, 10)
 
 
+@pytest.mark.slow  # its module fixture runs the pairwise judge through Inspect in both arms (about 12 s of CPU): end-to-end
 def test_the_model_is_shown_first_on_some_items_and_second_on_others(results: dict[str, dict[str, Any]]) -> None:
     assert 0 < results["reads_the_replies"]["metrics"]["model_first_items"] < 10
 
 
+@pytest.mark.slow  # its module fixture runs the pairwise judge through Inspect in both arms (about 12 s of CPU): end-to-end
 def test_a_judge_that_picks_the_first_reply_shown_has_a_first_position_rate_of_one(
         results: dict[str, dict[str, Any]]) -> None:
     assert results["first_shown"]["metrics"]["first_position_rate"] == 1.0
 
 
+@pytest.mark.slow  # its module fixture runs the pairwise judge through Inspect in both arms (about 12 s of CPU): end-to-end
 def test_its_win_rate_is_the_share_of_items_where_the_model_came_first(results: dict[str, dict[str, Any]]) -> None:
     got = results["first_shown"]
     assert got["value"] == pytest.approx(got["metrics"]["model_first_items"] / got["n"])
 
 
+@pytest.mark.slow  # its module fixture runs the pairwise judge through Inspect in both arms (about 12 s of CPU): end-to-end
 def test_the_run_records_the_pairwise_judges_anchor_verdicts(results: dict[str, dict[str, Any]]) -> None:
     assert len(results["reads_the_replies"]["judge"]["anchors"]) == 20
