@@ -83,6 +83,7 @@ def test_a_killed_shard_log_is_superseded_by_its_resumed_log(shards: tuple[Path,
     assert _comparable(tmp_path / "merged") == _comparable(tmp_path / "single")
 
 
+@pytest.mark.slow  # two shard runs through Inspect, then a merge: 1.5-3.2 s of CPU, at the fast lane's limit
 def test_merge_refuses_a_shard_whose_logs_are_gone_naming_the_items(shards: tuple[Path, Path],
                                                                    tmp_path: Path) -> None:
     a0, a1 = shards
@@ -102,6 +103,7 @@ def test_merge_refuses_a_log_given_twice_naming_the_items(shards: tuple[Path, Pa
     assert not (tmp_path / "m" / "results.json").exists()
 
 
+@pytest.mark.slow  # two shard runs through Inspect, then a merge: 1.5-3.2 s of CPU, at the fast lane's limit
 def test_merge_names_a_truncated_log(shards: tuple[Path, Path], tmp_path: Path) -> None:
     """issue 43.5: a shard log cut short is named (not only zipfile's "EOCD not found")."""
     a0, a1 = shards
