@@ -167,6 +167,7 @@ def test_the_clock_reaches_a_product_that_accepts_one(tmp_path: Path, monkeypatc
     assert "not_testable" not in metrics
 
 
+@pytest.mark.slow  # a run through Inspect at the fast lane's limit (2.5-3.1 s of CPU, more as a worker's first eval)
 def test_washington_pack_reads_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`wa-hb2225` on the same canned run: the notice, the three-hour reminder and never claiming to be human
     pass; the referral is decided on the set's US personas (pass); the minors and self-harm-content clauses need

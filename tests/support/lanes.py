@@ -68,7 +68,9 @@ class CpuRule:
 
         # Inspect imports these in its first eval of a process (the Anthropic provider for its sample
         # bookkeeping, its agent server): about 3 s of CPU, likewise paid once here
-        for name in ("inspect_ai.model._providers.anthropic", "inspect_ai.agent._acp.server"):
+        for name in ("inspect_ai.model._providers.anthropic", "inspect_ai.agent._acp.server",
+                     "inspect_ai.model._providers.openai", "inspect_ai.model._providers.mockllm",
+                     "inspect_ai._eval.eval", "inspect_ai._eval.task.run"):
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
 

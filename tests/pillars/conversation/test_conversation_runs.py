@@ -141,6 +141,7 @@ def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
                         if t["role"] == "model" and t["turn"] >= (r["metadata"]["risk_turn"] or 0)))
 
 
+@pytest.mark.slow  # a run through Inspect at the fast lane's limit (2.5-3.1 s of CPU, more as a worker's first eval)
 def test_garbage_judge_gives_the_conservative_figures_in_results_json(tmp_path: Path) -> None:
     """Through Inspect, a judge that never answers in JSON: every conversation counts at its worst in the
     primary, the valid-only figures are not computed, and the gate cannot pass."""

@@ -457,6 +457,7 @@ def _judge_reply(prompt: str, messages, config) -> str:  # noqa: ANN001
     return "I cannot rate this one."  # the reference replies: unparseable, counted
 
 
+@pytest.mark.slow  # a run through Inspect at the fast lane's limit (2.5-3.1 s of CPU, more as a worker's first eval)
 def test_inspect_run_on_starter_items(tmp_path: Path) -> None:
     from trustmh.run.config import RunOptions
     from trustmh.run.execute import run
