@@ -164,12 +164,15 @@ def _imports_of(name: str, type_only: bool = False, source: str | None = None) -
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         visit(node, inside, checking)
 
-    visit(ast.parse(source, filename=str(path)), False)
+    visit(_parsed(source), False)
     return found
 
 
-IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name)]
-TYPE_ONLY_IMPORTS: list[Import] = [imp for name in MODULES for imp in _imports_of(name, type_only=True)]
+@cache
+def _all_imports(type_only: bool = False) -> tuple[Import, ...]:
+    """Every import of src that runs (with `type_only`, those under `if TYPE_CHECKING:`). Walked on first use,
+    not at import: every xdist worker collects this file, and the walk cost each of them 4 s before a test ran."""
+    return tuple(imp for name in MODULES for imp in _imports_of(name, type_only=type_only))
 
 
 def _covers(entry: str, name: str) -> bool:
@@ -263,7 +266,7 @@ def test_every_module_has_a_floor() -> None:
 
 def test_the_import_graph_has_no_cycle() -> None:
     edges: dict[str, set[str]] = defaultdict(set)
-    for imp in IMPORTS:
+    for imp in _all_imports():
         edges[imp.importer].add(imp.imported)
     loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
     assert not loops, "import cycles:\n" + "\n".join(loops)
@@ -271,7 +274,7 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 def test_the_import_graph_has_no_cycle_counting_type_only_imports() -> None:
     edges: dict[str, set[str]] = defaultdict(set)
-    for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]:
+    for imp in [*_all_imports(), *_all_imports(type_only=True)]:
         edges[imp.importer].add(imp.imported)
     loops = [" -> ".join(_a_loop(c, edges)) for c in _cycles(edges)]
     assert not loops, "import cycles through type-only imports:\n" + "\n".join(loops)
@@ -300,7 +303,7 @@ def test_the_ground_floor_is_listed_module_by_module() -> None:
     one floor above the highest of what it imports (so a floor is what the code says, not a lump)."""
     ground = {_package(name) for name in MODULES if 0 <= _floor(name) < GROUND_FLOORS}
     edges: dict[str, set[str]] = defaultdict(set)
-    for imp in IMPORTS:
+    for imp in _all_imports():
         a, b = _package(imp.importer), _package(imp.imported)
         if a in ground and b in ground and a != b:
             edges[a].add(b)
@@ -314,7 +317,7 @@ def test_the_ground_floor_is_listed_module_by_module() -> None:
 
 def test_no_module_imports_a_higher_floor() -> None:
     assert len(UPWARD_ALLOWED) <= 2
-    upward = _upward(IMPORTS)
+    upward = _upward(_all_imports())
     unexpected = sorted(upward - UPWARD_ALLOWED)
     assert not unexpected, "imports up the floors:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
     stale = sorted(UPWARD_ALLOWED - upward)
@@ -333,7 +336,8 @@ DRAWING_ARROWS_UP_MAX = 0
 
 
 def test_the_structure_drawing_has_no_arrow_up() -> None:
-    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in [*IMPORTS, *TYPE_ONLY_IMPORTS]
+    every = [*_all_imports(), *_all_imports(type_only=True)]
+    up = sorted({(_package(imp.importer), _package(imp.imported)) for imp in every
                  if _floor(_package(imp.imported)) > _floor(_package(imp.importer))})
     assert len(up) <= DRAWING_ARROWS_UP_MAX, "arrows up in the structure drawing:\n" + "\n".join(
         f"{a} -> {b}" for a, b in up)
@@ -341,7 +345,7 @@ def test_the_structure_drawing_has_no_arrow_up() -> None:
 
 def test_the_run_names_no_pillar() -> None:
     """run/ is generic: what a pillar needs from a run it declares on its sub-tasks (hooks, roles, rules)."""
-    named = sorted({(imp.importer, imp.imported) for imp in IMPORTS
+    named = sorted({(imp.importer, imp.imported) for imp in _all_imports()
                     if imp.importer.startswith("trustmh.run.") and imp.imported.startswith("trustmh.pillars")})
     assert not named, "run/ imports pillars:\n" + "\n".join(f"{a} -> {b}" for a, b in named)
 
@@ -367,7 +371,7 @@ def test_no_file_in_src_holds_more_than_one_idea() -> None:
 
 
 def test_function_level_imports_say_they_keep_start_up_fast() -> None:
-    lazy = [imp for imp in IMPORTS if imp.in_function and not imp.commented]
+    lazy = [imp for imp in _all_imports() if imp.in_function and not imp.commented]
     unexpected = sorted({(imp.importer, imp.imported, imp.line) for imp in lazy
                          if (imp.importer, imp.imported) not in UNCOMMENTED_LAZY_ALLOWED})
     assert not unexpected, ("function-level imports of trustmh's own code without a start-up comment:\n"
@@ -443,6 +447,8 @@ def _sources_parsed() -> None:
     lane's CPU rule, not to whichever walk runs first)."""
     for source in SOURCES.values():
         _parsed(source)
+    _all_imports()
+    _all_imports(type_only=True)
 
 
 def _modules_using(names: set[str], module: str, sources: dict[str, str] = SOURCES) -> set[str]:
@@ -558,7 +564,7 @@ def test_a_planted_upward_import_in_the_ground_floor_is_found() -> None:
 
 def test_a_planted_ground_floor_loop_is_found() -> None:
     edges: dict[str, set[str]] = defaultdict(set)
-    for imp in [*IMPORTS, *_imports_of("trustmh.storage", source="import trustmh.data.download\n")]:
+    for imp in [*_all_imports(), *_imports_of("trustmh.storage", source="import trustmh.data.download\n")]:
         edges[imp.importer].add(imp.imported)
     assert [c for c in _cycles(edges) if "trustmh.storage" in c] != []
 
