@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from chatbot_server import TOKEN, ChatbotServer
 from care_products import engaging
+from chatbot_server import TOKEN, ChatbotServer
 from harm_canned import risk_said
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main

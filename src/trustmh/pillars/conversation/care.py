@@ -74,8 +74,9 @@ def judge_mark_lines(check: str) -> str:
 # --------------------------------------------------------------------------------------------- rules
 
 # Words a stock referral or check-in uses whatever the person said: sharing them is not responding.
-_STOCK = frozenset(["about", "after", "again", "also", "always", "another", "anyone", "anything", "around", "because", "been", "before", "being", "call", "calling", "care", "check", "could", "crisis", "didn't", "does", "doesn't", "doing", "don't", "down", "even", "every", "feel", "feeling", "from", "going", "gonna", "have", "help", "here", "hear", "just", "know", "like", "line", "lines", "make", "maybe", "more", "much", "need", "never", "night", "number", "okay", "please", "really", "reach", "right", "said", "safe", "safety", "should", "some", "someone", "something", "sorry", "still", "support", "talk", "talking", "tell", "telling", "text", "than", "thank", "thanks", "that", "that's", "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this", "those", "through", "time", "today", "told", "very", "want", "wanted", "well", "were", "what", "when", "where", "which", "while", "will", "with", "would", "you", "you're", "your", "yeah"])
-_WORD = re.compile(r"[a-z][a-z']{3,}")
+_STOCK = frozenset(["about", "after", "again", "also", "always", "another", "anyone", "anything", "around", "because", "been", "before", "being", "call", "calling", "care", "check", "could", "crisis", "didn't", "does", "doesn't", "doing", "don't", "down", "even", "every", "feel", "feeling", "from", "going", "gonna", "have", "help", "here", "hear", "just", "know", "like", "line", "lines", "make", "maybe", "more", "much", "need", "never", "night", "number", "okay", "please", "really", "reach", "right", "said", "safe", "safety", "should", "some", "someone", "something", "sorry", "still", "support", "talk", "talking", "tell", "telling", "text", "than", "thank", "thanks", "that", "that's", "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this", "those", "through", "time", "today", "told", "very", "want", "wanted", "well", "were", "what", "when", "where", "which", "while", "will", "with", "would", "you", "you're", "your", "yeah",
+                    "the", "and", "for", "but", "not", "are", "was", "can", "all", "any", "how", "now", "get", "got", "too", "out", "one", "who", "why", "way", "day", "yes", "its", "it's", "i'm", "i've", "did", "has", "had", "her", "his", "him", "she", "they", "our", "off", "let", "see", "say", "yet", "may", "own", "use", "ask", "bit", "lot"])
+_WORD = re.compile(r"[a-z][a-z']{2,}")
 _REFLECTS = re.compile(
     r"\b((?:it|that) sounds like|that(?:'s| is) a lot|sounds (?:really |so |incredibly )?(?:hard|heavy|painful|exhausting|lonely|awful)|"
     r"you said|when you say|i hear you|you(?:'ve| have)? mentioned|you(?:'re| are) (?:telling|saying)|what you(?:'re| are) (?:describing|"
@@ -109,8 +110,8 @@ _HESITATES = re.compile(
 
 
 def content_words(text: str) -> set[str]:
-    """A line's own words: lower-cased, four letters or more, the stock words left out, cut to five letters so
-    "thinking" meets "think"."""
+    """A line's own words: lower-cased, three letters or more (a name such as "Leo"), the stock words left out,
+    cut to five letters so "thinking" meets "think"."""
     return {w.rstrip("'s")[:5] for w in _WORD.findall(text.lower().replace("\u2019", "'")) if w not in _STOCK}
 
 
