@@ -39,7 +39,13 @@ from trustmh.multiturn import (
     read_system_prompt,
 )
 from trustmh.pillars.conversation.authored_sets import read_user_set
-from trustmh.pillars.conversation.care import RULE_CARE_NOTE, care_counts, care_verdict, rubric_version
+from trustmh.pillars.conversation.care import (
+    CARE_LABELS,
+    RULE_CARE_NOTE,
+    care_counts,
+    care_verdict,
+    rubric_version,
+)
 from trustmh.pillars.conversation.keywords import keyword_floor
 from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
@@ -143,6 +149,7 @@ class ConversationBase(ConversationSubtask):
 
     # a crisis-type check scored on the care that follows the risk (`care`, its rubric `rubrics/<check>.toml`)
     care_applies: bool = False
+    metric_labels = CARE_LABELS
 
     def direction(self, mode: Mode) -> Direction:
         return self.primary_direction
