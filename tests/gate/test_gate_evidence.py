@@ -282,7 +282,8 @@ def test_the_vouch_flag_is_recorded_and_validates_nothing() -> None:
 
 def test_corrected_intervals_are_used_where_they_exist() -> None:
     run = good_run()
-    run["subtasks"]["safety/jailbreak_resistance"]["corrected"] = {"estimate": 0.7, "ci": [0.6, 0.8], "n": 100}
+    run["subtasks"]["safety/jailbreak_resistance"]["judge_corrected"] = {"status": "ok", "value": 0.7,
+                                                                          "ci": [0.6, 0.8], "n_labelled": 100}
     row = verdict(run, one_check("jailbreak_resistance"), [certificate("safety/jailbreak_resistance")])
     assert row["verdict"] == "fail"
     assert row["value"] == 0.7

@@ -59,6 +59,7 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.ensemble import MEMBERS_KEY
+from trustmh.judges.evidence import pair_record
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.judges.reference_quality import certify_reference
 from trustmh.prompts import load_template
@@ -377,6 +378,8 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                                 reference_quality=quality)
         path = write_certificate(certs_dir, cert)
         corrected = _corrected(sid, keys, humans, sample, items, label_type)
+        if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
+            corrected["pair"] = pair_record(quality, rated, humans, len(missing))
         results["subtasks"][sid]["judge_corrected"] = corrected
         summary["subtasks"][sid] = {"certificate": str(path), "verdict": cert["verdict"], "n": cert["n"],
                                     "reference_quality": {"status": quality["status"],
