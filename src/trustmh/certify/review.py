@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.ensemble import MEMBERS_KEY
-from trustmh.judges.evidence import pair_record
+from trustmh.judges.evidence import ASSUMED_AGREEMENT, pair_record
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.judges.reference_quality import certify_reference
 from trustmh.prompts import load_template
@@ -137,7 +137,16 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
     return results, out
 
 
-def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversample: bool) -> list[dict[str, Any]]:
+def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
+    """An item's stratum: sub-task × its stimulus (a conversation), else sub-task × judge value (× disagreement
+    with `oversample`)."""
+    if item.get("stimulus") is not None:
+        return item["subtask"], str(item["stimulus"]), False
+    return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False
+
+
+def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence[int],
+                oversample: bool) -> list[dict[str, Any]]:
     """Stratified sample: strata sub-task × judge value (× disagreement with `oversample`), allocation in
     proportion to stratum size × (2 for disagreements when oversampling), largest remainders, at most the
     stratum; π = allocated / size per stratum. A conversation sub-task's strata are its stimuli instead, its
@@ -146,10 +155,7 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversampl
         raise TrustmhError("--n must be at least 1")
     strata: dict[tuple, list[int]] = defaultdict(list)
     for i, it in enumerate(items):
-        if it.get("stimulus") is not None:
-            strata[(it["subtask"], str(it["stimulus"]), False)].append(i)
-        else:
-            strata[(it["subtask"], it["judge_value"], bool(it["disagree"]) if oversample else False)].append(i)
+        strata[stratum_of(it, oversample)].append(i)
     keys = sorted(strata, key=lambda k: (k[0], k[1], k[2]))
     size = {k: len(strata[k]) for k in keys}
     per_subtask = defaultdict(list)
@@ -205,13 +211,76 @@ def _conversation_scale(cls: Any, values: Sequence[float]) -> list[float]:
     return _scale(values)
 
 
-def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
-                  oversample: bool = False, out: Path | None = None, raters: int = 2) -> Path:
+def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
+                agreement: float = ASSUMED_AGREEMENT) -> dict[str, int]:
+    """Per judged sub-task of the run, the two-rater labels its policy's checks need (the most any of them
+    needs; `run.outlook.check_labels_needed`, the figure `trustmh plan` states), on this run's items and
+    stimuli at the plan's assumptions."""
+    from trustmh.gate import load_policy
+    from trustmh.run.outlook import check_labels_needed
+    from trustmh.run.plan_figures import PlanSettings
+    from trustmh.stats.power import effective_n
+
+    chosen = load_policy(policy)
+    settings = PlanSettings(policy=policy, assume_agreement=agreement)
+    counts: dict[str, int] = {}
+    for check in chosen.checks:
+        mine = [it for it in items if it["subtask"] == check.subtask]
+        if not mine:
+            continue
+        sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
+        labels = check_labels_needed(check, len(mine), effective_n(sizes, settings.icc),
+                                     check.min_n or chosen.min_n, settings)
+        if labels is not None and labels.n is not None:
+            counts[check.subtask] = max(counts.get(check.subtask, 0), labels.n)
+    if not counts:
+        raise TrustmhError(f"--for-gate {policy}: no check of this policy on this run's judged sub-tasks can be "
+                           "decided by labels at the plan's assumptions (trustmh plan --policy says why)")
+    return counts
+
+
+def _earlier_rounds(run_dir: Path, round_: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the items of rounds 1..K−1, the team) for `--round K`; refused unless the sample holds exactly those."""
+    if round_ == 1:
+        return [], []
+    manifest = read_review_sample(_sample_path(run_dir))
+    done = max(int(s.get("round", 1)) for s in manifest["items"])
+    if done != round_ - 1:
+        raise TrustmhError(f"--round {round_}: {run_dir / 'review' / SAMPLE_FILE} holds rounds 1 to {done}; the "
+                           f"next round is {done + 1}")
+    return list(manifest["items"]), list(manifest.get("raters") or [])
+
+
+def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence[str] | None = None,
+                  oversample: bool = False, out: Path | None = None, raters: int = 2,
+                  for_gate: str | Path | None = None, round_: int = 1,
+                  agreement: float = ASSUMED_AGREEMENT) -> Path:
+    """Draw a review sample and write its page. `n` items in all, or with `for_gate` the labels each judged
+    sub-task needs for that policy's checks (`gate_counts`); `round_` K > 1 draws the next labels from the
+    items earlier rounds did not take (seeded by (seed, K)): within a stratum the rounds together are one
+    simple random sample, so every item's inclusion probability becomes the stratum's share taken so far."""
     if out is not None and not out.parent.is_dir():  # refused before anything is written, never created
         raise TrustmhError(f"--out {out}: the folder {out.parent} does not exist; create it, or choose a page "
                            "in a folder that exists")
+    if n is None and for_gate is None:
+        raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
     results, items = judged_items(run_dir, subtasks)
-    sample = draw_sample(items, n, seed, oversample)
+    earlier, earlier_team = _earlier_rounds(run_dir, round_)
+    taken = {s["key"] for s in earlier}
+    pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
+    if not pool:
+        raise TrustmhError(f"--round {round_}: every judged item of {run_dir} is labelled already")
+    draw_seed: int | list[int] = seed if round_ == 1 else [seed, round_]
+    if for_gate is not None:
+        needed = gate_counts(items, for_gate, agreement=agreement)
+        sample = [s for sid in sorted(needed) if (part := [it for it in pool if it["subtask"] == sid])
+                  for s in draw_sample(part, needed[sid], draw_seed, oversample)]
+        sample = [sample[int(i)] for i in np.random.default_rng(draw_seed).permutation(len(sample))]
+    else:
+        sample = draw_sample(pool, int(n or 0), draw_seed, oversample)
+    for s in sample:
+        s["round"] = round_
+    _cumulative_inclusion([*earlier, *sample], items, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     sids = {it["subtask"] for it in items}
     conversational = {sid for sid in sids if getattr(lookup(sid), "judged_unit", REPLY) == CONVERSATION}
@@ -220,7 +289,7 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
               for sid in sids}
     counts = {sid: sum(1 for it in items if it["subtask"] == sid) for sid in scales}
     # a conversation review: two raters of the team on each conversation (docs/judges.md#conversation-review)
-    team_names = team(raters) if conversational else []
+    team_names = (earlier_team or team(raters)) if conversational else []
     conversations = [s for s in sample if s["subtask"] in conversational]
     for s, pair in zip(conversations, assign_pairs(len(conversations), team_names), strict=True):
         s["raters"] = pair
@@ -238,13 +307,27 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
     if conversational:
         design += ("; conversation sub-tasks: stratified by stimulus, the sub-task's share spread evenly over its "
                    "stimuli, two raters per conversation")
-    manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(sample), "oversample": oversample,
-                "population": counts, "scales": scales, "items": sample, "design": design,
+    if round_ > 1:
+        design += f"; round {round_}: drawn from the items rounds 1 to {round_ - 1} did not take"
+    everything = [*earlier, *sample]
+    manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(everything), "oversample": oversample,
+                "population": counts, "scales": scales, "items": everything, "design": design, "rounds": round_,
+                **({"for_gate": str(for_gate)} if for_gate is not None else {}),
                 **({"raters": team_names} if conversational else {})}
     write_text_atomic(review_dir / SAMPLE_FILE, json.dumps(clean_json(manifest), indent=2) + "\n")
     target = out or review_dir / "review.html"
     write_text_atomic(target, review_page(sample, page_items, rubrics, team_names))
     return target
+
+
+def _cumulative_inclusion(sampled: Sequence[dict[str, Any]], items: Sequence[Mapping[str, Any]],
+                          oversample: bool) -> None:
+    """Every sampled item's inclusion probability: its stratum's items taken by all rounds so far over the
+    stratum's size (in place)."""
+    size = Counter(stratum_of(it, oversample) for it in items)
+    taken = Counter(tuple(s["stratum"]) for s in sampled)
+    for s in sampled:
+        s["inclusion_probability"] = taken[tuple(s["stratum"])] / size[tuple(s["stratum"])]
 
 
 def _page_item(s: Mapping[str, Any], rec: Mapping[str, Any], scale: Sequence[float],
@@ -380,6 +463,7 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
         corrected = _corrected(sid, keys, humans, sample, items, label_type)
         if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
             corrected["pair"] = pair_record(quality, rated, humans, len(missing))
+            corrected["rounds"] = int(manifest.get("rounds", 1))
         results["subtasks"][sid]["judge_corrected"] = corrected
         summary["subtasks"][sid] = {"certificate": str(path), "verdict": cert["verdict"], "n": cert["n"],
                                     "reference_quality": {"status": quality["status"],

@@ -28,7 +28,13 @@ from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
-from trustmh.judges.evidence import CERTIFICATE, corrected_interval, label_evidence
+from trustmh.judges.evidence import (
+    CERTIFICATE,
+    RUN_LABELS,
+    corrected_interval,
+    label_evidence,
+    next_round_line,
+)
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.results.metric_labels import metric_label
@@ -375,6 +381,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     verdict, reason = decide(check, ev["worst"], ev["best"], int(ev["n"]), min_n)
     if row["judged"] and row["judge"].get("evidence"):
         reason += f"; {row['judge']['evidence']}"
+        if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:
+            reason += f"; {next_round_line(sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
     return done(verdict, reason)

@@ -119,6 +119,13 @@ def label_evidence(sub: Mapping[str, Any], min_n: int) -> LabelEvidence:
     return LabelEvidence(True, f"corrected by {n} {RUN_LABELS}, {agreement} ≥ floor {float(floor):g}", n)
 
 
+def next_round_line(sub: Mapping[str, Any]) -> str:
+    """What a check decided on the run's labels but not yet decided says to do next."""
+    rounds = int((sub.get("judge_corrected") or {}).get("rounds") or 1)
+    return (f"not decided after {rounds} labelling round(s): label the next (trustmh review export RUN_DIR "
+            f"--for-gate POLICY --round {rounds + 1}, then trustmh review import with every round's labels)")
+
+
 def corrected_interval(sub: Mapping[str, Any]) -> tuple[float, tuple[float, float], int] | None:
     """(the corrected value, its 95% interval, the labels behind it) where `review import` wrote one."""
     corrected = sub.get("judge_corrected")
