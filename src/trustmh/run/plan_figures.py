@@ -226,8 +226,9 @@ class GateCheckOutlook:
                "width": self.width, "width_basis": self.width_basis}
         if self.clusters is not None:
             out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
-                       certificate_path=self.certificate_path, labels_needed=self.labels_needed,
-                       labels_basis=self.labels_basis)
+                       certificate_path=self.certificate_path)
+        if self.labels_basis is not None:
+            out.update(labels_needed=self.labels_needed, labels_basis=self.labels_basis)
         return out
 
 
