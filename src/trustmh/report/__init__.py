@@ -24,6 +24,7 @@ from trustmh.gate import certificates_for, evaluate, load_policy
 from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import REPLY, certificates_dir, find_certificate, status_for
 from trustmh.judges.drift import NOT_MEASURED, anchor_drift, drift_line
+from trustmh.judges.evidence import label_evidence
 from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
@@ -196,7 +197,9 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
                          "drift": _drift(j, cert),
                          "certificate_status": status_for(cert) if j.get("fingerprint") else "no fingerprint",
                          "value": sub.get("value"), "ci": sub.get("ci"),
-                         "corrected": sub.get("judge_corrected")})
+                         "corrected": sub.get("judge_corrected"),
+                         # the run's own labels as evidence, said by the gate's rule (min_n is the policy's)
+                         "labels": label_evidence(sub, min_n=0).line if sub.get("judge_corrected") else None})
     return rows
 
 
