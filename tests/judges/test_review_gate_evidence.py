@@ -142,7 +142,8 @@ def poor(played: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, d
 
 
 def test_for_gate_draws_what_the_check_needs(run_dir: Path, played: Path) -> None:
-    from trustmh.certify.review import gate_counts, judged_items
+    from trustmh.certify.review import judged_items
+    from trustmh.certify.review_rounds import gate_counts
 
     _, items = judged_items(run_dir, [SID])
     assert len(_export(run_dir, played)["items"]) == gate_counts(items, played / "policy.toml")[SID]
@@ -185,11 +186,11 @@ def test_a_second_round_draws_conversations_not_drawn_before(run_dir: Path, play
 
 
 def test_rounds_together_give_each_item_its_stratum_share_taken() -> None:
-    from trustmh.certify.review import _cumulative_inclusion
+    from trustmh.certify.review_rounds import cumulative_inclusion
 
     items = [{"subtask": SID, "item_id": f"c{k}", "stimulus": "s0"} for k in range(4)]
     taken = [{"stratum": [SID, "s0", False], "round": r, "inclusion_probability": 0.25} for r in (1, 2)]
-    _cumulative_inclusion(taken, items, oversample=False)
+    cumulative_inclusion(taken, items, oversample=False)
     assert [t["inclusion_probability"] for t in taken] == [0.5, 0.5]  # two of the stimulus' four conversations
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,14 @@ from trustmh.certify.review_conversation import (
     third_rater,
     transcript,
     turn_agreement,
+)
+from trustmh.certify.review_rounds import (
+    SAMPLE_FILE,
+    cumulative_inclusion,
+    earlier_rounds,
+    gate_counts,
+    sample_file,
+    stratum_of,
 )
 from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
@@ -68,8 +76,6 @@ from trustmh.results import load_items, load_results
 from trustmh.run.rundir import locked
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
-
-SAMPLE_FILE = "sample.json"
 
 
 def _members_disagree(score: Mapping[str, Any]) -> bool:
@@ -135,14 +141,6 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
     if not out:
         raise TrustmhError(f"{run_dir}: no judged item with a per-item score to review")
     return results, out
-
-
-def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
-    """An item's stratum: sub-task × its stimulus (a conversation), else sub-task × judge value (× disagreement
-    with `oversample`)."""
-    if item.get("stimulus") is not None:
-        return item["subtask"], str(item["stimulus"]), False
-    return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False
 
 
 def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence[int],
@@ -211,46 +209,6 @@ def _conversation_scale(cls: Any, values: Sequence[float]) -> list[float]:
     return _scale(values)
 
 
-def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
-                agreement: float = ASSUMED_AGREEMENT) -> dict[str, int]:
-    """Per judged sub-task of the run, the two-rater labels its policy's checks need (the most any of them
-    needs; `run.outlook.check_labels_needed`, the figure `trustmh plan` states), on this run's items and
-    stimuli at the plan's assumptions."""
-    from trustmh.gate import load_policy
-    from trustmh.run.outlook import check_labels_needed
-    from trustmh.run.plan_figures import PlanSettings
-    from trustmh.stats.power import effective_n
-
-    chosen = load_policy(policy)
-    settings = PlanSettings(policy=policy, assume_agreement=agreement)
-    counts: dict[str, int] = {}
-    for check in chosen.checks:
-        mine = [it for it in items if it["subtask"] == check.subtask]
-        if not mine:
-            continue
-        sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
-        labels = check_labels_needed(check, len(mine), effective_n(sizes, settings.icc),
-                                     check.min_n or chosen.min_n, settings)
-        if labels is not None and labels.n is not None:
-            counts[check.subtask] = max(counts.get(check.subtask, 0), labels.n)
-    if not counts:
-        raise TrustmhError(f"--for-gate {policy}: no check of this policy on this run's judged sub-tasks can be "
-                           "decided by labels at the plan's assumptions (trustmh plan --policy says why)")
-    return counts
-
-
-def _earlier_rounds(run_dir: Path, round_: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """(the items of rounds 1..K−1, the team) for `--round K`; refused unless the sample holds exactly those."""
-    if round_ == 1:
-        return [], []
-    manifest = read_review_sample(_sample_path(run_dir))
-    done = max(int(s.get("round", 1)) for s in manifest["items"])
-    if done != round_ - 1:
-        raise TrustmhError(f"--round {round_}: {run_dir / 'review' / SAMPLE_FILE} holds rounds 1 to {done}; the "
-                           f"next round is {done + 1}")
-    return list(manifest["items"]), list(manifest.get("raters") or [])
-
-
 def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence[str] | None = None,
                   oversample: bool = False, out: Path | None = None, raters: int = 2,
                   for_gate: str | Path | None = None, round_: int = 1,
@@ -265,7 +223,7 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     if n is None and for_gate is None:
         raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
     results, items = judged_items(run_dir, subtasks)
-    earlier, earlier_team = _earlier_rounds(run_dir, round_)
+    earlier, earlier_team = earlier_rounds(run_dir, round_)
     taken = {s["key"] for s in earlier}
     pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
     if not pool:
@@ -280,7 +238,7 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
         sample = draw_sample(pool, int(n or 0), draw_seed, oversample)
     for s in sample:
         s["round"] = round_
-    _cumulative_inclusion([*earlier, *sample], items, oversample)
+    cumulative_inclusion([*earlier, *sample], items, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     sids = {it["subtask"] for it in items}
     conversational = {sid for sid in sids if getattr(lookup(sid), "judged_unit", REPLY) == CONVERSATION}
@@ -320,16 +278,6 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     return target
 
 
-def _cumulative_inclusion(sampled: Sequence[dict[str, Any]], items: Sequence[Mapping[str, Any]],
-                          oversample: bool) -> None:
-    """Every sampled item's inclusion probability: its stratum's items taken by all rounds so far over the
-    stratum's size (in place)."""
-    size = Counter(stratum_of(it, oversample) for it in items)
-    taken = Counter(tuple(s["stratum"]) for s in sampled)
-    for s in sampled:
-        s["inclusion_probability"] = taken[tuple(s["stratum"])] / size[tuple(s["stratum"])]
-
-
 def _page_item(s: Mapping[str, Any], rec: Mapping[str, Any], scale: Sequence[float],
                raters: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(one item of the labelling page, its sub-task's rubric): a reply with its prompt, or a whole
@@ -358,18 +306,11 @@ def review_page(sample: Sequence[Mapping[str, Any]], page_items: Sequence[Mappin
     )
 
 
-def _sample_path(run_dir: Path) -> Path:
-    path = run_dir / "review" / SAMPLE_FILE
-    if not path.is_file():
-        raise TrustmhError(f"{path} not found: run `trustmh review export {run_dir}` first")
-    return path
-
-
 def adjudicate_review(run_dir: Path, label_paths: Sequence[Path], *, out: Path | None = None) -> tuple[Path, int]:
     """The third-rater step of a conversation review: the conversations whose two assigned raters gave
     different labels get a third rater in `sample.json` (a team member not yet on them, else one more slot)
     and a page of those conversations only; returns (the page, how many)."""
-    sample_path = _sample_path(run_dir)
+    sample_path = sample_file(run_dir)
     with locked(run_dir, named="run directory"):  # `review adjudicate` takes it as an argument, not --out
         manifest = read_review_sample(sample_path)
         if not manifest.get("raters"):
@@ -402,7 +343,7 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
     with locked(run_dir, named="run directory"):  # `review import` takes it as an argument, not --out
-        manifest = read_review_sample(_sample_path(run_dir))
+        manifest = read_review_sample(sample_file(run_dir))
         sample = {s["key"]: s for s in manifest["items"]}
         turns: dict[str, dict[str, Any]] = {}
         labels = read_review_labels(label_paths, sample, manifest["scales"], turns)
