@@ -200,3 +200,15 @@ def test_a_round_out_of_order_is_refused(run_dir: Path, played: Path) -> None:
     _export(run_dir, played)
     with pytest.raises(TrustmhError, match="--round 3: .* holds rounds 1 to 1; the next round is 2"):
         _export(run_dir, played, round_=3)
+
+
+@pytest.mark.slow  # plans the synthetic set through the CLI (about 4 s of CPU)
+def test_the_plan_states_the_count_the_export_draws_and_the_gate_then_decides(played: Path, tmp_path: Path) -> None:
+    from trustmh.cli import main
+
+    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5", "--pillars",
+                 "conversation", "--subtasks", "gradual_disclosure", "-O", f"sets={played / 'sets'}", "--policy",
+                 str(played / "policy.toml"), "--out", str(tmp_path / "plan")]) == 0
+    row = json.loads((tmp_path / "plan" / "plan.json").read_text())["gate"]["checks"][0]
+    code, _, sample, _ = _scenario(played, tmp_path, "pair")
+    assert (row["decidable"], row["labels_needed"], code) == (True, len(sample["items"]), 1)
