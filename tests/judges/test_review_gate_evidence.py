@@ -212,3 +212,11 @@ def test_the_plan_states_the_count_the_export_draws_and_the_gate_then_decides(pl
     row = json.loads((tmp_path / "plan" / "plan.json").read_text())["gate"]["checks"][0]
     code, _, sample, _ = _scenario(played, tmp_path, "pair")
     assert (row["decidable"], row["labels_needed"], code) == (True, len(sample["items"]), 1)
+
+
+def test_an_export_without_a_size_says_so_in_one_line(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trustmh.cli import main
+
+    code = main(["review", "export", str(run_dir), "--seed", "1"])
+    err = capsys.readouterr().err.strip()
+    assert (code, err.endswith("give --n N (items to sample) or --for-gate POLICY"), "\n" in err) == (2, True, False)

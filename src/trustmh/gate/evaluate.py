@@ -363,7 +363,9 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         row["judged"] = True
         row["judge"], missing = judge_evidence(sub, sid, check, policy, certificates)
         row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"
-        if missing and check.metric == "value":  # no usable certificate: the run's own labels may decide
+        # no usable certificate: the run's own labels may decide a check read from the corrected primary (not
+        # one read from counts, nor a jurisdiction's share of the items)
+        if missing and check.metric == "value" and not check.counted and not check.personas:
             labels = label_evidence(sub, min_n)
             if labels.usable:
                 row["judge"]["evidence"], missing = labels.line, []

@@ -231,7 +231,7 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
     `spread` (a pilot's) else the largest the scale allows at the limit; None for a check the run's labels
     cannot correct (a counted rate over part of the items, e.g. false alarms over the controls: a certificate
     decides it). `trustmh plan` and `review export --for-gate` both ask here."""
-    if check.metric != "value":
+    if check.metric != "value" or check.counted or check.personas:  # as the gate reads it (gate.evaluate)
         return None
     lo, hi = getattr(lookup(check.subtask), "primary_scale", (0.0, 1.0))
     rate = check.rate or (lo, hi) == (0.0, 1.0)
