@@ -37,6 +37,7 @@ def add_dossier_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def cmd_dossier(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.dossier.build import build_dossier
 
     files, leaks = build_dossier(args.run_dir, args.policy, args.out, private_files=args.private,
@@ -50,6 +51,7 @@ def cmd_dossier(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
     from trustmh.dossier.verify import verify_dossier
 
     problems = verify_dossier(args.dossier)

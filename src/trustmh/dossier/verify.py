@@ -21,10 +21,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from trustmh.core import Record, RunContext, TrustmhError
+from trustmh.catalogue import lookup
+from trustmh.core import Record, TrustmhError
 from trustmh.digest import sha256_bytes, sha256_file
 from trustmh.dossier.build import MANIFEST, gate_under, item_key
 from trustmh.results import load_results
+from trustmh.run.direct import direct_spec
+from trustmh.run.finalize import aggregate
 
 TOLERANCE = 1e-9
 
@@ -86,13 +89,10 @@ def _differs(a: Any, b: Any) -> bool:
 
 def recomputed_figures(results: Mapping[str, Any], items: list[dict[str, Any]]) -> Iterator[tuple[str, str, Any, Any]]:
     """(sub-task, field, recorded, recomputed) for every figure of results.json the items do not give again."""
-    # imported on use: the sub-tasks' aggregation loads the pillars
-    from trustmh.catalogue import lookup
-    from trustmh.run.finalize import aggregate
-
-    ctx = RunContext(mode=results["mode"], seed=int(results.get("seed") or 0), suite=results.get("suite") or "trustmh",
-                     limit=results.get("limit"), n_boot=int(results.get("n_boot") or 2000), model=results.get("model"),
-                     options=dict(results.get("options") or {}))
+    # the run's settings as results.json records them; no judge is called (the items hold its scores)
+    ctx = direct_spec(mode=results["mode"], seed=int(results.get("seed") or 0), suite=results.get("suite") or "trustmh",
+                      limit=results.get("limit"), n_boot=int(results.get("n_boot") or 2000), model=results.get("model"),
+                      options=dict(results.get("options") or {})).context()
     for sid, sub in results["subtasks"].items():
         if sub.get("status") != "ok":
             continue
