@@ -48,6 +48,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "exports are written beside it")
     rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
                      "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+    rep.add_argument("--policy", type=Path, metavar="NAME|FILE", help="the gate section and the transcript browser's "
+                     "clause filter under this policy or pack (default: trustmh's default policy)")
 
     add_rescore_command(sub)
 
