@@ -169,3 +169,45 @@ def test_a_key_shaped_string_is_found_without_being_given(echo_run: Path, tmp_pa
     """No --private and no variable holds the key: its shape alone refuses the dossier."""
     code = main(["dossier", str(echo_run), "--policy", "ca-sb243", "--out", str(tmp_path / "x")])
     assert (code, "holds an authorization header" in capsys.readouterr().err) == (2, True)
+
+
+def _publisher_row() -> dict:
+    return {"subtask": "crisis/crisis_identification", "item_id": "x1", "response": "a publisher's post",
+            "metadata": {"prompt": "a publisher's post", "turns": [{"role": "patient", "content": "a publisher's post"}]}}
+
+
+def test_a_publishers_text_is_left_out_by_default() -> None:
+    from trustmh.dossier.build import LEFT_OUT, leave_out_dataset_text
+
+    row = _publisher_row()
+    leave_out_dataset_text([row], False, {"suite": "trustmh", "datasets": {"crisis.csv": "0" * 64}})
+    assert (row["response"], row["metadata"]["prompt"], row["metadata"]["turns"][0]["content"]) == (LEFT_OUT,) * 3
+
+
+def test_including_a_publishers_text_needs_a_licence_that_allows_it() -> None:
+    from trustmh.core import TrustmhError
+    from trustmh.dossier.build import leave_out_dataset_text
+
+    with pytest.raises(TrustmhError, match="data set crisis .*licence 'none stated'"):
+        leave_out_dataset_text([_publisher_row()], True, {"suite": "trustmh", "datasets": {"crisis.csv": "0" * 64}})
+
+
+def test_a_starter_run_holds_no_publishers_text() -> None:
+    from trustmh.dossier.build import leave_out_dataset_text
+
+    row = _publisher_row()
+    leave_out_dataset_text([row], False, {"suite": "starter", "datasets": {}})
+    assert row["response"] == "a publisher's post"
+
+
+def test_verify_of_no_dossier_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["verify", str(tmp_path / "none")])
+    assert (code, len(capsys.readouterr().err.strip().splitlines())) == (2, 1)
+
+
+def test_a_run_without_items_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_synthetic_run(tmp_path / "run", n=3, failing=1)
+    (run / "items.jsonl").unlink()
+    code = main(["dossier", str(run), "--policy", "ca-sb243", "--out", str(tmp_path / "d")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (code, len(err), "no items.jsonl" in err[0]) == (2, 1, True)

@@ -108,10 +108,13 @@ def publisher_sets(subtask: str) -> list[str]:
     return [d for d in getattr(cls, "datasets", ()) or () if not d.startswith("trustmh")]
 
 
-def leave_out_dataset_text(items: list[dict[str, Any]], include: bool) -> list[str]:
+def leave_out_dataset_text(items: list[dict[str, Any]], include: bool, results: Mapping[str, Any]) -> list[str]:
     """Blank every publisher's text in the items (the patient's words and the prompt), unless `include` and
-    each data set's licence lets it be republished; returns the sets whose text was left out."""
+    each data set's licence lets it be republished; returns the sets whose text was left out. A run that read
+    no data file (the starter suite, the product probes) holds none."""
     left: dict[str, None] = {}
+    if results.get("suite") == "starter" or not results.get("datasets"):
+        return []
     for row in items:
         sets = publisher_sets(str(row.get("subtask")))
         if not sets:
@@ -142,7 +145,7 @@ def private_texts(results: Mapping[str, Any], private_files: Sequence[Path]) -> 
         texts.append((read_text_bounded(prompt, MAX_CONFIG_BYTES, f"-O system_prompt={prompt}"),
                       "the product's system prompt"))
     for path in private_files:
-        texts.append((read_text_bounded(path, MAX_CONFIG_BYTES, f"--private {path}"), f"--private {path.name}"))
+        texts.append((read_text_bounded(path, MAX_CONFIG_BYTES, f"--private {path}"), f"the private text of --private {path.name}"))
     return texts
 
 
@@ -210,7 +213,7 @@ def dossier_files(run_dir: Path | str, policies: Sequence[str | Path], *, privat
     if raw_items is None:
         raise TrustmhError(f"{run}: no items.jsonl; a dossier needs the run's scored items (trustmh >= 0.2)")
     run_digests = {name: sha256_bytes((run / name).read_bytes()) for name in ("results.json", "items.jsonl")}
-    left_out = leave_out_dataset_text(raw_items, include_dataset_text)
+    left_out = leave_out_dataset_text(raw_items, include_dataset_text, results)
     private = Private.of(secret_values(), private_texts(results, private_files))
     results, leaks = scan_json(results, private, "results.json")
     items: list[dict[str, Any]] = []
