@@ -180,7 +180,7 @@ def test_a_publishers_text_is_left_out_by_default() -> None:
     from trustmh.dossier.build import LEFT_OUT, leave_out_dataset_text
 
     row = _publisher_row()
-    leave_out_dataset_text([row], False, {"suite": "trustmh", "datasets": {"crisis.csv": "0" * 64}})
+    leave_out_dataset_text([row], False, {"suite": "trustmh", "datasets": {"crisis": {"crisis.csv": "0" * 64}}})
     assert (row["response"], row["metadata"]["prompt"], row["metadata"]["turns"][0]["content"]) == (LEFT_OUT,) * 3
 
 
@@ -189,7 +189,7 @@ def test_including_a_publishers_text_needs_a_licence_that_allows_it() -> None:
     from trustmh.dossier.build import leave_out_dataset_text
 
     with pytest.raises(TrustmhError, match="data set crisis .*licence 'none stated'"):
-        leave_out_dataset_text([_publisher_row()], True, {"suite": "trustmh", "datasets": {"crisis.csv": "0" * 64}})
+        leave_out_dataset_text([_publisher_row()], True, {"suite": "trustmh", "datasets": {"crisis": {"crisis.csv": "0" * 64}}})
 
 
 def test_a_starter_run_holds_no_publishers_text() -> None:
@@ -211,3 +211,15 @@ def test_a_run_without_items_is_refused_in_one_line(tmp_path: Path, capsys: pyte
     code = main(["dossier", str(run), "--policy", "ca-sb243", "--out", str(tmp_path / "d")])
     err = capsys.readouterr().err.strip().splitlines()
     assert (code, len(err), "no items.jsonl" in err[0]) == (2, 1, True)
+
+
+def test_a_licence_that_does_not_state_the_texts_terms_is_not_open() -> None:
+    from trustmh.dossier.build import republishable
+
+    assert not republishable("MIT (EthicMH itself: licence not stated)")
+
+
+def test_an_open_licence_allows_republishing() -> None:
+    from trustmh.dossier.build import republishable
+
+    assert republishable("CC BY 4.0")

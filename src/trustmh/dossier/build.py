@@ -37,7 +37,7 @@ from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError
 from trustmh.data.files import MAX_CONFIG_BYTES, read_text_bounded
 from trustmh.data.registry import DATASETS
-from trustmh.digest import listing_sha256, sha256_bytes
+from trustmh.digest import listing_sha256, named_sha256, sha256_bytes
 from trustmh.dossier.leaks import Leak, Private, redact_text, scan_json, scan_lines
 from trustmh.dossier.pages import failing_markdown, summary_html, summary_markdown
 from trustmh.gate import certificates_for, gate_json, load_policy, refuse_shard
@@ -102,10 +102,20 @@ def endpoint_address(url: Any) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def publisher_sets(subtask: str) -> list[str]:
-    """The publishers' data sets (not trustmh's own synthetic ones) a sub-task's items come from."""
+# words in a registry licence that say republishing is not (or not known to be) allowed, whatever it starts with
+NOT_OPEN = ("not stated", "unverified", "agreement", "gated", "research use", "restrictive", "copyright", "to be confirmed")
+
+
+def publisher_sets(subtask: str, read: Mapping[str, Any]) -> list[str]:
+    """The publishers' data sets a sub-task's items came from: the registry sets it reads that the run read
+    (`results.json` datasets). trustmh's own synthetic items (starter, product probes) are in no registry set."""
     cls = lookup(subtask)
-    return [d for d in getattr(cls, "datasets", ()) or () if not d.startswith("trustmh")]
+    return [d for d in getattr(cls, "datasets", ()) or () if d in read]
+
+
+def republishable(licence: str) -> bool:
+    """Whether a data set's licence, as the registry states it, lets its text be republished."""
+    return licence.startswith(OPEN_LICENCES) and not any(word in licence.lower() for word in NOT_OPEN)
 
 
 def leave_out_dataset_text(items: list[dict[str, Any]], include: bool, results: Mapping[str, Any]) -> list[str]:
@@ -113,18 +123,19 @@ def leave_out_dataset_text(items: list[dict[str, Any]], include: bool, results: 
     each data set's licence lets it be republished; returns the sets whose text was left out. A run that read
     no data file (the starter suite, the product probes) holds none."""
     left: dict[str, None] = {}
-    if results.get("suite") == "starter" or not results.get("datasets"):
+    read = results.get("datasets") or {}
+    if results.get("suite") == "starter" or not read:
         return []
     for row in items:
-        sets = publisher_sets(str(row.get("subtask")))
+        sets = publisher_sets(str(row.get("subtask")), read)
         if not sets:
             continue
         if include:
-            closed = [d for d in sets if d in DATASETS and not DATASETS[d].licence.startswith(OPEN_LICENCES)]
+            closed = [d for d in sets if d not in DATASETS or not republishable(DATASETS[d].licence)]
             if closed:
-                d = DATASETS[closed[0]]
-                raise TrustmhError(f"--include-dataset-text: data set {d.name} ({row.get('subtask')}) has licence "
-                                   f"{d.licence!r}, which does not allow republishing its text; leave the flag out")
+                licence = DATASETS[closed[0]].licence if closed[0] in DATASETS else "not in the registry"
+                raise TrustmhError(f"--include-dataset-text: data set {closed[0]} ({row.get('subtask')}) has licence "
+                                   f"{licence!r}, which does not allow republishing its text; leave the flag out")
             continue
         left.update(dict.fromkeys(sets))
         meta = row.setdefault("metadata", {})
@@ -161,6 +172,18 @@ def models_answered(items: Sequence[Mapping[str, Any]], results: Mapping[str, An
     return counts
 
 
+def set_digests(datasets: Mapping[str, Any]) -> dict[str, str | None]:
+    """Each data set's set digest (`trustmh.digest.named_sha256`) from the file digests the run recorded; None
+    for a set with a file it could not hash."""
+    out: dict[str, str | None] = {}
+    for name, files in datasets.items():
+        try:
+            out[name] = named_sha256(files) if isinstance(files, Mapping) and files else None
+        except TrustmhError:
+            out[name] = None
+    return out
+
+
 def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], policies: Mapping[str, str],
                certificates: Sequence[Mapping[str, Any]], run_digests: Mapping[str, str],
                redacted: Sequence[Leak], left_out: Sequence[str]) -> dict[str, Any]:
@@ -184,6 +207,7 @@ def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], p
                 "options": options, "generation": results.get("generation"),
                 "files": dict(run_digests)},
         "datasets": results.get("datasets") or {},
+        "dataset_set_sha256": set_digests(results.get("datasets") or {}),
         "policies": {name: {"file": f"policies/{name}.toml", "sha256": sha} for name, sha in policies.items()},
         "certificates": [{"fingerprint": c.get("fingerprint"), "subtask": c.get("subtask"),
                           "reference": (c.get("reference") or {}).get("name")
