@@ -223,3 +223,9 @@ def test_an_open_licence_allows_republishing() -> None:
     from trustmh.dossier.build import republishable
 
     assert republishable("CC BY 4.0")
+
+
+def test_credentials_in_a_url_are_found() -> None:
+    from trustmh.dossier.leaks import Private, text_hits
+
+    assert text_hits("https://ops:hunter2@chat.example/api", Private.of([], [])) == ["credentials in a URL"]

@@ -48,5 +48,5 @@ def write_synthetic_run(out: Path, *, n: int = 12, failing: int = 3, echo: bool 
     subtasks = {sid: aggregate(lookup(sid)(), recs, ctx) for sid, recs in records.items()}
     write_run(RunResults(model="http/lakeside", ctx=ctx, subtasks=subtasks, records=records,
                          model_reported="lakeside-2026-11",
-                         options={"model": "http/lakeside", "endpoint": "https://user:pw@chat.example/api?k=1"}), out)
+                         options={"model": "http/lakeside", "endpoint": "https://chat.example/api?session=abc#top"}), out)
     return out

@@ -20,6 +20,7 @@ Nothing is written before the leak check has passed over every file (`trustmh.do
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -41,7 +42,7 @@ from trustmh.digest import listing_sha256, named_sha256, sha256_bytes
 from trustmh.dossier.leaks import Leak, Private, redact_text, scan_json, scan_lines
 from trustmh.dossier.pages import failing_markdown, summary_html, summary_markdown
 from trustmh.gate import certificates_for, gate_json, load_policy, refuse_shard
-from trustmh.gate.clauses import _policy_text, evaluate_pack, load_pack
+from trustmh.gate.clauses import evaluate_pack, load_pack, policy_text
 from trustmh.gate.evaluate import evaluate
 from trustmh.json_clean import clean_json
 from trustmh.results import load_items, load_results
@@ -256,7 +257,7 @@ def dossier_files(run_dir: Path | str, policies: Sequence[str | Path], *, privat
             if name in gates:
                 raise TrustmhError(f"--policy {policy}: a second policy named {name}; give each policy once")
             load_policy(policy)  # a bad policy: its own one-line error first
-            text, _ = _policy_text(policy)
+            text, _ = policy_text(policy)
             for n, line in enumerate(text.splitlines(), start=1):
                 for leak in scan_lines(line, private, f"policies/{name}.toml"):
                     leaks.append(Leak(leak.file, f"line {n}", leak.kind))
@@ -302,8 +303,6 @@ def write_archive(folder: Path, archive: Path) -> None:
             info = tarfile.TarInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}")
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))
-    import gzip
-
     archive.write_bytes(gzip.compress(buf.getvalue(), mtime=0))
 
 

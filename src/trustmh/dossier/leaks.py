@@ -38,6 +38,7 @@ KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a key-shaped string", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("a key-shaped string", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("a key-shaped string", re.compile(r"\b(?:ghp|gho|ghs|ghu|github_pat|hf|xox[abprs]|glpat)[-_][A-Za-z0-9_-]{20,}")),
+    ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")),
     ("a key assignment", re.compile(r"(?i)\b[A-Z0-9_]*(?:api[_-]?key|secret|token|password)\b[\"']?\s*[:=]\s*"
                                     r"[\"']?[A-Za-z0-9._~+/-]{16,}")),
 )

@@ -60,7 +60,9 @@ class Pack:
     clauses: list[Clause]
 
 
-def _policy_text(path: str | Path | None) -> tuple[str, str]:
+def policy_text(path: str | Path | None) -> tuple[str, str]:
+    """A policy's TOML text and how errors name it (a shipped name, a file; "" for an unreadable file, which
+    `load_policy` reports)."""
     if path is not None and not Path(path).exists() and str(path) in shipped_policies():
         return shipped_policy_text(str(path)), f"trustmh {path} policy"
     if path is None:
@@ -94,7 +96,7 @@ def shipped_packs() -> list[str]:
 def load_pack(path: str | Path | None) -> Pack | None:
     """The policy at `path` with its rule and clauses; None when the policy has no `[[clause]]` tables."""
     policy = load_policy(path)
-    text, source = _policy_text(path)
+    text, source = policy_text(path)
     raw = tomllib.loads(text) if text else {}
     if "clause" not in raw:
         return None
