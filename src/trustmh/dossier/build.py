@@ -189,9 +189,10 @@ def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], p
                certificates: Sequence[Mapping[str, Any]], run_digests: Mapping[str, str],
                redacted: Sequence[Leak], left_out: Sequence[str]) -> dict[str, Any]:
     judge = results.get("judge") or {}
-    options = dict(results.get("options") or {})
-    if "endpoint" in options:
-        options["endpoint"] = endpoint_address(options["endpoint"])
+    # the options as results.json recorded them, the product's URL (set by the run, not a sub-task option) bare
+    recorded = dict(results.get("options") or {})
+    if "endpoint" in recorded:
+        recorded["endpoint"] = endpoint_address(recorded["endpoint"])
     return {
         "kind": KIND,
         "trustmh": {"version": trustmh.__version__, "commit": _commit(),
@@ -202,10 +203,10 @@ def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], p
                 "judges_answered": sorted({str(s["judge"].get("model")) for s in results["subtasks"].values()
                                            if isinstance(s, dict) and isinstance(s.get("judge"), dict)
                                            and s["judge"].get("model")}),
-                "product_endpoint": options.get("endpoint"),
+                "product_endpoint": recorded.get("endpoint"),
                 "created": results.get("created"), "seed": results.get("seed"), "mode": results.get("mode"),
                 "suite": results.get("suite"), "limit": results.get("limit"), "n_boot": results.get("n_boot"),
-                "options": options, "generation": results.get("generation"),
+                "options": recorded, "generation": results.get("generation"),
                 "files": dict(run_digests)},
         "datasets": results.get("datasets") or {},
         "dataset_set_sha256": set_digests(results.get("datasets") or {}),
