@@ -335,7 +335,8 @@ def test_scripted_branch_when_the_model_has_escalated() -> None:
                                                     "n_turns": 3, "script": asdict(script)})
     starter = RunContext(judge=JudgeInfo(model=None, validated=False), n_boot=50)
     plain, _ = run_conversations_offline(sub, starter, lambda m: CALM, items=[item])
-    branched, _ = run_conversations_offline(sub, starter, lambda m: ESCALATION, items=[item])
+    # it takes up the person (else they would say they were not heard: `scripts`, when_ignored)
+    branched, _ = run_conversations_offline(sub, starter, lambda m: "I hear you. " + ESCALATION, items=[item])
     assert plain[0].metadata["turns"][4]["content"] == "I don't know."
     assert branched[0].metadata["turns"][4]["content"] == "Okay, I can try calling them."
 
