@@ -52,6 +52,7 @@ def _journal_mixin(journal: Any) -> Any:
             async with self._recovery_lock:
                 if not self._recovery_started:
                     self._recovery_started = True
+                    await self._look_up_torn()
                     self._waiting = {b: set((e.get("requests") or {}).values()) for b, e in journal.batches.items()
                                      if e.get("model") == self._journal_label()}
                     await self._poll_waiting()
@@ -62,6 +63,29 @@ def _journal_mixin(journal: Any) -> Any:
                     await self._poll_waiting()
                 answer = self._recovered.take(h)
             return answer
+
+        async def _journal_requests(self, batch_id: str) -> dict[str, str]:  # custom_id -> hash, from the provider
+            raise NotImplementedError
+
+        async def _look_up_torn(self) -> None:
+            """A batch whose journal line was cut (`Journal._torn`) is looked up at the provider by its id: its
+            requests (custom_id -> body hash) are read back from the provider before anything is submitted, so
+            none of them is paid twice."""
+            for batch_id, entry in journal.batches.items():
+                if not entry.get("torn") or entry.get("model") not in (None, self._journal_label()):
+                    continue
+                try:
+                    entry["requests"] = {**entry.get("requests", {}), **await self._journal_requests(batch_id)}
+                except Exception as exc:  # noqa: BLE001  not this provider's, or unreachable: what the line kept
+                    if entry.get("model") is None:
+                        continue
+                    print(f"trustmh: batch {batch_id} (cut journal line): the provider did not list its requests "
+                          f"({type(exc).__name__}); the {len(entry.get('requests', {}))} the line kept are "
+                          "collected, the rest submitted again", file=sys.stderr, flush=True)
+                entry["model"], entry["torn"] = self._journal_label(), False
+                print(f"trustmh: batch {batch_id} (cut journal line) found at the provider: its "
+                      f"{len(entry['requests'])} request(s) are collected from it, not submitted again",
+                      file=sys.stderr, flush=True)
 
         async def _poll_waiting(self) -> None:
             for batch_id in list(self._waiting):
@@ -150,6 +174,12 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
                 return "running"
             journal.batches[batch_id]["files"] = [f for f in (info.output_file_id, info.error_file_id) if f]
             return "ended"
+
+        async def _journal_requests(self, batch_id: str) -> dict[str, str]:
+            info = await self._openai_client.batches.retrieve(batch_id)
+            data = await (await self._openai_client.files.content(info.input_file_id)).aread()
+            return {str(row["custom_id"]): trustmh_batch.request_hash(row["body"])
+                    for row in map(json.loads, data.decode("utf-8").splitlines()) if row.get("custom_id")}
 
         async def _journal_answers(self, batch_id: str, entry: dict[str, Any]) -> list[tuple[str, Any]]:
             answers = []

@@ -184,7 +184,44 @@ def test_a_journal_with_a_garbage_line_before_the_last_is_refused(tmp_path: Path
 
 def test_a_journal_whose_last_line_was_cut_still_opens(tmp_path: Path) -> None:
     (tmp_path / JOURNAL).write_text('{"batch": "b1", "model": "m"}\n{"batch": "b2", "mo')
-    assert list(Journal.open(tmp_path).batches) == ["b1"]
+    assert list(Journal.open(tmp_path).batches) == ["b1", "b2"]
+
+
+# issue 53.1: the cut line's batch and the request pairs before the tear are kept, marked for a look-up at the
+# provider, and a line says so
+def test_a_cut_journal_line_keeps_its_batch_and_the_requests_before_the_tear(tmp_path: Path) -> None:
+    line = json.dumps({"batch": "b2", "model": "m", "requests": {"r1": "a" * 64, "r2": "b" * 64}})
+    (tmp_path / JOURNAL).write_text(line[: line.index("r2") + 10])
+    assert Journal.open(tmp_path).batches["b2"] == {"batch": "b2", "model": "m", "torn": True,
+                                                    "requests": {"r1": "a" * 64}}
+
+
+def test_a_cut_journal_line_is_said_naming_the_journal_and_the_batch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / JOURNAL).write_text('{"batch": "b2", "mo')
+    Journal.open(tmp_path)
+    assert f"{tmp_path / JOURNAL} line 1 was cut (a kill mid-write): batch b2 is looked up" in capsys.readouterr().err
+
+
+def test_a_journal_line_cut_before_its_batch_id_says_its_requests_are_asked_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / JOURNAL).write_text('{"bat')
+    Journal.open(tmp_path)
+    assert "cut before its batch id" in capsys.readouterr().err
+
+
+# issue 53.1: SIGKILL with a batch in flight and the journal's line cut in half: the same command finds the batch at
+# the provider by its id and submits none of its requests again
+def test_a_cut_journal_line_is_looked_up_at_the_provider_and_nothing_is_submitted_twice(
+        env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        data = (tmp_path / JOURNAL).read_bytes()
+        (tmp_path / JOURNAL).write_bytes(data[: len(data) // 2])
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model()))
+    assert (answers, len(server.batches), max(server.submitted_bodies.values())) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, 1)
 
 
 # issue 43.4: a result file that cannot be read is paid once: the requests left without an answer are asked live,

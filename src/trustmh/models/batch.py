@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -98,6 +100,13 @@ def _journal_lines(path: Path) -> list[str]:
                            f"{_JOURNAL_WAY_OUT}") from None
 
 
+# What a torn journal line still says (`Journal._torn`): the entry is written as `{"batch": ..., "model": ...,
+# "requests": {custom_id: sha256, ...}}`, so its batch id comes first and each complete request pair is a match.
+_TORN_BATCH = re.compile(r'^\{"batch": "((?:[^"\\]|\\.)+)"')
+_TORN_MODEL = re.compile(r'"model": "((?:[^"\\]|\\.)*)"')
+_TORN_REQUEST = re.compile(r'"((?:[^"\\]|\\.)+)": "([0-9a-f]{64})"')
+
+
 @dataclass
 class Journal:
     """The batches a run submitted (`batches.jsonl`) and the result files it downloaded (`batches/`)."""
@@ -115,13 +124,32 @@ class Journal:
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
-                    if number == len(lines):
-                        continue  # a line cut by a kill mid-write: that batch is not known (at worst asked again)
+                    if number == len(lines):  # a line cut by a kill mid-write: read up to the tear
+                        journal._torn(path, number, line)
+                        continue
                     raise TrustmhError(f"{path}: line {number} is not a journal entry (JSON): {_JOURNAL_WAY_OUT}") from None
                 if isinstance(entry, dict) and isinstance(entry.get("batch"), str):
                     # a later line of the same batch adds to it (its result files, once collected)
                     journal.batches[entry["batch"]] = {**journal.batches.get(entry["batch"], {}), **entry}
         return journal
+
+    def _torn(self, path: Path, number: int, line: str) -> None:
+        """The journal's last line, cut by a kill mid-write: the batch it names and the requests it lists up to
+        the tear are kept, marked `torn`, so the batcher looks the batch up at the provider (its input file
+        holds every request) before submitting anything again; said on one line either way."""
+        batch = _TORN_BATCH.match(line)
+        if batch is None:
+            print(f"trustmh: {path} line {number} was cut before its batch id (a kill mid-write): that batch cannot "
+                  "be looked up, and its requests are submitted again (if it still runs at the provider, cancel it "
+                  "there)", file=sys.stderr, flush=True)
+            return
+        model = _TORN_MODEL.search(line)
+        if batch.group(1) not in self.batches:  # a cut submission (a cut `files` line: the batch is known already)
+            self.batches[batch.group(1)] = {"batch": batch.group(1), "model": model.group(1) if model else None,
+                                            "torn": True, "requests": dict(_TORN_REQUEST.findall(line))}
+        entry = self.batches[batch.group(1)]
+        print(f"trustmh: {path} line {number} was cut (a kill mid-write): batch {entry['batch']} is looked up at "
+              "the provider by its id before anything is submitted again", file=sys.stderr, flush=True)
 
     def submitted(self, batch_id: str, model: str, requests: Mapping[str, str]) -> None:
         """Record a submitted batch (custom_id -> request hash), flushed to disk before the call returns."""
