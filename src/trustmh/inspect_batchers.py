@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from trustmh.models import batch as trustmh_batch
@@ -118,18 +119,33 @@ def _journal_mixin(journal: Any) -> Any:
             if error is not None:
                 raise error
 
-        def _batch_ended(self, batch: Any, status: str, answers: dict[str, Any], files: list[str]) -> dict[str, Any]:
+        def _batch_ended(self, batch: Any, status: str, answers: dict[str, Any], files: list[str] | None
+                         ) -> dict[str, Any]:
             """The results of a batch that ended as a whole: its answers, and for every other request one
-            `BatchEnded` naming the batch, the journal and what to do (said once, on stderr)."""
+            `BatchEnded` naming the batch, the journal and what to do (said once, on stderr). `files` None: the
+            batch still runs at the provider (`--batch-timeout`), left in the journal uncollected."""
             error = trustmh_batch.BatchEnded(trustmh_batch.ended_message(
-                batch.id, status, len(answers), len(batch.requests), None if journal is None else journal.root))
+                batch.id, status, len(answers), len(batch.requests), None if journal is None else journal.root,
+                running=files is None))
             print(f"trustmh: {error}", file=sys.stderr, flush=True)
             for request_id, request in batch.requests.items():
                 if request_id not in answers:
                     self._ended[self._journal_key(request.request)] = error
-            if journal is not None:
+            if journal is not None and files is not None:
                 journal.collected(batch.id, files)
             return {request_id: answers.get(request_id, error) for request_id in batch.requests}
+
+        async def _end_if_overdue(self, batch: Any, checked: Any) -> None:
+            """A batch still unfinished `--batch-timeout` seconds after it was submitted ends the wait: its
+            requests fail with `BatchEnded` (the run ends incomplete, exit 5); it stays in the journal, so the same
+            command collects it from the provider rather than paying for it again."""
+            mode = trustmh_batch.ACTIVE
+            timeout = None if mode is None else mode.timeout
+            if timeout is None or checked is not None and checked.completion_info is not None or \
+                    batch.id not in self._inflight_batches or time.time() - batch.created_at < timeout:
+                return
+            await self._resolve_inflight_batch(batch, self._batch_ended(
+                batch, f"still unfinished after --batch-timeout {timeout:g} s", {}, None))
 
         def _journal_submitted(self, batch_id: str, batch: list[Any]) -> None:
             journal.submitted(batch_id, self._journal_label(),
@@ -211,6 +227,7 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             if status in ("expired", "cancelled") and checked.completion_info is None and batch.id in \
                     self._inflight_batches:  # ended with no result file: Inspect would poll it for ever
                 await self._resolve_inflight_batch(batch, self._batch_ended(batch, status, {}, []))
+            await self._end_if_overdue(batch, checked)
             return checked
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
@@ -303,6 +320,11 @@ def anthropic_batcher_class(base: Any, journal: Any) -> Any:
             self._refuse_ended(request)
             answer = None if journal is None else await self._recovered_answer(self._journal_key(request))
             return answer if answer is not None else await super().generate_for_request(request)
+
+        async def _check_batch(self, batch: Any) -> Any:
+            checked = await super()._check_batch(batch)
+            await self._end_if_overdue(batch, checked)
+            return checked
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> dict[str, Any]:
             rows = [r async for r in await self._client.messages.batches.results(batch.id)]

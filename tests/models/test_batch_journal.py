@@ -370,3 +370,42 @@ def test_the_same_command_again_asks_the_rest_in_a_new_batch(ended_batch: Any) -
 def test_no_request_is_answered_twice_across_the_two_runs(ended_batch: Any) -> None:
     server = ended_batch[4]
     assert (server.twice(), max(server.submitted_bodies.values())) == ({}, 2)
+
+
+# issue 53.1: a batch still unfinished after --batch-timeout ends the wait: every request fails with one line naming
+# the batch and the way out, and the batch stays in the journal uncollected, so the same command collects it
+@pytest.fixture(scope="module")
+def overdue_batch(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from trustmh.models import batch as batch_module
+
+    tmp = tmp_path_factory.mktemp("overdue")
+    with pytest.MonkeyPatch.context() as mp, BatchServer(echo, delay=60.0) as server:
+        for k, v in server.env().items():
+            mp.setenv(k, v)
+        mp.setattr(batch_module, "ACTIVE", batch_module.BatchMode(timeout=1.0))
+        import contextlib
+        import io
+        import time
+        err = io.StringIO()
+        started = time.monotonic()
+        with journaled_batches(tmp), contextlib.redirect_stderr(err):
+            answers = asyncio.run(ask_each(model(name="openai/gpt-4o-overdue")))
+        seconds = time.monotonic() - started
+    return answers, err.getvalue(), seconds, Journal.open(tmp)
+
+
+def test_an_overdue_batch_fails_each_request_with_batch_ended(overdue_batch: Any) -> None:
+    assert [type(a) for a in overdue_batch[0]] == [BatchEnded] * len(QUESTIONS)
+
+
+def test_an_overdue_batch_ends_the_wait_within_seconds_of_the_timeout(overdue_batch: Any) -> None:
+    assert overdue_batch[2] < 8
+
+
+def test_an_overdue_batch_is_one_line_saying_the_same_command_collects_it(overdue_batch: Any) -> None:
+    lines = [x for x in overdue_batch[1].splitlines() if "still unfinished after --batch-timeout 1 s" in x]
+    assert len(lines) == 1 and "run the same command again to collect the batch from the provider" in lines[0]
+
+
+def test_an_overdue_batch_stays_uncollected_in_the_journal(overdue_batch: Any) -> None:
+    assert [e.get("files") for e in overdue_batch[3].batches.values()] == [None]

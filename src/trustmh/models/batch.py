@@ -52,6 +52,9 @@ class BatchMode:
     # Inspect's polling interval and send delay (seconds); None: Inspect's defaults (15 s). Tests shorten them.
     tick: float | None = None
     send_delay: float | None = None
+    # `--batch-timeout`: seconds a batch may stay unfinished before its requests fail with `BatchEnded` (the batch
+    # stays in the journal, so the same command collects it); None: the providers' window (BATCH_WAIT_SECONDS)
+    timeout: float | None = None
 
     def batches(self, model: str, conversation: bool = False) -> bool:
         """Whether calls to `model` are sent through its provider's batch API in this run."""
@@ -196,12 +199,16 @@ class BatchEnded(RuntimeError):
     nothing is submitted again blindly; the same command, run again, asks them in a new batch."""
 
 
-def ended_message(batch_id: str, status: str, answered: int, total: int, journal: Path | None) -> str:
-    """The one line a batch that ended as a whole is reported with: the batch, the journal, what to do."""
+def ended_message(batch_id: str, status: str, answered: int, total: int, journal: Path | None,
+                  running: bool = False) -> str:
+    """The one line a batch that ended as a whole is reported with: the batch, the journal, what to do.
+    `running`: the run stopped waiting (`--batch-timeout`); the provider may still finish the batch."""
     where = f"journal {journal / JOURNAL}" if journal is not None else "no journal: a URL run directory"
+    again = ("collect the batch from the provider when it finishes" if running and journal is not None
+             else "ask them in a new batch")
     return (f"batch {batch_id} {status} at the provider: {answered} of {total} request(s) answered and kept, the "
-            f"other {total - answered} not asked again in this run ({where}); run the same command again to ask "
-            "them in a new batch, or without --batch to ask them live")
+            f"other {total - answered} not asked again in this run ({where}); run the same command again to "
+            f"{again}, or without --batch to ask them live")
 
 
 def readable_body(body: Any) -> bool:
@@ -266,7 +273,8 @@ def mode_from_args(args: Any, journal_dir: Path | None) -> BatchMode | None:
     if getattr(args, "batch", None) is None:
         return None
     return BatchMode(size=args.batch or None, conversations=bool(getattr(args, "batch_conversations", False)),
-                     journal_dir=journal_dir, tick=env_seconds("TRUSTMH_BATCH_TICK"),
+                     journal_dir=journal_dir, timeout=getattr(args, "batch_timeout", None),
+                     tick=env_seconds("TRUSTMH_BATCH_TICK"),
                      send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 

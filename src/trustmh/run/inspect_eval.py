@@ -120,7 +120,7 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         notice("--batch with a run directory at a URL: no batch journal is kept, so a run killed while batches are "
              "in flight submits (and pays for) their requests again when started again")
     return BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations,
-                     journal_dir=None if isinstance(out, Url) else Path(out),
+                     journal_dir=None if isinstance(out, Url) else Path(out), timeout=spec.execution.batch_timeout,
                      tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 

@@ -46,6 +46,7 @@ class Execution:
     # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
     batch: int | None = None
     batch_conversations: bool = False
+    batch_timeout: float | None = None  # `--batch-timeout`: seconds a batch may run before the run ends without it
     prompt_cache: bool = True
 
 
