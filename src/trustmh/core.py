@@ -327,6 +327,8 @@ class Option:
     help: str
     minimum: int | None = None  # set: the value must be a whole number ≥ minimum
     maximum: int | None = None  # set: and ≤ maximum (counts that multiply a run's calls, tokens or time)
+    # an empty value is refused (`-O sets=`: an empty path would silently run the shipped data instead)
+    nonempty: bool = False
 
 
 # (record as written to items.jsonl, the run's results.json) → the item's primary score, or None to leave it out

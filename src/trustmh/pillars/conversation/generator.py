@@ -244,9 +244,11 @@ def write_set(path: Path, data: Mapping[str, Any]) -> None:
 def read_set(path: Path) -> tuple[dict[str, Any], list[Any]]:
     """(header, conversations) of a set file: `{"header": ..., "conversations": [...]}`, or a bare list (a
     user's own set, no header). One TrustmhError line naming the file on anything else."""
+    from trustmh.pillars.conversation.set_files import read_set_text  # the one bounded reader of set files
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_set_text(Path(path)))
+    except json.JSONDecodeError as exc:
         raise TrustmhError(f"{path}: cannot read conversation set ({exc}); check the file") from None
     if isinstance(data, list):
         return {}, data
