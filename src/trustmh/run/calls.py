@@ -28,7 +28,7 @@ from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
-from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens, notice
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
@@ -144,7 +144,26 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
             raise named_failure(exc, role, model) from None
         note_call(role, str(model), output, batched="batch" in fields, hold=hold)
-    return output.completion
+    return judge_reply_capped(output.completion, str(model), config.max_tokens or req.max_tokens)
+
+
+# A judge reply is read up to this many characters per token of its limit (a token is about 4 characters): an
+# endpoint that ignores max_tokens and answers megabytes is cut, not parsed whole, and the cut is said once.
+JUDGE_CHARS_PER_TOKEN = 8
+_CUT_SAID: set[str] = set()
+
+
+def judge_reply_capped(text: str, model: str, max_tokens: int) -> str:
+    """The judge's reply, cut to JUDGE_CHARS_PER_TOKEN characters per token of its limit (said once per judge)."""
+    cap = max(int(max_tokens), 1) * JUDGE_CHARS_PER_TOKEN
+    if len(text) <= cap:
+        return text
+    if model not in _CUT_SAID:
+        _CUT_SAID.add(model)
+        notice(f"judge {model}: a reply of {len(text):,} characters cut to {cap:,} (its limit of {max_tokens:,} "
+               f"tokens × {JUDGE_CHARS_PER_TOKEN}); the endpoint ignores max_tokens, and a cut reply is read as "
+               "unparseable")
+    return text[:cap]
 
 
 def chat_messages(messages: list[dict[str, str]]) -> list[ChatMessage]:
