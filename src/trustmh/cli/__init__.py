@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh import exit_codes
+from trustmh.cli.args import CERTIFICATES_DEFAULT
 from trustmh.cli.rescore_args import add_rescore_command
 from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
@@ -45,8 +46,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"), metavar="FILE",
                      help="the page (a path or a URL; default trustmh-comparison.html); its .json and .csv "
                      "exports are written beside it")
-    rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
-                     "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+    rep.add_argument("--certificates", metavar="DIR", help=f"judge certificates directory (docs/judges.md; default "
+                     f"{CERTIFICATES_DEFAULT})")
 
     add_rescore_command(sub)
 
@@ -59,8 +60,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       "below and by `trustmh list`); default: trustmh's documented starting point, not clinical "
                       "advice")
     gate.add_argument("--certificates", type=Path, metavar="DIR",
-                      help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
-                      "~/.cache/trustmh/certificates)")
+                      help=f"judge certificates directory (default: {CERTIFICATES_DEFAULT})")
 
     comp = sub.add_parser("compare", help="two runs' figures, with the judge's drift on the anchor items apart "
                           "from the model's change (docs/judge-probes.md#compare)")

@@ -113,6 +113,11 @@ def correlation(value: str) -> float:
     return number
 
 
+# Where every command finds judge certificates unless `--certificates DIR` says (`judges.certificates.
+# default_certificates_dir`), said in each command's help
+CERTIFICATES_DEFAULT = "$TRUSTMH_CERTIFICATES_DIR, else ./trustmh-certificates in the current directory"
+
+
 # What `--batch` sends in a run: every call that can wait for a batch
 RUN_BATCH_CALLS = "every judge call and the model under test's single-turn replies"
 
