@@ -35,6 +35,7 @@ NON_DEFAULT: dict[str, tuple[list[str], Any]] = {
     "live_log": (["--live-log"], True),
     "batch": (["--batch", "50"], 50),
     "batch_conversations": (["--batch-conversations"], True),
+    "batch_timeout": (["--batch-timeout", "90"], 90.0),
     "prompt_cache": (["--no-prompt-cache"], False),
     "prices": (["--prices", str(PRICES)], load_prices(PRICES)),
     "budget": (["--budget", "2.5"], 2.5),
