@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.pillars.conversation.generator import near_duplicate_report, read_set
+from trustmh.pillars.conversation.generator import identity, near_duplicate_report, read_set
 from trustmh.pillars.conversation.keywords import matched_keywords, published_keywords
 from trustmh.pillars.conversation.set_files import (
     duplicate_problems,
@@ -211,7 +211,7 @@ def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | 
                        f"{MAX_PER_DECISIVE}")
     words = keywords()
     counts = set_counts(rows, words)
-    copies, distinct = duplicate_problems(rows, where)
+    copies, distinct = duplicate_problems(rows, where, identity)
     out += copies
     report = near_duplicate_report(distinct)
     if report["near_duplicate_pairs"]:

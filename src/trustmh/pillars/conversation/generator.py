@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.set_files import read_set_text
 from trustmh.storage import write_text_atomic
 
 GENERATOR = "trustmh.pillars.conversation.generator"
@@ -244,8 +245,6 @@ def write_set(path: Path, data: Mapping[str, Any]) -> None:
 def read_set(path: Path) -> tuple[dict[str, Any], list[Any]]:
     """(header, conversations) of a set file: `{"header": ..., "conversations": [...]}`, or a bare list (a
     user's own set, no header). One TrustmhError line naming the file on anything else."""
-    from trustmh.pillars.conversation.set_files import read_set_text  # the one bounded reader of set files
-
     try:
         data = json.loads(read_set_text(Path(path)))
     except json.JSONDecodeError as exc:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,18 +90,14 @@ def size_problems(rows: Sequence[Any], where: str) -> list[str]:
     return []
 
 
-def _identity(row: Mapping[str, Any]) -> str:
-    from trustmh.pillars.conversation.generator import identity
-
-    return hashlib.sha256(identity(row).encode("utf-8")).hexdigest()
-
-
-def duplicate_problems(rows: Sequence[Mapping[str, Any]], where: str) -> tuple[list[str], list[Mapping[str, Any]]]:
-    """(one line per conversation that repeats an earlier one, the distinct conversations), in linear time."""
+def duplicate_problems(rows: Sequence[Mapping[str, Any]], where: str, identity: Callable[[Mapping[str, Any]], str]
+                       ) -> tuple[list[str], list[Mapping[str, Any]]]:
+    """(one line per conversation that repeats an earlier one, the distinct conversations), in linear time;
+    `identity`: what makes two conversations the same (the generator's `identity`)."""
     first: dict[str, int] = {}
     out, distinct = [], []
     for n, row in enumerate(rows):
-        key = _identity(row)
+        key = hashlib.sha256(identity(row).encode("utf-8")).hexdigest()
         if key in first:
             out.append(f"{where} row {n} ({row.get('id')}): the same conversation as row {first[key]} "
                        f"({rows[first[key]].get('id')}) but for its id")
