@@ -116,8 +116,8 @@ def _journal_mixin(journal: Any) -> Any:
             """A request a batch of this run left unanswered when it ended fails again at once (a sample's
             retry): it is not submitted again until the user runs the command again."""
             error = self._ended.get(self._journal_key(request))
-            if error is not None:
-                raise error
+            if error is not None:  # a fresh instance: one raised again and again grows its traceback each time
+                raise trustmh_batch.BatchEnded(str(error)) from None
 
         def _batch_ended(self, batch: Any, status: str, answers: dict[str, Any], files: list[str] | None
                          ) -> dict[str, Any]:
@@ -133,7 +133,10 @@ def _journal_mixin(journal: Any) -> Any:
                     self._ended[self._journal_key(request.request)] = error
             if journal is not None and files is not None:
                 journal.collected(batch.id, files)
-            return {request_id: answers.get(request_id, error) for request_id in batch.requests}
+            # each request its own error: one instance raised by every request (and rendered by Inspect's rich
+            # traceback per sample) carried every raise's frames, and rendering it held the event loop for minutes
+            return {request_id: answers[request_id] if request_id in answers else trustmh_batch.BatchEnded(str(error))
+                    for request_id in batch.requests}
 
         async def _end_if_overdue(self, batch: Any, checked: Any) -> None:
             """A batch still unfinished `--batch-timeout` seconds after it was submitted ends the wait: its

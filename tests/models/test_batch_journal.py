@@ -353,6 +353,13 @@ def test_an_ended_batch_fails_the_rest_with_one_line_naming_batch_and_journal(en
                     "same command again", line)
 
 
+# issue 53.1: each unanswered request fails with its own error, first time and on retry: one instance raised by every
+# request grew its traceback per raise, and Inspect's rendering of it held the run's event loop (the expired hang)
+def test_each_request_an_ended_batch_left_fails_with_an_error_of_its_own(ended_batch: Any) -> None:
+    raised = [a for a in ended_batch[0] + ended_batch[1] if isinstance(a, BaseException)]
+    assert len({id(e) for e in raised}) == len(raised) > 0
+
+
 def test_an_ended_batch_is_said_once_on_stderr(ended_batch: Any) -> None:
     assert ended_batch[5].count("trustmh: batch ") == 1
 
