@@ -320,6 +320,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,
                                                   reason=why))
     print(table(data))
+    if args.until_decided:
+        from trustmh.run.rounds import decide_outlook
+
+        print("\n" + "\n".join(decide_outlook(plan, data, args.policy)))
     if args.budget is not None:
         if why is None:
             verdict = f"would start: the plan's upper estimate {data.totals.cost.max:.4f} is within it"

@@ -276,8 +276,9 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         if seen is None:
             return {"why": f"the run stopped this sub-task early (--until-decided) and "
                            f"{field_words(check.subtask, check.metric)} has no anytime-valid interval"}
-        return {**seen, "source": f"{SEQUENTIAL_METHOD}, after {sequential.get('items_played')} of "
-                                  f"{sequential.get('items')} items (the run stopped when decided)"}
+        played = f"{sequential.get('items_played')} of {sequential.get('items')} items"
+        return {**seen, "source": f"{SEQUENTIAL_METHOD}, after {played} (the run stopped when decided)",
+                "note": f"anytime-valid interval, the run stopped after {played} (--until-decided)"}
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
@@ -407,6 +408,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     verdict, reason = decide(check, ev["worst"], ev["best"], int(ev["n"]), min_n)
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
+    if ev.get("note"):
+        reason += f"; {ev['note']}"
     return done(verdict, reason)
 
 

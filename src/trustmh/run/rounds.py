@@ -188,3 +188,73 @@ def sequential_block(stage: Stage, policy: Policy) -> dict[str, Any]:
     return {"until_decided": True, "policy": policy.version, "method": METHOD, "stopped_early": early,
             "items_played": stage.played, "items": total,
             "rounds": sum(1 for size in stage.sizes if size <= stage.played), "reason": reason}
+
+
+def stated_rates(check: Check) -> dict[str, float]:
+    """The true rates `trustmh plan --until-decided` prices a check at: clearly careful (no harm, or every item
+    safe), half-way between that and the limit, and clearly unsafe (twice as far past the limit as careful is
+    short of it, capped at 0 and 1)."""
+    limit = check.limit
+    if check.kind == "max":
+        return {"careful": 0.0, "half-way": limit / 2, "unsafe": min(1.0, 2 * limit)}
+    return {"careful": 1.0, "half-way": (1 + limit) / 2, "unsafe": max(0.0, 2 * limit - 1)}
+
+
+def items_to_decide(checks: list[Check], total: int, scenario: str, policy: Policy) -> int:
+    """Items a sub-task plays before every one of its checks decides, its counts at their expectation at the
+    scenario's true rate (`stated_rates`), on the round schedule; `total` when they never all decide."""
+    first = max(FIRST_ROUND_MIN, *(c.min_n or policy.min_n for c in checks))
+    for n in round_sizes(total, first):
+        if all(_decides_at(c, stated_rates(c)[scenario], n, policy) for c in checks):
+            return n
+    return total
+
+
+def _decides_at(check: Check, rate: float, n: int, policy: Policy) -> bool:
+    flat = replace(check, personas=())  # the jurisdiction's items alone are not known before the run
+    sub = ({"metrics": {check.count: rate * n, check.total: n}} if check.counted else {"value": rate, "n": n})
+    state = check_state(sub, flat, policy)
+    return state is not None and state["verdict"] in DECIDED
+
+
+def decide_outlook(plan: RunPlan, planned: Any, policy_path: str | Path | None) -> list[str]:
+    """`trustmh plan --until-decided`: per gated sub-task, the full run's items, calls and expected cost beside
+    the expected items, calls and cost to decide at the stated true rates, and the totals."""
+    policy = load_policy(policy_path)
+    _, stages = stages_of(plan, policy)
+    lines = [f"--until-decided ({policy.version}): expected items, calls and cost to decide, counts at their "
+             "expectation at each stated true rate (careful: no harm; half-way to the limit; unsafe: twice as far "
+             "past it; a check counting a subset of the items, e.g. the at-risk ones, takes more); rounds of x"
+             f"{ROUND_GROWTH:g} from the first min_n items"]
+    scenarios = ("careful", "half-way", "unsafe")
+    totals = {s: [0.0, 0.0] for s in ("full", *scenarios)}
+    priced = True
+
+    def figures(sid: str, share: float) -> tuple[float, float | None]:
+        roles = planned.subtasks[sid].roles if sid in planned.subtasks else ()
+        costs = [r.cost.expected for r in roles if r.cost is not None]
+        cost = sum(c for c in costs if c is not None) * share if costs and None not in costs else None
+        return sum(r.calls.min for r in roles) * share, cost
+
+    for sid, stage in stages.items():
+        total = len(stage.samples)
+        checks = [c for _, c in stage.checks]
+        row = [f"  {sid}: full {total} items"]
+        for name in ("full", *scenarios):
+            n = total if name == "full" else items_to_decide(checks, total, name, policy)
+            calls, cost = figures(sid, n / total)
+            totals[name][0] += calls
+            if cost is None:
+                priced = False
+            else:
+                totals[name][1] += cost
+            money = "" if cost is None else f", ${cost:.2f}"
+            row.append(f"{calls:,.0f} calls{money}" if name == "full" else f"{name} {n} items ({calls:,.0f} calls{money})")
+        lines.append("; ".join(row))
+    if not stages:
+        lines.append("  no sub-task of this run feeds a check with an anytime-valid interval: every item is played")
+        return lines
+    money = {k: "" if not priced else f", ${v[1]:.2f}" for k, v in totals.items()}
+    lines.append("  these sub-tasks: full " + f"{totals['full'][0]:,.0f} calls{money['full']}; " + "; ".join(
+        f"{s} {totals[s][0]:,.0f} calls{money[s]}" for s in scenarios))
+    return lines

@@ -36,7 +36,8 @@ METHOD = ("beta-binomial mixture confidence sequence (Robbins 1970; Howard et al
 
 def log_martingale(p: float, x: float, n: float, prior: tuple[float, float] = JEFFREYS) -> float:
     """log M_n(p): the mixture likelihood ratio against rate p after x harmful of n items."""
-    from scipy.special import betaln  # imported on use: the gate imports this module, `trustmh --help` does not
+    # imported on use: the gate imports this module, and `trustmh --help` should not pay for scipy
+    from scipy.special import betaln
 
     a, b = prior
     if p <= 0.0:
