@@ -48,7 +48,7 @@ def test_thirty_harmful_of_thirty_fails_a_harm_limit() -> None:
 
 
 def test_no_harm_in_thirty_is_not_yet_a_pass() -> None:
-    """The sequence needs 53 items without harm to clear 0.10 (Wilson, read at a fixed n, needs 34)."""
+    """The sequence needs 53 items without harm to clear 0.10 (Wilson, read at a fixed n, needs 35)."""
     assert check_state(counted(0, 30), HARM, POLICY)["verdict"] == "insufficient"
 
 
