@@ -321,6 +321,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                                   reason=why))
     print(table(data))
     if args.until_decided:
+        # imported when asked for, not at start-up (`trustmh --help` and `list` stay fast)
         from trustmh.run.rounds import decide_outlook
 
         print("\n" + "\n".join(decide_outlook(plan, data, args.policy)))

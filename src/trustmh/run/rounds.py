@@ -25,10 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from inspect_ai.dataset import MemoryDataset
 
 from trustmh.core import notice
 from trustmh.gate.evaluate import decide, n_errors, sequential_evidence
 from trustmh.gate.policy import Check, Policy, load_policy
+from trustmh.run.collect import collect
+from trustmh.run.finalize import aggregate
+from trustmh.run.inspect_eval import evaluate
 from trustmh.run.select import RunPlan
 from trustmh.stats.sequential import METHOD
 from trustmh.storage import Url
@@ -91,8 +95,6 @@ class Stage:
 
     def next_slice(self) -> Any:
         """The task holding the next round's items only."""
-        from inspect_ai.dataset import MemoryDataset
-
         upto = next(s for s in self.sizes if s > self.played)
         part = copy.copy(self.task)
         part.dataset = MemoryDataset(self.samples[self.played:upto], name=self.task.dataset.name)
@@ -122,9 +124,6 @@ def stages_of(plan: RunPlan, policy: Policy) -> tuple[list[Any], dict[str, Stage
 def interim_results(plan: RunPlan, logs: list[Any], sids: list[str]) -> dict[str, dict[str, Any]]:
     """The results so far of the sub-tasks `sids` feed (and those derived from them), as results.json has them,
     read from a copy of the plan (the run's own errors are counted once, at the end)."""
-    from trustmh.run.collect import collect
-    from trustmh.run.finalize import aggregate
-
     scratch = replace(plan, errors=[], n_errors={}, error_messages={}, anchors={}, anchor_records={})
     records, _ = collect(scratch, logs)
     ctx = plan.ctx
@@ -141,8 +140,6 @@ def interim_results(plan: RunPlan, logs: list[Any], sids: list[str]) -> dict[str
 def play(plan: RunPlan, out: Path | Url) -> list[Any]:
     """Evaluate the plan in rounds (module docstring); the logs of every round. Fills `plan.sequential` with what
     each gated sub-task's result says of its stop (`sequential_block`)."""
-    from trustmh.run.inspect_eval import evaluate
-
     policy = load_policy(plan.spec.execution.policy)
     whole, stages = stages_of(plan, policy)
     logs: list[Any] = []
