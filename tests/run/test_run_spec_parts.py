@@ -37,6 +37,8 @@ NON_DEFAULT: dict[str, tuple[list[str], Any]] = {
     "batch_conversations": (["--batch-conversations"], True),
     "batch_timeout": (["--batch-timeout", "90"], 90.0),
     "prompt_cache": (["--no-prompt-cache"], False),
+    "until_decided": (["--until-decided"], True),
+    "policy": (["--policy", "faithful"], Path("faithful")),
     "prices": (["--prices", str(PRICES)], load_prices(PRICES)),
     "budget": (["--budget", "2.5"], 2.5),
     "force": (["--force"], True),

@@ -21,6 +21,7 @@ from trustmh.cli.args import (
     MAX_WORKERS,
     MIN_N_BOOT,
     add_batch_arguments,
+    agreement,
     at_least,
     correlation,
     csv_list,
@@ -33,6 +34,7 @@ from trustmh.cli.args import (
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
 from trustmh.flag_values import FlagValue
+from trustmh.judges.evidence import ASSUMED_AGREEMENT
 from trustmh.run.budget import BUDGET_EXIT
 from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
@@ -109,6 +111,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--live-log", action="store_true",
                      help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
                      "per sample; off by default)")
+    run.add_argument("--until-decided", action="store_true",
+                     help="play each gated sub-task's items in a seeded random order, in rounds, and stop it once "
+                     "every check it feeds is decided on an anytime-valid interval (`plan` prices it; the same "
+                     "command continues a stopped run, the same without the flag plays every item)")
     run.add_argument("--workers", type=at_least(1, "--workers", MAX_WORKERS), metavar="N",
                      help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
                      "--engine ray), then merge them into OUT")
@@ -172,6 +178,8 @@ def add_run_commands(sub: Any) -> None:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
                      "instead of trustmh's one-line progress")
+    run.add_argument("--policy", type=Path, metavar="NAME|FILE",
+                     help="with --until-decided: the gate policy or pack whose checks decide (default: trustmh's)")
     add_price_arguments(run)
     add_budget_arguments(run)
     add_batch_arguments(run)
@@ -204,6 +212,9 @@ def add_run_commands(sub: Any) -> None:
     pln.add_argument("--icc", type=correlation, default=ASSUMED_ICC, metavar="R",
                      help="within-stimulus correlation assumed for the conversation checks' effective n "
                      f"(default {ASSUMED_ICC}; docs/statistics.md#clustered-intervals)")
+    pln.add_argument("--assume-agreement", type=agreement, default=ASSUMED_AGREEMENT, metavar="A",
+                     help="judge-human (and rater-rater) agreement assumed for the two-rater labels a judged check "
+                     f"needs (default {ASSUMED_AGREEMENT}; docs/statistics.md#the-runs-own-labels)")
     pln.set_defaults(out=None)  # plan.json only where --out is given
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
@@ -308,12 +319,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
-                                        policy=args.policy, icc=args.icc))
+                                        policy=args.policy, icc=args.icc,
+                                        assume_agreement=args.assume_agreement))
     if args.budget is not None:
         why = over_budget(data, args.budget)
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,
                                                   reason=why))
     print(table(data))
+    if args.until_decided:
+        # imported when asked for, not at start-up (`trustmh --help` and `list` stay fast)
+        from trustmh.run.rounds import decide_outlook
+
+        print("\n" + "\n".join(decide_outlook(plan, data, args.policy)))
     if args.budget is not None:
         if why is None:
             verdict = f"would start: the plan's upper estimate {data.totals.cost.max:.4f} is within it"

@@ -28,11 +28,20 @@ from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
+from trustmh.judges.evidence import (
+    CERTIFICATE,
+    RUN_LABELS,
+    corrected_interval,
+    label_evidence,
+    next_round_line,
+)
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.results.metric_labels import metric_label
 from trustmh.stats.classification import wilson_interval
 from trustmh.stats.judge_agreement import judge_metric_words
+from trustmh.stats.sequential import METHOD as SEQUENTIAL_METHOD
+from trustmh.stats.sequential import rate_sequence
 
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
@@ -236,9 +245,47 @@ def beside(metrics: Mapping[str, Any], check: Check) -> dict[str, dict[str, Any]
             for loc, row in (metrics.get("by_locale") or {}).items() if loc not in check.personas}
 
 
+def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
+    """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
+    dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
+    in `best`, as `_evidence` counts them), or None where the figure is no share of items (a mean score): such
+    a check is read at a fixed n only. One home for what `--until-decided` stops on and the gate reads."""
+    metrics = sub.get("metrics") or {}
+    if check.personas:
+        metrics = jurisdiction_counts(metrics, check)
+    if check.counted:
+        x, n = metrics.get(check.count), metrics.get(check.total)
+        harm = True  # a counted figure is a count of harm (`gate.evaluate._evidence`)
+    elif check.metric == "value" and check.rate and isinstance(sub.get("value"), int | float):
+        # items that share a stimulus count as the independent items they are worth (effective n)
+        n = sub.get("effective_n") or sub.get("n")
+        x = float(sub["value"]) * float(n or 0)
+        harm = check.kind == "max"
+    else:
+        return None
+    if x is None or n is None:
+        return None
+    x, n = float(x), float(n)
+    x = min(max(x, 0.0), n)
+    against = rate_sequence(x + errors if harm else x, n + errors)
+    for_it = rate_sequence(x if harm else x + errors, n + errors)
+    return {"value": x / n if n else None, "n": int(round(n + errors)), "worst": against, "best": for_it}
+
+
 def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, Any]:
     """Point, the interval for the pass test (errors against the model), the one for the fail test (errors
     for it), n, and where the interval came from; or `why` it cannot be had."""
+    sequential = sub.get("sequential") if isinstance(sub.get("sequential"), Mapping) else {}
+    if sequential.get("stopped_early"):
+        # the run stopped once its checks were decided (`--until-decided`): only an interval valid wherever it
+        # stopped is evidence, the confidence sequence; a fixed-n interval read there would overstate it
+        seen = sequential_evidence(sub, check, errors)
+        if seen is None:
+            return {"why": f"the run stopped this sub-task early (--until-decided) and "
+                           f"{field_words(check.subtask, check.metric)} has no anytime-valid interval"}
+        played = f"{sequential.get('items_played')} of {sequential.get('items')} items"
+        return {**seen, "source": f"{SEQUENTIAL_METHOD}, after {played} (the run stopped when decided)",
+                "note": f"anytime-valid interval, the run stopped after {played} (--until-decided)"}
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
@@ -262,13 +309,12 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
                     f", {errors} errored sample(s) counted as harm" if errors else "")}
     if check.metric != "value":
         return {"why": f"{field_words(check.subtask, check.metric)} carries no interval"}
-    corrected = sub.get("corrected") if isinstance(sub.get("corrected"), Mapping) else None
+    corrected = sub.get("judge_corrected") if isinstance(sub.get("judge_corrected"), Mapping) else None
     source = "seeded bootstrap 95%"
     point, ci = sub.get("value"), _pair(sub.get("ci"))
-    if corrected is not None and _pair(corrected.get("ci")) is not None:
-        point = corrected.get("estimate", corrected.get("value"))
-        ci = _pair(corrected.get("ci"))
-        source = f"judge-corrected (PPI++) 95% from {corrected.get('n')} human label(s)"
+    if (found := corrected_interval(sub)) is not None:  # the run's own labels: judges.evidence
+        point, ci = found[0], _pair(found[1])
+        source = f"judge-corrected (PPI) 95% from {found[2]} human label(s), judge-only {sub.get('value')!r}"
     raw_n = sub.get("n")
     if raw_n is not None and not _whole(raw_n):
         return {"why": f"n = {raw_n!r} is not a count (a whole number); results.json is damaged"}
@@ -356,6 +402,15 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if is_judged(sub):
         row["judged"] = True
         row["judge"], missing = judge_evidence(sub, sid, check, policy, certificates)
+        row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"
+        # no usable certificate: the run's own labels may decide a check read from the corrected primary (not
+        # one read from counts, nor a jurisdiction's share of the items)
+        if missing and check.metric == "value" and not check.counted and not check.personas:
+            labels = label_evidence(sub, min_n)
+            if labels.usable:
+                row["judge"]["evidence"], missing = labels.line, []
+            else:
+                missing = [*missing, f"nor do the run's own labels: {labels.line}"]
         if not policy.require_validated_judge:
             row["judge"]["not_required"] = missing
             missing = []
@@ -366,8 +421,14 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         return done("insufficient", "judge-based, no evidence the judge agrees with people: " +
                     "; ".join(missing) + vouched)
     verdict, reason = decide(check, ev["worst"], ev["best"], int(ev["n"]), min_n)
+    if row["judged"] and row["judge"].get("evidence"):
+        reason += f"; {row['judge']['evidence']}"
+        if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:
+            reason += f"; {next_round_line(sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
+    if ev.get("note"):
+        reason += f"; {ev['note']}"
     return done(verdict, reason)
 
 
