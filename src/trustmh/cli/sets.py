@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from trustmh.cli.args import at_least
+from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.authored_sets import (
     MIN_DISTINCT_DECISIVE,
     check_file,
@@ -20,6 +22,7 @@ from trustmh.pillars.conversation.authored_sets import (
     set_counts,
 )
 from trustmh.pillars.conversation.generator import read_set
+from trustmh.pillars.conversation.set_files import MAX_SET_CONVERSATIONS, read_set_bytes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
     check = sub.add_parser("check", help="check a set file; one line per problem, exit 1 if any")
     check.add_argument("files", nargs="+", type=Path, metavar="FILE", help="an authored .jsonl or a set .json")
-    check.add_argument("--min-distinct", type=int, default=MIN_DISTINCT_DECISIVE, metavar="N",
+    check.add_argument("--min-distinct", type=at_least(0, "--min-distinct", MAX_SET_CONVERSATIONS),
+                       default=MIN_DISTINCT_DECISIVE, metavar="N",
                        help=f"distinct decisive turns a set needs among its risk conversations (default "
                             f"{MIN_DISTINCT_DECISIVE}, what the gate's conversation checks are sized on)")
     return p
@@ -47,6 +51,11 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     failed = False
     for path in args.files:
+        try:  # a file the reader refuses (a device, a directory, past the size bound) is bad usage, as in a run
+            read_set_bytes(path)
+        except TrustmhError as exc:
+            print(f"trustmh: {exc}", file=sys.stderr)
+            return 2
         found = check_file(path, args.min_distinct)
         for line in found:
             print(line, file=sys.stderr)

@@ -135,13 +135,13 @@ def test_build_writes_the_header_counts(tmp_path: Path) -> None:
 
 def test_sets_check_prints_one_line_per_problem_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                             ) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [row(0, kind="maybe"), row(1, disclosure="loud")])
+    path = write_jsonl(tmp_path / "gradual_disclosure.jsonl", [row(0, kind="maybe"), row(1, disclosure="loud")])
     assert main(["sets", "check", str(path)]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
 
 
 def test_sets_check_passes_a_good_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [row(i, set="credentials") for i in range(3)])
+    path = write_jsonl(tmp_path / "credentials.jsonl", [row(i, set="credentials") for i in range(3)])
     assert main(["sets", "check", str(path), "--min-distinct", "3"]) == 0
     assert "3 distinct decisive turns" in capsys.readouterr().out
 

@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
-from trustmh.pillars.conversation.generator import near_duplicate_report, read_set
+from trustmh.pillars.conversation.generator import identity, near_duplicate_report, read_set
 from trustmh.pillars.conversation.keywords import matched_keywords, published_keywords
+from trustmh.pillars.conversation.set_files import (
+    duplicate_problems,
+    read_set_text,
+    size_problems,
+    text_problems,
+)
 
 GENERATOR = "trustmh.pillars.conversation.authored_sets"
 SETS = ("gradual_disclosure", "delusion", "multiturn_jailbreak", "harm_to_others", "ai_disclosure", "credentials",
@@ -70,9 +76,9 @@ def keyword_hits(text: str, words: Iterable[str] | None = None) -> list[str]:
 def read_jsonl(path: Path) -> tuple[list[Any], list[str]]:
     """(rows, problems) of a JSONL file: a line that is not JSON is a problem, blank lines are skipped."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [f"{path}: cannot read ({exc})"]
+        text = read_set_text(Path(path))
+    except TrustmhError as exc:
+        return [], [str(exc)]
     rows, problems = [], []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -205,7 +211,9 @@ def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | 
                        f"{MAX_PER_DECISIVE}")
     words = keywords()
     counts = set_counts(rows, words)
-    report = near_duplicate_report(rows)
+    copies, distinct = duplicate_problems(rows, where, identity)
+    out += copies
+    report = near_duplicate_report(distinct)
     if report["near_duplicate_pairs"]:
         out.append(f"{where}: {report['near_duplicate_pairs']} near-duplicate pair(s), the closest "
                    f"{report['trigram_jaccard']['pair']} (trigram Jaccard {report['trigram_jaccard']['highest']})")
@@ -235,7 +243,9 @@ def set_problems(rows: Sequence[Mapping[str, Any]], where: str, set_name: str | 
 def problems(rows: Sequence[Any], where: str, set_name: str | None = None,
              min_distinct: int | None = MIN_DISTINCT_DECISIVE) -> list[str]:
     """Every problem of an authored set, row by row, then over the set (only when every row is well-formed)."""
-    out: list[str] = []
+    out = size_problems(rows, where) or text_problems(rows, where)
+    if out:
+        return out
     for i, row in enumerate(rows):
         out += row_problems(row, f"{where} row {i}", set_name)
     if out or not rows:
@@ -321,10 +331,15 @@ def read_user_set(folder: Path, set_name: str) -> list[dict[str, Any]]:
     if not folder.is_dir():
         raise TrustmhError(f"-O sets={folder}: not a directory (it holds your sets as <set>.jsonl or <set>.json)")
     authored, shipped = folder / f"{set_name}.jsonl", folder / f"{set_name}.json"
-    if authored.is_file():
+    # exists(), not is_file(): a device or a link to one under a set's name is refused by the reader, naming it
+    if authored.exists():
         return [shipped_row(r) for r in load_authored(authored, set_name, min_distinct=None)]
-    if shipped.is_file():
-        return read_set(shipped)[1]
+    if shipped.exists():
+        rows = read_set(shipped)[1]
+        found = size_problems(rows, str(shipped)) or text_problems(rows, str(shipped))
+        if found:
+            raise TrustmhError(found[0])
+        return rows
     raise TrustmhError(f"-O sets={folder}: no {authored.name} nor {shipped.name} for this run's {set_name} "
                        "sub-task; add it, or leave the sub-task out of the run (--subtasks)")
 
@@ -340,7 +355,13 @@ def check_file(path: Path, min_distinct: int = MIN_DISTINCT_DECISIVE) -> list[st
     path = Path(path)
     if path.suffix == ".jsonl":
         rows, bad = read_jsonl(path)
-        return bad or problems(rows, str(path), None, min_distinct)
+        if bad:
+            return bad
+        # checked as `-O sets=DIR` reads it: DIR/<set>.jsonl is that set's, whatever its rows say
+        if path.stem not in SETS:
+            return [f"{path}: file name {path.name!r} names no set; -O sets=DIR reads <set>.jsonl for a set of "
+                    f"{', '.join(SETS)}"]
+        return problems(rows, str(path), path.stem, min_distinct)
     try:
         head, rows = read_set(path)
     except TrustmhError as exc:
@@ -348,6 +369,8 @@ def check_file(path: Path, min_distinct: int = MIN_DISTINCT_DECISIVE) -> list[st
     out = [f"{path}: header field '{k}' missing (the design header: set, description, design, counts)"
            for k in HEADER_FIELDS if k not in head]
     name = head.get("set") if isinstance(head.get("set"), str) else None
+    if path.stem in SETS and name != path.stem:  # -O sets=DIR reads DIR/<set>.json as that set's
+        out.append(f"{path}: header field 'set' is {name!r} in a file named for set {path.stem!r}")
     found = problems(rows, str(path), name if name in SETS else None, min_distinct)
     if found or out:
         return out + found

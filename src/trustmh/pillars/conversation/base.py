@@ -135,7 +135,8 @@ OPTIONS: dict[str, Option] = {
     'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1, maximum=MAX_TURNS),
     'judge_repeats': Option('judge repeats (test-retest)', minimum=1, maximum=MAX_REPEATS),
     'sets': Option("a directory of your own sets, played instead of the shipped ones: <set>.jsonl (authored) or "
-                   "<set>.json (docs/conversations.md#own-sets; check each with `trustmh sets check FILE`)"),
+                   "<set>.json (docs/conversations.md#own-sets; check each with `trustmh sets check FILE`)",
+                   nonempty=True),
 }
 
 
