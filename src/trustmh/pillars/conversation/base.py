@@ -53,6 +53,7 @@ from trustmh.pillars.conversation.scoring import (
 )
 from trustmh.pillars.conversation.scripts import (
     ASKED,
+    PLAY_ON,
     Script,
     check_ids,
     load_scripts,
@@ -368,10 +369,12 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
 
 def script_item(s: Script) -> Item:
     """A script as a sub-task's item. Its cluster is its decisive stimulus (two conversations may share one:
-    the statistics count it once); n_turns is at most the script and every answer the person has."""
+    the statistics count it once); n_turns is at most the script, every answer the person has and, with risk, the
+    lines they play on with (`scripts.PLAY_ON`)."""
     return Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
                 metadata={"set": s.set, "category": s.category, "explicit": s.explicit, "risk_turn": s.risk_turn,
-                          "n_turns": len(s.turns) + len(s.answers), "script": asdict(s)})
+                          "n_turns": len(s.turns) + len(s.answers) + (PLAY_ON if s.risk_turn is not None else 0),
+                          "script": asdict(s)})
 
 
 def script_of(item: Item) -> Script:
@@ -380,7 +383,7 @@ def script_of(item: Item) -> Script:
     return Script(s["id"], s["set"], s["category"], s["explicit"], s["risk_turn"], tuple(s["turns"]),
                   tuple((int(i), str(x)) for i, x in s.get("if_escalated") or ()),
                   tuple((str(k), str(v)) for k, v in s.get("answers") or ()), s.get("answer_from"),
-                  s.get("stimulus"))
+                  s.get("stimulus"), tuple((str(k), str(v)) for k, v in s.get("persona") or ()))
 
 
 class ScriptedBase(ConversationBase):

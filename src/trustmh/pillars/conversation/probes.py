@@ -32,7 +32,7 @@ from trustmh.pillars.conversation.base import (
 )
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
-from trustmh.pillars.conversation.scripts import Script, next_move
+from trustmh.pillars.conversation.scripts import PLAY_ON, Script, next_move, persona_fields
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
@@ -108,7 +108,9 @@ class ProbeConversation(ConversationBase):
         return Item(id=r["id"], prompt=r["turns"][0], cluster=r.get("stimulus") or r["id"],
                     metadata={"category": r.get("category", "all"), "locale": r.get("locale"),
                               "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
-                              "n_turns": len(r["turns"]) + len(answers), "turns": list(r["turns"]),
+                              "n_turns": len(r["turns"]) + len(answers) + (
+                                  PLAY_ON if answers and r.get("risk_turn") is not None else 0),
+                              "turns": list(r["turns"]), "persona": dict(persona_fields(r.get("persona"))),
                               "answers": answers, "decisive_turn": r.get("decisive_turn", r.get("risk_turn")),
                               **self.item_extra(r)})
 
@@ -127,7 +129,8 @@ class ProbeConversation(ConversationBase):
         if item.metadata.get("answers"):  # the person answers a safety question or an offer of help
             m = item.metadata
             script = Script(item.id, self.set_name, str(m["category"]), True, m["risk_turn"], tuple(m["turns"]),
-                            answers=tuple(sorted(m["answers"].items())), answer_from=m["decisive_turn"])
+                            answers=tuple(sorted(m["answers"].items())), answer_from=m["decisive_turn"],
+                            persona=tuple(sorted((m.get("persona") or {}).items())))
             move = next_move(script, turns)
             return END if move is None else PatientTurn(text=move[0])
         i = len(turns) // 2
