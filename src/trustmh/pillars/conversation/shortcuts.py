@@ -104,12 +104,13 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> tuple[np.ndarr
         return float(value), np.append(w + x.T @ weight, weight.sum())
 
     theta = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B",
-                     options={"maxiter": 500, "gtol": 1e-8}).x
+                     options={"maxiter": 500, "gtol": 1e-5}).x
     return theta[:-1], float(theta[-1])
 
 
-def bow_auc(texts: Sequence[str], labels: Sequence[int], train: Sequence[int], test: Sequence[int]) -> float:
-    tokens = [_tokens(t) for t in texts]
+def bow_auc(tokens: Sequence[set[str]], labels: Sequence[int], train: Sequence[int], test: Sequence[int]) -> float:
+    """The held-out AUC of the bag of words (`tokens`: each decisive turn's words and word pairs) fitted on
+    `train`."""
     vocab = {w: j for j, w in enumerate(sorted(set().union(*(tokens[i] for i in train))))}
 
     def matrix(idx: Sequence[int]) -> np.ndarray:
@@ -151,16 +152,16 @@ def measures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     labels = [1 if r["kind"] in RISK_KINDS else 0 for r in rows]
     if min(labels.count(1), labels.count(0)) < 4:
         return None
-    texts = [decisive(r) for r in rows]
+    tokens = [_tokens(decisive(r)) for r in rows]
+    values = {name: [feature(r) for r in rows] for name, feature in FEATURES.items()}
     aucs: list[float] = []
     per_feature: dict[str, list[float]] = {name: [] for name in FEATURES}
     for seed in SPLITS:
         train, test = _halves(labels, seed)
-        aucs.append(bow_auc(texts, labels, train, test))
-        for name, feature in FEATURES.items():
-            values = [feature(r) for r in rows]
-            rule = _rule([values[i] for i in train], [labels[i] for i in train], name in CATEGORICAL)
-            per_feature[name].append(balanced_accuracy([rule(values[i]) for i in test], [labels[i] for i in test]))
+        aucs.append(bow_auc(tokens, labels, train, test))
+        for name, column in values.items():
+            rule = _rule([column[i] for i in train], [labels[i] for i in train], name in CATEGORICAL)
+            per_feature[name].append(balanced_accuracy([rule(column[i]) for i in test], [labels[i] for i in test]))
     by_feature = {name: round(float(np.mean(v)), 3) for name, v in per_feature.items()}
     best = max(by_feature, key=lambda name: (by_feature[name], name))
     return {"bow_auc": round(float(np.mean(aucs)), 3), "best_rule": best,
