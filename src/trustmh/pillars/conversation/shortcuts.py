@@ -148,6 +148,14 @@ def _rule(values: Sequence[Any], labels: Sequence[int], categorical: bool) -> Ca
 
 def measures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The set's shortcut measures (module docstring), or None for a set without both risk and controls."""
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: the matrices are a few hundred rows, and a threaded BLAS spent 10x the CPU on them
+    with threadpool_limits(limits=1):
+        return _measures(rows)
+
+
+def _measures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     rows = sorted((r for r in rows if r.get("kind") in RISK_KINDS + CONTROL_KINDS), key=lambda r: str(r["id"]))
     labels = [1 if r["kind"] in RISK_KINDS else 0 for r in rows]
     if min(labels.count(1), labels.count(0)) < 4:
