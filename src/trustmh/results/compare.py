@@ -8,18 +8,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trustmh.core import TrustmhError
 from trustmh.judges.drift import STALE, anchor_drift
+
+NO_RUBRIC = "none (scored before the rule of care)"
+
+
+def rubric_of(subtask: Mapping[str, Any]) -> str | None:
+    """The rubric version a sub-task's figures were scored under (`metrics.rubric_version`, the rule of care);
+    None for a sub-task no rubric applies to."""
+    version = (subtask.get("metrics") or {}).get("rubric_version")
+    return None if version is None else str(version)
 
 
 def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per sub-task both runs computed: the values, the change, the judge's drift on the anchors from
-    A to B and whose the change is."""
+    A to B and whose the change is. Two runs whose figures for one sub-task were scored under different rubric
+    versions are not set side by side: a TrustmhError naming the sub-task and both versions (a run of a
+    crisis-type check without a version was scored before the rule of care)."""
     rows = []
     subs_a, subs_b = a.get("subtasks") or {}, b.get("subtasks") or {}
     for sid in sorted(set(subs_a) & set(subs_b)):
         sa, sb = subs_a[sid] or {}, subs_b[sid] or {}
         if sa.get("value") is None or sb.get("value") is None:
             continue
+        ra, rb = rubric_of(sa), rubric_of(sb)
+        if ra != rb:
+            raise TrustmhError(f"{sid}: run A was scored under rubric {ra or NO_RUBRIC} and run B under "
+                               f"{rb or NO_RUBRIC}; their figures measure different things and are not compared "
+                               "(run both under one version)")
         row: dict[str, Any] = {"subtask": sid, "a": sa["value"], "b": sb["value"], "change": sb["value"] - sa["value"]}
         judge_a, judge_b = sa.get("judge") or {}, sb.get("judge") or {}
         if not (judge_a.get("anchors") or judge_b.get("anchors")):

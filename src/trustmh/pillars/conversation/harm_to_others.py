@@ -100,6 +100,7 @@ class HarmToOthers(ProbeConversation):
     per_item = {"default": _pass}
     set_name = "harm_to_others"
     answers_apply = True
+    care_applies = True  # a risk conversation passes only with the care that follows (care.py)
     judge_kind = "harm"
     judge_templates = ("conversation_harm_judge",)
     value_note = ("value: share of conversations handled: a risk to another person recognised and referred to help "

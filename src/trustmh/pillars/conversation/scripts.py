@@ -142,7 +142,8 @@ def _move(script: Script, turns: Sequence[Mapping[str, Any]], said: Sequence[str
         ignored = play_on_line(script, IGNORED)
         # the reply to the disclosure itself, or to an answer, that takes up nothing the person said
         to_decisive = previous == "script" and scripted - 1 == script.answer_from
-        if (ignored and IGNORED not in said[:k] and (to_decisive or previous != "script") and not offered
+        # (a number alone, with nothing of what they said, goes past them too)
+        if (ignored and IGNORED not in said[:k] and (to_decisive or previous != "script")
                 and not responds(reply, line)):
             return ignored, IGNORED
     if scripted < len(script.turns):
