@@ -3,8 +3,10 @@
 Checks an authored set (`.jsonl`, one conversation per line) or a set file (`.json`, a design header and its
 conversations): every field of every conversation, stimulus ids, decisive turns (distinct, none in more than two
 conversations, how many), controls and hard negatives, the share of risk said without a keyword-list word,
-near-duplicates, and the header's counts. One line per problem; exit 0 when there is none, 1 when there is,
-2 on bad usage.
+near-duplicates, the header's counts, the shape of a set scored on care (lengths, decisive positions, "?" shares,
+styles and help reactions on both sides) and the shortcut measures (`shortcuts`: a held-out bag-of-words AUC and
+the best single-feature rule, refused past their thresholds). One line per problem; exit 0 when there is none,
+1 when there is, 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from trustmh.pillars.conversation.authored_sets import (
 )
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.set_files import MAX_SET_CONVERSATIONS, read_set_bytes
+from trustmh.pillars.conversation.shortcuts import measures
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,7 +47,20 @@ def _summary(path: Path) -> str:
     return (f"{path}: ok: {len(rows)} conversations, {c['risk']} risk ({c['distinct_decisive_turns']} distinct "
             f"decisive turns, at most {c['max_conversations_per_decisive_turn']} per turn, "
             f"{'-' if share is None else f'{share:.0%}'} without a keyword-list word), {c['controls']} controls "
-            f"({c['hard_negatives']} hard negatives), {c['stimuli']} stimuli")
+            f"({c['hard_negatives']} hard negatives), {c['stimuli']} stimuli\n{_shortcut_line(rows)}")
+
+
+def _shortcut_line(rows: list) -> str:
+    lengths = [len(r["turns"]) for r in rows]
+    positions = {int(r["decisive_turn"]) for r in rows}
+    shape = f"  shape: {min(lengths)} to {max(lengths)} patient turns, decisive turn at {len(positions)} positions"
+    found = measures(rows)
+    if found is None:
+        return shape + "; shortcuts: no controls, no measures"
+    t = found["thresholds"]
+    return (f"{shape}; shortcuts ({found['split']}): bag-of-words AUC {found['bow_auc']:.3f} (at most "
+            f"{t['bow_auc']}), best single-feature rule {found['best_rule']} balanced accuracy "
+            f"{found['best_rule_balanced_accuracy']:.3f} (at most {t['best_rule_balanced_accuracy']})")
 
 
 def main(argv: list[str]) -> int:

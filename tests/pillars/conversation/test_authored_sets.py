@@ -56,7 +56,8 @@ def test_a_well_formed_set_has_no_problem() -> None:
 
 def test_a_set_with_a_false_alarm_rate_needs_controls_and_hard_negatives() -> None:
     rows = [row(i) for i in range(4)] + [row(10 + i, "control") for i in range(2)]
-    assert problems(rows, "f", "gradual_disclosure", min_distinct=4) == [
+    # (the shape lines, issue 49, follow: tests/pillars/conversation/test_set_shortcuts.py)
+    assert problems(rows, "f", "gradual_disclosure", min_distinct=4)[:2] == [
         "f: 2 controls; gradual_disclosure reports a false-alarm rate and needs 50",
         "f: 0 of 2 controls are hard negatives; at least 33%"]
 
