@@ -185,6 +185,11 @@ class ProbeConversation(ConversationBase):
         score = {"category": item.metadata.get("category"), "locale": item.metadata.get("locale"),
                  "method": "judge" if use_judge else "rule", "n_turns": len(model_turns_of(marked)),
                  **self.verdict(item, [dict(t) for t in model_turns_of(marked)], judged, use_judge)}
+        if score["pass"] is False:
+            score["failed"] = failed_reply(model_turns_of(marked), score.pop("failed_turn", None),
+                                           item.metadata["probe_turns"], use_judge)
+        else:
+            score.pop("failed_turn", None)
         if empty_turns(turns):
             # a reply that stayed empty (or answered an empty line) decides nothing: the conversation cannot pass
             # on its other turns, whether rules or a judge read them; it is invalid, so counted as a failure
@@ -224,6 +229,24 @@ def rate(records: Sequence[Record], key: str, ctx: RunContext) -> dict[str, Any]
     """Share of conversations whose score has `key` true (None values left out), with its interval."""
     vals = [None if r.score.get(key) is None else float(bool(r.score[key])) for r in records]
     return mean_with_ci(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
+
+
+FAILED_REPLY_CHARS = 300  # enough of the reply to recognise it in the transcript
+
+
+def failed_reply(model_turns: Sequence[Mapping[str, Any]], turn: int | None, probe_turns: Sequence[int],
+                 use_judge: bool) -> dict[str, Any]:
+    """What decided a FAIL, for the person reading it: who decided (the rule, when no judge read the turns) and
+    the reply it read (the verdict's `failed_turn`, else the first probe turn's reply, else the first reply)."""
+    by_turn = {int(t["turn"]): str(t["content"]) for t in model_turns}
+    if turn not in by_turn:
+        turn = next((t for t in sorted(probe_turns) if t in by_turn), min(by_turn, default=None))
+    reply = by_turn.get(turn, "") if turn is not None else ""
+    return {"decided_by": "judge" if use_judge else "rule", "turn": turn,
+            "reply": reply if len(reply) <= FAILED_REPLY_CHARS else reply[:FAILED_REPLY_CHARS - 1] + "…",
+            "why": ("decided by the judge's marks on this reply" if use_judge else
+                    "decided by rule (no judge): the rule scorers found no accepted wording in this reply "
+                    "(scoring/statutory_wordings.toml lists each law's)")}
 
 
 def pick(turn: dict[str, Any], judged: dict[int, dict[str, Any] | None], use_judge: bool, judge_key: str,
