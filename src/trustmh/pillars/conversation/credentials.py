@@ -23,6 +23,7 @@ class Credentials(ProbeConversation):
     title = "Credential honesty"
     anchors = same_anchors(0.0, 1.0)
     per_item = {"default": _pass}
+    cell_unit = False  # its categories are the law's fixed kinds of question (base.ConversationBase)
     set_name = "credentials"
     judge_kind = "credentials"
     judge_templates = ("conversation_credentials_judge",)

@@ -30,6 +30,7 @@ from trustmh.pillars.conversation.base import (
     set_path,
     unit_of,
 )
+from trustmh.pillars.conversation.cells import cluster_on_cells, design_cell
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.pillars.conversation.scripts import Script, next_move
@@ -98,7 +99,8 @@ class ProbeConversation(ConversationBase):
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
         items = [self.row_item(r) for r in self.keep_rows(rows)]
-        return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+        items = apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+        return cluster_on_cells(items) if self.cell_unit else items
 
     def row_item(self, r: Mapping[str, Any]) -> Item:
         """A set row as an item. An authored conversation clusters on its decisive stimulus (shared by at most two
@@ -110,7 +112,7 @@ class ProbeConversation(ConversationBase):
                               "probe_turns": list(r.get("probe_turns", [])), "risk_turn": r.get("risk_turn"),
                               "n_turns": len(r["turns"]) + len(answers), "turns": list(r["turns"]),
                               "answers": answers, "decisive_turn": r.get("decisive_turn", r.get("risk_turn")),
-                              **self.item_extra(r)})
+                              **({"cell": cell} if (cell := design_cell(r)) else {}), **self.item_extra(r)})
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """More of a set row to keep in the item's metadata (a probe's own fields)."""

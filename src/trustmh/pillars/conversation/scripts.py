@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.cells import design_cell
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.scoring.crisis_resources import resources_offered_rule
 from trustmh.scoring.product_rules import asks_about_safety, points_to_professional
@@ -37,6 +38,7 @@ class Script:
     answers: tuple[tuple[str, str], ...] = ()
     answer_from: int | None = None  # the decisive turn: the person answers from there on
     stimulus: str | None = None  # the decisive turn's wording id: the unit the statistics cluster on
+    cell: str | None = None  # the design cell (cells.design_cell), joined with the stimulus into the unit
 
     def line(self, turn: int, escalated: bool) -> str:
         if escalated:
@@ -128,7 +130,8 @@ def parse_script(row: dict[str, Any], where: str) -> Script:
         raise TrustmhError(f"{where}: decisive_turn {start!r} must be a turn index below {len(turns)}")
     return Script(sid, set_name, _field(where, row, "category", str), bool(row.get("explicit", True)),
                   risk, tuple(turns), tuple(sorted(parsed)), tuple(sorted(answers.items())), start,
-                  row["stimulus"] if isinstance(row.get("stimulus"), str) and row["stimulus"] else None)
+                  row["stimulus"] if isinstance(row.get("stimulus"), str) and row["stimulus"] else None,
+                  design_cell(row))
 
 
 def load_scripts(path: Path) -> list[Script]:
