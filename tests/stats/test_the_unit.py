@@ -50,3 +50,16 @@ def test_the_shipped_gradual_set_clusters_on_its_design_cells() -> None:
 def test_the_product_probes_keep_the_stimulus_as_their_unit() -> None:
     items = get_subtask("conversation/ai_disclosure").items(_ctx())
     assert not any(str(it.cluster).startswith("cell:") for it in items)
+
+
+def test_too_few_clusters_give_the_whole_scale() -> None:
+    from trustmh.stats.clustered import clustered_interval
+
+    got = clustered_interval([0.0] * 10 + [1.0] * 3 + [0.0] * 7, ["a"] * 10 + ["b"] * 10)
+    assert got["ci"] == [0.0, 1.0]
+
+
+def test_one_item_per_cluster_is_never_too_few() -> None:
+    from trustmh.stats.clustered import clustered_interval
+
+    assert clustered_interval([0.0, 1.0, 0.0], ["a", "b", "c"])["ci"] != [0.0, 1.0]
