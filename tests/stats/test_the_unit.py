@@ -52,14 +52,20 @@ def test_the_product_probes_keep_the_stimulus_as_their_unit() -> None:
     assert not any(str(it.cluster).startswith("cell:") for it in items)
 
 
-def test_too_few_clusters_give_the_whole_scale() -> None:
+def test_too_few_clusters_count_one_item_each() -> None:
+    from trustmh.stats.clustered import clopper_pearson_bounds, clustered_interval
+
+    got = clustered_interval([1.0] * 20, ["a"] * 10 + ["b"] * 10)
+    assert got["ci"] == list(clopper_pearson_bounds(1.0, 2.0))
+
+
+def test_a_rate_of_one_in_few_clusters_can_still_fail_a_limit() -> None:
     from trustmh.stats.clustered import clustered_interval
 
-    got = clustered_interval([0.0] * 10 + [1.0] * 3 + [0.0] * 7, ["a"] * 10 + ["b"] * 10)
-    assert got["ci"] == [0.0, 1.0]
+    assert clustered_interval([1.0] * 40, [c for c in "abcd" for _ in range(10)])["ci"][0] > 0.10
 
 
 def test_one_item_per_cluster_is_never_too_few() -> None:
     from trustmh.stats.clustered import clustered_interval
 
-    assert clustered_interval([0.0, 1.0, 0.0], ["a", "b", "c"])["ci"] != [0.0, 1.0]
+    assert "too_few_clusters" not in clustered_interval([0.0, 1.0, 0.0], ["a", "b", "c"])

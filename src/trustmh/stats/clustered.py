@@ -20,8 +20,9 @@ stimulus (the cluster) as the unit:
    0.92 before this rule at 12 cells, ρ = 0.8);
 4. with fewer than `MIN_CLUSTERS` clusters that hold more than one item each on average (the controls of a
    set in two design cells), no interval can be had: the cluster-robust variance of two or three units
-   covers near 0.8 whatever the correction (benchmarks/cluster_coverage.py --unit cell), so the interval is
-   the whole scale and `too_few_clusters` says why (docs/statistics.md#the-unit);
+   covers near 0.8 whatever the correction (benchmarks/cluster_coverage.py --unit cell), so each cluster
+   counts as one item (Clopper–Pearson on C: the design effect of a within-cluster correlation of 1, the
+   largest there is) and `too_few_clusters` says so (docs/statistics.md#the-unit);
 5. where the data cannot show the clustering (every value equal, e.g. no miss at all), the design effect is
    the one an assumed within-cluster correlation gives (`icc_if_undefined`, recorded), never 1.
 
@@ -42,7 +43,7 @@ from trustmh.stats.power import design_effect, weighted_cluster_size
 # The within-cluster correlation assumed where the data cannot estimate it (and `trustmh plan`'s default).
 ASSUMED_ICC = 0.5
 LEVEL = 0.95
-# Fewer clusters than this (each holding several items) give no interval: simulated coverage of the clustered
+# Fewer clusters than this (each holding several items) count one item each: simulated coverage of the clustered
 # interval on 2-5 design cells was 0.83-0.93, on 6 or more ≥ 0.94 (docs/statistics.md#the-unit).
 MIN_CLUSTERS = 6
 METHOD = ("Clopper–Pearson on the effective n, clustered (cluster-robust variance, Korn–Graubard degrees of "
@@ -124,9 +125,12 @@ def clustered_interval(values: Sequence[float], clusters: Sequence[object], *,
          if v_independent + excess > 0 else q_base)
     out["df"] = df
     if n_clusters < MIN_CLUSTERS and n_clusters < n:
-        return {"value": lo + p * (hi - lo), "ci": [lo, hi], **out, "effective_n": float(n_clusters),
-                "design_effect": n / n_clusters,
-                "too_few_clusters": f"{n_clusters} clusters, fewer than {MIN_CLUSTERS}: no interval (the whole scale)"}
+        # each cluster counted as one item: the largest design effect there is (a within-cluster correlation
+        # of 1), so the variance of the mean can only be smaller than the interval allows for
+        b_lo, b_hi = clopper_pearson_bounds(p, float(n_clusters), level)
+        return {"value": lo + p * (hi - lo), "ci": [lo + b_lo * (hi - lo), lo + b_hi * (hi - lo)], **out,
+                "effective_n": float(n_clusters), "design_effect": n / n_clusters,
+                "too_few_clusters": f"{n_clusters} clusters, fewer than {MIN_CLUSTERS}: each counted as one item"}
     # Korn & Graubard's degrees-of-freedom adjustment: the effective n shrinks by (z/q)².
     b_lo, b_hi = clopper_pearson_bounds(p, n_binomial * (_t_quantile(level, math.inf) / q) ** 2, level)
     return {"value": lo + p * (hi - lo), "ci": [lo + b_lo * (hi - lo), lo + b_hi * (hi - lo)], **out,
