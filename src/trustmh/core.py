@@ -257,6 +257,9 @@ class SubtaskResult:
     # the n items and the independent items they are worth (docs/statistics.md#clustered-intervals).
     clusters: int | None = None
     effective_n: float | None = None
+    # `--until-decided` (`run/rounds.py`): whether the sub-task stopped early, after how many items, why, and
+    # its checks' anytime-valid intervals (the gate reads them where it stopped early)
+    sequential: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # No valid rating, no figure, in every sub-task alike (docs/results.md#invalid; metrics n_ratings etc.)
@@ -278,7 +281,7 @@ class SubtaskResult:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("clusters", "effective_n"):  # written only where the items share stimuli
+        for key in ("clusters", "effective_n", "sequential"):  # written only where they apply
             if d[key] is None:
                 del d[key]
         d["small_n"] = self.small_n

@@ -36,6 +36,8 @@ NON_DEFAULT: dict[str, tuple[list[str], Any]] = {
     "batch": (["--batch", "50"], 50),
     "batch_conversations": (["--batch-conversations"], True),
     "prompt_cache": (["--no-prompt-cache"], False),
+    "until_decided": (["--until-decided"], True),
+    "policy": (["--policy", "faithful"], Path("faithful")),
     "prices": (["--prices", str(PRICES)], load_prices(PRICES)),
     "budget": (["--budget", "2.5"], 2.5),
     "force": (["--force"], True),

@@ -47,6 +47,11 @@ class Execution:
     batch: int | None = None
     batch_conversations: bool = False
     prompt_cache: bool = True
+    # `--until-decided`: gated sub-tasks played in rounds and stopped once their checks are decided, read with
+    # `--policy` (None: trustmh's default) (`run/rounds.py`). Not in run.json: the same run without the flag
+    # finishes it, the items already asked answered from the response cache.
+    until_decided: bool = False
+    policy: str | Path | None = None
 
 
 @dataclass(frozen=True)
