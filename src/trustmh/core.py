@@ -257,8 +257,8 @@ class SubtaskResult:
     # the n items and the independent items they are worth (docs/statistics.md#clustered-intervals).
     clusters: int | None = None
     effective_n: float | None = None
-    # `--until-decided` (`run/rounds.py`): whether the sub-task stopped early, after how many items, why, and
-    # its checks' anytime-valid intervals (the gate reads them where it stopped early)
+    # `--until-decided` (run/rounds.py): stopped early or not, after how many items, why, and the checks'
+    # anytime-valid intervals the gate reads where it stopped early
     sequential: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -330,8 +330,7 @@ class Option:
     help: str
     minimum: int | None = None  # set: the value must be a whole number ≥ minimum
     maximum: int | None = None  # set: and ≤ maximum (counts that multiply a run's calls, tokens or time)
-    # an empty value is refused (`-O sets=`: an empty path would silently run the shipped data instead)
-    nonempty: bool = False
+    nonempty: bool = False  # refuse an empty value (`-O sets=` would silently run the shipped data)
 
 
 # (record as written to items.jsonl, the run's results.json) → the item's primary score, or None to leave it out
@@ -393,9 +392,8 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
-    # A counted rate whose items share a unit (conversations in a design cell): metric -> the key of its
-    # clustered-interval block in `metrics` (`stats.conversation.mean_with_ci`). The gate decides such a rate on
-    # that interval rather than on the counts' Wilson interval (docs/statistics.md#the-unit).
+    # counted rate whose items share a unit (a design cell) -> its clustered-interval key in `metrics`: the gate
+    # decides it on that interval, not the counts' Wilson one (docs/statistics.md#the-unit)
     rate_intervals: Mapping[str, str] = {}
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}

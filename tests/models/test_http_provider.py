@@ -38,7 +38,7 @@ def auth(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_conversation_and_single_turn_through_a_stateful_product(tmp_path: Path, auth: None) -> None:
     with ChatbotServer() as server:
         endpoint = server.endpoint_file(tmp_path / "acme.toml")
-        assert main(_args(endpoint, tmp_path / "out")) == 0
+        assert main(_args(endpoint, tmp_path / "out", "--limit", "2")) == 0  # two of each: the 3-s rule
         chats = server.chats()
         sessions = dict(server.sessions)
     items = _items(tmp_path / "out")
