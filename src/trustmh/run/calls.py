@@ -29,6 +29,7 @@ from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
+from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
@@ -216,7 +217,7 @@ def primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untype
     @metric(name=subtask.id.replace("/", "_"))
     def primary() -> Any:
         def compute(scores: list[SampleScore]) -> float:
-            result = subtask.aggregate(records_from_scores(scores), display_ctx)
+            result = aggregate_records(subtask, records_from_scores(scores), display_ctx)
             return float("nan") if result.value is None else float(result.value)
 
         return compute
