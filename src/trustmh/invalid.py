@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from trustmh.core import NOT_COMPUTED, Record, RunContext, Subtask, SubtaskResult
+from trustmh.core import NOT_COMPUTED, SAMPLE_STATUS, Record, RunContext, Subtask, SubtaskResult
 
 JUDGE_UNREADABLE = "judge unreadable"
 # metrics key: how many ratings there were when every one was invalid by the model's own replies
@@ -30,34 +30,34 @@ def judge_marks(records: Sequence[Record]) -> tuple[int, int]:
     A conversation counts its judged turns (`n_judged_turns`, `n_invalid_turns`), or is one mark itself."""
     readable = unreadable = 0
     for r in records:
+        if r.score.get("empty_turns"):
+            continue  # marks left unread because the model's turn stayed empty: the model's invalid
         turns = r.score.get("n_judged_turns")
         if isinstance(turns, int) and not isinstance(turns, bool):
             bad = int(r.score.get("n_invalid_turns") or 0)
             readable, unreadable = readable + turns - bad, unreadable + bad
-        elif r.score.get("judge_valid") is True:
+        if r.score.get("judge_valid") is True or r.score.get("rubric"):  # a whole-reply mark, or a rubric read
             readable += 1
         elif r.score.get("judge_valid") is False:
             unreadable += 1
         elif "invalid" in r.score and r.judge_raw:
-            # a conversation judged as a whole: invalid without a turn that stayed empty is an unreadable mark
-            if not r.score["invalid"]:
-                readable += 1
-            elif not r.score.get("empty_turns"):
-                unreadable += 1
+            # a conversation judged as a whole: valid, some mark was read; invalid, some mark was not
+            readable, unreadable = readable + (not r.score["invalid"]), unreadable + bool(r.score["invalid"])
     return readable, unreadable
 
 
 def settle_invalid(result: SubtaskResult, records: Sequence[Record]) -> SubtaskResult:
     """The rule (module docstring) on a sub-task's result and the records it was computed from."""
     readable, unreadable = judge_marks(records)
-    if unreadable and not readable and result.method != "rule" and result.status in ("ok", NOT_COMPUTED):
+    if unreadable and not readable and result.method != "rule" and result.status in (
+            "ok", SAMPLE_STATUS, NOT_COMPUTED):
         # a sub-task that stopped on it already (its own "no valid judge output") keeps its words after these
         own = f" ({result.reason})" if result.status == NOT_COMPUTED and result.reason else ""
         result.value, result.ci, result.status = None, None, NOT_COMPUTED
         result.reason = (f"{JUDGE_UNREADABLE}: none of its {unreadable} mark(s) could be read after the re-asks; "
                          f"not a measurement of the model{own}")
         return result
-    if result.status != "ok":
+    if result.status not in ("ok", SAMPLE_STATUS):
         return result
     n_ratings = int(result.metrics.get("n_ratings") or result.n)
     if n_ratings <= 0 or result.n_invalid < n_ratings:
