@@ -35,7 +35,9 @@ def replaying(root: Path) -> Any:
 
     def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
         prompt = message_text(messages[-1])
-        r = next(r for r in replies if r.reply.strip() in prompt)
+        r = next((r for r in replies if r.reply.strip() in prompt), None)
+        if r is None:  # an anchor item (our stored replies, judged beside the reference's): any readable verdict
+            return json.dumps({"answer": "yes"})
         ok = r.published_judge == r.appropriate_answer
         if "The question about the reply" in prompt:
             return json.dumps({"answer": r.published_judge})
