@@ -70,10 +70,10 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
             if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by name
-            failure = last_failure(exc, get_model().api)
-            if failure is exc:
+            if last_failure(exc, get_model().api) is exc:
                 raise
-            raise failure from None
+            # named by its endpoint: "20 sample(s) errored" must say which endpoint stopped answering
+            raise named_failure(exc, "model under test", get_model()) from None
     raise AssertionError("unreachable")
 
 

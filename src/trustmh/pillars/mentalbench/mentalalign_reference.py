@@ -68,6 +68,5 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
 
 REFERENCE = ReferenceSource(name=NAME, subtask=MentalBenchGeneration.id, label_type="ordinal",
                             load=lambda ctx, request: mentalalign_reference(ctx, request.path),
-                            path_option="mentalbench_path",  # the anchor items read the texts from it too
                             help="MentalAlign's expert ratings (the MentalBench judge); --reference-path: the "
                             "MentalBench-100k file holding the rated replies' texts")
