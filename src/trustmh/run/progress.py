@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from inspect_ai.hooks import Hooks, RunStart, SampleEnd, TaskEnd, hooks
 
 from trustmh.inspect_compat import load_hooks_quietly
+from trustmh.run.budget import active_budget
 
 # a terminal's line is rewritten at most this often (seconds): samples of the bundled model finish in bursts
 REDRAW_EVERY = 0.25
@@ -137,8 +138,6 @@ class ProgressLine:
 
 def _spend() -> float | None:
     """What the run's budget has counted so far (None without `--budget`: no prices to count with)."""
-    from trustmh.run.budget import active_budget
-
     budget = active_budget()
     return None if budget is None else float(budget.spent)
 
