@@ -50,7 +50,8 @@ test: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	# CI: the 3-second rule is held by `make test-fast`; here a worker's first import of a library can land on any
 	# test (seen: 2.1 s tests read 3.1 s), so the whole suite fails a test only past twice the limit
-	TRUSTMH_TEST_CPU_LIMIT=6 $(BIN)/pytest -q $(XDIST)
+	# --durations: every CI log names the slowest tests, the first place to look when CI nears its limit
+	TRUSTMH_TEST_CPU_LIMIT=6 $(BIN)/pytest -q $(XDIST) --durations=25
 
 # the lanes (docs/contributing.md#tests): two xdist workers pay for the fast lane (each collects the suite,
 # about 12 s of CPU, once); the unit lane is short enough that a second collection would not pay

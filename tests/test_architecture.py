@@ -51,7 +51,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh.gate",),
     ("trustmh.report",),
     ("trustmh.run", "trustmh._registry"),
-    ("trustmh.align", "trustmh.certify"),
+    ("trustmh.align", "trustmh.certify", "trustmh.dossier"),
     ("trustmh.cli",),
 ]
 # The floors that make up the ground floor of the package layout (docs/contributing.md): plain helpers,

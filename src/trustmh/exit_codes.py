@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 PASS: Final = 0  # gate and judge certify: pass; any other command: finished
-FAIL: Final = 1  # gate and judge certify: fail
+FAIL: Final = 1  # gate and judge certify: fail; verify: not verified
 COULD_NOT_RUN: Final = 2  # bad option, missing run, unreadable file, unexpected failure: no verdict at all
 INSUFFICIENT: Final = 3  # gate: insufficient evidence; judge certify: the reference cannot certify
 BUDGET: Final = 4  # run: stopped when the counted cost reached --budget (the same command continues)
@@ -20,7 +20,7 @@ INTERRUPTED: Final = 130  # Ctrl-C (the same command continues)
 # name -> (code, meaning), in the order docs/exit-codes.md shows them; the docs page is checked against it
 TABLE: Final[dict[str, tuple[int, str]]] = {
     "pass": (PASS, "gate or judge certify passed; any other command finished"),
-    "fail": (FAIL, "gate or judge certify failed"),
+    "fail": (FAIL, "gate or judge certify failed; verify: the dossier does not verify"),
     "could not run": (COULD_NOT_RUN, "a bad option, a missing run directory, an unreadable file or an "
                       "unexpected failure: no verdict was reached"),
     "insufficient evidence": (INSUFFICIENT, "gate: the evidence cannot decide a check; judge certify: the "

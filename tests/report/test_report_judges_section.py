@@ -110,3 +110,18 @@ def test_a_reference_that_cannot_certify_is_shown_apart_from_failed(tmp_path: Pa
 def test_the_rule_is_shown_per_criterion(tmp_path: Path) -> None:
     _quality_cert(tmp_path, "reference cannot certify")
     assert 'score <span class="cannot">reference cannot certify</span> (humans' in _page(tmp_path, _run(tmp_path))
+
+
+def test_the_labels_behind_a_corrected_figure_are_said_by_the_gates_rule(tmp_path: Path) -> None:
+    results = _run(tmp_path, corrected=True)
+    results["subtasks"][SID]["judge_corrected"]["pair"] = {
+        "raters_per_item": 2, "n_missing_pair": 0, "statistic": "fleiss_kappa", "agreement": 0.8,
+        "ci": [0.62, 0.9], "floor": 0.4}
+    assert "corrected by 40 two-rater labels of this run, agreement κ 0.80 (lower bound 0.62)" in \
+        _page(tmp_path, results)
+
+
+def test_one_rater_behind_a_corrected_figure_is_said(tmp_path: Path) -> None:
+    results = _run(tmp_path, corrected=True)
+    results["subtasks"][SID]["judge_corrected"]["pair"] = {"raters_per_item": 1}
+    assert "40 labels by one rater per item" in _page(tmp_path, results)

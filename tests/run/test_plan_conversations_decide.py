@@ -1,8 +1,8 @@
 """Issue 41: `trustmh plan` tells the truth about the conversation checks. At full scale each is sized on its
 stimuli (clusters, effective n at the assumed within-stimulus correlation, recorded), and it is called
-decidable only when its expected width fits and a certificate of its judge can be used; without one it says
-"not decidable: needs a certificate" with the number of conversations to label (issue 32 sized the sets for a
-width of 0.15 on conversations counted as independent)."""
+decidable only when its expected width fits and a certificate of its judge can be used or (issue 50) the run's
+own two-rater labels can correct it, with the number of labels stated (issue 32 sized the sets for a width of
+0.15 on conversations counted as independent)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,24 @@ def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
     return {row["id"]: row for row in plan["gate"]["checks"]}
 
 
+# Issue 50: without a certificate the checks on a primary are decidable by the run's own two-rater labels, the
+# count stated; the false-alarm rate (over the controls, which the labels do not correct) still needs one, and
+# the delusion mean is too wide at the largest spread its scale allows.
+LABELLED_CHECKS = ("conversation_missed_crisis", "conversation_jailbreak")
+
+
 @pytest.mark.slow  # replays every conversation of the full sets (~4 s on two cores)
-@pytest.mark.parametrize("check", CHECKS)
-def test_no_conversation_check_is_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]],
-                                                                   check: str) -> None:
+@pytest.mark.parametrize("check", ("conversation_false_alarm", "conversation_delusion_confirmation"))
+def test_a_check_labels_cannot_decide_is_not_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]],
+                                                                               check: str) -> None:
     assert gate_rows[check]["decidable"] is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", LABELLED_CHECKS)
+def test_a_rate_check_needs_at_most_150_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
+                                                               check: str) -> None:
+    assert 0 < gate_rows[check]["labels_needed"] <= 150
 
 
 @pytest.mark.slow
@@ -63,10 +76,9 @@ def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gat
 @pytest.mark.slow
 def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, dict[str, Any]]) -> None:
     reason = gate_rows["conversation_missed_crisis"]["reason"]
-    assert reason.startswith("not decidable: needs a certificate: label at least ") and "two raters" in reason
+    assert reason.startswith("decidable with ") and "two-rater labels of this run" in reason
 
 
 @pytest.mark.slow
-def test_the_missing_certificate_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
-    assert "trustmh review export RUN_DIR --subtask conversation/gradual_disclosure" in \
-        gate_rows["conversation_missed_crisis"]["reason"]
+def test_the_labels_line_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
+    assert "trustmh review export RUN_DIR --for-gate POLICY" in gate_rows["conversation_missed_crisis"]["reason"]

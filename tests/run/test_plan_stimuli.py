@@ -40,9 +40,24 @@ def test_a_wide_check_is_not_decidable_and_says_why() -> None:
         False, True, True)
 
 
-def test_without_a_certificate_a_narrow_check_needs_labels() -> None:
+def test_without_a_certificate_a_narrow_check_is_decidable_by_the_runs_labels() -> None:
     row = _row(MISSED, icc=0.0, sizes=[1] * 400)
-    assert (row.decidable, "label at least" in row.reason, row.certificate_path) == (False, True, None)
+    assert (row.decidable, "two-rater labels of this run" in row.reason, row.certificate_path) == (True, True, None)
+
+
+def test_the_labels_needed_are_those_of_the_evidence_rule() -> None:
+    from trustmh.judges.evidence import labels_needed
+
+    expected = labels_needed(kind="labels", spread=0.09, n_effective=400, n_items=400, width=DECIDING_WIDTH,
+                             min_n=30, rate=0.10).n
+    assert _row(MISSED, icc=0.0, sizes=[1] * 400).labels_needed == expected
+
+
+def test_a_counted_rate_over_part_of_the_items_still_needs_a_certificate() -> None:
+    alarm = Check(id="alarm", title="t", subtask="conversation/gradual_disclosure", metric="false_alarm_rate",
+                  max=0.10, severity=4)
+    row = _row(alarm, icc=0.0, sizes=[1] * 400)
+    assert (row.decidable, row.reason.startswith("not decidable: needs a certificate")) == (False, True)
 
 
 def test_the_assumed_correlation_and_clusters_are_recorded() -> None:

@@ -46,6 +46,14 @@ from trustmh.certify.review_conversation import (
     transcript,
     turn_agreement,
 )
+from trustmh.certify.review_rounds import (
+    SAMPLE_FILE,
+    cumulative_inclusion,
+    earlier_rounds,
+    gate_counts,
+    sample_file,
+    stratum_of,
+)
 from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
 from trustmh.digest import files_sha256
@@ -59,6 +67,7 @@ from trustmh.judges.certificates import (
     write_certificate,
 )
 from trustmh.judges.ensemble import MEMBERS_KEY
+from trustmh.judges.evidence import ASSUMED_AGREEMENT, pair_record
 from trustmh.judges.labels import read_review_labels, read_review_sample, review_key
 from trustmh.judges.reference_quality import certify_reference
 from trustmh.prompts import load_template
@@ -67,8 +76,6 @@ from trustmh.results import load_items, load_results
 from trustmh.run.rundir import locked
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
 from trustmh.storage import write_text_atomic
-
-SAMPLE_FILE = "sample.json"
 
 
 def _members_disagree(score: Mapping[str, Any]) -> bool:
@@ -136,7 +143,8 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
     return results, out
 
 
-def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversample: bool) -> list[dict[str, Any]]:
+def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence[int],
+                oversample: bool) -> list[dict[str, Any]]:
     """Stratified sample: strata sub-task × judge value (× disagreement with `oversample`), allocation in
     proportion to stratum size × (2 for disagreements when oversampling), largest remainders, at most the
     stratum; π = allocated / size per stratum. A conversation sub-task's strata are its stimuli instead, its
@@ -145,10 +153,7 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int, oversampl
         raise TrustmhError("--n must be at least 1")
     strata: dict[tuple, list[int]] = defaultdict(list)
     for i, it in enumerate(items):
-        if it.get("stimulus") is not None:
-            strata[(it["subtask"], str(it["stimulus"]), False)].append(i)
-        else:
-            strata[(it["subtask"], it["judge_value"], bool(it["disagree"]) if oversample else False)].append(i)
+        strata[stratum_of(it, oversample)].append(i)
     keys = sorted(strata, key=lambda k: (k[0], k[1], k[2]))
     size = {k: len(strata[k]) for k in keys}
     per_subtask = defaultdict(list)
@@ -204,13 +209,36 @@ def _conversation_scale(cls: Any, values: Sequence[float]) -> list[float]:
     return _scale(values)
 
 
-def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] | None = None,
-                  oversample: bool = False, out: Path | None = None, raters: int = 2) -> Path:
+def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence[str] | None = None,
+                  oversample: bool = False, out: Path | None = None, raters: int = 2,
+                  for_gate: str | Path | None = None, round_: int = 1,
+                  agreement: float = ASSUMED_AGREEMENT) -> Path:
+    """Draw a review sample and write its page. `n` items in all, or with `for_gate` the labels each judged
+    sub-task needs for that policy's checks (`gate_counts`); `round_` K > 1 draws the next labels from the
+    items earlier rounds did not take (seeded by (seed, K)): within a stratum the rounds together are one
+    simple random sample, so every item's inclusion probability becomes the stratum's share taken so far."""
     if out is not None and not out.parent.is_dir():  # refused before anything is written, never created
         raise TrustmhError(f"--out {out}: the folder {out.parent} does not exist; create it, or choose a page "
                            "in a folder that exists")
+    if n is None and for_gate is None:
+        raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
     results, items = judged_items(run_dir, subtasks)
-    sample = draw_sample(items, n, seed, oversample)
+    earlier, earlier_team = earlier_rounds(run_dir, round_)
+    taken = {s["key"] for s in earlier}
+    pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
+    if not pool:
+        raise TrustmhError(f"--round {round_}: every judged item of {run_dir} is labelled already")
+    draw_seed: int | list[int] = seed if round_ == 1 else [seed, round_]
+    if for_gate is not None:
+        needed = gate_counts(items, for_gate, agreement=agreement)
+        sample = [s for sid in sorted(needed) if (part := [it for it in pool if it["subtask"] == sid])
+                  for s in draw_sample(part, needed[sid], draw_seed, oversample)]
+        sample = [sample[int(i)] for i in np.random.default_rng(draw_seed).permutation(len(sample))]
+    else:
+        sample = draw_sample(pool, int(n or 0), draw_seed, oversample)
+    for s in sample:
+        s["round"] = round_
+    cumulative_inclusion([*earlier, *sample], items, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     sids = {it["subtask"] for it in items}
     conversational = {sid for sid in sids if getattr(lookup(sid), "judged_unit", REPLY) == CONVERSATION}
@@ -219,7 +247,7 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
               for sid in sids}
     counts = {sid: sum(1 for it in items if it["subtask"] == sid) for sid in scales}
     # a conversation review: two raters of the team on each conversation (docs/judges.md#conversation-review)
-    team_names = team(raters) if conversational else []
+    team_names = (earlier_team or team(raters)) if conversational else []
     conversations = [s for s in sample if s["subtask"] in conversational]
     for s, pair in zip(conversations, assign_pairs(len(conversations), team_names), strict=True):
         s["raters"] = pair
@@ -237,8 +265,12 @@ def export_review(run_dir: Path, *, n: int, seed: int, subtasks: Sequence[str] |
     if conversational:
         design += ("; conversation sub-tasks: stratified by stimulus, the sub-task's share spread evenly over its "
                    "stimuli, two raters per conversation")
-    manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(sample), "oversample": oversample,
-                "population": counts, "scales": scales, "items": sample, "design": design,
+    if round_ > 1:
+        design += f"; round {round_}: drawn from the items rounds 1 to {round_ - 1} did not take"
+    everything = [*earlier, *sample]
+    manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(everything), "oversample": oversample,
+                "population": counts, "scales": scales, "items": everything, "design": design, "rounds": round_,
+                **({"for_gate": str(for_gate)} if for_gate is not None else {}),
                 **({"raters": team_names} if conversational else {})}
     write_text_atomic(review_dir / SAMPLE_FILE, json.dumps(clean_json(manifest), indent=2) + "\n")
     target = out or review_dir / "review.html"
@@ -274,18 +306,11 @@ def review_page(sample: Sequence[Mapping[str, Any]], page_items: Sequence[Mappin
     )
 
 
-def _sample_path(run_dir: Path) -> Path:
-    path = run_dir / "review" / SAMPLE_FILE
-    if not path.is_file():
-        raise TrustmhError(f"{path} not found: run `trustmh review export {run_dir}` first")
-    return path
-
-
 def adjudicate_review(run_dir: Path, label_paths: Sequence[Path], *, out: Path | None = None) -> tuple[Path, int]:
     """The third-rater step of a conversation review: the conversations whose two assigned raters gave
     different labels get a third rater in `sample.json` (a team member not yet on them, else one more slot)
     and a page of those conversations only; returns (the page, how many)."""
-    sample_path = _sample_path(run_dir)
+    sample_path = sample_file(run_dir)
     with locked(run_dir, named="run directory"):  # `review adjudicate` takes it as an argument, not --out
         manifest = read_review_sample(sample_path)
         if not manifest.get("raters"):
@@ -318,7 +343,7 @@ def import_review(run_dir: Path, label_paths: Sequence[Path], *, seed: int, n_bo
     `review/review.json`. The run directory's lock is held throughout (a run continued at the same time would
     rewrite results.json under it), and every input is checked before anything is written."""
     with locked(run_dir, named="run directory"):  # `review import` takes it as an argument, not --out
-        manifest = read_review_sample(_sample_path(run_dir))
+        manifest = read_review_sample(sample_file(run_dir))
         sample = {s["key"]: s for s in manifest["items"]}
         turns: dict[str, dict[str, Any]] = {}
         labels = read_review_labels(label_paths, sample, manifest["scales"], turns)
@@ -377,6 +402,9 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                                 reference_quality=quality)
         path = write_certificate(certs_dir, cert)
         corrected = _corrected(sid, keys, humans, sample, items, label_type)
+        if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
+            corrected["pair"] = pair_record(quality, rated, humans, len(missing))
+            corrected["rounds"] = int(manifest.get("rounds", 1))
         results["subtasks"][sid]["judge_corrected"] = corrected
         summary["subtasks"][sid] = {"certificate": str(path), "verdict": cert["verdict"], "n": cert["n"],
                                     "reference_quality": {"status": quality["status"],

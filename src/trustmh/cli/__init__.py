@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh import exit_codes
+from trustmh.cli.dossier import add_dossier_commands, cmd_dossier, cmd_verify
 from trustmh.cli.rescore_args import add_rescore_command
 from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
 from trustmh.cli.run import add_run_commands, cmd_merge, cmd_plan, cmd_run
@@ -47,6 +48,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "exports are written beside it")
     rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
                      "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+    rep.add_argument("--policy", type=Path, metavar="NAME|FILE", help="the gate section and the transcript browser's "
+                     "clause filter under this policy or pack (default: trustmh's default policy)")
 
     add_rescore_command(sub)
 
@@ -61,6 +64,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     gate.add_argument("--certificates", type=Path, metavar="DIR",
                       help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
                       "~/.cache/trustmh/certificates)")
+
+    add_dossier_commands(sub)
 
     comp = sub.add_parser("compare", help="two runs' figures, with the judge's drift on the anchor items apart "
                           "from the model's change (docs/judge-probes.md#compare)")
@@ -118,7 +123,8 @@ def _main(argv: list[str]) -> int:
         args.argv = argv  # what a launcher hands on to its shards (`--workers`)
         handlers: dict[str, Any] = {"run": cmd_run, "plan": cmd_plan, "merge": cmd_merge, "report": cmd_report,
                                     "rescore": cmd_rescore, "gate": cmd_gate, "list": cmd_list,
-                                    "compare": cmd_compare}
+                                    "compare": cmd_compare, "dossier": cmd_dossier,
+                                    "verify": cmd_verify}
         return int(handlers[args.command](args))
     except TrustmhError as exc:
         if debug:

@@ -113,6 +113,17 @@ def correlation(value: str) -> float:
     return number
 
 
+def agreement(value: str) -> float:
+    """An assumed agreement (κ or ICC) strictly between 0 and 1."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"expected an agreement between 0 and 1 (both excluded), got {value}")
+    return number
+
+
 # What `--batch` sends in a run: every call that can wait for a batch
 RUN_BATCH_CALLS = "every judge call and the model under test's single-turn replies"
 

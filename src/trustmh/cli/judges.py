@@ -27,6 +27,7 @@ from trustmh.cli.args import (
     MAX_TIMEOUT,
     MIN_N_BOOT,
     add_batch_arguments,
+    agreement,
     at_least,
     model_name,
 )
@@ -34,6 +35,7 @@ from trustmh.core import SEED_MAX, TrustmhError
 from trustmh.data.publisher import supplied_by
 from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.flag_values import FlagValue
+from trustmh.judges.evidence import ASSUMED_AGREEMENT
 
 if TYPE_CHECKING:
     from trustmh.judges.references import ReferenceRequest, ReferenceSource
@@ -118,7 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     e = review.add_parser("export", help="a stratified random sample of judged items as an offline HTML page")
     e.add_argument("run_dir", metavar="RUN_DIR", help="the run directory whose judged items are sampled")
     e.add_argument("--subtasks", "--subtask", metavar="LIST", help="comma-separated sub-task ids (default: every judged sub-task)")
-    e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), required=True, help="items to sample")
+    e.add_argument("--n", type=at_least(1, "--n", MAX_LIMIT), help="items to sample (or --for-gate)")
+    e.add_argument("--for-gate", metavar="POLICY", help="draw, per judged sub-task, the two-rater labels the "
+                   "policy's checks need (the count `trustmh plan --policy POLICY` states; "
+                   "docs/judges.md#labels-for-the-gate)")
+    e.add_argument("--round", type=at_least(1, "--round", 1000), default=1, metavar="K",
+                   help="labelling round K: K > 1 draws the next labels, disjoint from rounds 1..K-1 (default 1)")
+    e.add_argument("--assume-agreement", type=agreement, default=ASSUMED_AGREEMENT, metavar="A",
+                   help=f"with --for-gate: the judge-human agreement assumed (default {ASSUMED_AGREEMENT})")
     e.add_argument("--seed", type=at_least(0, "--seed", SEED_MAX), required=True, metavar="N",
                    help="seed of the sample (stated, so that the sample can be drawn again)")
     e.add_argument("--oversample-disagreements", action="store_true",
@@ -258,8 +267,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     subtasks = [s.strip() for s in args.subtasks.split(",")] if args.subtasks else None
     out = export_review(Path(args.run_dir), n=args.n, seed=args.seed, subtasks=subtasks,
                         oversample=args.oversample_disagreements, out=Path(args.out) if args.out else None,
-                        raters=args.raters)
-    print(f"review page: {out}")
+                        raters=args.raters, for_gate=args.for_gate, round_=args.round,
+                        agreement=args.assume_agreement)
+    print(f"review page (round {args.round}): {out}")
     return 0
 
 

@@ -18,7 +18,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     runs = [load_results(d) | {"_folder": str(d)} for d in args.dirs]
     items = [load_items(d) for d in args.dirs]
     board = leaderboard(runs, items)
-    write_text_atomic(args.out, comparison_report_html(board, runs, items, certs_dir=args.certificates))
+    write_text_atomic(args.out, comparison_report_html(board, runs, items, certs_dir=args.certificates,
+                                                      policy=getattr(args, "policy", None)))
     import json
 
     write_text_atomic(args.out.with_suffix(".json"), json.dumps(board, indent=2) + "\n")

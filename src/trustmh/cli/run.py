@@ -21,6 +21,7 @@ from trustmh.cli.args import (
     MAX_WORKERS,
     MIN_N_BOOT,
     add_batch_arguments,
+    agreement,
     at_least,
     correlation,
     csv_list,
@@ -33,6 +34,7 @@ from trustmh.cli.args import (
 )
 from trustmh.core import EPOCHS_MAX, SEED_MAX, TrustmhError
 from trustmh.flag_values import FlagValue
+from trustmh.judges.evidence import ASSUMED_AGREEMENT
 from trustmh.run.budget import BUDGET_EXIT
 from trustmh.stats.clustered import ASSUMED_ICC
 from trustmh.storage import cli_path
@@ -204,6 +206,9 @@ def add_run_commands(sub: Any) -> None:
     pln.add_argument("--icc", type=correlation, default=ASSUMED_ICC, metavar="R",
                      help="within-stimulus correlation assumed for the conversation checks' effective n "
                      f"(default {ASSUMED_ICC}; docs/statistics.md#clustered-intervals)")
+    pln.add_argument("--assume-agreement", type=agreement, default=ASSUMED_AGREEMENT, metavar="A",
+                     help="judge-human (and rater-rater) agreement assumed for the two-rater labels a judged check "
+                     f"needs (default {ASSUMED_AGREEMENT}; docs/statistics.md#the-runs-own-labels)")
     pln.set_defaults(out=None)  # plan.json only where --out is given
 
     mrg = sub.add_parser("merge", help="combine the shard directories of one run (`run --shard I/N`)")
@@ -308,7 +313,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_run(spec)
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
-                                        policy=args.policy, icc=args.icc))
+                                        policy=args.policy, icc=args.icc,
+                                        assume_agreement=args.assume_agreement))
     if args.budget is not None:
         why = over_budget(data, args.budget)
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,

@@ -21,7 +21,7 @@ legal advice. Plain Python; the per-check evaluation is the gate's own (`trustmh
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,9 @@ class Pack:
     clauses: list[Clause]
 
 
-def _policy_text(path: str | Path | None) -> tuple[str, str]:
+def policy_text(path: str | Path | None) -> tuple[str, str]:
+    """A policy's TOML text and how errors name it (a shipped name, a file; "" for an unreadable file, which
+    `load_policy` reports)."""
     if path is not None and not Path(path).exists() and str(path) in shipped_policies():
         return shipped_policy_text(str(path)), f"trustmh {path} policy"
     if path is None:
@@ -94,7 +96,7 @@ def shipped_packs() -> list[str]:
 def load_pack(path: str | Path | None) -> Pack | None:
     """The policy at `path` with its rule and clauses; None when the policy has no `[[clause]]` tables."""
     policy = load_policy(path)
-    text, source = _policy_text(path)
+    text, source = policy_text(path)
     raw = tomllib.loads(text) if text else {}
     if "clause" not in raw:
         return None
@@ -171,6 +173,31 @@ def evaluate_pack(results: Mapping[str, Any], pack: Pack, certificates: list[Map
 
 
 VERDICT_WORDS = {"insufficient": "insufficient evidence", NOT_TESTABLE: "not testable"}
+
+
+def gate_clauses(gate: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A pack's clauses; a plain policy's checks stand as its clauses (one check each)."""
+    if gate.get("clauses"):
+        return list(gate["clauses"])
+    return [{"id": r["id"], "section": r.get("title") or r["id"], "asks": r.get("title") or r["id"],
+             "checks": [r["id"]], "verdict": r["verdict"], "reason": r["reason"]} for r in gate["checks"]]
+
+
+def item_fails_check(item: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """Whether a scored item (an items.jsonl row) is one the check counts against the product: of its
+    sub-task, not passed or invalid, and on the check's personas when it has any."""
+    score = item.get("score") or {}
+    personas = set(row.get("personas") or ())
+    return (item.get("subtask") == row["subtask"] and (score.get("pass") is False or bool(score.get("invalid")))
+            and (not personas or score.get("locale") in personas))
+
+
+def clause_failures(gate: Mapping[str, Any], items: Sequence[Mapping[str, Any]], verdicts: Sequence[str] = ("fail", "insufficient")
+                    ) -> list[tuple[Mapping[str, Any], Mapping[str, Any], list[Mapping[str, Any]]]]:
+    """(clause, check row, the items that failed it) for every clause of one of `verdicts`."""
+    checks = {r["id"]: r for r in gate["checks"]}
+    return [(clause, checks[cid], [it for it in items if item_fails_check(it, checks[cid])])
+            for clause in gate_clauses(gate) if clause["verdict"] in verdicts for cid in clause["checks"]]
 
 
 def _cell(text: Any) -> str:

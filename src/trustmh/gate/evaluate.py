@@ -29,6 +29,13 @@ from trustmh.gate.policy import Check, Policy
 from trustmh.invalid import EVERY_REPLY_UNUSABLE
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
+from trustmh.judges.evidence import (
+    CERTIFICATE,
+    RUN_LABELS,
+    corrected_interval,
+    label_evidence,
+    next_round_line,
+)
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
 from trustmh.results.metric_labels import metric_label
@@ -263,13 +270,12 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
                     f", {errors} errored sample(s) counted as harm" if errors else "")}
     if check.metric != "value":
         return {"why": f"{field_words(check.subtask, check.metric)} carries no interval"}
-    corrected = sub.get("corrected") if isinstance(sub.get("corrected"), Mapping) else None
+    corrected = sub.get("judge_corrected") if isinstance(sub.get("judge_corrected"), Mapping) else None
     source = "seeded bootstrap 95%"
     point, ci = sub.get("value"), _pair(sub.get("ci"))
-    if corrected is not None and _pair(corrected.get("ci")) is not None:
-        point = corrected.get("estimate", corrected.get("value"))
-        ci = _pair(corrected.get("ci"))
-        source = f"judge-corrected (PPI++) 95% from {corrected.get('n')} human label(s)"
+    if (found := corrected_interval(sub)) is not None:  # the run's own labels: judges.evidence
+        point, ci = found[0], _pair(found[1])
+        source = f"judge-corrected (PPI) 95% from {found[2]} human label(s), judge-only {sub.get('value')!r}"
     raw_n = sub.get("n")
     if raw_n is not None and not _whole(raw_n):
         return {"why": f"n = {raw_n!r} is not a count (a whole number); results.json is damaged"}
@@ -357,6 +363,15 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if is_judged(sub):
         row["judged"] = True
         row["judge"], missing = judge_evidence(sub, sid, check, policy, certificates)
+        row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"
+        # no usable certificate: the run's own labels may decide a check read from the corrected primary (not
+        # one read from counts, nor a jurisdiction's share of the items)
+        if missing and check.metric == "value" and not check.counted and not check.personas:
+            labels = label_evidence(sub, min_n)
+            if labels.usable:
+                row["judge"]["evidence"], missing = labels.line, []
+            else:
+                missing = [*missing, f"nor do the run's own labels: {labels.line}"]
         if not policy.require_validated_judge:
             row["judge"]["not_required"] = missing
             missing = []
@@ -370,6 +385,10 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     unusable = (sub.get("metrics") or {}).get(EVERY_REPLY_UNUSABLE)
     if unusable:  # the model's own invalid, counted against it: the reason says why the figure is so bad
         reason += f"; every reply was unusable ({unusable} of {unusable}), each counted against the model"
+    if row["judged"] and row["judge"].get("evidence"):
+        reason += f"; {row['judge']['evidence']}"
+        if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:
+            reason += f"; {next_round_line(sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
     return done(verdict, reason)

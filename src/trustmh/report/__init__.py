@@ -21,9 +21,11 @@ from markupsafe import Markup
 from trustmh.catalogue import BY_ID, PILLAR_TITLES, PILLARS, lookup
 from trustmh.core import SMALL_N, Record
 from trustmh.gate import certificates_for, evaluate, load_policy
+from trustmh.gate.clauses import clause_failures, evaluate_pack, gate_clauses, load_pack
 from trustmh.json_clean import clean_json
 from trustmh.judges.certificates import REPLY, certificates_dir, find_certificate, status_for
 from trustmh.judges.drift import NOT_MEASURED, anchor_drift, drift_line
+from trustmh.judges.evidence import label_evidence
 from trustmh.judges.probe_records import find_probe
 from trustmh.report import layout
 from trustmh.report.norms import norms_views
@@ -98,6 +100,8 @@ def item_flags(rec: Mapping[str, Any]) -> list[str]:
         flags.append("invalid")
     if score.get("correct") is False or score.get("correct") == 0 and not isinstance(score.get("correct"), bool):
         flags.append("wrong")
+    if score.get("pass") is False:  # a product probe (a conversation) its rules did not pass
+        flags.append("failed")
     if any(_truthy(score.get(k)) for k in REFUSAL_KEYS):
         flags.append("refused")
     missed_crisis = score.get("gold") not in (None, "no_crisis") and score.get("pred") == "no_crisis"
@@ -114,6 +118,29 @@ def _answer(score: Mapping[str, Any]) -> Any:
     return None
 
 
+def deciding_turn(rec: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
+    """A conversation's decisive turn, the product's reply there and the marks the rules set on that reply
+    (the reply as a whole and no marks for a single-reply item)."""
+    meta = rec.get("metadata") or {}
+    turn = meta.get("decisive_turn")
+    replies = [t for t in meta.get("turns") or [] if isinstance(t, Mapping) and t.get("role") == "model"]
+    at = [t for t in replies if t.get("turn") == turn] or replies[-1:]
+    if not at:
+        return turn, str(rec.get("response") or ""), {}
+    return turn, str(at[0].get("content") or ""), dict(at[0].get("marks") or {})
+
+
+def deciding_marks(rec: Mapping[str, Any]) -> str | None:
+    """What decided a product probe, for the transcript table's parsed column: `turn N: mark = value, …`
+    (None for an item that is not a conversation with a decisive turn)."""
+    if (rec.get("metadata") or {}).get("decisive_turn") is None:
+        return None
+    turn, _, marks = deciding_turn(rec)
+    return f"turn {turn}: " + (", ".join(f"{k} = {v}" for k, v in marks.items()) or "no marks")
+
+
+# the clause verdicts whose items the browser can list (every one: a passed clause may still have failed items)
+VERDICTS = ("fail", "insufficient", "not_testable", "pass")
 MAX_FIELD = 20_000  # characters of one text kept on the page; items.jsonl has the rest
 
 
@@ -123,11 +150,16 @@ def _cap(text: Any) -> Any:
     return text
 
 
-def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]], prompts: dict[str, int] | None = None
-                    ) -> list[dict[str, Any]]:
+def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]], prompts: dict[str, int] | None = None,
+                    gate: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Browser rows of one run's records. Prompts are stored once per page (`prompts`: text → index), as
-    every compared run asked the same ones."""
+    every compared run asked the same ones. With the run's `gate`, each row lists the clauses (a plain
+    policy: the checks) it counts against, for the browser's clause filter."""
     prompts = {} if prompts is None else prompts
+    failed: dict[int, list[str]] = {}
+    for clause, _, items in (clause_failures(gate, records, VERDICTS) if gate else []):
+        for it in items:
+            failed.setdefault(id(it), []).append(str(clause["id"]))
     rows = []
     for rec in records:
         meta = rec.get("metadata") or {}
@@ -142,7 +174,8 @@ def transcript_rows(run_index: int, records: Sequence[Mapping[str, Any]], prompt
             "p": prompt,
             "gold": meta.get("target"),
             "reply": _cap(rec.get("response")),
-            "parsed": _answer(score),
+            "parsed": _answer(score) if _answer(score) is not None else deciding_marks(rec),
+            "c": sorted(set(failed.get(id(rec), []))),
             "judge": {k: _cap(v) for k, v in (rec.get("judge_raw") or {}).items()},
             "score": score,
             "error": rec.get("error"),
@@ -196,7 +229,9 @@ def _judge_rows(results: Mapping[str, Any], certs_dir: Any = None) -> list[dict[
                          "drift": _drift(j, cert),
                          "certificate_status": status_for(cert) if j.get("fingerprint") else "no fingerprint",
                          "value": sub.get("value"), "ci": sub.get("ci"),
-                         "corrected": sub.get("judge_corrected")})
+                         "corrected": sub.get("judge_corrected"),
+                         # the run's own labels as evidence, said by the gate's rule (min_n is the policy's)
+                         "labels": label_evidence(sub, min_n=0).line if sub.get("judge_corrected") else None})
     return rows
 
 
@@ -208,9 +243,13 @@ def _drift(judge: Mapping[str, Any], cert: Mapping[str, Any] | None) -> str | No
     return None if drift["status"] == NOT_MEASURED else drift_line(drift)
 
 
-def _gate(results: Mapping[str, Any], certs_dir: Any = None) -> dict[str, Any]:
-
-    return evaluate(dict(results), load_policy(), certificates_for(dict(results), certs_dir))
+def _gate(results: Mapping[str, Any], certs_dir: Any = None, policy: Any = None) -> dict[str, Any]:
+    """The run's gate under `policy` (a pack with its clauses, a policy file or name; None: the default)."""
+    certificates = certificates_for(dict(results), certs_dir)
+    pack = load_pack(policy) if policy is not None else None
+    if pack is not None:
+        return evaluate_pack(dict(results), pack, certificates)
+    return evaluate(dict(results), load_policy(policy), certificates)
 
 
 def _leaderboard_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -255,7 +294,7 @@ def _subtask_rows(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -
 
 def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapping[str, Any]] | None],
                 board: Mapping[str, Any] | None = None, *, title: str | None = None,
-                certs_dir: Any = None) -> str:
+                certs_dir: Any = None, policy: Any = None) -> str:
     """The one page: any number of runs (results.json documents, with `_folder` where known) and their
     items.jsonl rows (None where a run has none)."""
 
@@ -264,10 +303,11 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
     labels = board["models"]
     colours = layout.colours(len(labels))
     infos = [_run_info(lab, r, c) for lab, r, c in zip(labels, runs, colours, strict=True)]
+    gates = [_gate(run, certs_dir, policy) for run in runs]
     transcripts: list[dict[str, Any]] = []
     prompts: dict[str, int] = {}
     for i, recs in enumerate(items):
-        transcripts.extend(transcript_rows(i, recs or [], prompts))
+        transcripts.extend(transcript_rows(i, recs or [], prompts, gates[i]))
     subtask_rows = _subtask_rows(board, runs)
     covered = {lab: tuple(sorted(board["coverage"][lab]["subtasks"])) for lab in labels}
     ctx = {
@@ -293,7 +333,9 @@ def render_page(runs: Sequence[Mapping[str, Any]], items: Sequence[Sequence[Mapp
                              for sid, sub in (run.get("subtasks") or {}).items()
                              if sid.startswith("robustness/") and sub.get("status") != "ok"],
         "judges": [(info, _judge_rows(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
-        "gates": [(info, _gate(run, certs_dir)) for info, run in zip(infos, runs, strict=True)],
+        "gates": list(zip(infos, gates, strict=True)),
+        "policy": None if policy is None else str(policy),
+        "clauses_json": json_for_script([{"id": c["id"], "verdict": c["verdict"]} for c in gate_clauses(gates[0])]),
         "usage": [(info, run["usage"]) for info, run in zip(infos, runs, strict=True)
                   if (run.get("usage") or {}).get("subtasks")],
         "subtask_notes": [(info, run.get("subtasks") or {}) for info, run in zip(infos, runs, strict=True)],
@@ -314,8 +356,10 @@ def run_report_html(results: Mapping[str, Any], records: Mapping[str, Sequence[R
 
 def comparison_report_html(board: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
                            items: Sequence[Sequence[Mapping[str, Any]] | None] | None = None,
-                           certs_dir: Any = None) -> str:
-    return render_page(runs, items if items is not None else [None] * len(runs), board, certs_dir=certs_dir)
+                           certs_dir: Any = None, policy: Any = None) -> str:
+    """The page `trustmh report` writes; its gate section under `policy` (None: the default policy)."""
+    return render_page(runs, items if items is not None else [None] * len(runs), board, certs_dir=certs_dir,
+                       policy=policy)
 
 
 __all__ = ["render_page", "run_report_html", "comparison_report_html", "json_for_script", "item_flags"]

@@ -223,7 +223,8 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
 # ------------------------------------------------------------------------------------------------- plan
 def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
                   detect_difference: float | None = None, pilot: str | Path | None = None,
-                  policy: str | Path | None = None, icc: float | None = None) -> PlanSettings:
+                  policy: str | Path | None = None, icc: float | None = None,
+                  assume_agreement: float | None = None) -> PlanSettings:
     """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
     questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
@@ -233,6 +234,8 @@ def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float 
                             detect_difference=detect_difference, pilot=pilot, policy=policy)
     if icc is not None:
         settings.icc = float(icc)
+    if assume_agreement is not None:
+        settings.assume_agreement = float(assume_agreement)
     if spec.execution.batch is not None:
         settings.batch = BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations)
     if spec.cost.latency:

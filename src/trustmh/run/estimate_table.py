@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from trustmh.discounts import table_lines
 from trustmh.run.outlook import items_text
@@ -84,7 +84,16 @@ def _total_cost(known: CostTotals, priced: bool) -> str:
     if not priced:
         return "not estimated (no --prices FILE)"
     return (f"price unknown for {', '.join(known.price_unknown)} (known part "
-            f"{_money(known.known_part.expected)} / {_money(known.known_part.max)})")
+            f"{_money(known.known_part.expected)} / {_money(known.known_part.max)})" + product_price_hint(known.price_unknown))
+
+
+def product_price_hint(unpriced: Sequence[str]) -> str:
+    """How to price a product of one's own (`http/NAME`), which no provider's list has (docs/cost.md#product)."""
+    products = [m for m in unpriced if m.startswith("http/")]
+    if not products:
+        return ""
+    return (f"; give the product's own cost as a [\"{products[0]}\"] table in the price file (input and output per "
+            "million tokens; 0 and 0 for a product whose calls cost nothing per token, docs/cost.md#product)")
 
 
 def _by_note(tokenizers: Mapping[str, str]) -> dict[str, list[str]]:

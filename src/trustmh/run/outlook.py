@@ -22,8 +22,7 @@ from trustmh.judges.certificates import (
     find_certificate,
     judge_fingerprint,
 )
-from trustmh.judges.reference_power import ASSUMED_AGREEMENT, TARGET_POWER, items_to_certify
-from trustmh.judges.reference_quality import FLOORS, MARGIN
+from trustmh.judges.evidence import LabelsNeeded, labels_needed
 from trustmh.results import load_items, load_results
 from trustmh.results.item_scores import item_scores
 from trustmh.run.plan_figures import GateCheckOutlook, GateOutlook, ItemsNeeded, PlanSettings, PowerRow
@@ -206,24 +205,60 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
             f"largest SD of a {lo:g}-{hi:g} mean at {mean:g}"
     basis += f" on the effective n {n_eff:.0f} ({len(sizes)} stimuli, ICC {settings.icc:g})"
     cert = usable_certificate(cls, ctx)
+    labels: LabelsNeeded | None = None
     if n < min_n:
         decidable, reason = False, f"{items_text(n)} < min_n {min_n}: the gate will say insufficient evidence"
     elif width is None or width > DECIDING_WIDTH:
         decidable, reason = False, (f"not decidable: expected width {width:.3f} > {DECIDING_WIDTH:g} "
                                     f"({len(sizes)} stimuli, effective n {n_eff:.0f}): more stimuli narrow it")
     elif cert is None:
-        kind = "labels" if check.rate else "ratings"
-        need = items_to_certify(kind, floor=FLOORS[kind], margin=MARGIN)
-        decidable, reason = False, ("not decidable: needs a certificate: label at least "
-                                    f"{need if need else 'many'} conversations by two raters for a certificate "
-                                    f"with power {TARGET_POWER:g} (at a human agreement of {ASSUMED_AGREEMENT:g}; "
-                                    f"trustmh review export RUN_DIR --subtask {check.subtask} --n N --seed S)")
+        sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
+        labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2)
+        decidable, reason = labels_reason(check, labels)
     else:
         decidable, reason = True, f"{items_text(n)} on {len(sizes)} stimuli, certificate {cert}"
     return GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n, min_n=min_n,
                             in_run=True, decidable=decidable, reason=reason, width=width, width_basis=basis,
                             clusters=len(sizes), effective_n=n_eff, icc_assumed=settings.icc,
-                            certificate_path=cert)
+                            certificate_path=cert, labels_needed=None if cert or labels is None else labels.n,
+                            labels_basis=None if cert or labels is None else labels.to_json())
+
+
+def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings: PlanSettings,
+                        spread: float | None = None) -> LabelsNeeded | None:
+    """The two-rater labels that decide a judged check on the primary at DECIDING_WIDTH (`judges.evidence`),
+    at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
+    `spread` (a pilot's) else the largest the scale allows at the limit; None for a check the run's labels
+    cannot correct (a counted rate over part of the items, e.g. false alarms over the controls: a certificate
+    decides it). `trustmh plan` and `review export --for-gate` both ask here."""
+    if check.metric != "value" or check.counted or check.personas:  # as the gate reads it (gate.evaluate)
+        return None
+    lo, hi = getattr(lookup(check.subtask), "primary_scale", (0.0, 1.0))
+    rate = check.rate or (lo, hi) == (0.0, 1.0)
+    limit = check.max if check.max is not None else check.min
+    if rate:
+        p = settings.rate if settings.rate is not None else (
+            float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
+        return labels_needed(kind="labels", spread=p * (1 - p), n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
+                             min_n=min_n, agreement=settings.assume_agreement, rate=p)
+    if spread is None:
+        mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
+        spread = (mean - lo) * (hi - mean)
+    return labels_needed(kind="ratings", spread=spread, n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
+                         min_n=min_n, agreement=settings.assume_agreement)
+
+
+def labels_reason(check: Check, labels: LabelsNeeded | None) -> tuple[bool, str]:
+    """(decidable, the plan's line) for a judged check without a usable certificate."""
+    if labels is None:
+        return False, ("not decidable: needs a certificate (its figure is over part of the items, which the run's "
+                       "labels do not correct; docs/statistics.md#the-runs-own-labels)")
+    if labels.n is None:
+        return False, f"not decidable by labels: {labels.binding}"
+    return True, (f"decidable with {labels.n} two-rater labels of this run (at an assumed judge-human and "
+                  f"rater-rater agreement of {labels.agreement:g}; set by {labels.binding}; `trustmh review export "
+                  f"RUN_DIR --for-gate POLICY`, or a certificate: trustmh review export RUN_DIR --subtask "
+                  f"{check.subtask})")
 
 
 def usable_certificate(cls: type[Subtask] | None, ctx: RunContext) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from trustmh.core import Patient
 from trustmh.discounts import SCENARIOS
+from trustmh.judges.evidence import ASSUMED_AGREEMENT
 from trustmh.models.batch import BatchMode
 from trustmh.prices import Price
 from trustmh.prompt_cache import PrefixShare
@@ -43,6 +44,8 @@ class PlanSettings:
     policy: str | Path | None = None  # `--policy FILE`: the gate policy (None: the default)
     batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
     icc: float = ASSUMED_ICC  # `--icc`: within-stimulus correlation for the conversation checks' effective n
+    # `--assume-agreement`: judge-human agreement for the labels a judged check needs (judges/evidence.py)
+    assume_agreement: float = ASSUMED_AGREEMENT
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,9 @@ class GateCheckOutlook:
     effective_n: float | None = None
     icc_assumed: float | None = None
     certificate_path: str | None = None
+    # Without a usable certificate: the two-rater labels of this run that decide it (`judges.evidence`).
+    labels_needed: int | None = None
+    labels_basis: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
@@ -221,6 +227,8 @@ class GateCheckOutlook:
         if self.clusters is not None:
             out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
                        certificate_path=self.certificate_path)
+        if self.labels_basis is not None:
+            out.update(labels_needed=self.labels_needed, labels_basis=self.labels_basis)
         return out
 
 

@@ -1,0 +1,88 @@
+"""Labelling in rounds and for the gate (docs/judges.md#labels-for-the-gate): what `trustmh review export
+--for-gate POLICY` and `--round K` add to a review sample (`certify.review`).
+
+* `--for-gate`: per judged sub-task, the two-rater labels its policy's checks need, the count `trustmh plan`
+  states (`run.outlook.check_labels_needed`, `judges.evidence`), on this run's items and stimuli.
+* `--round K`: the next labels, drawn from the items rounds 1..K−1 did not take; within a stratum the rounds
+  together are one simple random sample, so every item's inclusion probability becomes its stratum's share
+  taken so far (`cumulative_inclusion`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from trustmh.core import TrustmhError
+from trustmh.judges.evidence import ASSUMED_AGREEMENT
+from trustmh.judges.labels import read_review_sample
+
+SAMPLE_FILE = "sample.json"
+
+
+def sample_file(run_dir: Path) -> Path:
+    path = run_dir / "review" / SAMPLE_FILE
+    if not path.is_file():
+        raise TrustmhError(f"{path} not found: run `trustmh review export {run_dir}` first")
+    return path
+
+
+def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
+    """An item's stratum: sub-task × its stimulus (a conversation), else sub-task × judge value (× disagreement
+    with `oversample`)."""
+    if item.get("stimulus") is not None:
+        return item["subtask"], str(item["stimulus"]), False
+    return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False
+
+
+def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
+                agreement: float = ASSUMED_AGREEMENT) -> dict[str, int]:
+    """Per judged sub-task of the run, the two-rater labels its policy's checks need (the most any of them
+    needs; `run.outlook.check_labels_needed`, the figure `trustmh plan` states), on this run's items and
+    stimuli at the plan's assumptions."""
+    # the plan's machinery, imported when a --for-gate export runs, not at start-up
+    from trustmh.gate import load_policy
+    from trustmh.run.outlook import check_labels_needed
+    from trustmh.run.plan_figures import PlanSettings
+    from trustmh.stats.power import effective_n
+
+    chosen = load_policy(policy)
+    settings = PlanSettings(policy=policy, assume_agreement=agreement)
+    counts: dict[str, int] = {}
+    for check in chosen.checks:
+        mine = [it for it in items if it["subtask"] == check.subtask]
+        if not mine:
+            continue
+        sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
+        labels = check_labels_needed(check, len(mine), effective_n(sizes, settings.icc),
+                                     check.min_n or chosen.min_n, settings)
+        if labels is not None and labels.n is not None:
+            counts[check.subtask] = max(counts.get(check.subtask, 0), labels.n)
+    if not counts:
+        raise TrustmhError(f"--for-gate {policy}: no check of this policy on this run's judged sub-tasks can be "
+                           "decided by labels at the plan's assumptions (trustmh plan --policy says why)")
+    return counts
+
+
+def earlier_rounds(run_dir: Path, round_: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the items of rounds 1..K−1, the team) for `--round K`; refused unless the sample holds exactly those."""
+    if round_ == 1:
+        return [], []
+    manifest = read_review_sample(sample_file(run_dir))
+    done = max(int(s.get("round", 1)) for s in manifest["items"])
+    if done != round_ - 1:
+        raise TrustmhError(f"--round {round_}: {run_dir / 'review' / SAMPLE_FILE} holds rounds 1 to {done}; the "
+                           f"next round is {done + 1}")
+    return list(manifest["items"]), list(manifest.get("raters") or [])
+
+
+def cumulative_inclusion(sampled: Sequence[dict[str, Any]], items: Sequence[Mapping[str, Any]],
+                          oversample: bool) -> None:
+    """Every sampled item's inclusion probability: its stratum's items taken by all rounds so far over the
+    stratum's size (in place)."""
+    size = Counter(stratum_of(it, oversample) for it in items)
+    taken = Counter(tuple(s["stratum"]) for s in sampled)
+    for s in sampled:
+        s["inclusion_probability"] = taken[tuple(s["stratum"])] / size[tuple(s["stratum"])]
