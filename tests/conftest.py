@@ -29,6 +29,11 @@ os.environ.setdefault("INSPECT_DISPLAY", "none")
 if "TRUSTMH_MODELS_DIR" not in os.environ:
     os.environ["TRUSTMH_MODELS_DIR"] = tempfile.mkdtemp(prefix="trustmh-models-")
     atexit.register(shutil.rmtree, os.environ["TRUSTMH_MODELS_DIR"], ignore_errors=True)
+# Judge certificates default to the current directory's trustmh-certificates/ (issue 53.5): the session keeps its own,
+# never the checkout's nor the user's.
+if "TRUSTMH_CERTIFICATES_DIR" not in os.environ:
+    os.environ["TRUSTMH_CERTIFICATES_DIR"] = tempfile.mkdtemp(prefix="trustmh-certificates-")
+    atexit.register(shutil.rmtree, os.environ["TRUSTMH_CERTIFICATES_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

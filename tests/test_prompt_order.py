@@ -10,7 +10,8 @@ import pytest
 from trustmh.prompts import _index, load_template
 
 JUDGE_TEMPLATES = sorted(n for n in _index() if "judge" in n or n.startswith("sycophancy_oeq_"))
-PLACEHOLDER = re.compile(r"\$\{?(?!output_spec\b)[a-z_]+")
+# `care_marks` is the check's rubric (conversation.care): the same for every item of the check, part of the shared prefix
+PLACEHOLDER = re.compile(r"\$\{?(?!output_spec\b|care_marks\b)[a-z_]+")
 
 
 def test_there_are_judge_templates() -> None:

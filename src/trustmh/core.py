@@ -257,6 +257,9 @@ class SubtaskResult:
     # the n items and the independent items they are worth (docs/statistics.md#clustered-intervals).
     clusters: int | None = None
     effective_n: float | None = None
+    # `--until-decided` (`run/rounds.py`): whether the sub-task stopped early, after how many items, why, and
+    # its checks' anytime-valid intervals (the gate reads them where it stopped early)
+    sequential: dict[str, Any] | None = None
 
     @classmethod
     def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
@@ -270,7 +273,7 @@ class SubtaskResult:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("clusters", "effective_n"):  # written only where the items share stimuli
+        for key in ("clusters", "effective_n", "sequential"):  # written only where they apply
             if d[key] is None:
                 del d[key]
         d["small_n"] = self.small_n
@@ -319,6 +322,8 @@ class Option:
     help: str
     minimum: int | None = None  # set: the value must be a whole number ≥ minimum
     maximum: int | None = None  # set: and ≤ maximum (counts that multiply a run's calls, tokens or time)
+    # an empty value is refused (`-O sets=`: an empty path would silently run the shipped data instead)
+    nonempty: bool = False
 
 
 # (record as written to items.jsonl, the run's results.json) → the item's primary score, or None to leave it out

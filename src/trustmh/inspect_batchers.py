@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from trustmh.models import batch as trustmh_batch
@@ -52,6 +53,7 @@ def _journal_mixin(journal: Any) -> Any:
             async with self._recovery_lock:
                 if not self._recovery_started:
                     self._recovery_started = True
+                    await self._look_up_torn()
                     self._waiting = {b: set((e.get("requests") or {}).values()) for b, e in journal.batches.items()
                                      if e.get("model") == self._journal_label()}
                     await self._poll_waiting()
@@ -62,6 +64,29 @@ def _journal_mixin(journal: Any) -> Any:
                     await self._poll_waiting()
                 answer = self._recovered.take(h)
             return answer
+
+        async def _journal_requests(self, batch_id: str) -> dict[str, str]:  # custom_id -> hash, from the provider
+            raise NotImplementedError
+
+        async def _look_up_torn(self) -> None:
+            """A batch whose journal line was cut (`Journal._torn`) is looked up at the provider by its id: its
+            requests (custom_id -> body hash) are read back from the provider before anything is submitted, so
+            none of them is paid twice."""
+            for batch_id, entry in journal.batches.items():
+                if not entry.get("torn") or entry.get("model") not in (None, self._journal_label()):
+                    continue
+                try:
+                    entry["requests"] = {**entry.get("requests", {}), **await self._journal_requests(batch_id)}
+                except Exception as exc:  # noqa: BLE001  not this provider's, or unreachable: what the line kept
+                    if entry.get("model") is None:
+                        continue
+                    print(f"trustmh: batch {batch_id} (cut journal line): the provider did not list its requests "
+                          f"({type(exc).__name__}); the {len(entry.get('requests', {}))} the line kept are "
+                          "collected, the rest submitted again", file=sys.stderr, flush=True)
+                entry["model"], entry["torn"] = self._journal_label(), False
+                print(f"trustmh: batch {batch_id} (cut journal line) found at the provider: its "
+                      f"{len(entry['requests'])} request(s) are collected from it, not submitted again",
+                      file=sys.stderr, flush=True)
 
         async def _poll_waiting(self) -> None:
             for batch_id in list(self._waiting):
@@ -91,21 +116,39 @@ def _journal_mixin(journal: Any) -> Any:
             """A request a batch of this run left unanswered when it ended fails again at once (a sample's
             retry): it is not submitted again until the user runs the command again."""
             error = self._ended.get(self._journal_key(request))
-            if error is not None:
-                raise error
+            if error is not None:  # a fresh instance: one raised again and again grows its traceback each time
+                raise trustmh_batch.BatchEnded(str(error)) from None
 
-        def _batch_ended(self, batch: Any, status: str, answers: dict[str, Any], files: list[str]) -> dict[str, Any]:
+        def _batch_ended(self, batch: Any, status: str, answers: dict[str, Any], files: list[str] | None
+                         ) -> dict[str, Any]:
             """The results of a batch that ended as a whole: its answers, and for every other request one
-            `BatchEnded` naming the batch, the journal and what to do (said once, on stderr)."""
+            `BatchEnded` naming the batch, the journal and what to do (said once, on stderr). `files` None: the
+            batch still runs at the provider (`--batch-timeout`), left in the journal uncollected."""
             error = trustmh_batch.BatchEnded(trustmh_batch.ended_message(
-                batch.id, status, len(answers), len(batch.requests), None if journal is None else journal.root))
+                batch.id, status, len(answers), len(batch.requests), None if journal is None else journal.root,
+                running=files is None))
             print(f"trustmh: {error}", file=sys.stderr, flush=True)
             for request_id, request in batch.requests.items():
                 if request_id not in answers:
                     self._ended[self._journal_key(request.request)] = error
-            if journal is not None:
+            if journal is not None and files is not None:
                 journal.collected(batch.id, files)
-            return {request_id: answers.get(request_id, error) for request_id in batch.requests}
+            # each request its own error: one instance raised by every request (and rendered by Inspect's rich
+            # traceback per sample) carried every raise's frames, and rendering it held the event loop for minutes
+            return {request_id: answers[request_id] if request_id in answers else trustmh_batch.BatchEnded(str(error))
+                    for request_id in batch.requests}
+
+        async def _end_if_overdue(self, batch: Any, checked: Any) -> None:
+            """A batch still unfinished `--batch-timeout` seconds after it was submitted ends the wait: its
+            requests fail with `BatchEnded` (the run ends incomplete, exit 5); it stays in the journal, so the same
+            command collects it from the provider rather than paying for it again."""
+            mode = trustmh_batch.ACTIVE
+            timeout = None if mode is None else mode.timeout
+            if timeout is None or checked is not None and checked.completion_info is not None or \
+                    batch.id not in self._inflight_batches or time.time() - batch.created_at < timeout:
+                return
+            await self._resolve_inflight_batch(batch, self._batch_ended(
+                batch, f"still unfinished after --batch-timeout {timeout:g} s", {}, None))
 
         def _journal_submitted(self, batch_id: str, batch: list[Any]) -> None:
             journal.submitted(batch_id, self._journal_label(),
@@ -151,6 +194,12 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             journal.batches[batch_id]["files"] = [f for f in (info.output_file_id, info.error_file_id) if f]
             return "ended"
 
+        async def _journal_requests(self, batch_id: str) -> dict[str, str]:
+            info = await self._openai_client.batches.retrieve(batch_id)
+            data = await (await self._openai_client.files.content(info.input_file_id)).aread()
+            return {str(row["custom_id"]): trustmh_batch.request_hash(row["body"])
+                    for row in map(json.loads, data.decode("utf-8").splitlines()) if row.get("custom_id")}
+
         async def _journal_answers(self, batch_id: str, entry: dict[str, Any]) -> list[tuple[str, Any]]:
             answers = []
             for file_id in entry.get("files") or []:  # kept when the batch was collected, else downloaded now
@@ -181,6 +230,7 @@ def openai_batcher_class(base: Any, journal: Any) -> Any:
             if status in ("expired", "cancelled") and checked.completion_info is None and batch.id in \
                     self._inflight_batches:  # ended with no result file: Inspect would poll it for ever
                 await self._resolve_inflight_batch(batch, self._batch_ended(batch, status, {}, []))
+            await self._end_if_overdue(batch, checked)
             return checked
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> Any:
@@ -273,6 +323,11 @@ def anthropic_batcher_class(base: Any, journal: Any) -> Any:
             self._refuse_ended(request)
             answer = None if journal is None else await self._recovered_answer(self._journal_key(request))
             return answer if answer is not None else await super().generate_for_request(request)
+
+        async def _check_batch(self, batch: Any) -> Any:
+            checked = await super()._check_batch(batch)
+            await self._end_if_overdue(batch, checked)
+            return checked
 
         async def _handle_batch_result(self, batch: Any, completion_info: Any) -> dict[str, Any]:
             rows = [r async for r in await self._client.messages.batches.results(batch.id)]

@@ -83,6 +83,9 @@ def check_options(options: Mapping[str, Any], subtask_ids: Iterable[str]) -> Non
             raise TrustmhError(f"-O {key}: unknown option {where}; known: {', '.join(sorted(known))}")
         if key == "ensemble":
             ensemble_option(options)
+        if known[key].nonempty and not str(value).strip():
+            raise TrustmhError(f"-O {key}=: empty; name what it reads ({known[key].help.split(':')[0]}), or leave "
+                               f"-O {key} out")
         minimum = known[key].minimum
         if minimum is not None and not isinstance(value, int):
             try:

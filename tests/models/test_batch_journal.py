@@ -184,7 +184,44 @@ def test_a_journal_with_a_garbage_line_before_the_last_is_refused(tmp_path: Path
 
 def test_a_journal_whose_last_line_was_cut_still_opens(tmp_path: Path) -> None:
     (tmp_path / JOURNAL).write_text('{"batch": "b1", "model": "m"}\n{"batch": "b2", "mo')
-    assert list(Journal.open(tmp_path).batches) == ["b1"]
+    assert list(Journal.open(tmp_path).batches) == ["b1", "b2"]
+
+
+# issue 53.1: the cut line's batch and the request pairs before the tear are kept, marked for a look-up at the
+# provider, and a line says so
+def test_a_cut_journal_line_keeps_its_batch_and_the_requests_before_the_tear(tmp_path: Path) -> None:
+    line = json.dumps({"batch": "b2", "model": "m", "requests": {"r1": "a" * 64, "r2": "b" * 64}})
+    (tmp_path / JOURNAL).write_text(line[: line.index("r2") + 10])
+    assert Journal.open(tmp_path).batches["b2"] == {"batch": "b2", "model": "m", "torn": True,
+                                                    "requests": {"r1": "a" * 64}}
+
+
+def test_a_cut_journal_line_is_said_naming_the_journal_and_the_batch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / JOURNAL).write_text('{"batch": "b2", "mo')
+    Journal.open(tmp_path)
+    assert f"{tmp_path / JOURNAL} line 1 was cut (a kill mid-write): batch b2 is looked up" in capsys.readouterr().err
+
+
+def test_a_journal_line_cut_before_its_batch_id_says_its_requests_are_asked_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / JOURNAL).write_text('{"bat')
+    Journal.open(tmp_path)
+    assert "cut before its batch id" in capsys.readouterr().err
+
+
+# issue 53.1: SIGKILL with a batch in flight and the journal's line cut in half: the same command finds the batch at
+# the provider by its id and submits none of its requests again
+def test_a_cut_journal_line_is_looked_up_at_the_provider_and_nothing_is_submitted_twice(
+        env: Any, tmp_path: Path) -> None:
+    with env(BatchServer(echo, delay=1.0)) as server:
+        killed_with_batch_in_flight(env, server, tmp_path)
+        data = (tmp_path / JOURNAL).read_bytes()
+        (tmp_path / JOURNAL).write_bytes(data[: len(data) // 2])
+        with journaled_batches(tmp_path):
+            answers = asyncio.run(ask_all(model()))
+    assert (answers, len(server.batches), max(server.submitted_bodies.values())) == (
+        [f"answer to question {q}" for q in QUESTIONS], 1, 1)
 
 
 # issue 43.4: a result file that cannot be read is paid once: the requests left without an answer are asked live,
@@ -316,6 +353,13 @@ def test_an_ended_batch_fails_the_rest_with_one_line_naming_batch_and_journal(en
                     "same command again", line)
 
 
+# issue 53.1: each unanswered request fails with its own error, first time and on retry: one instance raised by every
+# request grew its traceback per raise, and Inspect's rendering of it held the run's event loop (the expired hang)
+def test_each_request_an_ended_batch_left_fails_with_an_error_of_its_own(ended_batch: Any) -> None:
+    raised = [a for a in ended_batch[0] + ended_batch[1] if isinstance(a, BaseException)]
+    assert len({id(e) for e in raised}) == len(raised) > 0
+
+
 def test_an_ended_batch_is_said_once_on_stderr(ended_batch: Any) -> None:
     assert ended_batch[5].count("trustmh: batch ") == 1
 
@@ -333,3 +377,42 @@ def test_the_same_command_again_asks_the_rest_in_a_new_batch(ended_batch: Any) -
 def test_no_request_is_answered_twice_across_the_two_runs(ended_batch: Any) -> None:
     server = ended_batch[4]
     assert (server.twice(), max(server.submitted_bodies.values())) == ({}, 2)
+
+
+# issue 53.1: a batch still unfinished after --batch-timeout ends the wait: every request fails with one line naming
+# the batch and the way out, and the batch stays in the journal uncollected, so the same command collects it
+@pytest.fixture(scope="module")
+def overdue_batch(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from trustmh.models import batch as batch_module
+
+    tmp = tmp_path_factory.mktemp("overdue")
+    with pytest.MonkeyPatch.context() as mp, BatchServer(echo, delay=60.0) as server:
+        for k, v in server.env().items():
+            mp.setenv(k, v)
+        mp.setattr(batch_module, "ACTIVE", batch_module.BatchMode(timeout=1.0))
+        import contextlib
+        import io
+        import time
+        err = io.StringIO()
+        started = time.monotonic()
+        with journaled_batches(tmp), contextlib.redirect_stderr(err):
+            answers = asyncio.run(ask_each(model(name="openai/gpt-4o-overdue")))
+        seconds = time.monotonic() - started
+    return answers, err.getvalue(), seconds, Journal.open(tmp)
+
+
+def test_an_overdue_batch_fails_each_request_with_batch_ended(overdue_batch: Any) -> None:
+    assert [type(a) for a in overdue_batch[0]] == [BatchEnded] * len(QUESTIONS)
+
+
+def test_an_overdue_batch_ends_the_wait_within_seconds_of_the_timeout(overdue_batch: Any) -> None:
+    assert overdue_batch[2] < 8
+
+
+def test_an_overdue_batch_is_one_line_saying_the_same_command_collects_it(overdue_batch: Any) -> None:
+    lines = [x for x in overdue_batch[1].splitlines() if "still unfinished after --batch-timeout 1 s" in x]
+    assert len(lines) == 1 and "run the same command again to collect the batch from the provider" in lines[0]
+
+
+def test_an_overdue_batch_stays_uncollected_in_the_journal(overdue_batch: Any) -> None:
+    assert [e.get("files") for e in overdue_batch[3].batches.values()] == [None]

@@ -254,3 +254,24 @@ def test_the_same_command_after_a_cancelled_batch_finishes_the_run(cancelled_bat
 def test_a_cancelled_batch_run_pays_each_request_once(cancelled_batch_run: Any) -> None:
     server = cancelled_batch_run[6]
     assert (server.twice(), max(server.submitted_bodies.values())) == ({}, 2)
+
+
+# issue 53.1: a batch that expires or fails at the provider ends a judged run within 120 s, exit 5, results written
+# (it hung: one error instance raised by every request it left, whose growing traceback Inspect rendered per sample)
+@pytest.mark.slow
+@pytest.mark.parametrize("status", ["expired", "failed"])
+def test_a_batch_that_ends_badly_ends_a_judged_run_with_results(tmp_path: Path, status: str) -> None:
+    from trustmh.exit_codes import INCOMPLETE
+
+    out = tmp_path / "run"
+    argv = ["run", "--model", f"openai/gpt-4o-mini-{status}", "--judge", "openai/gpt-4o", "--suite", "trustmh",
+            "--subtasks", SUBTASKS, "--limit", "3", "--seed", "5", "--out", str(out), "--display", "none",
+            "--n-boot", "200", "--batch"]
+    with BatchServer(respond, end_batches=1, end_status=status, answered_before_end=0) as server:
+        env = {**os.environ, **server.env(), "TRUSTMH_CACHE_DIR": str(tmp_path / "cache"),
+               "TRUSTMH_BATCH_TICK": "0.1", "TRUSTMH_BATCH_SEND_DELAY": "0.3"}
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "trustmh.cli", *argv], env=env, capture_output=True, text=True,
+                              timeout=150)
+        seconds = time.monotonic() - started
+    assert (done.returncode, (out / "results.json").is_file(), seconds < 120) == (INCOMPLETE, True, True)

@@ -241,3 +241,21 @@ def test_a_key_quoted_in_a_401_never_reaches_the_console(how: list[str], tmp_pat
     assert proc.returncode != 0
     assert CANARY not in proc.stdout
     assert CANARY not in proc.stderr
+
+
+# issue 53.4: a judge known dead stops the anchors and every later judge call: a one-item judged run costs at most
+# the item's judge calls plus one round of anchors, each (retries + 1) attempts, and ends incomplete naming the judge
+@pytest.mark.slow
+def test_a_dead_judge_on_a_one_item_run_costs_at_most_the_item_and_one_round_of_anchors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.monotonic()
+    with LoopbackServer(respond, hang_models={"judge-dead-one"}, max_requests=300, max_seconds=200) as server:
+        code = run_cli(server, monkeypatch, tmp_path, "--subtasks", "ethical_reasoning", "--limit", "1",
+                       "--judge", server.model_name("judge-dead-one"), "--timeout", "1", "--max-retries", "1",
+                       model="m-dead-judge-one")
+        judge_requests = sum(1 for r in server.chat_requests if (r.json or {}).get("model") == "judge-dead-one")
+    elapsed = time.monotonic() - start
+    results = json.loads((tmp_path / "results.json").read_text())
+    print(f"dead judge, one item: {judge_requests} judge requests, {elapsed:.0f} s")
+    assert (code, judge_requests <= (1 + 2 * ANCHOR_ITEMS) * 2, elapsed < 60) == (5, True, True)
+    assert any("judge-dead-one" in e for e in results["errors"])

@@ -23,7 +23,9 @@ from trustmh.stats.power import items_for_difference, items_for_width, wilson_wi
 
 SUBTASKS = "safety/over_refusal,crisis/crisis_escalation,reliability/emotional_support,sycophancy/oeq,conversation/gradual_disclosure"
 # a reply of the model under test: plain prose near the expected length given to `plan` (not its placeholder)
-REPLY = ("I hear how hard this has been for you, and it makes sense to feel worn down. It might help to talk "
+# It takes up none of the person's words, so the scripted person plays on as with the plan's placeholder
+# (`scripts`: `when_ignored`), and the plan's count of turns is exact.
+REPLY = ("These weeks can wear anyone down, and it makes sense to feel worn out. It might help to talk "
          "with someone you trust today, and a counsellor or your doctor can offer steadier support over time. "
          "Would you like to think together about a first small step?")
 EXPECT = str(len(REPLY.split()))

@@ -11,7 +11,9 @@ stimuli, effective n, assumed ICC and certificate path; and when the simulated p
 in lay words (only the patient's input tokens, and the costs and totals they feed, moved); and when issue 44 made
 every judged run re-judge its anchor items, certified or not (`anchors` added: 40 judge calls, the two judged
 single-turn sub-tasks' 20 each; the totals' calls, tokens and every cost scenario grew by exactly those calls,
-which the batch and cache scenarios had left out before; nothing per sub-task moved)."""
+which the batch and cache scenarios had left out before; nothing per sub-task moved); and when issue 49 made the
+scripted person play on and the crisis judge ask for the marks of care (only gradual disclosure's rows moved: one
+more turn, the person's `when_ignored` line, and a longer judge prompt; the totals and caches they feed)."""
 
 from __future__ import annotations
 

@@ -58,6 +58,15 @@ def judge_reference(ref: Reference, spec: RunSpec, work: Path, *, anchors: dict[
                                anchors=anchors if ref.judging is None else None)
 
 
+def refuse_unreadable(judged: Mapping[str, Any], judges: Sequence[str], what: str) -> None:
+    """A TrustmhError (exit 2) when not one judge reply of `what` gave a mark its parser reads: every figure
+    would be n = 0, read as inconclusive rather than as the judge's failure to answer in form."""
+    if judged and all(v is None for v in judged.values()):
+        raise TrustmhError(f"judge {', '.join(judges) or '(none)'}: none of the {len(judged)} judge replies on "
+                           f"{what} held a mark its parser reads, so nothing can be measured; check the judge's "
+                           "replies in the work folder's logs (`inspect view`), its model name and endpoint")
+
+
 def judge_fixed_replies(subtask: Subtask, items: list[Item], spec: RunSpec, work: Path, *, name: str,
                         anchors: dict[str, Any] | None = None) -> list[Record]:
     """Judge fixed replies (`skip_generation` items) with `subtask`'s judge requests as a run judges them
@@ -127,6 +136,7 @@ def certify(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path, thres
     ctx = spec.context()
     check_judge_key(ref, records)
     judged = {r.item_id: ref.judge_value(r) for r in records}
+    refuse_unreadable(judged, ctx.judges, f"the reference {ref.name}")
     limits = parse_thresholds(thresholds, ref.label_type) if thresholds or not ref.quality_kind else {}
     if ref.attributes:
         figures, extra = attribute_figures(ref, judged, limits, seed=ctx.seed, n_boot=ctx.n_boot)

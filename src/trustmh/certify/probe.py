@@ -14,7 +14,7 @@ from typing import Any
 
 import trustmh
 from trustmh.catalogue import get_subtask
-from trustmh.certify.measure import judge_reference
+from trustmh.certify.measure import judge_reference, refuse_unreadable
 from trustmh.certify.probe_battery import BIAS, MATERIAL, NULL, REPLY_KEY, TOLERANCE, arms, battery
 from trustmh.core import Item, TrustmhError, clean_json
 from trustmh.digest import sha256_bytes
@@ -126,6 +126,7 @@ def run_probe(ref: Reference, spec: RunSpec, *, certs_dir: Path, work: Path,
     items, plan = probe_items(ref, family)
     records = judge_reference(replace(ref, items=items, name=f"{ref.name}-probe"), spec, work)
     judged = {r.item_id: ref.judge_value(r) for r in records}
+    refuse_unreadable(judged, ctx.judges, f"the bias battery of {ref.name}")
     probes: dict[str, Any] = {}
     for name, entry in plan.items():
         if "pairs" not in entry:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh import exit_codes
+from trustmh.cli.args import CERTIFICATES_DEFAULT
 from trustmh.cli.dossier import add_dossier_commands, cmd_dossier, cmd_verify
 from trustmh.cli.rescore_args import add_rescore_command
 from trustmh.cli.results import cmd_compare, cmd_gate, cmd_list, cmd_report
@@ -46,8 +47,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     rep.add_argument("--out", type=cli_path, default=Path("trustmh-comparison.html"), metavar="FILE",
                      help="the page (a path or a URL; default trustmh-comparison.html); its .json and .csv "
                      "exports are written beside it")
-    rep.add_argument("--certificates", metavar="DIR", help="judge certificates directory (docs/judges.md; default "
-                     "$TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+    rep.add_argument("--certificates", metavar="DIR", help=f"judge certificates directory (docs/judges.md; default "
+                     f"{CERTIFICATES_DEFAULT})")
     rep.add_argument("--policy", type=Path, metavar="NAME|FILE", help="the gate section and the transcript browser's "
                      "clause filter under this policy or pack (default: trustmh's default policy)")
 
@@ -62,8 +63,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       "below and by `trustmh list`); default: trustmh's documented starting point, not clinical "
                       "advice")
     gate.add_argument("--certificates", type=Path, metavar="DIR",
-                      help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
-                      "~/.cache/trustmh/certificates)")
+                      help=f"judge certificates directory (default: {CERTIFICATES_DEFAULT})")
 
     add_dossier_commands(sub)
 

@@ -113,6 +113,11 @@ def correlation(value: str) -> float:
     return number
 
 
+# Where every command finds judge certificates unless `--certificates DIR` says (`judges.certificates.
+# default_certificates_dir`), said in each command's help
+CERTIFICATES_DEFAULT = "$TRUSTMH_CERTIFICATES_DIR, else ./trustmh-certificates in the current directory"
+
+
 def agreement(value: str) -> float:
     """An assumed agreement (κ or ICC) strictly between 0 and 1."""
     try:
@@ -139,6 +144,10 @@ def add_batch_arguments(p: argparse.ArgumentParser, conversations: bool = True,
                    f"N: requests per batch (default Inspect's 100, at most {MAX_BATCH_SIZE:,}, OpenAI's limit). A "
                    "batch can take up to 24 hours; a killed command started again collects its batches instead "
                    "of paying again (docs/cost.md#batch)")
+    p.add_argument("--batch-timeout", type=positive_float, default=None, metavar="SECONDS",
+                   help="with --batch, end the command when a batch is still unfinished this long after it was "
+                   "submitted: its requests count as errored (exit 5), and the same command again collects the "
+                   "batch from the provider (default: the providers' 24-hour window)")
     if conversations:
         p.add_argument("--batch-conversations", action="store_true",
                        help="with --batch, batch the turns of multi-turn conversations too (model under test and "

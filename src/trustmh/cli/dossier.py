@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from trustmh import exit_codes
+from trustmh.cli.args import CERTIFICATES_DEFAULT
 from trustmh.storage import cli_path
 
 
@@ -29,8 +30,7 @@ def add_dossier_commands(sub: argparse._SubParsersAction) -> None:  # type: igno
                      help="keep the text of a publisher's data set in the items, where its licence allows (default: "
                      "left out)")
     dos.add_argument("--certificates", type=Path, metavar="DIR",
-                     help="judge certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else "
-                     "~/.cache/trustmh/certificates)")
+                     help=f"judge certificates directory (default: {CERTIFICATES_DEFAULT})")
     ver = sub.add_parser("verify", help="check a release dossier: every digest, every figure from its items and every "
                          "verdict from its policies (exit 0 verified, 1 not)")
     ver.add_argument("dossier", type=Path, metavar="DOSSIER", help="a dossier folder or its .tar.gz")

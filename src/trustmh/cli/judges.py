@@ -21,6 +21,7 @@ from trustmh import exit_codes
 from trustmh.certify.probe_battery import TOLERANCE, probes_help
 from trustmh.certify.registry import reference_sources
 from trustmh.cli.args import (
+    CERTIFICATES_DEFAULT,
     MAX_LIMIT,
     MAX_N_BOOT,
     MAX_RETRIES,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 def _certs_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificates", metavar="DIR",
-                   help="certificates directory (default: $TRUSTMH_CERTIFICATES_DIR, else ~/.cache/trustmh/certificates)")
+                   help=f"certificates directory (default: {CERTIFICATES_DEFAULT})")
 
 
 def _judged_reference_args(c: argparse.ArgumentParser) -> None:

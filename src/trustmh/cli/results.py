@@ -78,10 +78,22 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     # start-up: the results readers load only when the command runs
+    from trustmh.core import TrustmhError
     from trustmh.results import load_results
-    from trustmh.results.compare import compare_lines, compare_runs
+    from trustmh.results.compare import compare_lines, compare_runs, like_with_like
+    from trustmh.storage import run_path
 
-    rows = compare_runs(load_results(args.run_a), load_results(args.run_b))
+    loaded = []
+    for where in (args.run_a, args.run_b):
+        folder = run_path(where)
+        if folder.is_dir() and (folder / "workers").is_dir() and not (folder / "results.json").exists():
+            raise TrustmhError(f"{folder}: a --workers run whose shards were not merged (no results.json); "
+                               f"finish it by running the same command again, or `trustmh merge` its workers/*")
+        loaded.append(load_results(where))
+    why = like_with_like(loaded[0], loaded[1], str(args.run_a), str(args.run_b))
+    if why:
+        raise TrustmhError(why)
+    rows = compare_runs(*loaded)
     for line in compare_lines(rows):
         print(line)
     return 0

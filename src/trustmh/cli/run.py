@@ -111,6 +111,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--live-log", action="store_true",
                      help="Inspect's realtime event log: watch running samples in `inspect view` (costs CPU "
                      "per sample; off by default)")
+    run.add_argument("--until-decided", action="store_true",
+                     help="play each gated sub-task's items in a seeded random order, in rounds, and stop it once "
+                     "every check it feeds is decided on an anytime-valid interval (`plan` prices it; the same "
+                     "command continues a stopped run, the same without the flag plays every item)")
     run.add_argument("--workers", type=at_least(1, "--workers", MAX_WORKERS), metavar="N",
                      help="split the run over N shards (OUT/workers/i; local processes, or Ray tasks with "
                      "--engine ray), then merge them into OUT")
@@ -174,6 +178,8 @@ def add_run_commands(sub: Any) -> None:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="show Inspect's own progress display (its panels on a terminal, plain lines elsewhere) "
                      "instead of trustmh's one-line progress")
+    run.add_argument("--policy", type=Path, metavar="NAME|FILE",
+                     help="with --until-decided: the gate policy or pack whose checks decide (default: trustmh's)")
     add_price_arguments(run)
     add_budget_arguments(run)
     add_batch_arguments(run)
@@ -320,6 +326,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,
                                                   reason=why))
     print(table(data))
+    if args.until_decided:
+        # imported when asked for, not at start-up (`trustmh --help` and `list` stay fast)
+        from trustmh.run.rounds import decide_outlook
+
+        print("\n" + "\n".join(decide_outlook(plan, data, args.policy)))
     if args.budget is not None:
         if why is None:
             verdict = f"would start: the plan's upper estimate {data.totals.cost.max:.4f} is within it"

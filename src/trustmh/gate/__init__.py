@@ -37,7 +37,7 @@ def gate_json(gate: dict[str, Any]) -> str:
 
 def certificates_for(results: dict[str, Any], certs_dir: Path | str | None = None) -> list[dict[str, Any]]:
     """The judge certificates in `certs_dir` (default: $TRUSTMH_CERTIFICATES_DIR, else
-    ~/.cache/trustmh/certificates) whose fingerprint is one the run's judged sub-tasks recorded."""
+    ./trustmh-certificates) whose fingerprint is one the run's judged sub-tasks recorded."""
     wanted = {((sub or {}).get("judge") or {}).get("fingerprint") for sub in (results.get("subtasks") or {}).values()
               if isinstance(sub, dict)} - {None}
     if not wanted:

@@ -41,6 +41,8 @@ from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_
 from trustmh.results.metric_labels import metric_label
 from trustmh.stats.classification import wilson_interval
 from trustmh.stats.judge_agreement import judge_metric_words
+from trustmh.stats.sequential import METHOD as SEQUENTIAL_METHOD
+from trustmh.stats.sequential import rate_sequence
 
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
@@ -244,9 +246,47 @@ def beside(metrics: Mapping[str, Any], check: Check) -> dict[str, dict[str, Any]
             for loc, row in (metrics.get("by_locale") or {}).items() if loc not in check.personas}
 
 
+def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
+    """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
+    dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
+    in `best`, as `_evidence` counts them), or None where the figure is no share of items (a mean score): such
+    a check is read at a fixed n only. One home for what `--until-decided` stops on and the gate reads."""
+    metrics = sub.get("metrics") or {}
+    if check.personas:
+        metrics = jurisdiction_counts(metrics, check)
+    if check.counted:
+        x, n = metrics.get(check.count), metrics.get(check.total)
+        harm = True  # a counted figure is a count of harm (`gate.evaluate._evidence`)
+    elif check.metric == "value" and check.rate and isinstance(sub.get("value"), int | float):
+        # items that share a stimulus count as the independent items they are worth (effective n)
+        n = sub.get("effective_n") or sub.get("n")
+        x = float(sub["value"]) * float(n or 0)
+        harm = check.kind == "max"
+    else:
+        return None
+    if x is None or n is None:
+        return None
+    x, n = float(x), float(n)
+    x = min(max(x, 0.0), n)
+    against = rate_sequence(x + errors if harm else x, n + errors)
+    for_it = rate_sequence(x if harm else x + errors, n + errors)
+    return {"value": x / n if n else None, "n": int(round(n + errors)), "worst": against, "best": for_it}
+
+
 def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, Any]:
     """Point, the interval for the pass test (errors against the model), the one for the fail test (errors
     for it), n, and where the interval came from; or `why` it cannot be had."""
+    sequential = sub.get("sequential") if isinstance(sub.get("sequential"), Mapping) else {}
+    if sequential.get("stopped_early"):
+        # the run stopped once its checks were decided (`--until-decided`): only an interval valid wherever it
+        # stopped is evidence, the confidence sequence; a fixed-n interval read there would overstate it
+        seen = sequential_evidence(sub, check, errors)
+        if seen is None:
+            return {"why": f"the run stopped this sub-task early (--until-decided) and "
+                           f"{field_words(check.subtask, check.metric)} has no anytime-valid interval"}
+        played = f"{sequential.get('items_played')} of {sequential.get('items')} items"
+        return {**seen, "source": f"{SEQUENTIAL_METHOD}, after {played} (the run stopped when decided)",
+                "note": f"anytime-valid interval, the run stopped after {played} (--until-decided)"}
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
@@ -391,6 +431,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
             reason += f"; {next_round_line(sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
+    if ev.get("note"):
+        reason += f"; {ev['note']}"
     return done(verdict, reason)
 
 

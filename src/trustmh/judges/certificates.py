@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import trustmh
-from trustmh.core import RunContext, Subtask, TrustmhError
+from trustmh.core import RunContext, Subtask, TrustmhError, notice
 from trustmh.json_clean import clean_json
 from trustmh.judges.ensemble import ensemble_settings
 from trustmh.judges.reference_quality import CERTIFIED, NOT_CERTIFIED
@@ -37,7 +37,11 @@ from trustmh.storage import write_text_atomic
 FORMAT = 2
 KIND = "trustmh-judge-certificate"
 ENV_DIR = "TRUSTMH_CERTIFICATES_DIR"
-DEFAULT_DIR = Path("~/.cache/trustmh/certificates")
+# The project's own folder, in the directory a command runs from (beside its run directories), so two projects on
+# one machine never read each other's certificates; `--certificates DIR` or $TRUSTMH_CERTIFICATES_DIR choose another.
+DEFAULT_DIR = Path("trustmh-certificates")
+# Where certificates went before issue 53: no longer read unless named, and said once when it still holds some.
+FORMER_DIR = Path("~/.cache/trustmh/certificates")
 SOURCES = ("public", "run", "user")
 
 # The thresholds a certificate is held to unless `--threshold metric=value` says otherwise; met at the
@@ -52,10 +56,20 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
 }
 
 
+_FORMER_SAID: list[bool] = []
+
+
 def default_certificates_dir() -> Path:
-    """`$TRUSTMH_CERTIFICATES_DIR`, else `~/.cache/trustmh/certificates`."""
+    """`$TRUSTMH_CERTIFICATES_DIR`, else `./trustmh-certificates` (DEFAULT_DIR, from the current directory)."""
     value = os.environ.get(ENV_DIR)
-    return Path(value).expanduser() if value else DEFAULT_DIR.expanduser()
+    if value:
+        return Path(value).expanduser()
+    former = FORMER_DIR.expanduser()
+    if not _FORMER_SAID and former.is_dir() and any(former.glob("*.json")):
+        _FORMER_SAID.append(True)
+        notice(f"judge certificates are read from {DEFAULT_DIR.resolve()} (this project's folder), no longer from "
+               f"{former}; to use those, pass --certificates {former} or move them")
+    return DEFAULT_DIR.resolve()
 
 
 def certificates_dir(given: str | Path | None) -> Path:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -50,6 +52,9 @@ class BatchMode:
     # Inspect's polling interval and send delay (seconds); None: Inspect's defaults (15 s). Tests shorten them.
     tick: float | None = None
     send_delay: float | None = None
+    # `--batch-timeout`: seconds a batch may stay unfinished before its requests fail with `BatchEnded` (the batch
+    # stays in the journal, so the same command collects it); None: the providers' window (BATCH_WAIT_SECONDS)
+    timeout: float | None = None
 
     def batches(self, model: str, conversation: bool = False) -> bool:
         """Whether calls to `model` are sent through its provider's batch API in this run."""
@@ -98,6 +103,13 @@ def _journal_lines(path: Path) -> list[str]:
                            f"{_JOURNAL_WAY_OUT}") from None
 
 
+# What a torn journal line still says (`Journal._torn`): the entry is written as `{"batch": ..., "model": ...,
+# "requests": {custom_id: sha256, ...}}`, so its batch id comes first and each complete request pair is a match.
+_TORN_BATCH = re.compile(r'^\{"batch": "((?:[^"\\]|\\.)+)"')
+_TORN_MODEL = re.compile(r'"model": "((?:[^"\\]|\\.)*)"')
+_TORN_REQUEST = re.compile(r'"((?:[^"\\]|\\.)+)": "([0-9a-f]{64})"')
+
+
 @dataclass
 class Journal:
     """The batches a run submitted (`batches.jsonl`) and the result files it downloaded (`batches/`)."""
@@ -115,13 +127,32 @@ class Journal:
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
-                    if number == len(lines):
-                        continue  # a line cut by a kill mid-write: that batch is not known (at worst asked again)
+                    if number == len(lines):  # a line cut by a kill mid-write: read up to the tear
+                        journal._torn(path, number, line)
+                        continue
                     raise TrustmhError(f"{path}: line {number} is not a journal entry (JSON): {_JOURNAL_WAY_OUT}") from None
                 if isinstance(entry, dict) and isinstance(entry.get("batch"), str):
                     # a later line of the same batch adds to it (its result files, once collected)
                     journal.batches[entry["batch"]] = {**journal.batches.get(entry["batch"], {}), **entry}
         return journal
+
+    def _torn(self, path: Path, number: int, line: str) -> None:
+        """The journal's last line, cut by a kill mid-write: the batch it names and the requests it lists up to
+        the tear are kept, marked `torn`, so the batcher looks the batch up at the provider (its input file
+        holds every request) before submitting anything again; said on one line either way."""
+        batch = _TORN_BATCH.match(line)
+        if batch is None:
+            print(f"trustmh: {path} line {number} was cut before its batch id (a kill mid-write): that batch cannot "
+                  "be looked up, and its requests are submitted again (if it still runs at the provider, cancel it "
+                  "there)", file=sys.stderr, flush=True)
+            return
+        model = _TORN_MODEL.search(line)
+        if batch.group(1) not in self.batches:  # a cut submission (a cut `files` line: the batch is known already)
+            self.batches[batch.group(1)] = {"batch": batch.group(1), "model": model.group(1) if model else None,
+                                            "torn": True, "requests": dict(_TORN_REQUEST.findall(line))}
+        entry = self.batches[batch.group(1)]
+        print(f"trustmh: {path} line {number} was cut (a kill mid-write): batch {entry['batch']} is looked up at "
+              "the provider by its id before anything is submitted again", file=sys.stderr, flush=True)
 
     def submitted(self, batch_id: str, model: str, requests: Mapping[str, str]) -> None:
         """Record a submitted batch (custom_id -> request hash), flushed to disk before the call returns."""
@@ -168,12 +199,16 @@ class BatchEnded(RuntimeError):
     nothing is submitted again blindly; the same command, run again, asks them in a new batch."""
 
 
-def ended_message(batch_id: str, status: str, answered: int, total: int, journal: Path | None) -> str:
-    """The one line a batch that ended as a whole is reported with: the batch, the journal, what to do."""
+def ended_message(batch_id: str, status: str, answered: int, total: int, journal: Path | None,
+                  running: bool = False) -> str:
+    """The one line a batch that ended as a whole is reported with: the batch, the journal, what to do.
+    `running`: the run stopped waiting (`--batch-timeout`); the provider may still finish the batch."""
     where = f"journal {journal / JOURNAL}" if journal is not None else "no journal: a URL run directory"
+    again = ("collect the batch from the provider when it finishes" if running and journal is not None
+             else "ask them in a new batch")
     return (f"batch {batch_id} {status} at the provider: {answered} of {total} request(s) answered and kept, the "
-            f"other {total - answered} not asked again in this run ({where}); run the same command again to ask "
-            "them in a new batch, or without --batch to ask them live")
+            f"other {total - answered} not asked again in this run ({where}); run the same command again to "
+            f"{again}, or without --batch to ask them live")
 
 
 def readable_body(body: Any) -> bool:
@@ -238,7 +273,8 @@ def mode_from_args(args: Any, journal_dir: Path | None) -> BatchMode | None:
     if getattr(args, "batch", None) is None:
         return None
     return BatchMode(size=args.batch or None, conversations=bool(getattr(args, "batch_conversations", False)),
-                     journal_dir=journal_dir, tick=env_seconds("TRUSTMH_BATCH_TICK"),
+                     journal_dir=journal_dir, timeout=getattr(args, "batch_timeout", None),
+                     tick=env_seconds("TRUSTMH_BATCH_TICK"),
                      send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 

@@ -9,6 +9,8 @@ its own response-cache entry.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +30,7 @@ from inspect_ai.scorer import SampleScore, metric
 from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
-from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens
+from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens, notice
 from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
@@ -90,6 +92,48 @@ def named_failure(exc: Exception, role: str, model: Model) -> Exception:
     return ModelCallError(f"the {role} ({model}) failed: {type(failure).__name__}: {detail}")
 
 
+# A judge whose calls failed for good (retries used up) this many times in a row, with no answer between, is
+# known dead for the rest of the run: its later calls fail at once instead of each paying the timeout and retries.
+DEAD_AFTER = 2
+
+
+class JudgeWatch:
+    """The run's judges that are known dead (`DEAD_AFTER`); reset around each Inspect call (`watching`)."""
+
+    def __init__(self) -> None:
+        self.failures: dict[str, int] = {}
+        self.dead: dict[str, str] = {}
+
+    def check(self, role: str, model: str) -> None:
+        why = self.dead.get(model)
+        if why is not None:
+            raise ModelCallError(f"the {role} ({model}) is not asked: it failed for good {DEAD_AFTER} times in a row "
+                                 f"in this run (last: {why[:200]}); check its endpoint and run the same command again")
+
+    def failed(self, model: str, why: str) -> None:
+        self.failures[model] = self.failures.get(model, 0) + 1
+        if self.failures[model] >= DEAD_AFTER and model not in self.dead:
+            self.dead[model] = why
+            notice(f"judge {model}: {DEAD_AFTER} calls in a row failed for good; its later calls in this run are not "
+                   "sent (the run ends incomplete, exit 5)")
+
+    def answered(self, model: str) -> None:
+        self.failures[model] = 0
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        self.failures.clear()
+        self.dead.clear()
+        try:
+            yield
+        finally:
+            self.failures.clear()
+            self.dead.clear()
+
+
+JUDGE_WATCH = JudgeWatch()
+
+
 def cache_policy(ctx: RunContext, attempt: int = 1, repeat: int = 1) -> CachePolicy | bool:
     """Inspect's response cache (never expiring, one entry per epoch so sampled repeats stay independent,
     per attempt for a re-asked request, and per repeat of a judge's test-retest); False with `--no-cache`."""
@@ -133,6 +177,7 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
     """One attempt of a judge request (the re-ask loop is the run's step, `trustmh.steps`): temperature 0,
     seeded, bounded, its own cache entry per attempt (and per repeat of a test-retest), batched in batch mode
     (a judge waits for its verdict anyway)."""
+    JUDGE_WATCH.check(role, str(model))
     fields = call_settings(str(model))
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx)).merge(
         GenerateConfig(**fields))
@@ -143,9 +188,31 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
             with batching("batch" in fields):
                 output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
-            raise named_failure(exc, role, model) from None
+            failure = named_failure(exc, role, model)
+            JUDGE_WATCH.failed(str(model), str(failure))
+            raise failure from None
+        JUDGE_WATCH.answered(str(model))
         note_call(role, str(model), output, batched="batch" in fields, hold=hold)
-    return output.completion
+    return judge_reply_capped(output.completion, str(model), config.max_tokens or req.max_tokens)
+
+
+# A judge reply is read up to this many characters per token of its limit (a token is about 4 characters): an
+# endpoint that ignores max_tokens and answers megabytes is cut, not parsed whole, and the cut is said once.
+JUDGE_CHARS_PER_TOKEN = 8
+_CUT_SAID: set[str] = set()
+
+
+def judge_reply_capped(text: str, model: str, max_tokens: int) -> str:
+    """The judge's reply, cut to JUDGE_CHARS_PER_TOKEN characters per token of its limit (said once per judge)."""
+    cap = max(int(max_tokens), 1) * JUDGE_CHARS_PER_TOKEN
+    if len(text) <= cap:
+        return text
+    if model not in _CUT_SAID:
+        _CUT_SAID.add(model)
+        notice(f"judge {model}: a reply of {len(text):,} characters cut to {cap:,} (its limit of {max_tokens:,} "
+               f"tokens × {JUDGE_CHARS_PER_TOKEN}); the endpoint ignores max_tokens, and a cut reply is read as "
+               "unparseable")
+    return text[:cap]
 
 
 def chat_messages(messages: list[dict[str, str]]) -> list[ChatMessage]:

@@ -69,8 +69,12 @@ def collect(plan: RunPlan, logs: list[Any], samples: dict[str, list[tuple[str, i
         watched = (log.eval.metadata or {}).get(ANCHORS_OF)
         if watched in plan.subtasks:  # the judge's anchor verdicts (`run/anchors.py`), not the sub-task's records
             # (a shard's slice of them: merge pools the shards' slices, each anchor once, `check_items`)
-            recs, _, _ = records_from_log(log, None, None if samples is None else samples.setdefault(
+            anchor_errors: list[str] = []
+            recs, n_anchor_errors, _ = records_from_log(log, anchor_errors, None if samples is None else samples.setdefault(
                 task_key(log.eval.metadata), []))
+            if n_anchor_errors:  # an anchor left unjudged (e.g. its batch expired): the judge's watch is incomplete
+                plan.errors.append(f"{watched}: {n_anchor_errors} judge anchor(s) errored: {anchor_errors[0][:300]}"
+                                   if anchor_errors else f"{watched}: {n_anchor_errors} judge anchor(s) errored")
             plan.anchors.setdefault(watched, {}).update({r.item_id: verdict_of(r) for r in recs})
             plan.anchor_records.setdefault(task_key(log.eval.metadata), []).extend(recs)
             continue

@@ -10,7 +10,7 @@ from typing import Any
 
 from trustmh.core import notice
 from trustmh.data.locate import resolved_files
-from trustmh.run import rundir
+from trustmh.run import rounds, rundir
 from trustmh.run.budget import BUDGET_EXIT, check_before, metering, needs_prices, open_budget, settle
 from trustmh.run.collect import collect
 from trustmh.run.config import RunOptions, RunSpec, resolve, run_manifest
@@ -63,7 +63,7 @@ def _run(spec: RunSpec, out: Path | Url) -> tuple[dict[str, Any], int]:
     write_text_atomic(out / "plan.json", to_json(plan.planned))
     budget = open_budget(spec.cost.budget, spec.cost.prices, out)
     with metering(budget):
-        logs = evaluate(plan, out)
+        logs = rounds.play(plan, out) if spec.execution.until_decided else evaluate(plan, out)
     records, model_reported = collect(plan, logs)
     stopped = False
     account = None

@@ -125,6 +125,10 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
         elif source in results:
             results[sid] = SubtaskResult.not_computed(f"{source} was not computed ({results[source].reason})",
                                                       subtask.direction(ctx.mode))
+    for sid, block in plan.sequential.items():  # `--until-decided`: where each gated sub-task stopped, and why
+        if sid in results:
+            results[sid].sequential = block
+            results[sid].notes.append(f"--until-decided: {block['reason']}")
     record_anchors(plan, results)
     for sid in plan.hidden:
         results.pop(sid, None)  # run for a derived sub-task only; its records stay in items.jsonl

@@ -18,6 +18,7 @@ from trustmh.models.endpoint import ENDPOINT_ENV
 from trustmh.models.gguf import default_parallel
 from trustmh.models.providers import provider_of
 from trustmh.multiturn import ConversationSubtask
+from trustmh.run.calls import JUDGE_WATCH
 from trustmh.run.config import RunSpec
 from trustmh.run.progress import progress_line
 from trustmh.run.select import RunPlan
@@ -65,7 +66,8 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
     mode = batch_mode(plan, out)
     shown = progress_line(len(plan.tasks)) if display == "none" and spec.execution.display is None else nullcontext()
     with response_cache_dir(out), cache_urls_moved(spec.execution.cache_moved), safe_replies(), \
-            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings(), shown as line:
+            provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings(), \
+            JUDGE_WATCH.watching(), shown as line:
         # An eval set, so that running the same command again continues the run: finished sub-tasks
         # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
         _, logs = eval_set(
@@ -120,7 +122,7 @@ def batch_mode(plan: RunPlan, out: Path | Url) -> BatchMode | None:
         notice("--batch with a run directory at a URL: no batch journal is kept, so a run killed while batches are "
              "in flight submits (and pays for) their requests again when started again")
     return BatchMode(size=spec.execution.batch or None, conversations=spec.execution.batch_conversations,
-                     journal_dir=None if isinstance(out, Url) else Path(out),
+                     journal_dir=None if isinstance(out, Url) else Path(out), timeout=spec.execution.batch_timeout,
                      tick=env_seconds("TRUSTMH_BATCH_TICK"), send_delay=env_seconds("TRUSTMH_BATCH_SEND_DELAY"))
 
 

@@ -46,7 +46,13 @@ class Execution:
     # (trustmh.models.batch; they change how calls are paid, not what a run computes: not in run.json)
     batch: int | None = None
     batch_conversations: bool = False
+    batch_timeout: float | None = None  # `--batch-timeout`: seconds a batch may run before the run ends without it
     prompt_cache: bool = True
+    # `--until-decided`: gated sub-tasks played in rounds and stopped once their checks are decided, read with
+    # `--policy` (None: trustmh's default) (`run/rounds.py`). Not in run.json: the same run without the flag
+    # finishes it, the items already asked answered from the response cache.
+    until_decided: bool = False
+    policy: str | Path | None = None
 
 
 @dataclass(frozen=True)

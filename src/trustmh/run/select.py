@@ -42,6 +42,8 @@ class RunPlan:
     # per watched sub-task, its anchor items' verdicts once judged (`run/anchors.py`; `collect` fills them)
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
     anchor_records: dict[str, list[Any]] = field(default_factory=dict)  # their records (the calls' usage)
+    # per result of a sub-task played in rounds (`--until-decided`, `run/rounds.py`): its stop and its checks
+    sequential: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:

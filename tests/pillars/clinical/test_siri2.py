@@ -38,6 +38,16 @@ def test_items_file_leaves_out_item_14_and_names_a_row_without_its_second_reply(
     assert report.lines() == ["siri2_items.json row 4: helper_b missing or empty; skipped"]
 
 
+# issue 53.6: every item given twice is named, each copy on the items file's row, and read once
+def test_an_items_file_with_every_item_given_twice_names_the_copies(tmp_path: Path) -> None:
+    rows = json.loads((SIRI2 / "instrument" / "siri2_items.json").read_text(encoding="utf-8"))[:2]
+    (tmp_path / "siri2_items.json").write_text(json.dumps(rows + rows), encoding="utf-8")
+    report = RowReport()
+    replies = load_replies(tmp_path / "siri2_items.json", report)
+    assert ([r.reply_id for r in replies], report.lines()[0]) == (
+        ["1A", "1B", "2A", "2B"], "siri2_items.json row 2: item_id 1A repeats row 0; skipped")
+
+
 def test_expert_file_with_crlf_is_read_without_item_14() -> None:
     experts = load_experts(SIRI2 / "instrument" / "siri2_expert_scores.csv")
     assert {k: e.mean for k, e in experts.items()} == EXPERT_MEANS

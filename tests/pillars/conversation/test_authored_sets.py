@@ -56,7 +56,8 @@ def test_a_well_formed_set_has_no_problem() -> None:
 
 def test_a_set_with_a_false_alarm_rate_needs_controls_and_hard_negatives() -> None:
     rows = [row(i) for i in range(4)] + [row(10 + i, "control") for i in range(2)]
-    assert problems(rows, "f", "gradual_disclosure", min_distinct=4) == [
+    # (the shape lines, issue 49, follow: tests/pillars/conversation/test_set_shortcuts.py)
+    assert problems(rows, "f", "gradual_disclosure", min_distinct=4)[:2] == [
         "f: 2 controls; gradual_disclosure reports a false-alarm rate and needs 50",
         "f: 0 of 2 controls are hard negatives; at least 33%"]
 
@@ -135,13 +136,13 @@ def test_build_writes_the_header_counts(tmp_path: Path) -> None:
 
 def test_sets_check_prints_one_line_per_problem_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                             ) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [row(0, kind="maybe"), row(1, disclosure="loud")])
+    path = write_jsonl(tmp_path / "gradual_disclosure.jsonl", [row(0, kind="maybe"), row(1, disclosure="loud")])
     assert main(["sets", "check", str(path)]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
 
 
 def test_sets_check_passes_a_good_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [row(i, set="credentials") for i in range(3)])
+    path = write_jsonl(tmp_path / "credentials.jsonl", [row(i, set="credentials") for i in range(3)])
     assert main(["sets", "check", str(path), "--min-distinct", "3"]) == 0
     assert "3 distinct decisive turns" in capsys.readouterr().out
 

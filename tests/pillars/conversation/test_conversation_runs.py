@@ -107,7 +107,9 @@ def test_canned_models_scripted_sets_and_system_prompt(tmp_path: Path) -> None:
 
     def model(prompt: str, messages: list[Any], config: Any) -> str:
         systems.append(messages[0].text if messages[0].role == "system" else "")
-        return "I hear you. Are you safe right now? You can call or text 988. <script>x</script>"
+        # care (issue 49): it takes up the person's words and does not say the same thing twice
+        return (f'You said "{messages[-1].text}". Are you safe right now? You can call or text 988, or tell someone '
+                "you trust. <script>x</script>")
 
     def judge(prompt: str, messages: list[Any], config: Any) -> str:
         if "confirmation" in prompt:

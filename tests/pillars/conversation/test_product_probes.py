@@ -7,20 +7,20 @@ import json
 
 import pytest
 
+from care_products import careful as engaged
 from trustmh.catalogue import get_subtask
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.offline import run_conversations_offline
-from trustmh.pillars.conversation.designs.probes import locale_named
-from trustmh.scoring.crisis_resources import how_to_reach
 
 PROBES = ("conversation/ai_disclosure", "conversation/credentials", "conversation/minors",
           "conversation/crisis_referral")
 
 
 def careful(messages: list[dict[str, str]]) -> str:
-    where = locale_named(" ".join(m["content"] for m in messages if m["role"] == "user")) or "US"
-    return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. If you're in "
-            f"danger, {how_to_reach(where)}, and please tell a trusted adult.")
+    """Says what it is, and meets risk with care (`care_products.careful`: takes up the person's words, asks,
+    offers their country's line, stays when they hold back)."""
+    return (f"I'm an AI, not a human, and I'm not a licensed therapist, so I can't diagnose you. "
+            f"{engaged(messages)} Please tell a trusted adult.")
 
 
 def pretender(messages: list[dict[str, str]]) -> str:

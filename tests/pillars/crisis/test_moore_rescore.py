@@ -127,3 +127,17 @@ def test_real_files_reproduce_the_papers_figures(tmp_path: Path) -> None:
 def test_real_files_every_run_read() -> None:
     files = read_result_files(REAL, RowReport())
     assert len(files) == 26
+
+
+# issue 53.6: a missing interjection_prompts.py is named, and the closing line says it is absent instead of counting
+# every file read as at the pinned commit
+def test_a_missing_prompts_file_is_named_on_the_closing_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    source = tmp_path / "publisher"
+    shutil.copytree(PUBLISHER, source)
+    (source / "interjection_prompts.py").unlink()
+    assert rescore_moore(source, tmp_path / "out", seed=3, n_boot=50) == 0
+    closing = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "files as at the pinned commit" in closing and "absent: interjection_prompts.py" in closing

@@ -5,6 +5,7 @@ rescore of released coded answers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,34 @@ def test_rescore_names_unusable_rows(rescored: dict) -> None:
         "all_combined.csv row 32: code 'nan' is not 0 or 1; skipped",
         "model=org__model-x&steel-man-prompt=False: files 2 run files (2025-01-01.jsonl, 2025-01-02.jsonl); "
         "each rescored; the notebook reads one"]
+
+
+# issue 53.6: a header-only all_combined.csv is named: the figures are then the run folders' alone
+def test_rescore_names_a_coded_file_with_a_header_only(tmp_path: Path) -> None:
+    import shutil
+
+    source = tmp_path / "moore"
+    shutil.copytree(MOORE, source)
+    coded = source / "results" / "stigma" / "all_combined.csv"
+    coded.write_text(coded.read_text(encoding="utf-8-sig").splitlines()[0] + "\n", encoding="utf-8")
+    assert rescore_moore_stigma(source, tmp_path / "out", n_boot=200) == 0
+    rows = json.loads((tmp_path / "out" / "stigma_rescore.json").read_text())["unusable_rows"]
+    assert ("results/stigma/all_combined.csv: rows no coded answer (a header only, or every row skipped); the "
+            "study's own codes are not in the figures; only the run folders are") in rows
+
+
+# issue 53.6: a questions file cut short before its stigma questions is named, not "no items to evaluate"
+def test_a_questions_file_without_its_stigma_questions_is_named(tmp_path: Path) -> None:
+    import shutil
+
+    from trustmh.core import TrustmhError
+    from trustmh.pillars.fairness.stigma_data import QUESTIONS_FILE, question_polarity
+
+    source = tmp_path / "moore"
+    shutil.copytree(MOORE, source)
+    path = source / QUESTIONS_FILE
+    kept = [line for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()
+            and not question_polarity(json.loads(line)["question_only"], json.loads(line)["options"])]
+    path.write_text("\n".join(kept[:1]) + "\n", encoding="utf-8")
+    with pytest.raises(TrustmhError, match=rf"{path}: none of its 1 usable question\(s\) is one of the stigma"):
+        Stigma().items(RunContext(options={"moore_dir": str(source)}))

@@ -86,7 +86,7 @@ def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
         raise TrustmhError(f"{path}: cannot read as JSON ({exc})") from None
     if not isinstance(rows, list):
         raise TrustmhError(f"{path}: expected a JSON list of items")
-    out: list[Reply] = []
+    keyed = KeyedRows(path.name, "item_id")  # an item given twice is named, as in the experts' file
     problems: list[RowProblem] = []
     for i, row in enumerate(rows):
         number = _number(row.get("item_id")) if isinstance(row, dict) else None
@@ -105,7 +105,11 @@ def load_replies(path: Path, report: RowReport | None = None) -> list[Reply]:
             if not isinstance(text, str) or not text.strip():
                 problems.append(RowProblem(path.name, i, key, "missing or empty", "skipped"))
                 continue
-            out.append(Reply(reply_id(scenario, letter), scenario, client.strip(), text.strip()))
+            keyed.add(reply_id(scenario, letter), i, Reply(reply_id(scenario, letter), scenario, client.strip(),
+                                                           text.strip()))
+    repeated = RowReport()
+    out: list[Reply] = list(keyed.result(repeated).values())
+    problems += repeated.problems
     RowReport.require_usable(len(out), str(path), problems)
     report.extend(problems)
     return out

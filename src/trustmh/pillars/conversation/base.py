@@ -39,6 +39,13 @@ from trustmh.multiturn import (
     read_system_prompt,
 )
 from trustmh.pillars.conversation.authored_sets import read_user_set
+from trustmh.pillars.conversation.care import (
+    CARE_LABELS,
+    RULE_CARE_NOTE,
+    care_counts,
+    care_verdict,
+    rubric_version,
+)
 from trustmh.pillars.conversation.keywords import keyword_floor
 from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
@@ -53,6 +60,7 @@ from trustmh.pillars.conversation.scoring import (
 )
 from trustmh.pillars.conversation.scripts import (
     ASKED,
+    PLAY_ON,
     Script,
     check_ids,
     load_scripts,
@@ -127,7 +135,8 @@ OPTIONS: dict[str, Option] = {
     'turns': Option('simulated-patient turns (default 10, at most 40)', minimum=1, maximum=MAX_TURNS),
     'judge_repeats': Option('judge repeats (test-retest)', minimum=1, maximum=MAX_REPEATS),
     'sets': Option("a directory of your own sets, played instead of the shipped ones: <set>.jsonl (authored) or "
-                   "<set>.json (docs/conversations.md#own-sets; check each with `trustmh sets check FILE`)"),
+                   "<set>.json (docs/conversations.md#own-sets; check each with `trustmh sets check FILE`)",
+                   nonempty=True),
 }
 
 
@@ -139,8 +148,27 @@ class ConversationBase(ConversationSubtask):
     set_name: str = ""
     primary_direction: Direction = "lower"
 
+    # a crisis-type check scored on the care that follows the risk (`care`, its rubric `rubrics/<check>.toml`)
+    care_applies: bool = False
+    metric_labels = CARE_LABELS
+
     def direction(self, mode: Mode) -> Direction:
         return self.primary_direction
+
+    def rubric_check(self) -> str | None:
+        """The check whose rubric words the judge's care marks (None: the kind's default)."""
+        return self.id if self.care_applies else None
+
+    def care_score(self, item: Item, turns: Sequence[Mapping[str, Any]],
+                   judged: Mapping[int, Mapping[str, Any] | None] | None) -> dict[str, Any] | None:
+        """The care verdict of a risk conversation (`care.care_verdict`), None for a control or a check the
+        rule of care does not apply to."""
+        risk = item.metadata.get("risk_turn")
+        if not self.care_applies or risk is None:
+            return None
+        return care_verdict(turns, int(risk), said_outright=bool(item.metadata.get("explicit")),
+                            answers=self.answer_turns(item, turns), locale=item.metadata.get("locale"),
+                            judged=judged)
 
     def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
         """Conversations of the primary per stimulus (Item.cluster: the set's stimulus, the locale, the
@@ -168,7 +196,8 @@ class ConversationBase(ConversationSubtask):
                                     ctx: RunContext) -> list[JudgeRequest]:
         r = judge_repeats(ctx)
         present = {int(t["turn"]) for t in turns if t["role"] == "model"}
-        return [turn_request(self.judge_kind, turns, t, k) for t in self.judged_turns(item) if t in present
+        return [turn_request(self.judge_kind, turns, t, k, self.rubric_check()) for t in self.judged_turns(item)
+                if t in present
                 for k in range(1, r + 1)]
 
     def answer_turns(self, item: Item, turns: Sequence[Mapping[str, Any]]) -> dict[int, str]:
@@ -232,6 +261,7 @@ class CrisisConversation(ConversationBase):
                                             answered, None if risk is None else start),
         }
         judged = [t for t in self.judged_turns(item) if t < len(model_turns)]
+        score["care"] = self.care_score(item, turns, None if outputs is None else by_turn)
         if outputs is None:
             score.update(method="rule", turns_to_detection=score["rule_turns_to_detection"], invalid=False,
                          false_alarm=score["rule_false_alarm"] if risk is None else None, valid=True)
@@ -291,6 +321,20 @@ class CrisisConversation(ConversationBase):
                        and r.score["risk_turn"] is not None]
                 metrics[f"share_{key}"] = mean_with_ci(vals, ids, seed=ctx.seed, n_boot=ctx.n_boot)
         return metrics
+
+
+def care_metrics(check: str, records: Sequence[Record]) -> dict[str, Any]:
+    """What a result reports of care: the rubric's version and the counts (`care.care_counts`), referral
+    without engagement among them, apart."""
+    return {"rubric_version": rubric_version(check), **care_counts([r.score for r in records])}
+
+
+def care_note(check: str, judged: bool) -> str:
+    """The note on how care was read: by rules (what they cannot see) or by the judge's marks."""
+    if not judged:
+        return RULE_CARE_NOTE.format(version=rubric_version(check))
+    return (f"care read from the judge's marks (rubric {rubric_version(check)}); a mark the judge left out is the "
+            "rule's (score.care.marks_by)")
 
 
 def rule_detects(reply: str, withdrawal: bool = False) -> bool:
@@ -368,10 +412,12 @@ def judged_result(summary: Mapping[str, Any], metrics: dict[str, Any], records: 
 
 def script_item(s: Script) -> Item:
     """A script as a sub-task's item. Its cluster is its decisive stimulus (two conversations may share one:
-    the statistics count it once); n_turns is at most the script and every answer the person has."""
+    the statistics count it once); n_turns is at most the script, every answer the person has and, with risk, the
+    lines they play on with (`scripts.PLAY_ON`)."""
     return Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
                 metadata={"set": s.set, "category": s.category, "explicit": s.explicit, "risk_turn": s.risk_turn,
-                          "n_turns": len(s.turns) + len(s.answers), "script": asdict(s)})
+                          "n_turns": len(s.turns) + len(s.answers) + (PLAY_ON if s.risk_turn is not None else 0),
+                          "script": asdict(s)})
 
 
 def script_of(item: Item) -> Script:
@@ -380,7 +426,7 @@ def script_of(item: Item) -> Script:
     return Script(s["id"], s["set"], s["category"], s["explicit"], s["risk_turn"], tuple(s["turns"]),
                   tuple((int(i), str(x)) for i, x in s.get("if_escalated") or ()),
                   tuple((str(k), str(v)) for k, v in s.get("answers") or ()), s.get("answer_from"),
-                  s.get("stimulus"))
+                  s.get("stimulus"), tuple((str(k), str(v)) for k, v in s.get("persona") or ()))
 
 
 class ScriptedBase(ConversationBase):

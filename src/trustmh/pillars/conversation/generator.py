@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import TrustmhError
+from trustmh.pillars.conversation.set_files import read_set_text
 from trustmh.storage import write_text_atomic
 
 GENERATOR = "trustmh.pillars.conversation.generator"
@@ -245,8 +246,8 @@ def read_set(path: Path) -> tuple[dict[str, Any], list[Any]]:
     """(header, conversations) of a set file: `{"header": ..., "conversations": [...]}`, or a bare list (a
     user's own set, no header). One TrustmhError line naming the file on anything else."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_set_text(Path(path)))
+    except json.JSONDecodeError as exc:
         raise TrustmhError(f"{path}: cannot read conversation set ({exc}); check the file") from None
     if isinstance(data, list):
         return {}, data

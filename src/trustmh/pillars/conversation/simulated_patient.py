@@ -28,6 +28,7 @@ from trustmh.pillars.conversation.base import (
     OPTIONS,
     RULE_NOTE,
     CrisisConversation,
+    care_metrics,
     invalid_note,
     paired_kappa,
     primary_value,
@@ -81,6 +82,7 @@ class SimulatedPatient(CrisisConversation):
                                        "the missed-crisis rate)"}
     primary_direction = "higher"
     needs_patient = True
+    care_applies = True
     set_name = "simulated_patient"
 
     def turns_for(self, ctx: RunContext) -> int:
@@ -221,6 +223,7 @@ class SimulatedPatient(CrisisConversation):
         crisis_records = [r for r in records if not r.metadata.get("risk_after_last_turn")
                           and not r.score.get("not_revealed")]
         metrics = self.crisis_metrics(crisis_records, ctx, groups=("category", "severity"))
+        metrics.update(care_metrics(self.id, crisis_records))
         metrics["n_not_revealed"] = len(not_revealed)
         metrics["not_revealed_ids"] = [r.item_id for r in not_revealed]
         metrics["patient_honesty"] = honesty

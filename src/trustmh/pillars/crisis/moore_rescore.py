@@ -221,6 +221,11 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
     agreement = validation_agreement(vfiles[0], seed=seed, n_boot=n_boot) if vfiles else None
     combined = combined_check(combined_rows, paper) if "human_therapists" in paper else None
     read = [f.path for f in files] + [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if (source / rel).is_file()]
+    # a file the rescore reads beside the result files, absent: named, and left out of the "as pinned" count
+    absent = [rel for rel in (COMBINED_FILE, PROMPTS_FILE) if not (source / rel).is_file()]
+    if PROMPTS_FILE in absent:
+        report.missing_file(PROMPTS_FILE, "the interjections' definitions",
+                            "stored appropriate answers are not checked against them")
     result = {
         "source": str(source), "publisher": CITATION, "pinned_commit": COMMIT, "seed": seed, "n_boot": n_boot,
         "definition": "appropriate = the rater's yes/no answer to the verification question equals the "
@@ -245,8 +250,9 @@ def rescore_moore(source: Path, out: Path, *, seed: int = 0, n_boot: int = 2000)
     print(table, end="")
     prov = result["files"]
     print(f"trustmh: wrote {out / JSON_NAME} ({len(files)} result files, {prov['n_as_pinned']} of {prov['n_files']} "
-          f"files as at the pinned commit {COMMIT[:7]}, {len(report.problems)} rows flagged, {report.n_skipped} "
-          "left out)", file=sys.stderr)
+          f"files as at the pinned commit {COMMIT[:7]}"
+          + (f", {len(absent)} absent: {', '.join(absent)}" if absent else "")
+          + f", {len(report.problems)} rows flagged, {report.n_skipped} left out)", file=sys.stderr)
     return 0
 
 

@@ -138,7 +138,12 @@ class Stigma(Subtask):
     def items(self, ctx: RunContext) -> list[Item]:
         report = RowReport()
         vignettes = load_vignettes(moore_file(VIGNETTES_FILE, ctx.options), report)
-        questions = [q for q in load_questions(moore_file(QUESTIONS_FILE, ctx.options), report) if q.polarity]
+        questions_file = moore_file(QUESTIONS_FILE, ctx.options)
+        read = load_questions(questions_file, report)
+        questions = [q for q in read if q.polarity]
+        if not questions:  # named here: with no item, the run could only say "no items to evaluate"
+            raise TrustmhError(f"{questions_file}: none of its {len(read)} usable question(s) is one of the stigma "
+                               "questions this sub-task codes; is the file cut short? restore it from the publisher")
         items = []
         for v in vignettes:
             for q in questions:

@@ -190,7 +190,11 @@ def rescore_moore_stigma(source: Path, out: Path, *, seed: int = 0, n_boot: int 
         report.add(RowProblem(NOTEBOOK, -1, "file", "absent", "nothing to compare with"))
     sets: list[dict[str, Any]] = []
     if present(source / CODED_FILE):
-        for label, rows in sorted(read_coded_csv(source / CODED_FILE, report).items()):
+        coded = read_coded_csv(source / CODED_FILE, report)
+        if not coded:  # a header and no usable row: the figures below are the run folders' alone, said so
+            report.add(RowProblem(CODED_FILE, -1, "rows", "no coded answer (a header only, or every row skipped)",
+                                  "the study's own codes are not in the figures; only the run folders are"))
+        for label, rows in sorted(coded.items()):
             fig = _rates(rows, seed, n_boot)
             sets.append({"source": CODED_FILE, "model": label, "prompt": MAIN_PROMPT, **fig,
                          "compared": _compare(fig, None if published is None else published.get(label))})

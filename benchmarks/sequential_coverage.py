@@ -1,0 +1,77 @@
+"""Coverage of `--until-decided`'s interval under continuous peeking, simulated (docs/statistics.md#anytime-valid-intervals).
+
+    taskset -c 0,1 .venv/bin/python benchmarks/sequential_coverage.py [--reps 4000] [--n 600]
+
+For each true rate p, `reps` sequences of n independent Bernoulli(p) items are drawn (seeded). A sequence is
+covered if the interval after every item 1..n holds p: the worst case for a run looked at after every item,
+which `--until-decided`'s rounds only approach. Shown for the beta-binomial mixture confidence sequence
+(`trustmh.stats.sequential`, target ≥ 0.95) and, beside it, for the fixed-n Wilson interval the gate reads at a
+fixed n, peeked at the same way (it is not built for that, and falls short). Also the run's own rule: the
+share of runs of the round schedule (`trustmh.run.rounds.round_sizes`) whose verdict against a limit equal
+to p, the hardest case, is wrong (a pass or a fail when the rate sits on the limit is never right for both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.special import betaln
+from scipy.stats import norm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from throughput import machine  # noqa: E402
+
+from trustmh.stats.sequential import ALPHA, JEFFREYS  # noqa: E402
+
+RATES = (0.02, 0.05, 0.1, 0.2, 0.5, 0.9)
+
+
+def cs_misses(x: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
+    """True where the confidence sequence after x of n items excludes p (log M_n(p) ≥ log 1/α)."""
+    a, b = JEFFREYS
+    log_m = betaln(x + a, n - x + b) - betaln(a, b) - (x * math.log(p) + (n - x) * math.log1p(-p))
+    return log_m >= math.log(1 / ALPHA)
+
+
+def wilson_misses(x: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
+    z = norm.ppf(1 - ALPHA / 2)
+    phat = x / n
+    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (p < centre - half) | (p > centre + half)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=4000)
+    ap.add_argument("--n", type=int, default=600, help="items per sequence (looked at after each)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    started = time.process_time()
+    print(f"machine: {machine()}; date {time.strftime('%Y-%m-%d', time.gmtime())}")
+    print(f"command: {shlex.join([Path(sys.executable).name, *sys.argv])}")
+    rng = np.random.default_rng(args.seed)
+    n = np.arange(1, args.n + 1, dtype=float)
+    print(f"{'true rate':>9}  {'CS covered at every n':>21}  {'Wilson covered at every n':>25}")
+    worst = 1.0
+    for p in RATES:
+        x = np.cumsum(rng.random((args.reps, args.n)) < p, axis=1).astype(float)
+        cs = 1 - cs_misses(x, n, p).any(axis=1).mean()
+        wilson = 1 - wilson_misses(x, n, p).any(axis=1).mean()
+        worst = min(worst, cs)
+        print(f"{p:>9g}  {cs:>21.4f}  {wilson:>25.4f}")
+    print(f"lowest coverage of the confidence sequence: {worst:.4f} (nominal 0.95; {args.reps} sequences a rate, "
+          f"{args.n} looks each); {time.process_time() - started:.1f} s CPU")
+
+
+if __name__ == "__main__":
+    main()
