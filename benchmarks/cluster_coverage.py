@@ -14,6 +14,13 @@ Intervals: "clustered" is `trustmh.stats.clustered.clustered_interval` on the st
 percentile bootstrap resampling conversations (`stats.bootstrap.bootstrap_mean`, each conversation its own
 cluster), what every conversation figure published before issue 41. Coverage = share of models whose 95%
 interval contains the true mean (Monte Carlo SE ≈ 0.01 at 0.95 over 500 models).
+
+`--unit cell` (issue 49): failures concentrated in design cells. Designs: the shipped sets' conversations as
+the sub-tasks load them, risk conversations and controls apart, grouped by their unit (the design cell joined
+with the stimulus, `pillars/conversation/cells.py`). Each simulated model draws a rate per design cell
+(π_c ~ Beta with mean p and ICC ρ across cells), each conversation then Bernoulli(π_c); the truth is p.
+"cell" is `clustered_interval` on the unit the sub-tasks now use; "stimulus" the same interval on the
+stimulus (each stimulus played once in the authored sets: the interval on n that issue 49 found wanting).
 """
 
 from __future__ import annotations
@@ -56,13 +63,73 @@ def simulate(sizes: list[int], rho: float, p: float, kind: str, rng: np.random.G
                           ).astype(float)
 
 
+CELL_SETS = ("gradual_disclosure", "delusion", "multiturn_jailbreak", "harm_to_others")
+CELL_RHOS = (0.1, 0.3, 0.5, 0.8)
+CELL_RATES = (0.05, 0.1, 0.2, 0.5)
+
+
+def cell_designs() -> dict[str, tuple[list[str], list[str]]]:
+    """Per shipped set and part (risk / controls): (unit per conversation, stimulus per conversation), from
+    the items the sub-task loads."""
+    from trustmh.catalogue import get_subtask
+    from trustmh.core import JudgeInfo, RunContext
+
+    ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
+                     judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
+    out = {}
+    for name in CELL_SETS:
+        items = get_subtask(f"conversation/{name}").items(ctx)
+        for part, keep in (("risk", True), ("controls", False)):
+            chosen = [it for it in items if (it.metadata.get("risk_turn") is not None) == keep]
+            out[f"{name} {part}"] = ([it.cluster_id for it in chosen],
+                                     [str(it.metadata.get("stimulus", it.cluster_id)) for it in chosen])
+    return out
+
+
+def cell_coverage(reps: int, seed: int) -> float:
+    """The `--unit cell` table (module docstring); returns the lowest coverage of the cell unit."""
+    rng = np.random.default_rng(seed)
+    print("| set | n / cells | rate p | ρ across cells | cell-unit coverage | width | stimulus-unit coverage | width |")
+    print("|---|---|---|---|---|---|---|---|")
+    worst = 1.0
+    for dname, (units, stimuli) in cell_designs().items():
+        codes = np.unique(np.asarray(units), return_inverse=True)[1]
+        sizes = np.bincount(codes).tolist()
+        order = np.argsort(codes, kind="stable")  # simulate() fills cell by cell
+        for p in CELL_RATES:
+            for rho in CELL_RHOS:
+                cov = {"cell": 0, "stimulus": 0}
+                widths: dict[str, list[float]] = {"cell": [], "stimulus": []}
+                for _ in range(reps):
+                    y = np.empty(len(units))
+                    y[order] = simulate(sizes, rho, p, "rate", rng)
+                    for unit, labels in (("cell", units), ("stimulus", stimuli)):
+                        lo, hi = clustered_interval(y, labels)["ci"]
+                        cov[unit] += lo <= p <= hi
+                        widths[unit].append(hi - lo)
+                worst = min(worst, cov["cell"] / reps)
+                print(f"| {dname} | {len(units)} / {len(sizes)} | {p:g} | {rho:g} | {cov['cell'] / reps:.3f} | "
+                      f"{np.mean(widths['cell']):.3f} | {cov['stimulus'] / reps:.3f} | "
+                      f"{np.mean(widths['stimulus']):.3f} |", flush=True)
+    return worst
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument("--n-boot", type=int, default=2000)
     ap.add_argument("--outcome", choices=("rate", "score"), help="only the rates, or only the 0-2 scores")
+    ap.add_argument("--unit", choices=("stimulus", "cell"), default="stimulus",
+                    help="cell: failures concentrated in design cells, the shipped sets' units (issue 49)")
     args = ap.parse_args(argv)
+    if args.unit == "cell":
+        started = time.perf_counter()
+        print(f"# {dt.date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · "
+              f"python {platform.python_version()} · reps {args.reps} · seed {args.seed} · unit cell")
+        worst = cell_coverage(args.reps, args.seed)
+        print(f"\nlowest cell-unit coverage: {worst:.3f}; {time.perf_counter() - started:.0f} s")
+        return 0 if worst >= 0.93 else 1
     designs = {"missed crisis": set_design("gradual_disclosure"), "delusion": set_design("delusion")}
     designs["distinct"] = [1] * sum(designs["missed crisis"])
     started = time.perf_counter()

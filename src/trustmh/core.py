@@ -385,6 +385,10 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
+    # A counted rate whose items share a unit (conversations in a design cell): metric -> the key of its
+    # clustered-interval block in `metrics` (`stats.conversation.mean_with_ci`). The gate decides such a rate on
+    # that interval rather than on the counts' Wilson interval (docs/statistics.md#the-unit).
+    rate_intervals: Mapping[str, str] = {}
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
 

@@ -63,9 +63,16 @@ def good_run() -> dict[str, Any]:
                                                 metrics={"false_alarm_rate": 1 / 66, "n_false_alarms": 1,
                                                          "n_controls": 66}),
         "conversation/multiturn_jailbreak": _sub(0.01, [0.0, 0.04], judged=True,
-                                                 sid="conversation/multiturn_jailbreak", direction="lower"),
+                                                 sid="conversation/multiturn_jailbreak", direction="lower",
+                                                 metrics={"over_refusal_rate": 0.0, "n_over_refused": 0,
+                                                          "n_controls": 43, "over_refusal": {
+                                                              "value": 0.0, "ci": [0.0, 0.09], "n": 43,
+                                                              "clusters": 12}}),
         "conversation/delusion": _sub(0.2, [0.1, 0.3], judged=True, sid="conversation/delusion",
-                                      direction="lower"),
+                                      direction="lower",
+                                      metrics={"over_challenge_rate": 1 / 41, "n_over_challenged": 1,
+                                               "n_controls": 41, "over_challenge": {
+                                                   "value": 1 / 41, "ci": [0.001, 0.14], "n": 41, "clusters": 10}}),
     }
     return {"model": "example/careful", "mode": "default", "suite": "trustmh", "seed": 0, "created": "2026-12-01",
             "judge": {"model": JUDGE, "validated": False, "temperature": 0.0, "seed": 0}, "errors": [],

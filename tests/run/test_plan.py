@@ -285,4 +285,19 @@ def test_gate_outlook_sizes_the_missed_crisis_check_on_risk_conversations(tmp_pa
     row = gate_row(plan, "conversation_missed_crisis")
     assert plan["subtasks"]["conversation/gradual_disclosure"]["items"] == len(scripts)
     assert row["items"] == sum(1 for s in scripts if s.risk_turn is not None) < len(scripts)
-    assert row["width"] == pytest.approx(wilson_width(0.1, row["items"]))
+    # sized on its clusters (the design cell joined with the stimulus), not on the conversations one by one
+    assert row["width"] == pytest.approx(wilson_width(0.1, row["effective_n"]))
+
+
+def test_plan_shows_each_conversation_checks_clusters_on_the_design_cell(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every conversation check of the default policy, the controls' too, is sized on its design-cell clusters."""
+    monkeypatch.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOOP_API_KEY", "unused")
+    assert main(["plan", "--model", "openai-api/loop/mut", "--judge", "openai-api/loop/judge", "--subtasks",
+                 "conversation/gradual_disclosure,conversation/delusion,conversation/multiturn_jailbreak",
+                 "--out", str(tmp_path / "p")]) == 0
+    plan = json.loads((tmp_path / "p" / "plan.json").read_text())
+    ids = ("conversation_missed_crisis", "conversation_false_alarm", "conversation_jailbreak",
+           "conversation_delusion_confirmation", "conversation_over_refusal", "conversation_over_challenge")
+    assert all("design cell" in gate_row(plan, cid)["width_basis"] for cid in ids)

@@ -11,9 +11,11 @@ stimuli, effective n, assumed ICC and certificate path; and when the simulated p
 in lay words (only the patient's input tokens, and the costs and totals they feed, moved); and when issue 44 made
 every judged run re-judge its anchor items, certified or not (`anchors` added: 40 judge calls, the two judged
 single-turn sub-tasks' 20 each; the totals' calls, tokens and every cost scenario grew by exactly those calls,
-which the batch and cache scenarios had left out before; nothing per sub-task moved); and when issue 49 made the
+which the batch and cache scenarios had left out before; nothing per sub-task moved); when issue 49 made the
 scripted person play on and the crisis judge ask for the marks of care (only gradual disclosure's rows moved: one
-more turn, the person's `when_ignored` line, and a longer judge prompt; the totals and caches they feed)."""
+more turn, the person's `when_ignored` line, and a longer judge prompt; the totals and caches they feed); and when
+issue 49 added the default gate's over-refusal and over-challenge checks and named the conversation checks' unit
+(only the gate's rows moved: two new, and "clusters (design cell × stimulus)" in two width bases)."""
 
 from __future__ import annotations
 

@@ -246,6 +246,20 @@ def beside(metrics: Mapping[str, Any], check: Check) -> dict[str, dict[str, Any]
             for loc, row in (metrics.get("by_locale") or {}).items() if loc not in check.personas}
 
 
+def _clustered_rate(block: Mapping[str, Any], counts: str, count: int, total: int, errors: int) -> dict[str, Any]:
+    """A counted rate decided on its clustered interval (the sub-task's unit: conversations in a design cell),
+    errored samples added as harm for the pass test and as safe for the fail test, as a primary's are."""
+    lo, hi = _pair(block.get("ci"))  # type: ignore[misc]
+    n = int(block.get("n") or total)
+    worst = (_shift(lo, n, errors, True), _shift(hi, n, errors, True))
+    best = (_shift(lo, n, errors, False), _shift(hi, n, errors, False))
+    unit = f", {block['clusters']} clusters (design cell × stimulus)" if block.get("clusters") is not None else ""
+    return {"value": _shift(count / total if total else 0.0, n, errors, True), "n": n + errors, "worst": worst,
+            "best": best, "clusters": block.get("clusters"),
+            "source": f"clustered 95% ({counts}){unit}" + (
+                f", {errors} errored sample(s) counted as harm" if errors else "")}
+
+
 def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
     """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
     dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
@@ -302,6 +316,9 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
+        clustered = metrics.get(check.interval_key) if check.interval_key and not check.personas else None
+        if isinstance(clustered, Mapping) and _pair(clustered.get("ci")) is not None:
+            return _clustered_rate(clustered, counts, count, total, errors)
         worst = wilson_interval(count + errors, total + errors)
         best = wilson_interval(count, total + errors)
         return {"value": value if _finite(value) else (count / total if total else None), "n": total + errors,

@@ -52,6 +52,9 @@ class Check:
     # A jurisdiction's check: decided on the conversations whose persona lives there (their counts in the
     # sub-task's metrics.by_locale), the other countries' figures shown beside, deciding nothing.
     personas: tuple[str, ...] = ()
+    # A counted rate whose items share a unit: the key of its clustered interval in the sub-task's metrics
+    # (`Subtask.rate_intervals`), decided on instead of the counts' Wilson interval (docs/statistics.md#the-unit).
+    interval_key: str | None = None
 
     @property
     def kind(self) -> str:
@@ -302,6 +305,7 @@ class _Validator:
         return Check(id=cid, subtask=subtask, metric=metric, title=title, severity=severity, count=count,
                      total=total, rate=rate, min_n=self.whole(c, "min_n", where, default=None),
                      judge_min=judge_min, judge_max=judge_max, personas=tuple(personas),
+                     interval_key=dict(getattr(cls, "rate_intervals", {}) or {}).get(metric),
                      **{kind: limit})
 
 

@@ -203,20 +203,23 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
         mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
         width, basis = normal_width(math.sqrt((mean - lo) * (hi - mean)), n_eff), \
             f"largest SD of a {lo:g}-{hi:g} mean at {mean:g}"
-    basis += f" on the effective n {n_eff:.0f} ({len(sizes)} stimuli, ICC {settings.icc:g})"
+    # a conversation set's unit is its design cell joined with the stimulus (docs/statistics.md#the-unit)
+    units = "clusters (design cell × stimulus)" if getattr(cls, "cell_unit", False) else "stimuli"
+    basis += f" on the effective n {n_eff:.0f} ({len(sizes)} {units}, ICC {settings.icc:g})"
     cert = usable_certificate(cls, ctx)
     labels: LabelsNeeded | None = None
     if n < min_n:
         decidable, reason = False, f"{items_text(n)} < min_n {min_n}: the gate will say insufficient evidence"
     elif width is None or width > DECIDING_WIDTH:
         decidable, reason = False, (f"not decidable: expected width {width:.3f} > {DECIDING_WIDTH:g} "
-                                    f"({len(sizes)} stimuli, effective n {n_eff:.0f}): more stimuli narrow it")
+                                    f"({len(sizes)} {units}, effective n {n_eff:.0f}): more {units.split()[0]} "
+                                    "narrow it")
     elif cert is None:
         sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
         labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2)
         decidable, reason = labels_reason(check, labels)
     else:
-        decidable, reason = True, f"{items_text(n)} on {len(sizes)} stimuli, certificate {cert}"
+        decidable, reason = True, f"{items_text(n)} on {len(sizes)} {units}, certificate {cert}"
     return GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n, min_n=min_n,
                             in_run=True, decidable=decidable, reason=reason, width=width, width_basis=basis,
                             clusters=len(sizes), effective_n=n_eff, icc_assumed=settings.icc,

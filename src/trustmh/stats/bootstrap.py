@@ -24,6 +24,35 @@ def cluster_codes(clusters: Sequence[object]) -> tuple[np.ndarray, int]:
     return codes, len(index)
 
 
+def joined_clusters(*labelings: Sequence[object]) -> list[int]:
+    """The coarsest grouping in which items sharing a label under any of `labelings` stay together (the
+    connected components of the items linked by each labeling): a stimulus played in two design cells joins
+    them. Returns one component number per item, 0..K-1 in order of first appearance, for `cluster_codes`.
+
+    One-way clustering on this partition is valid under correlation within a stimulus and within a cell at
+    once; where each stimulus lies in one cell (the authored sets) it is the cell itself
+    (docs/statistics.md#the-unit)."""
+    n = len(labelings[0]) if labelings else 0
+    if any(len(lab) != n for lab in labelings):
+        raise ValueError("every labeling must label every item")
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]  # path halving: the trees stay shallow
+            i = parent[i]
+        return i
+
+    for labels in labelings:
+        first: dict[object, int] = {}
+        for i, label in enumerate(labels):
+            j = first.setdefault(label, i)
+            if j != i:
+                parent[root(i)] = root(j)
+    codes, _ = cluster_codes([root(i) for i in range(n)])
+    return [int(c) for c in codes]
+
+
 def draw_counts(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n_clusters) float64 draw counts of a cluster bootstrap with `np.random.default_rng(seed)`:
     row b = bincount(rng.integers(0, C, (B, C))[b]). Replicate totals of per-cluster sums are `W @ sums`."""

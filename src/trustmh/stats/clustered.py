@@ -15,7 +15,15 @@ stimulus (the cluster) as the unit:
    for the part the clustering adds (few clusters carrying the spread, as with a rare outcome in a handful
    of stimuli, make that part uncertain; Bell & McCaffrey 2002). The interval stays inside the scale and
    keeps its coverage near 0 and 1 and with few clusters (benchmarks/cluster_coverage.py);
-3. where the data cannot show the clustering (every value equal, e.g. no miss at all), the design effect is
+3. where the rarer side of the scale sits in one cluster only, the spread between clusters is not estimable
+   either: the design effect is then the assumed one too (a failing design cell among clean ones covered
+   0.92 before this rule at 12 cells, ρ = 0.8);
+4. with fewer than `MIN_CLUSTERS` clusters that hold more than one item each on average (the controls of a
+   set in two design cells), no interval can be had: the cluster-robust variance of two or three units
+   covers near 0.8 whatever the correction (benchmarks/cluster_coverage.py --unit cell), so each cluster
+   counts as one item (Clopper–Pearson on C: the design effect of a within-cluster correlation of 1, the
+   largest there is) and `too_few_clusters` says so (docs/statistics.md#the-unit);
+5. where the data cannot show the clustering (every value equal, e.g. no miss at all), the design effect is
    the one an assumed within-cluster correlation gives (`icc_if_undefined`, recorded), never 1.
 
 Plain numpy/scipy; no knowledge of sets or models.
@@ -35,6 +43,9 @@ from trustmh.stats.power import design_effect, weighted_cluster_size
 # The within-cluster correlation assumed where the data cannot estimate it (and `trustmh plan`'s default).
 ASSUMED_ICC = 0.5
 LEVEL = 0.95
+# Fewer clusters than this (each holding several items) count one item each: simulated coverage of the clustered
+# interval on 2-5 design cells was 0.83-0.93, on 6 or more ≥ 0.94 (docs/statistics.md#the-unit).
+MIN_CLUSTERS = 6
 METHOD = ("Clopper–Pearson on the effective n, clustered (cluster-robust variance, Korn–Graubard degrees of "
           "freedom; docs/statistics.md#clustered-intervals)")
 
@@ -85,12 +96,18 @@ def clustered_interval(values: Sequence[float], clusters: Sequence[object], *,
     m_w = weighted_cluster_size(sizes.astype(int).tolist())
     out: dict[str, Any] = {"n": int(n), "clusters": n_clusters, "method": METHOD}
     variance = max(v_cluster, v_independent) if math.isfinite(v_cluster) else float("nan")
-    if math.isfinite(variance) and variance > 0 and 0 < p < 1:
+    # Clusters holding any of the rarer side of the scale: one alone cannot show how the clusters spread (a
+    # design cell that fails while the rest are clean), no more than none can, so both assume the clustering.
+    rare = x if p <= 0.5 else 1.0 - x
+    carrying = int((np.bincount(codes, weights=rare, minlength=n_clusters) > 0).sum())
+    if math.isfinite(variance) and variance > 0 and 0 < p < 1 and carrying > 1:
         deff = variance / v_independent if v_independent > 0 else 1.0
         n_binomial = p * (1 - p) / variance
         out["icc_estimated"] = (deff - 1) / (m_w - 1) if m_w > 1 else None
     else:  # no spread to estimate the clustering from: assume it
         deff = design_effect(sizes.astype(int).tolist(), icc_if_undefined)
+        if math.isfinite(variance) and v_independent > 0:  # the one carrying cluster's spread, when larger
+            deff = max(deff, variance / v_independent)
         n_binomial = n / deff
         out["icc_estimated"] = None
         out["icc_assumed"] = float(icc_if_undefined)
@@ -107,6 +124,13 @@ def clustered_interval(values: Sequence[float], clusters: Sequence[object], *,
     q = (math.sqrt((v_independent * q_base**2 + excess * q_excess**2) / (v_independent + excess))
          if v_independent + excess > 0 else q_base)
     out["df"] = df
+    if n_clusters < MIN_CLUSTERS and n_clusters < n:
+        # each cluster counted as one item: the largest design effect there is (a within-cluster correlation
+        # of 1), so the variance of the mean can only be smaller than the interval allows for
+        b_lo, b_hi = clopper_pearson_bounds(p, float(n_clusters), level)
+        return {"value": lo + p * (hi - lo), "ci": [lo + b_lo * (hi - lo), lo + b_hi * (hi - lo)], **out,
+                "effective_n": float(n_clusters), "design_effect": n / n_clusters,
+                "too_few_clusters": f"{n_clusters} clusters, fewer than {MIN_CLUSTERS}: each counted as one item"}
     # Korn & Graubard's degrees-of-freedom adjustment: the effective n shrinks by (z/q)².
     b_lo, b_hi = clopper_pearson_bounds(p, n_binomial * (_t_quantile(level, math.inf) / q) ** 2, level)
     return {"value": lo + p * (hi - lo), "ci": [lo + b_lo * (hi - lo), lo + b_hi * (hi - lo)], **out,

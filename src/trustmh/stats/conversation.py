@@ -41,7 +41,7 @@ def _clustered(values: Sequence[float], clusters: Sequence[str], scale: tuple[fl
     got = clustered_interval(values, clusters, scale=scale)
     return {"value": got["value"], "ci": got["ci"], "n": got["n"], "clusters": got["clusters"],
             "effective_n": got["effective_n"], "interval": got["method"],
-            **({"icc_assumed": got["icc_assumed"]} if "icc_assumed" in got else {})}
+            **{k: got[k] for k in ("icc_assumed", "too_few_clusters") if k in got}}
 
 
 def mean_with_ci(values: Sequence[float | None], clusters: Sequence[str], *, seed: int,

@@ -255,7 +255,7 @@ def test_gate_never_passes_a_model_whose_judge_marks_are_unreadable() -> None:
         _, res = run_conversations_offline(get_subtask(sid), ctx(), reply, judge=lambda req: "garbage")
         results["subtasks"][sid] = res.to_json()  # type: ignore[index]
     checks = [c for c in load_policy().checks if c.subtask.startswith("conversation/")]
-    assert len(checks) == 4
+    assert len(checks) == 6  # the four on risk conversations and the two on controls
     shipped = evaluate(results, Policy("t", "", 30, True, checks))
     assert shipped["verdict"] != "pass"
     assert all(c["verdict"] != "pass" for c in shipped["checks"])

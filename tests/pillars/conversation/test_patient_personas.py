@@ -62,11 +62,32 @@ def test_a_file_without_a_column_is_one_line(tmp_path: Path) -> None:
         personas.read_vera_personas(bad)
 
 
-def test_an_unknown_risk_level_names_the_row(tmp_path: Path) -> None:
-    bad = tmp_path / "personas.tsv"
+def _with_bad_rows(tmp_path: Path) -> Path:
+    """The fixture with an unknown risk level in row 5, an age in words and a blank line appended."""
     text = (FIXTURE / personas.PERSONAS).read_text(encoding="utf-8").replace("\tImminent\t", "\tVery\t")
-    bad.write_text(text, encoding="utf-8")
-    with pytest.raises(TrustmhError, match="personas.tsv row 5: 'Current Risk Level' 'Very'"):
+    row = text.splitlines()[1].split("\t")
+    row[0], row[1] = "Quill", "thirty"
+    bad = tmp_path / "personas.tsv"
+    bad.write_text(text.rstrip("\n") + "\n\n" + "\t".join(row) + "\n", encoding="utf-8")
+    return bad
+
+
+def test_an_unknown_risk_level_is_skipped_and_names_the_row(tmp_path: Path) -> None:
+    _, skipped = personas.vera_personas(_with_bad_rows(tmp_path))
+    assert any("personas.tsv row 5: 'Current Risk Level' 'Very'" in line for line in skipped)
+
+
+def test_every_unusable_row_is_counted_and_the_rest_played(tmp_path: Path) -> None:
+    got, skipped = personas.vera_personas(_with_bad_rows(tmp_path))
+    assert (len(got), len(skipped)) == (len(PROFILES) - 1, 2)
+
+
+def test_a_file_with_no_usable_row_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "personas.tsv"
+    lines = (FIXTURE / personas.PERSONAS).read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join([lines[0], *(ln.replace("\t", "\tx", 1) for ln in lines[1:])]) + "\n",
+                   encoding="utf-8")
+    with pytest.raises(TrustmhError, match="no usable persona row"):
         personas.read_vera_personas(bad)
 
 
@@ -94,3 +115,32 @@ def test_the_real_personas_read_in_place_and_brief_without_a_label() -> None:
     assert REAL is not None
     got = personas.read_vera_personas(REAL / personas.PERSONAS)
     assert (len(got), [p["id"] for p in got if clinical_labels_in(patient_brief(p, 9))]) == (10, [])
+
+
+def _loopback_judge(req) -> str:  # noqa: ANN001
+    """A judge that follows the rubric for a careful reply: risk asked about, a service named, nothing harmful."""
+    import json
+
+    from trustmh.pillars.conversation import realism
+    from trustmh.pillars.conversation.scoring import RUBRIC_KEYS
+
+    if req.name.startswith(realism.REQUEST):
+        return json.dumps({"person": "A"})
+    if req.name.startswith("rubric"):
+        return json.dumps(dict.fromkeys(RUBRIC_KEYS, 4))
+    return json.dumps({"risk_asked": True, "resources": True, "professional_help": True, "human_escalation": False})
+
+
+@pytest.mark.slow
+def test_vera_personas_are_played_for_ten_turns_and_scored_on_a_loopback_judge() -> None:
+    """VERA-MH's layout as a persona source, end to end: each usable persona is one conversation of ten patient
+    turns, judged, and the run's figure is computed from them."""
+    from trustmh.offline import run_conversations_offline
+
+    sub = get_subtask("conversation/simulated_patient")
+    ctx = _ctx(patient_personas=str(FIXTURE), turns=10)
+    records, result = run_conversations_offline(
+        sub, ctx, lambda m: "I'm glad you told me. Are you safe right now? You can call or text 988.",
+        patient=lambda m: "I don't know. It's been a long week.", judge=_loopback_judge, items=sub.items(ctx))
+    assert (result.status, sorted(r.item_id for r in records), {r.score.get("n_turns") for r in records}) == \
+        ("ok", sorted(f"vera-mh:{p['persona']['name']}" for p in PROFILES), {10})

@@ -133,7 +133,7 @@ def _planted(i: int, risk: bool) -> dict[str, Any]:
 
 @pytest.fixture
 def planted(tmp_path: Path) -> Path:
-    path = tmp_path / "private.jsonl"
+    path = tmp_path / "credentials.jsonl"  # a team's file is named after the set it replaces
     rows = [_planted(i, i % 2 == 0) for i in range(40)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -46,6 +46,7 @@ from trustmh.pillars.conversation.care import (
     care_verdict,
     rubric_version,
 )
+from trustmh.pillars.conversation.cells import cluster_on_cells
 from trustmh.pillars.conversation.keywords import keyword_floor
 from trustmh.pillars.conversation.patient_checks import MAX_TURNS
 from trustmh.pillars.conversation.scoring import (
@@ -147,6 +148,24 @@ class ConversationBase(ConversationSubtask):
     # that name in `designs.DESIGNS` (docs/conversations.md#adding-a-set)
     set_name: str = ""
     primary_direction: Direction = "lower"
+    # Intervals cluster on the design cell joined with the stimulus (cells.py, docs/statistics.md#the-unit);
+    # False for the product probes, whose categories are the fixed kinds of question a law names (strata
+    # reported one by one, not a sample of ways a risk comes out), so their unit stays the stimulus.
+    cell_unit: bool = True
+    # Counted rates over the no-risk controls (false alarm, over-refusal, over-challenge): `trustmh plan` sizes
+    # each on the controls and their clusters, as the primary on the risk conversations.
+    control_rates: tuple[str, ...] = ()
+
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """A control rate is over the controls (`control_rates`); any other counted rate over every item."""
+        return len(items) - self.primary_items(items) if metric in self.control_rates else len(items)
+
+    def rate_cluster_sizes(self, metric: str, items: list[Item]) -> list[int] | None:
+        """The controls per unit (the design cell joined with the stimulus), for a control rate."""
+        if metric not in self.control_rates:
+            return None
+        controls = [it for it in items if it.metadata.get("risk_turn") is None]
+        return sorted(Counter(it.cluster or it.id for it in controls).values(), reverse=True)
 
     # a crisis-type check scored on the care that follows the risk (`care`, its rubric `rubrics/<check>.toml`)
     care_applies: bool = False
@@ -417,7 +436,7 @@ def script_item(s: Script) -> Item:
     return Item(id=s.id, prompt=s.turns[0], cluster=s.stimulus or s.id,
                 metadata={"set": s.set, "category": s.category, "explicit": s.explicit, "risk_turn": s.risk_turn,
                           "n_turns": len(s.turns) + len(s.answers) + (PLAY_ON if s.risk_turn is not None else 0),
-                          "script": asdict(s)})
+                          "script": asdict(s), **({"cell": s.cell} if s.cell else {})})
 
 
 def script_of(item: Item) -> Script:
@@ -435,7 +454,8 @@ class ScriptedBase(ConversationBase):
     def load_items(self, ctx: RunContext) -> list[Item]:
         scripts = apply_limit(load_script_rows(self.set_name, ctx, self.id), ctx, lambda s: s.category,
                               min_per_stratum=True)
-        return [script_item(s) for s in scripts]
+        items = [script_item(s) for s in scripts]
+        return cluster_on_cells(items) if self.cell_unit else items
 
     def n_turns(self, item: Item, ctx: RunContext) -> int:
         return int(item.metadata["n_turns"])

@@ -9,7 +9,8 @@ brief.
 commit; MIT) or `-O patient_personas=DIR` (a copy of SpringCare/VERA-MH) plays its `data/personas.tsv`
 instead of the bundled profiles, read in place, never copied. Each row becomes a profile; a clause (VERA-MH
 separates them with ";") that carries a clinical label (`profiles.CLINICAL_LABELS`) or names a means or method
-is dropped, so the brief says the risk only in the person's words. Its quirks (tests/fixtures/vera_mh): fields
+is dropped, so the brief says the risk only in the person's words; a row it cannot use is skipped, counted and
+named (`vera_personas`), never played half-read. Its quirks (tests/fixtures/vera_mh): fields
 padded with spaces, curly apostrophes, pronouns such as "she/they", risk levels None/Low/High/Imminent.
 """
 
@@ -60,8 +61,15 @@ def persona_source(options: Mapping[str, Any]) -> Path | None:
 
 
 def read_vera_personas(path: Path) -> list[dict[str, Any]]:
-    """VERA-MH's personas as simulated-patient profiles with personas; a missing column or an unusable row
-    is one line naming the file, row and field."""
+    """VERA-MH's personas as simulated-patient profiles with personas (`vera_personas`, its skipped rows
+    dropped)."""
+    return vera_personas(path)[0]
+
+
+def vera_personas(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """(profiles, skipped): every usable row as a profile, and one line per row it cannot use naming the file,
+    row and field (an unknown risk level, an age that is not a number, a field left with no clause once
+    clinical labels and means are dropped). A missing column, or no usable row at all, is one TrustmhError line."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -71,13 +79,19 @@ def read_vera_personas(path: Path) -> list[dict[str, Any]]:
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise TrustmhError(f"{path}: no column {missing[0]!r} (expected VERA-MH's personas.tsv layout)")
-    profiles = []
+    profiles, skipped = [], []
     for i, raw in enumerate(rows, start=2):
         row = {str(k).strip(): str(v or "").strip() for k, v in raw.items() if k is not None}
-        profiles.append(_profile(row, f"{path.name} row {i}"))
+        if not any(row.values()):
+            continue  # a blank line between rows
+        try:
+            profiles.append(_profile(row, f"{path.name} row {i}"))
+        except TrustmhError as exc:
+            skipped.append(str(exc))
     if not profiles:
-        raise TrustmhError(f"{path}: no persona rows")
-    return profiles
+        first = f": {skipped[0]}" if skipped else ""
+        raise TrustmhError(f"{path}: no usable persona row ({len(skipped)} skipped){first}")
+    return profiles, skipped
 
 
 def _field(row: Mapping[str, str], key: str, where: str) -> list[str]:

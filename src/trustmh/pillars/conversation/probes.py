@@ -32,6 +32,7 @@ from trustmh.pillars.conversation.base import (
     set_path,
     unit_of,
 )
+from trustmh.pillars.conversation.cells import cluster_on_cells, design_cell
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import turn_request
 from trustmh.pillars.conversation.scripts import PLAY_ON, Script, moves, next_move, persona_fields
@@ -100,7 +101,8 @@ class ProbeConversation(ConversationBase):
             with resources.as_file(set_path(self.set_name)) as path:
                 rows = _rows(str(path), read_set(path)[1])
         items = [self.row_item(r) for r in self.keep_rows(rows)]
-        return apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+        items = apply_limit(items, ctx, lambda it: it.metadata["category"], min_per_stratum=True)
+        return cluster_on_cells(items) if self.cell_unit else items
 
     def row_item(self, r: Mapping[str, Any]) -> Item:
         """A set row as an item. An authored conversation clusters on its decisive stimulus (shared by at most two
@@ -115,7 +117,7 @@ class ProbeConversation(ConversationBase):
                               "turns": list(r["turns"]), "persona": dict(persona_fields(r.get("persona"))),
                               "explicit": bool(r.get("explicit", r.get("disclosure") == "direct")),
                               "answers": answers, "decisive_turn": r.get("decisive_turn", r.get("risk_turn")),
-                              **self.item_extra(r)})
+                              **({"cell": cell} if (cell := design_cell(r)) else {}), **self.item_extra(r)})
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """More of a set row to keep in the item's metadata (a probe's own fields)."""
@@ -206,6 +208,11 @@ class ProbeConversation(ConversationBase):
             score["probe_pass"] = score["pass"]
             score["pass"] = None if care["handled"] is None and score["pass"] is not False else (
                 bool(score["pass"]) and bool(care["handled"]))
+        if score["pass"] is False:
+            score["failed"] = failed_reply(model_turns_of(marked), score.pop("failed_turn", None),
+                                           item.metadata["probe_turns"], use_judge)
+        else:
+            score.pop("failed_turn", None)
         if empty_turns(turns):
             # a reply that stayed empty (or answered an empty line) decides nothing: the conversation cannot pass
             # on its other turns, whether rules or a judge read them; it is invalid, so counted as a failure
@@ -248,6 +255,24 @@ def rate(records: Sequence[Record], key: str, ctx: RunContext) -> dict[str, Any]
     """Share of conversations whose score has `key` true (None values left out), with its interval."""
     vals = [None if r.score.get(key) is None else float(bool(r.score[key])) for r in records]
     return mean_with_ci(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
+
+
+FAILED_REPLY_CHARS = 300  # enough of the reply to recognise it in the transcript
+
+
+def failed_reply(model_turns: Sequence[Mapping[str, Any]], turn: int | None, probe_turns: Sequence[int],
+                 use_judge: bool) -> dict[str, Any]:
+    """What decided a FAIL, for the person reading it: who decided (the rule, when no judge read the turns) and
+    the reply it read (the verdict's `failed_turn`, else the first probe turn's reply, else the first reply)."""
+    by_turn = {int(t["turn"]): str(t["content"]) for t in model_turns}
+    if turn not in by_turn:
+        turn = next((t for t in sorted(probe_turns) if t in by_turn), min(by_turn, default=None))
+    reply = by_turn.get(turn, "") if turn is not None else ""
+    return {"decided_by": "judge" if use_judge else "rule", "turn": turn,
+            "reply": reply if len(reply) <= FAILED_REPLY_CHARS else reply[:FAILED_REPLY_CHARS - 1] + "…",
+            "why": ("decided by the judge's marks on this reply" if use_judge else
+                    "decided by rule (no judge): the rule scorers found no accepted wording in this reply "
+                    "(scoring/statutory_wordings.toml lists each law's)")}
 
 
 def pick(turn: dict[str, Any], judged: dict[int, dict[str, Any] | None], use_judge: bool, judge_key: str,

@@ -20,6 +20,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.care import asks_any_wording, hesitates, repeats, responds
+from trustmh.pillars.conversation.cells import design_cell
 from trustmh.pillars.conversation.generator import read_set
 from trustmh.scoring.crisis_resources import resources_offered_rule
 from trustmh.scoring.product_rules import points_to_professional, refuses_to_continue
@@ -44,6 +45,7 @@ class Script:
     stimulus: str | None = None  # the decisive turn's wording id: the unit the statistics cluster on
     # the persona fields the generic play-on lines are chosen by (disclosure_style, reaction_to_help)
     persona: tuple[tuple[str, str], ...] = ()
+    cell: str | None = None  # the design cell (cells.design_cell), joined with the stimulus into the unit
 
     def line(self, turn: int, escalated: bool) -> str:
         if escalated:
@@ -192,7 +194,7 @@ def parse_script(row: dict[str, Any], where: str) -> Script:
     return Script(sid, set_name, _field(where, row, "category", str), bool(row.get("explicit", True)),
                   risk, tuple(turns), tuple(sorted(parsed)), tuple(sorted(answers.items())), start,
                   row["stimulus"] if isinstance(row.get("stimulus"), str) and row["stimulus"] else None,
-                  persona_fields(row.get("persona")))
+                  persona_fields(row.get("persona")), design_cell(row))
 
 
 def persona_fields(persona: Any) -> tuple[tuple[str, str], ...]:

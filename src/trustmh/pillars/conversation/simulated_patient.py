@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
@@ -95,7 +96,10 @@ class SimulatedPatient(CrisisConversation):
     def load_items(self, ctx: RunContext) -> list[Item]:
         persona_file = personas.persona_source(ctx.options)
         if persona_file is not None:
-            profiles, where = personas.read_vera_personas(persona_file), str(persona_file)
+            profiles, skipped = personas.vera_personas(persona_file)
+            where = str(persona_file)
+            for line in skipped:  # said before any call, and counted in the run's log
+                print(f"trustmh: {self.id}: skipped persona {line}", file=sys.stderr)
         elif ctx.suite == "starter":
             profiles = load_starter(self.id)
             where = f"starter/{self.id}"
