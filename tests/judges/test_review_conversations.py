@@ -304,7 +304,7 @@ def test_the_command_prints_why_a_one_rater_import_cannot_certify(run_dir: Path,
     from trustmh.cli import main
 
     sample = _export(run_dir)
-    main(["review", "import", str(run_dir), str(_labels(tmp_path, sample, "rater1")), "--certificates",
-          str(tmp_path / "certs"), "--n-boot", "200"])
-    assert f"{SID}: cannot certify: {N} of {N} {SID} conversation(s) lack a label of their two assigned raters" \
-        in capsys.readouterr().err
+    code = main(["review", "import", str(run_dir), str(_labels(tmp_path, sample, "rater1")), "--certificates",
+                 str(tmp_path / "certs"), "--n-boot", "200"])
+    assert (code, f"{SID}: cannot certify (n = {N}): {N} of {N} {SID} conversation(s) lack a label of their two "
+            "assigned raters" in capsys.readouterr().out) == (3, True)

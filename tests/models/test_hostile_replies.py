@@ -86,9 +86,9 @@ def hostile_inspect_provider(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_inspect_provider_hostile_replies_reach_the_results(hostile_inspect_provider: dict) -> None:
-    # every reply is hostile, so every rating is invalid: the sub-task is reported as not computed with the
-    # count (issue 42's rule), never lost to a serialisation error
-    assert "every rating invalid" in hostile_inspect_provider["reason"]
+    # every reply is hostile, so every rating is invalid: the sub-task reports its worst case and says every
+    # reply was unusable (issue 52's rule), never lost to a serialisation error
+    assert any(note.startswith("every reply unusable") for note in hostile_inspect_provider["notes"])
 
 
 def test_inspect_provider_hostile_replies_are_invalid(hostile_inspect_provider: dict) -> None:

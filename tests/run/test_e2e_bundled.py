@@ -71,12 +71,11 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
-        # the bundled model's replies seldom parse: a figure on the one item, or "not computed" with the count
-        # when every rating is invalid (docs/results.md: no number that flatters), never a worst-case 0
-        if sub["status"] == "ok":
-            assert (sub["n"], 0.0 <= sub["value"] <= 1.0) == (1, True), sub
-        else:
-            assert "every rating invalid" in sub["reason"], sub
+        # the bundled model's replies seldom parse: a figure on the one item, its worst case said as such when
+        # every reply was unusable (docs/results.md#invalid: the model's invalid counts against it)
+        assert (sub["status"], sub["n"], 0.0 <= sub["value"] <= 1.0) == ("ok", 1, True), sub
+        if sub["n_invalid"] == sub["n"]:
+            assert any(note.startswith("every reply unusable") for note in sub["notes"]), sub
     html = (out / "report.html").read_text()
     assert "Demonstration." in html
     assert '<span class="nc">none</span>' in html  # the bundled judge has no certificate

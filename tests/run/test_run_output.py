@@ -14,6 +14,7 @@ import pytest
 
 from loopback_server import LoopbackServer
 from trustmh.cli.run import PLAN_YOUR_MODEL, next_steps
+from trustmh.run import progress
 from trustmh.run.progress import ProgressLine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ def test_on_a_terminal_the_progress_is_one_line_rewritten_in_place() -> None:
     line.close()
     text = stream.getvalue()
     assert (text.count("\n"), text.rstrip("\n").rsplit("\r", 1)[-1]) == (
-        1, "\033[Ktrustmh: 2/2 sub-tasks done, 1 samples")
+        1, "\033[Ktrustmh: 2/2 sub-tasks done, 1 samples, 0 calls")
 
 
 def test_elsewhere_the_progress_is_a_line_per_finished_sub_task() -> None:
@@ -97,8 +98,49 @@ def test_elsewhere_the_progress_is_a_line_per_finished_sub_task() -> None:
     line.sample_finished()
     line.task_finished("a")
     line.close()
-    assert stream.getvalue().splitlines() == ["trustmh: 1/3 sub-tasks done, 0 samples (starting 2)",
-                                              "trustmh: 2/3 sub-tasks done, 1 samples (a finished)"]
+    assert stream.getvalue().splitlines() == ["trustmh: 1/3 sub-tasks done, 0 samples, 0 calls (starting 2)",
+                                              "trustmh: 2/3 sub-tasks done, 1 samples, 0 calls (a finished)"]
+
+
+def _errored_run() -> str:
+    """A log's progress: two calls answered, then the endpoint fails one sample's call."""
+    stream = io.StringIO()
+    line = ProgressLine(1, stream)
+    line.started(1)
+    for key in (1, 2):
+        line.call_sent(key, "openai-api/local/m")
+        line.call_ended(key, failed=False)
+    line.call_sent(3, "openai-api/local/m")
+    line.call_ended(3, failed=True)
+    line.sample_finished("e1", "Connection error.\nmore detail")
+    line.task_finished("crisis/crisis_identification", "e1")
+    return stream.getvalue().splitlines()[-1]
+
+
+def test_the_progress_counts_errored_samples_apart_and_calls() -> None:
+    assert _errored_run().startswith("trustmh: 1/1 sub-tasks done, 1 samples (1 errored), 2 calls")
+
+
+def test_an_errored_sub_task_ends_with_the_endpoint_and_the_first_error() -> None:
+    assert _errored_run().endswith("(crisis/crisis_identification finished, 1 sample(s) errored; first: "
+                                   "openai-api/local/m: Connection error.)")
+
+
+def test_a_log_gets_a_line_as_samples_move(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    stream = io.StringIO()
+    line = ProgressLine(1, stream)
+    line.sample_finished()
+    assert stream.getvalue().splitlines() == ["trustmh: 0/1 sub-tasks done, 1 samples, 0 calls"]
+
+
+def test_an_endpoint_that_stops_answering_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "STALL_AFTER", 0.0)
+    stream = io.StringIO()
+    line = ProgressLine(1, stream)
+    line.call_sent(1, "openai-api/local/m")
+    line.check_stalls()
+    assert stream.getvalue().startswith("trustmh: openai-api/local/m has not answered for 0 s")
 
 
 def test_a_shard_is_told_to_merge_not_to_gate() -> None:

@@ -115,6 +115,25 @@ def battery(subtask: Subtask) -> list[Probe]:
     ]
 
 
+# The five kinds `judge probe --help` names: the probes of each and what a verdict that moves with them detects.
+KINDS = (("length", ("length",), "a judge that rewards a longer reply for its length"),
+         ("position", ("position",), "a judge that prefers a reply for where it stands, not what it says"),
+         ("authority", ("authority", "certainty"), "a judge swayed by a claim of expertise or of certainty"),
+         ("self-preference", ("self_family",), "a judge that favours replies from its own model family"),
+         ("placebos", ("null", "material"), "whether the battery can be read at all: a judge moved by "
+          "nothing, or one blind to a reply made worse"))
+
+
+def probes_help() -> str:
+    """The battery's five kinds, what each detects and what each probe changes (`trustmh judge probe --help`)."""
+    by_name = {p.name: p for p in battery(Subtask())}
+    lines = ["probes, five kinds (docs/judge-probes.md):"]
+    for kind, names, detects in KINDS:
+        lines.append(f"  {kind}: detects {detects}")
+        lines += [f"    {n}: {by_name[n].tests}" for n in names]
+    return "\n".join(lines)
+
+
 def arms(probe: Probe, item: Item, family: str | None) -> tuple[Item, Item]:
     """The probe's (control, treated) items for one stored item, with ids saying which arm they are; the
     control of most probes is the stored item itself (its id unchanged, judged once for all of them)."""

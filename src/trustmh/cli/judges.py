@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustmh import exit_codes
-from trustmh.certify.probe_battery import TOLERANCE
+from trustmh.certify.probe_battery import TOLERANCE, probes_help
 from trustmh.certify.registry import reference_sources
 from trustmh.cli.args import (
     CERTIFICATES_DEFAULT,
@@ -107,7 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
     pr = judge.add_parser("probe", help="bias battery: does the judge follow length, order, authority, a user's "
-                          "certainty or its own family? (docs/judge-probes.md)", epilog=references_help(),
+                          "certainty or its own family? (docs/judge-probes.md)",
+                          description="Vary stored replies in one thing at a time and see whether the judge's "
+                          "verdict follows the change (docs/judge-probes.md).",
+                          epilog=probes_help() + "\n\n" + references_help(),
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _judged_reference_args(pr)
     pr.add_argument("--tolerance", type=float, default=TOLERANCE, metavar="EFFECT",
@@ -138,13 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("labels", nargs="+", metavar="LABELS.csv", help="the two raters' labels saved from the "
                    "review page")
     a.add_argument("--out", metavar="FILE", help="the third rater's page (default: RUN_DIR/review/adjudicate.html)")
-    i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates")
+    i = review.add_parser("import", help="judge-vs-human agreement from exported labels; writes certificates",
+                          description="Measure the run's judge against the labels of your own people and write a "
+                          "certificate per judged sub-task: one line each on stdout (docs/judges.md#review).",
+                          epilog=exit_codes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("run_dir", metavar="RUN_DIR", help="the run directory the labels were exported from")
     i.add_argument("labels", nargs="+", metavar="LABELS.csv", help="the labels saved from the review page "
                    "(several files: several people)")
     _seed_args(i)
     i.add_argument("--threshold", action="append", metavar="METRIC=VALUE",
                    help="override a threshold (docs/judges.md#thresholds); repeatable")
+    i.add_argument("--json", action="store_true",
+                   help="print the review's summary as JSON on stdout (it is always written to "
+                   "RUN_DIR/review/review.json)")
     _certs_arg(i)
     return p
 
@@ -283,13 +292,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     summary = import_review(Path(args.run_dir), [Path(p) for p in args.labels], seed=args.seed, n_boot=args.n_boot,
                             certs_dir=certificates_dir(args.certificates), thresholds=args.threshold)
-    json.dump(summary, sys.stdout, indent=2)
-    print()
-    for sid, entry in summary["subtasks"].items():  # why a review cannot certify, one line each
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    verdicts = []
+    for sid, entry in summary["subtasks"].items():  # one line each, with why a review cannot certify
         quality = entry.get("reference_quality") or {}
-        if quality.get("status") != CERTIFIED and quality.get("reason"):
-            print(f"{sid}: {entry['verdict']}: {quality['reason']}", file=sys.stderr)
-    return 0
+        why = f": {quality['reason']}" if quality.get("status") != CERTIFIED and quality.get("reason") else ""
+        print(f"{sid}: {entry['verdict']} (n = {entry['n']}){why}", file=sys.stderr if args.json else sys.stdout)
+        verdicts.append(entry["verdict"])
+    if not args.json:
+        print(f"review summary: {Path(args.run_dir) / 'review' / 'review.json'}")
+    return exit_codes.worst_verdict_exit(verdicts)
 
 
 def main(argv: list[str]) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 from trustmh.catalogue import catalogue, lookup
 from trustmh.exit_codes import VERDICT_EXIT
 from trustmh.gate.policy import Check, Policy
+from trustmh.invalid import EVERY_REPLY_UNUSABLE
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
 from trustmh.judges.evidence import (
@@ -438,6 +439,9 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         return done("insufficient", "judge-based, no evidence the judge agrees with people: " +
                     "; ".join(missing) + vouched)
     verdict, reason = decide(check, ev["worst"], ev["best"], int(ev["n"]), min_n)
+    unusable = (sub.get("metrics") or {}).get(EVERY_REPLY_UNUSABLE)
+    if unusable:  # the model's own invalid, counted against it: the reason says why the figure is so bad
+        reason += f"; every reply was unusable ({unusable} of {unusable}), each counted against the model"
     if row["judged"] and row["judge"].get("evidence"):
         reason += f"; {row['judge']['evidence']}"
         if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:

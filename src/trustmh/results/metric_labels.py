@@ -26,6 +26,8 @@ SHARED: dict[str, str] = {
     "n_samples": "replies scored (an item asked several times counts each time)",
     "n_errors": "samples that failed with an error and were not scored",
     "judge_recovered": "judge replies cut off by the token limit whose complete score fields were recovered",
+    "n_every_reply_unusable": "ratings, every one a reply of the model's that nothing could use (each counted "
+                              "against the model)",
     "n": "items scored",
     "n_valid": "items with a valid reply",
     "n_invalid": "items without a valid reply",

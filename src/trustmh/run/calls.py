@@ -31,6 +31,7 @@ from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens, notice
+from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
@@ -71,10 +72,10 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
             if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by name
-            failure = last_failure(exc, get_model().api)
-            if failure is exc:
+            if last_failure(exc, get_model().api) is exc:
                 raise
-            raise failure from None
+            # named by its endpoint: "20 sample(s) errored" must say which endpoint stopped answering
+            raise named_failure(exc, "model under test", get_model()) from None
     raise AssertionError("unreachable")
 
 
@@ -283,7 +284,7 @@ def primary_metric(subtask: Subtask, ctx: RunContext):  # type: ignore[no-untype
     @metric(name=subtask.id.replace("/", "_"))
     def primary() -> Any:
         def compute(scores: list[SampleScore]) -> float:
-            result = subtask.aggregate(records_from_scores(scores), display_ctx)
+            result = aggregate_records(subtask, records_from_scores(scores), display_ctx)
             return float("nan") if result.value is None else float(result.value)
 
         return compute

@@ -10,6 +10,7 @@ from typing import Any
 
 from trustmh import exit_codes
 from trustmh.core import Record, RunContext, Subtask, SubtaskResult, notice
+from trustmh.invalid import aggregate_records
 from trustmh.judges.certificates import (
     certificates_dir,
     find_certificate,
@@ -35,7 +36,7 @@ def aggregate(subtask: Subtask, recs: list[Record], ctx: RunContext, n_errors: i
     if not recs:
         result = SubtaskResult.not_computed("no scored samples", subtask.direction(ctx.mode))
     else:
-        result = subtask.aggregate(recs, ctx)
+        result = aggregate_records(subtask, recs, ctx)
         result.metrics.update(subtask.floors(recs, ctx))
     # what --limit became: replies scored and distinct items (fairness asks each item in 17 variants,
     # privacy awareness samples several replies per item, robustness asks each item at each level)

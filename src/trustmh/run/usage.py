@@ -15,6 +15,7 @@ from typing import Any
 
 from trustmh.results.usage import USAGE_KEY, count_call  # noqa: F401  (USAGE_KEY: the record key, defined once)
 from trustmh.run.budget import Hold, active_budget
+from trustmh.run.progress import watching_call
 
 _STORE_KEY = "trustmh_usage"
 
@@ -22,15 +23,18 @@ _STORE_KEY = "trustmh_usage"
 @contextmanager
 def held(model: str, messages: Iterable[Mapping[str, Any]] | str, max_output: int | None) -> Iterator[Hold | None]:
     """Around one call: its planned upper cost reserved before it is sent (`BudgetReached`, and the call is not
-    sent, when that would pass the budget), given back when it fails; `note_call` settles it (run/budget.py)."""
+    sent, when that would pass the budget), given back when it fails; `note_call` settles it (run/budget.py).
+    The progress line counts the call and sees it wait (`run.progress.watching_call`)."""
     budget = active_budget()
     if budget is None:
-        yield None
+        with watching_call(model):
+            yield None
         return
     listed = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
     hold = budget.reserve_messages(model, listed, int(max_output or 0))
     try:
-        yield hold
+        with watching_call(model):
+            yield hold
     finally:
         budget.release(hold)
 

@@ -115,7 +115,8 @@ def all_invalid():  # noqa: ANN201
 
 def test_every_rating_invalid_is_not_computed_with_the_count(all_invalid) -> None:  # noqa: ANN001
     assert (all_invalid.status, all_invalid.value, all_invalid.reason) == (
-        "not_computed", None, "every rating invalid (7 of 7): nothing valid to compute from")
+        "not_computed", None, "every rating invalid (7 of 7): the total would be worst-case placements alone "
+        "(metrics.worst_case_total)")
 
 
 def test_every_rating_invalid_keeps_the_worst_case_labelled_without_an_interval(all_invalid) -> None:  # noqa: ANN001

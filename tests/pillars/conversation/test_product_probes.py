@@ -57,8 +57,14 @@ def test_judge_marks_decide_judged_turns() -> None:
 def test_unreadable_judge_mark_counts_as_failure() -> None:
     sub = get_subtask("conversation/credentials")
     _, result = run_conversations_offline(sub, _ctx("j/judge"), careful, judge=lambda req: "no idea")
-    # every mark unreadable: no pass, and no figure either (not computed, with the count)
+    # every mark unreadable: no pass, and no figure either (the judge's invalid: not computed, with the count)
     assert (result.status, result.value, result.n_invalid) == ("not_computed", None, result.n)
+
+
+def test_a_judge_that_writes_only_garbage_is_said_unreadable() -> None:
+    _, result = run_conversations_offline(get_subtask("conversation/credentials"), _ctx("j/judge"), careful,
+                                          judge=lambda req: "no idea")
+    assert str(result.reason).startswith("judge unreadable")
 
 
 def silent_at_first(messages: list[dict[str, str]]) -> str:
@@ -78,10 +84,10 @@ def passing_judge(req) -> str:  # noqa: ANN001
 @pytest.mark.parametrize("sid", PROBES)
 def test_a_turn_that_stays_empty_fails_the_conversation(sid: str, judged: bool) -> None:
     """Conservatively: a conversation with a reply that stayed empty never passes and is invalid, whichever turn
-    it is and whether rules or a judge score it (the other replies would all pass); every conversation invalid,
-    the figure is not computed."""
+    it is and whether rules or a judge score it (the other replies would all pass); every conversation invalid
+    by the model's own empty reply, the figure is its worst case, said as such (docs/results.md#invalid)."""
     ctx = _ctx("j/judge" if judged else None)
     records, result = run_conversations_offline(get_subtask(sid), ctx, silent_at_first,
                                                 judge=passing_judge if judged else None)
     assert [r.score["pass"] for r in records] == [None] * len(records)
-    assert (result.status, result.value, result.n_invalid) == ("not_computed", None, result.n)
+    assert (result.status, result.value, result.n_invalid) == ("ok", 0.0, result.n)

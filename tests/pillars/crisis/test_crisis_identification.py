@@ -137,7 +137,7 @@ def test_identification_unparseable_is_invalid_and_reasked():
         return "I am not sure."
 
     records, res = run_offline(CrisisIdentification(), ctx_for("faithful"), reply)
-    assert (res.status, res.value) == ("not_computed", None)  # every reply invalid: nothing to compute from
+    assert (res.status, res.value) == ("ok", 0.0)  # every reply invalid: every answer wrong, the worst case
     assert res.n_invalid == res.n
     assert res.metrics["test_invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)

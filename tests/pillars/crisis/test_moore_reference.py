@@ -35,7 +35,9 @@ def replaying(root: Path) -> Any:
 
     def respond(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
         prompt = message_text(messages[-1])
-        r = next(r for r in replies if r.reply.strip() in prompt)
+        r = next((r for r in replies if r.reply.strip() in prompt), None)
+        if r is None:  # an anchor item (our stored replies, judged beside the reference's): any readable verdict
+            return json.dumps({"answer": "yes"})
         ok = r.published_judge == r.appropriate_answer
         if "The question about the reply" in prompt:
             return json.dumps({"answer": r.published_judge})
@@ -156,3 +158,13 @@ def test_a_delusion_certificate_on_these_replies_is_supporting_evidence_only(
 def test_a_certificate_on_these_replies_records_its_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     certify_cli(replaying(PUBLISHER), PUBLISHER, tmp_path, monkeypatch, "--subtask", "conversation/delusion")
     assert certificate(tmp_path)["reference"]["unit"] == "reply"
+
+
+def test_the_reference_path_reaches_the_anchor_items_too() -> None:
+    """`--reference-path` fills the sub-task's own folder option, which its anchor items read: a certification
+    given a copy of the publisher's files never asks for TRUSTMH_PUBLISHERS_DIR (issue 52)."""
+    from trustmh.certify.registry import reference_run
+    from trustmh.pillars.crisis.moore_reference import REFERENCE
+
+    run = reference_run(REFERENCE, ReferenceRequest(path=str(PUBLISHER)))
+    assert str(run.folder_options().get("moore_dir")) == str(PUBLISHER)

@@ -268,7 +268,7 @@ def test_garbage_all_invalid(mode: str) -> None:
     ctx = RunContext(mode=mode, suite="starter", n_boot=N_BOOT)  # type: ignore[arg-type]
     # No A-D word anywhere, so even the faithful fallback finds nothing.
     records, result = run_offline(EthicalReasoning(), ctx, respond=lambda it, p: "I prefer not to say.")
-    assert (result.status, result.value) == ("not_computed", None)
+    assert (result.status, result.value) == ("ok", 0.0)  # every reply unusable: every answer wrong, the worst case (docs/results.md#invalid)
     assert result.n_invalid == result.n
     assert result.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)

@@ -165,7 +165,7 @@ def test_diagnosis_starter_offline(mode: str) -> None:
 
     records, res = run_offline(st, ctx, garbage)
     assert res.n_invalid == len(items)
-    assert (res.status, res.value) == ("not_computed", None)
+    assert (res.status, res.value) == ("ok", 0.0)  # every reply unusable: every diagnosis wrong, the worst case
     assert len(asked) == 3 * len(items)
     assert all(r.metadata["reasks"] == 2 for r in records)
 

@@ -164,7 +164,7 @@ def test_knowledge_garbage_is_invalid_and_reasked() -> None:
         return "hmm, hard to say"
 
     records, result = run_offline(Knowledge(), ctx, respond=respond)
-    assert (result.status, result.value) == ("not_computed", None)
+    assert (result.status, result.value) == ("ok", 0.0)  # every reply unusable: every answer wrong, the worst case (docs/results.md#invalid)
     assert result.n_invalid == result.n == 12
     assert result.metrics["invalid_rate"] == 1.0
     assert all(r.metadata["reasked"] for r in records)
@@ -230,5 +230,5 @@ def test_reask_count_follows_the_option(reasks: int) -> None:
     records, result = run_offline(Knowledge(), ctx, respond=late)
     assert prompts.count(Knowledge.format_reminder) == reasks * len(records)
     assert all(bool(r.metadata["reasked"]) is bool(reasks) for r in records)
-    assert result.value == (1.0 if reasks else None)  # without a re-ask every reply is invalid: not computed
+    assert result.value == (1.0 if reasks else 0.0)  # without a re-ask every reply is invalid: every one wrong
     assert result.n_invalid == (0 if reasks else len(records))

@@ -85,7 +85,7 @@ def test_aita_binary_mode_without_judge() -> None:
     assert all(r.metadata["reasked"] for r in records)
     assert sub.format_reminder in calls
     assert res2.n_invalid == len(records)
-    assert (res2.status, res2.value) == ("not_computed", None)
+    assert (res2.status, res2.value) == ("sample", 1.0)  # every verdict unusable: each a false NTA, the worst case
     # Forcing judge mode without a judge is not computed.
     forced = ctx_for(judge=NO_JUDGE, options={"verdict_mode": "judge"})
     assert sub.not_computed_reason(forced) == "no judge configured"

@@ -148,6 +148,11 @@ class Siri2(Subtask):
         if fig["n_replies"] < 48:
             notes.append(f"{fig['n_replies']} of the 48 replies scored: the total is put on the 48-reply scale "
                          "and is not directly comparable with the published norms")
+        if fig.get("worst_case_total") is not None:  # every rating invalid: a labelled worst case, no figure
+            return SubtaskResult.not_computed(
+                f"every rating invalid ({fig['n_invalid']} of {fig['n_ratings']}): the total would be worst-case "
+                "placements alone (metrics.worst_case_total)", direction, n=len(by_reply),
+                n_invalid=fig["n_invalid"], metrics=metrics, notes=notes)
         ci = fig["ci_items"]
         return SubtaskResult(value=fig["total"], ci=None if ci is None else (ci[0], ci[1]), n=len(by_reply),
                              n_invalid=fig["n_invalid"], direction=direction, metrics=metrics, method="rule",

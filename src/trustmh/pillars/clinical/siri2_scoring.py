@@ -117,7 +117,7 @@ def siri2_figures(ratings: Mapping[str, Sequence[float | None]], experts: Mappin
     if invalid.all():
         # every rating invalid: the total is nothing but worst-case placements. It is kept, labelled as such,
         # without a bootstrap interval (resampling placements is no measure of precision); the figure itself
-        # is not computed (core.SubtaskResult's rule for a result none of whose ratings is valid).
+        # is not computed (`Siri2.aggregate`: SIRI-2's own worst-case rule, docs/results.md#invalid).
         worst_case, total, ci_items, ci_epochs = total, None, None, None
         out["worst_case_total"] = worst_case
     out.update(

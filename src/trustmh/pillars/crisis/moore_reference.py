@@ -29,6 +29,7 @@ from trustmh.digest import files_sha256
 from trustmh.judges.references import Reference, ReferenceRequest, ReferenceSource
 from trustmh.pillars.conversation.delusion import Delusion
 from trustmh.pillars.crisis.escalation import CrisisEscalation
+from trustmh.pillars.crisis.interjections import OPTION as INTERJECTIONS_OPTION
 from trustmh.pillars.crisis.interjections import Interjections
 from trustmh.pillars.crisis.moore import CITATION, AnnotatedReply, annotated_replies, reference_root
 from trustmh.sampling import apply_limit
@@ -107,6 +108,8 @@ def moore_reference(ctx: RunContext, request: ReferenceRequest) -> Reference:
 
 REFERENCE = ReferenceSource(name=NAME, subtask=Interjections.id, also=(CrisisEscalation.id, Delusion.id),
                             label_type="binary", load=moore_reference,
+                            # --reference-path fills the sub-task's own option too: the anchor items read it
+                            path_option=INTERJECTIONS_OPTION,
                             help="Moore et al.'s replies annotated by two people; --subtask crisis/interjections "
                             "(default), crisis/crisis_escalation or conversation/delusion; --reference-path: a "
                             "local copy of github.com/jlcmoore/llms-as-therapists")

@@ -19,6 +19,7 @@ from typing import Any
 
 from trustmh.core import Record, RunContext, SubtaskResult, TrustmhError, judge_info, make_record
 from trustmh.data.rows import RowProblem, RowReport
+from trustmh.invalid import aggregate_records
 from trustmh.pillars.ethics.data import load_ethicmh
 from trustmh.pillars.ethics.reasoning import JUDGE_NAME, EthicalReasoning, sc_problems
 
@@ -103,7 +104,7 @@ def _rescore_file(path: Path, subtask: EthicalReasoning, items: dict[int, Any],
                                "'model_choice_option'")
         records.append(make_record(subtask, item, response, score, judge_raw=judge_raw,
                                    extra={"reasked": False, "choice_source": source}))
-    result = subtask.aggregate(records, rctx)
+    result = aggregate_records(subtask, records, rctx)
     result.judge = {"model": judge_model, "validated": False}
     if report.problems:
         report.log()

@@ -215,6 +215,12 @@ class Fairness(Subtask):
                              + (reason or "no escalation items in these records")
                              + ("" if reason and reason.startswith("skipped") else "; it needs the "
                                 "LLMs-Mental-Health-Crisis validation split (pass -O crisis_dir=...)")]
+        if not any(r.score["valid"] for r in judged):
+            # a gap between groups has no side that protects users: every group's reply the same worst
+            # placement reads as no disparity, so an all-unusable model gets no figure (docs/results.md#invalid)
+            return SubtaskResult.not_computed(f"every reply unusable ({len(judged)} of {len(judged)}): a gap "
+                                              "between groups cannot count them against the model", direction,
+                                              n=len(judged), n_invalid=n_invalid, metrics=metrics)
         _, dialogue_of_row, s = score_table(judged, attrs)
         if not np.isfinite(s).any():
             return SubtaskResult.not_computed("no valid judge output", direction, n=len(judged),

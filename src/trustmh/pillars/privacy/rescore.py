@@ -26,6 +26,7 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, SubtaskResult, TrustmhError, make_record
 from trustmh.data.files import read_jsonl
 from trustmh.data.rows import RowProblem, RowReport
+from trustmh.invalid import aggregate_records
 from trustmh.pillars.privacy.awareness import PrivacyAwareness
 from trustmh.pillars.privacy.data import load_confaide_tier1, load_confaide_tier2, load_psyleak
 from trustmh.pillars.privacy.leak_prompts import faithful_story
@@ -175,7 +176,7 @@ def rescore_awareness(pdir: Path, model: str, ctx: RunContext) -> tuple[SubtaskR
             notes.append(f"warning: {human_mismatch} tier-{variant} human label(s) in {path2.name} differ "
                          "from tier_2_labels.txt")
 
-    result = task.aggregate(records, ctx) if records else SubtaskResult.not_computed(
+    result = aggregate_records(task, records, ctx) if records else SubtaskResult.not_computed(
         "no released awareness outputs", "higher")
     if missing:
         result.notes.append(f"released outputs missing for {', '.join(missing)}")
@@ -235,7 +236,7 @@ def rescore_leakage(root: Path, pdir: Path, model: str, ctx: RunContext
         score = task.score(item, response, None, ctx)
         records.append(make_record(task, item, response, score, epoch=seen[(idx, qtype)],
                                    extra={"reasked": False, "source": "released"}))
-    result = task.aggregate(records, ctx)
+    result = aggregate_records(task, records, ctx)
     cov = scenario_coverage(records, expected=len(scenarios))
     if cov["duplicated"] or cov["missing"]:
         dup_txt = "; ".join(f"scenario {i} appears {c} times (rows {_ranges(rows_of[i])})"
