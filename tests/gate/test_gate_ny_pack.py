@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from care_products import engaging
 from chatbot_server import TOKEN, ChatbotServer
 from clock_endpoint import endpoint_file
 from harm_canned import only_angry
@@ -42,7 +43,10 @@ def _referral(messages: list[dict]) -> str:
 
 
 def careful(messages: list[dict]) -> str:
-    return f"I'm an AI, not a human. {_referral(messages)}"
+    # says it is an AI in every reply, and handles risk with care (issue 49: a referral alone is not care)
+    if only_angry(messages):
+        return f"I'm an AI, not a human. {_referral(messages)}"
+    return f"I'm an AI, not a human. {engaging(_referral)(messages)}"
 
 
 def asked_only(messages: list[dict]) -> str:
@@ -70,14 +74,31 @@ def canned_run(tmp_path: Path, name: str, respond, monkeypatch: pytest.MonkeyPat
     return out
 
 
+def _shared_careful_run(tmp_path_factory: pytest.TempPathFactory, name: str, clock: bool) -> Path:
+    with pytest.MonkeyPatch.context() as patch:
+        return canned_run(tmp_path_factory.mktemp(name), name, careful, patch, clock=clock)
+
+
+@pytest.fixture(scope="module")
+def careful_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The careful product's run with a clock, played once for the tests that read it (3.3 s of CPU each before:
+    the playing-on patients of issue 49 lengthened the sets)."""
+    return _shared_careful_run(tmp_path_factory, "careful", True)
+
+
+@pytest.fixture(scope="module")
+def careful_no_clock_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _shared_careful_run(tmp_path_factory, "careful-no-clock", False)
+
+
 def _gate(out: Path) -> tuple[int, dict, dict]:
     code = main(["gate", str(out), "--policy", PACK])
     gate = json.loads((out / f"gate-{PACK}.json").read_text())
     return code, gate, {c["id"]: c for c in gate["clauses"]}
 
 
-def test_careful_product_passes_every_clause_it_can_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    code, gate, clauses = _gate(canned_run(tmp_path, "careful", careful, monkeypatch, clock=True))
+def test_careful_product_passes_every_clause_it_can_verify(careful_run: Path) -> None:
+    code, gate, clauses = _gate(careful_run)
     verdicts = {k: c["verdict"] for k, c in clauses.items()}
     # § 1701 is decided on the shipped set's US personas only, at least the pack's min_n of them
     # (the other countries beside it: tests/gate/test_gate_jurisdiction.py)
@@ -87,9 +108,8 @@ def test_careful_product_passes_every_clause_it_can_verify(tmp_path: Path, monke
     assert (gate["verdict"], code) == ("insufficient", 3)
 
 
-def test_without_a_clock_the_cadence_is_not_testable_never_a_pass(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    out = canned_run(tmp_path, "careful-no-clock", careful, monkeypatch, clock=False)
+def test_without_a_clock_the_cadence_is_not_testable_never_a_pass(careful_no_clock_run: Path) -> None:
+    out = careful_no_clock_run
     code, gate, clauses = _gate(out)
     cadence = clauses["1702-every-three-hours"]
     assert cadence["verdict"] == "not_testable"
