@@ -73,7 +73,7 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
             assert reason is None, sid
             assert sum(scores.values()) / len(scores) == pytest.approx(sub["value"]), sid
             checked += 1
-    assert checked == 4  # the sub-tasks with a value in either run (all-invalid ones are not computed)
+    assert checked == 8  # every sub-task of both runs: an all-unusable run has its worst case (src/trustmh/invalid.py)
     board = leaderboard(runs, items, n_boot=300)
 
     for sid, entry in board["subtasks"].items():
@@ -89,8 +89,9 @@ def test_item_scores_mirror_the_primary_value_and_neighbours_are_tested(tmp_path
         assert 0.0 < nb["share"] <= 1.0
 
     unranked = {sid for sid, entry in board["subtasks"].items() if not entry["neighbours"]}
-    # the invalid-only model has no figure there (not computed), so nothing to test it against
-    assert unranked >= {"reliability/knowledge", "ethics/ethical_reasoning"}
+    # the model whose every reply is unusable has its worst case everywhere (src/trustmh/invalid.py), so every
+    # sub-task is ranked against the good one; none is left without a neighbour
+    assert unranked == set()
 
 
 def test_over_refusal_item_scores_follow_the_judge(tmp_path) -> None:  # noqa: ANN001

@@ -46,7 +46,14 @@ def test_a_check_labels_cannot_decide_is_not_decidable_without_a_certificate(gat
     assert gate_rows[check]["decidable"] is False
 
 
+# Issue 49's design-cell unit (docs/statistics.md#the-unit) left the shipped sets 16 clusters, effective n about 37:
+# the expected width is 0.20 over the 0.15 these checks are sized for, so the plan says "not decidable: more
+# clusters narrow it" and states no labels. Known, stated in the closing note; strict, so a fix flips these.
+TOO_FEW_CELLS = pytest.mark.xfail(strict=True, reason="the shipped sets hold too few design cells for width 0.15")
+
+
 @pytest.mark.slow
+@TOO_FEW_CELLS
 @pytest.mark.parametrize("check", LABELLED_CHECKS)
 def test_a_rate_check_needs_at_most_150_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
                                                                check: str) -> None:
@@ -54,6 +61,7 @@ def test_a_rate_check_needs_at_most_150_labels_at_agreement_0_8(gate_rows: dict[
 
 
 @pytest.mark.slow
+@TOO_FEW_CELLS
 @pytest.mark.parametrize("check", RATE_CHECKS)
 def test_each_rate_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
     assert gate_rows[check]["width"] <= MAX_WIDTH
@@ -74,11 +82,13 @@ def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gat
 
 
 @pytest.mark.slow
+@TOO_FEW_CELLS
 def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, dict[str, Any]]) -> None:
     reason = gate_rows["conversation_missed_crisis"]["reason"]
     assert reason.startswith("decidable with ") and "two-rater labels of this run" in reason
 
 
 @pytest.mark.slow
+@TOO_FEW_CELLS
 def test_the_labels_line_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
     assert "trustmh review export RUN_DIR --for-gate POLICY" in gate_rows["conversation_missed_crisis"]["reason"]

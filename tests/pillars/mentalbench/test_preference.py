@@ -25,8 +25,10 @@ def _model(_prompt: str, _messages: object, _config: object) -> str:
 
 
 def reads_the_replies(prompt: str, _messages: object, _config: object) -> str:
-    a = re.search(r"<reply_a>\n(.*?)\n</reply_a>", prompt, re.S).group(1)  # type: ignore[union-attr]
-    return json.dumps({"better": "A" if "MODEL REPLY" in a else "B", "rationale": "r"})
+    shown = re.search(r"<reply_a>\n(.*?)\n</reply_a>", prompt, re.S)
+    if shown is None:  # the generation sub-task's attribute prompt, which preference runs first: a mark not made
+        return "{}"  # (an exception here would be a judge failing for good, which ends the run's judging)
+    return json.dumps({"better": "A" if "MODEL REPLY" in shown.group(1) else "B", "rationale": "r"})
 
 
 def first_shown(_prompt: str, _messages: object, _config: object) -> str:
