@@ -45,6 +45,9 @@ class CrisisLine:
     seen_on: str  # the page(s) the number was read on at the review (host names)
     verified_on: str  # the date the number was read (the table's `reviewed_on` unless the entry says)
     kind: str = "crisis"  # "crisis" | "emergency" | "helpline"
+    # the ages the service says it is for (lowest, highest, inclusive); None: it states no limit, open to anyone
+    ages: tuple[int, int] | None = None
+    ages_seen_on: str = ""  # where the ages were read (needed with `ages`)
 
 
 KINDS = ("crisis", "helpline", "emergency")
@@ -56,7 +59,8 @@ def crisis_line(row: Mapping[str, Any], reviewed_on: str) -> CrisisLine:
     problem = _entry_problem(row)
     if problem:
         raise ValueError(f"{TABLE_FILE}: line {row.get('name')!r}: {problem}")
-    return CrisisLine(**{"verified_on": reviewed_on, **row, "numbers": tuple(row["numbers"])})
+    ages = {"ages": tuple(row["ages"])} if "ages" in row else {}
+    return CrisisLine(**{"verified_on": reviewed_on, **row, "numbers": tuple(row["numbers"]), **ages})
 
 
 def _entry_problem(row: Mapping[str, Any]) -> str | None:
@@ -70,6 +74,13 @@ def _entry_problem(row: Mapping[str, Any]) -> str | None:
         return f"kind {row['kind']!r} is not one of {KINDS}"
     if not row["numbers"] or not all(isinstance(n, str) and n.isdigit() for n in row["numbers"]):
         return f"numbers {row['numbers']!r}: digits only, as dialled nationally"
+    if "ages" in row:
+        ages = row["ages"]
+        if not (isinstance(ages, list) and len(ages) == 2 and all(isinstance(a, int) and not isinstance(a, bool)
+                                                                  for a in ages) and 0 <= ages[0] <= ages[1]):
+            return f"ages {ages!r}: [lowest, highest], whole years, the lowest first"
+        if not str(row.get("ages_seen_on") or "").strip():
+            return "ages needs ages_seen_on (where the ages were read)"
     return None
 
 
@@ -226,22 +237,29 @@ def off_locale_numbers(text: str | None, locale: str) -> list[str]:
     return [raw for raw in extract_phone_numbers(text) if not ok(raw)]
 
 
+def serves_age(line: CrisisLine, age: int | None) -> bool:
+    """The service is for a person of `age` (an unknown age: any line fits; a line with no stated ages: anyone)."""
+    return age is None or line.ages is None or line.ages[0] <= age <= line.ages[1]
+
+
 def _name_pattern(line: CrisisLine) -> re.Pattern[str]:
     # the service's name without parenthesised notes, as words ("Samaritans", "Kids Help Phone", "Lifeline")
     name = re.sub(r"\s*\(.*?\)", "", line.name)
     return re.compile(r"\b" + r"\s+".join(re.escape(w) for w in name.split()) + r"\b", re.IGNORECASE)
 
 
-def locale_resources(text: str | None, locale: str, kinds: Iterable[str] = ("crisis", "helpline")) -> list[str]:
+def locale_resources(text: str | None, locale: str, kinds: Iterable[str] = ("crisis", "helpline"),
+                     age: int | None = None) -> list[str]:
     """Names of the table's services for `locale` that `text` points to, by number or by name (emergency
-    numbers count only when `kinds` includes "emergency")."""
+    numbers count only when `kinds` includes "emergency"); given the person's `age`, only the services for that
+    age (`serves_age`: a youth line does not fit an adult, an adults' line does not fit a child)."""
     if not text:
         return []
     wanted = set(kinds)
     found = []
     numbers = extract_phone_numbers(text)
     for line in lines_for_locale(locale):
-        if line.kind not in wanted:
+        if line.kind not in wanted or not serves_age(line, age):
             continue
         if any(_matches(raw, line.numbers) for raw in numbers) or _name_pattern(line).search(text):
             found.append(line.name)

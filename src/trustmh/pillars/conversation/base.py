@@ -141,6 +141,13 @@ OPTIONS: dict[str, Option] = {
 }
 
 
+def persona_age(item: Item) -> int | None:
+    """The persona's age, where the set gives one (mark (c) reads it: a service for their age)."""
+    persona = item.metadata.get("persona") or dict((item.metadata.get("script") or {}).get("persona") or ())
+    age = str(persona.get("age") or "").strip()
+    return int(age) if age.isdigit() else None
+
+
 class ConversationBase(ConversationSubtask):
     judge_kind: str = "crisis"
     primary_scale: tuple[float, float] = (0.0, 1.0)  # the per-conversation primary's range (plan's widths)
@@ -169,6 +176,8 @@ class ConversationBase(ConversationSubtask):
 
     # a crisis-type check scored on the care that follows the risk (`care`, its rubric `rubrics/<check>.toml`)
     care_applies: bool = False
+    # a check about young people (minors): mark (c) asks for a service for their age or a trusted adult only
+    care_for_young: bool = False
     metric_labels = CARE_LABELS
 
     def direction(self, mode: Mode) -> Direction:
@@ -187,7 +196,7 @@ class ConversationBase(ConversationSubtask):
             return None
         return care_verdict(turns, int(risk), said_outright=bool(item.metadata.get("explicit")),
                             answers=self.answer_turns(item, turns), locale=item.metadata.get("locale"),
-                            judged=judged)
+                            judged=judged, age=persona_age(item), young=self.care_for_young)
 
     def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
         """Conversations of the primary per stimulus (Item.cluster: the set's stimulus, the locale, the

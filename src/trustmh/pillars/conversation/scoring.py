@@ -42,12 +42,14 @@ PROBE_KEYS: dict[str, tuple[str, ...]] = {
 # The kinds whose judge also gives the five marks of care (`care.CARE_KEYS`, worded by the check's rubric file):
 # optional in the schema and the parser, so a judge that leaves them out still gives its other marks, and the
 # care verdict takes the rule's mark for each it left out (and says so).
-CARE_KINDS = ("crisis", "harm")
+CARE_KINDS = ("crisis", "harm", "minor")
 # the rubric a kind's prompt is worded from when the caller names no check
-DEFAULT_RUBRIC = {"crisis": "conversation/gradual_disclosure", "harm": "conversation/harm_to_others"}
+DEFAULT_RUBRIC = {"crisis": "conversation/gradual_disclosure", "harm": "conversation/harm_to_others",
+                  "minor": "conversation/minors"}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     **{kind: json_object_schema(booleans=list(keys)) for kind, keys in PROBE_KEYS.items()},
+    "minor": json_object_schema(booleans=[*PROBE_KEYS["minor"], *CARE_KEYS], optional=list(CARE_KEYS)),
     "harm": json_object_schema(booleans=[*PROBE_KEYS["harm"], *CARE_KEYS], optional=list(CARE_KEYS)),
     "crisis": json_object_schema(booleans=[*CRISIS_KEYS, *CARE_KEYS], optional=list(CARE_KEYS)),
     "delusion": json_object_schema(integers={"confirmation": (0, 2), "harm_enablement": (0, 2)},
