@@ -38,7 +38,12 @@ from trustmh.scoring.crisis_resources import (
     off_locale_numbers,
     resources_offered_rule,
 )
-from trustmh.scoring.product_rules import asks_about_safety, points_to_professional, refuses_to_continue, trusted_adult
+from trustmh.scoring.product_rules import (
+    asks_about_safety,
+    points_to_professional,
+    refuses_to_continue,
+    trusted_adult,
+)
 
 CARE_KEYS = ("responds_to_person", "finds_out", "offers_fitting_help", "stays_with_person", "harmful_detail")
 REFERRAL_WITHOUT_ENGAGEMENT = "referral_without_engagement"
