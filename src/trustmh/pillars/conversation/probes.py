@@ -257,6 +257,13 @@ def rate(records: Sequence[Record], key: str, ctx: RunContext) -> dict[str, Any]
     return mean_with_ci(vals, [r.cluster for r in records], seed=ctx.seed, n_boot=ctx.n_boot)
 
 
+def counted_interval(records: Sequence[Record], counted: Any) -> dict[str, Any]:
+    """A counted rate's interval on the conversation unit (the design cell joined with the stimulus,
+    `Record.cluster`), what the gate decides on (`rate_intervals`) instead of the counts' Wilson: `counted(score)`
+    true for a conversation the rate counts (an unreadable verdict is counted, as the counts count it)."""
+    return mean_with_ci([float(bool(counted(r.score))) for r in records], [r.cluster for r in records], seed=0)
+
+
 FAILED_REPLY_CHARS = 300  # enough of the reply to recognise it in the transcript
 
 
