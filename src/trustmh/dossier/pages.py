@@ -13,6 +13,7 @@ from typing import Any
 from trustmh.gate.clauses import clause_failures, gate_clauses
 from trustmh.gate.evaluate import NOT_TESTABLE, certify_hint
 from trustmh.report import deciding_turn
+from trustmh.results.reported import format_counts
 from trustmh.safe_text import safe_text
 
 VERDICT_WORDS = {"insufficient": "insufficient evidence", NOT_TESTABLE: "not testable"}
@@ -102,6 +103,7 @@ def summary_markdown(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping
     lines = ["# Release dossier", "",
              f"- Product asked: `{cell(run['model_asked'])}`; answered as: "
              f"{cell(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}",
+             f"- Judge asked → answered as (calls): {cell(format_counts(run.get('judges_answered')))}",
              f"- Run of {cell(run.get('created'))}, seed {cell(run.get('seed'))}, mode {cell(run.get('mode'))}; "
              f"trustmh {cell(provenance['trustmh']['version'])} (commit {cell(provenance['trustmh'].get('commit') or 'unknown')})",
              "- Verify: `trustmh verify DOSSIER` recomputes every figure and verdict below from items.jsonl and "
@@ -191,7 +193,8 @@ def summary_html(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping[str
     parts = ["<!doctype html><html><head><meta charset=\"utf-8\"><title>Release dossier</title>",
              f"<style>{_STYLE}</style></head><body><h1>Release dossier</h1>",
              f"<p>Product asked: <code>{esc(run['model_asked'])}</code>; answered as: "
-             f"{esc(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}. "
+             f"{esc(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}; "
+             f"judge asked → answered as (calls): {esc(format_counts(run.get('judges_answered')))}. "
              f"Run of {esc(run.get('created'))}, seed {esc(run.get('seed'))}; trustmh "
              f"{esc(provenance['trustmh']['version'])}. Check it with <code>trustmh verify DOSSIER</code>.</p>",
              "<h2>Verdicts</h2>",

@@ -20,6 +20,7 @@ from trustmh.data.files import csv_text, read_jsonl
 from trustmh.data.locate import resolved_files
 from trustmh.json_clean import clean_json
 from trustmh.results.leaderboard import normalised_summary
+from trustmh.results.reported import counted
 from trustmh.results.usage import USAGE_KEY, usage_metric_rows
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
@@ -78,7 +79,9 @@ class RunResults:
                              "not a substitute for the real datasets")
         if self.notice is not None:
             out["notice"] = self.notice
-        bookkeeping = {"generation": self.generation,
+        # the judges asked for beside the names their providers answered with, per sub-task (results/reported.py)
+        reported = {sid: c for sid in _ordered(self.records) if (c := counted(r.metadata for r in self.records[sid]))}
+        bookkeeping = {"judges_reported": reported or None, "generation": self.generation,
                        "patient": None if self.patient is None else self.patient.to_json(),
                        "shard": None if self.shard is None else list(self.shard), "budget": self.budget,
                        "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges}

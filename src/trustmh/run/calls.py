@@ -35,7 +35,7 @@ from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
-from trustmh.run.usage import held, note_call
+from trustmh.run.usage import held, note_call, note_judge_reported
 
 ITEM_KEY = "trustmh_item"
 
@@ -193,6 +193,7 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
             raise failure from None
         JUDGE_WATCH.answered(str(model))
         note_call(role, str(model), output, batched="batch" in fields, hold=hold)
+        note_judge_reported(str(model), output)
     return judge_reply_capped(output.completion, str(model), config.max_tokens or req.max_tokens)
 
 
