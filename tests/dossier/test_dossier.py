@@ -70,6 +70,20 @@ def test_summary_shows_the_judges_answering_name(dossier: Path) -> None:
     assert "openai-api/acme/judge-latest → judge-2026-11-20 (48)" in (dossier / "summary.md").read_text(encoding="utf-8")
 
 
+def test_provenance_counts_the_judges_answering_name_per_subtask(dossier: Path) -> None:
+    by_subtask = json.loads((dossier / "provenance.json").read_text())["run"]["judges_answered_by_subtask"]
+    assert by_subtask["conversation/crisis_referral"] == {"openai-api/acme/judge-latest": {"judge-2026-11-20": 24}}
+
+
+def test_a_judged_clauses_evidence_names_the_judges_answering_name() -> None:
+    from trustmh.dossier.pages import evidence
+
+    row = {"judged": True, "subtask": "crisis/escalation", "judge": {"model": "openai-api/acme/judge-latest"}}
+    prov = {"run": {"judges_answered_by_subtask": {"crisis/escalation": JUDGE_REPORTED}}}
+    assert evidence(row, prov) == ("judge openai-api/acme/judge-latest, no certificate; answered as "
+                                   "openai-api/acme/judge-latest → judge-2026-11-20 (2) (calls)")
+
+
 def test_verify_names_a_judges_answering_name_changed_with_its_digest(dossier: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """provenance.json rewritten to another judge name, and the manifest with it: the items count it again."""

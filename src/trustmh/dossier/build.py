@@ -179,6 +179,14 @@ def judges_answered(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, i
     return counted(row.get("metadata") for row in items)
 
 
+def judges_answered_by_subtask(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """`judges_answered` per sub-task (the evidence column of a judged check names them), judged ones only."""
+    by_sid: dict[str, list[Mapping[str, Any]]] = {}
+    for row in items:
+        by_sid.setdefault(str(row.get("subtask")), []).append(row)
+    return {sid: c for sid, rows in sorted(by_sid.items()) if (c := judges_answered(rows))}
+
+
 def set_digests(datasets: Mapping[str, Any]) -> dict[str, str | None]:
     """Each data set's set digest (`trustmh.digest.named_sha256`) from the file digests the run recorded; None
     for a set with a file it could not hash."""
@@ -210,6 +218,7 @@ def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], p
                                         if isinstance(s, dict) and isinstance(s.get("judge"), dict)
                                         and s["judge"].get("model")}),
                 "judges_answered": judges_answered(items),
+                "judges_answered_by_subtask": judges_answered_by_subtask(items),
                 "product_endpoint": recorded.get("endpoint"),
                 "created": results.get("created"), "seed": results.get("seed"), "mode": results.get("mode"),
                 "suite": results.get("suite"), "limit": results.get("limit"), "n_boot": results.get("n_boot"),

@@ -26,7 +26,14 @@ from typing import Any
 from trustmh.catalogue import lookup
 from trustmh.core import Record, TrustmhError
 from trustmh.digest import sha256_bytes, sha256_file
-from trustmh.dossier.build import MANIFEST, gate_under, item_key, judges_answered, models_answered
+from trustmh.dossier.build import (
+    MANIFEST,
+    gate_under,
+    item_key,
+    judges_answered,
+    judges_answered_by_subtask,
+    models_answered,
+)
 from trustmh.results import load_results
 from trustmh.run.direct import direct_spec
 from trustmh.run.finalize import aggregate
@@ -151,7 +158,8 @@ def provenance_problems(folder: Path, results: Mapping[str, Any], items: list[di
     counts items.jsonl gives again."""
     run = (_read_json(folder / "provenance.json", "provenance.json") or {}).get("run") or {}
     problems = []
-    for field, again in (("models_answered", models_answered(items, results)), ("judges_answered", judges_answered(items))):
+    for field, again in (("models_answered", models_answered(items, results)), ("judges_answered", judges_answered(items)),
+                         ("judges_answered_by_subtask", judges_answered_by_subtask(items))):
         if run.get(field) != again:
             problems.append(f"provenance.json: run.{field}: {json.dumps(run.get(field))} recorded, "
                             f"{json.dumps(again)} counted from items.jsonl")
