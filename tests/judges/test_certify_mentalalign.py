@@ -15,6 +15,7 @@ from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
 from trustmh.judges.certificates import worst_attribute
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
+from trustmh.run.anchors import ANCHOR_REPLIES
 
 SOURCES = ["original", "claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini", "llama_3", "qwen_2",
            "qwen_3"]
@@ -129,6 +130,13 @@ def test_every_rated_reply_with_a_text_is_judged(run: dict) -> None:
     texts = {message_text(r.json["messages"][-1]) for r in run["requests"]}
     # the reference's replies carry a marker; the certification's anchor items (trustmh's own) do not
     assert len({t for t in texts if "[J=" in t or "[BAD]" in t}) == 7
+
+
+def test_the_anchors_read_the_texts_the_certificate_reads(run: dict) -> None:
+    # only the texts file holds conversation 4's own message (the expert workbook's row 4 repeats message 3)
+    anchored = {message_text(r.json["messages"][-1]) for r in run["requests"]
+                if ANCHOR_REPLIES["brushed_off"] in message_text(r.json["messages"][-1])}
+    assert any(context(4) in text for text in anchored)
 
 
 def test_unreadable_judge_reply_is_asked_again_as_a_run_does(run: dict) -> None:
