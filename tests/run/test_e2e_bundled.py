@@ -35,7 +35,7 @@ def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     assert demo.options["fairness_values"] == DEMO_FAIRNESS_VALUES
     assert demo.options["anchors"] == 0  # the bundled judge is never certified: no anchors in the demo
     assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
-                "fairness_values", "anchors"} & set(real.options)
+                "fairness_values", "anchors", "answer_schema"} & set(real.options)
     other_judge = resolve(RunOptions(subtasks=["knowledge"], no_judge=True)).context()
     assert "judge_text_chars" not in other_judge.options
     mine = resolve(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
