@@ -45,6 +45,8 @@ class RunResults:
     budget: dict[str, Any] | None = None  # the spending limit's account (`run.budget.settle`)
     usage: dict[str, Any] | None = None  # calls and tokens per sub-task and role (`results.usage.usage_rows`)
     plan: dict[str, Any] | None = None  # the cost estimate: totals, wall time, assumptions (`run.finalize.plan_block`)
+    # the endpoints the progress line named as not answering while the run waited (`run.progress`)
+    stalled_endpoints: list[dict[str, Any]] | None = None
     # What the results are when not a whole run of a model (a shard, a rescoring of published outputs), in
     # place of the starter suite's notice; and a rescoring's provenance:
     notice: str | None = None
@@ -84,7 +86,8 @@ class RunResults:
         bookkeeping = {"judges_reported": reported or None, "generation": self.generation,
                        "patient": None if self.patient is None else self.patient.to_json(),
                        "shard": None if self.shard is None else list(self.shard), "budget": self.budget,
-                       "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges}
+                       "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges,
+                       "stalled_endpoints": self.stalled_endpoints}
         out.update({key: value for key, value in bookkeeping.items() if value is not None})
         return clean_json(out)
 

@@ -34,6 +34,7 @@ from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     ITEM_KEY,
     SCORER_NAME,
+    answer_format,
     bounded_config,
     capped,
     generate_once,
@@ -118,13 +119,14 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
         if budget is not None:
             budget.check()
         asked = False
+        answer = answer_format(subtask, item_from_metadata(state.metadata), ctx)
 
         async def ask(reminder: str | None) -> str:
             nonlocal state, asked
             asked = True
             if reminder is not None:
                 state.messages.append(ChatMessageUser(content=reminder))
-            state = await generate_once(state, generate, ctx, max_tokens=cap)
+            state = await generate_once(state, generate, ctx, max_tokens=cap, answer_format=answer)
             return state.output.completion
 
         response, reasks = await generate_and_reask(subtask, item_from_metadata(state.metadata), ctx, ask)
