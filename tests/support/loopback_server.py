@@ -42,7 +42,7 @@ from typing import Any
 
 from bounded_http import Bounds
 
-Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+Respond = Callable[[list[dict[str, Any]], dict[str, Any]], Any]  # text; anything else is sent as the content
 
 FAULT_KINDS = ("429", "500", "hang", "cut", "html", "empty", "half_json")
 
@@ -104,7 +104,8 @@ class LoopbackServer:
     """OpenAI-compatible test server; see the module docstring.
 
     Args:
-        respond: `respond(messages, request_json) -> str`, the assistant's reply for a chat request.
+        respond: `respond(messages, request_json) -> str`, the assistant's reply for a chat request (anything
+            not text is sent as the message content as it is: a hostile server).
         fail_first: the first `fail_first` chat requests answer 429 with `Retry-After: 0`.
         fail_500: chat request numbers that answer 500.
         delays: chat request number -> seconds to wait before answering (interrupted by `stop()`).
@@ -380,7 +381,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     else None
                 )
             try:
-                text = server.respond(body["messages"], body)
+                content = server.respond(body["messages"], body)
             except Exception as ex:  # a bug in the test's respond(): answer 500 and keep it for the test
                 server.errors.append(f"{type(ex).__name__}: {ex}")
                 return (
@@ -388,6 +389,8 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     if self._error(500, f"respond() raised {type(ex).__name__}: {ex}", "server_error")
                     else None
                 )
+            # a reply that is not text (a hostile server's `content: [1, 2]`) is sent as it is; counted as its JSON
+            text = content if isinstance(content, str) else json.dumps(content)
             record.reply = text
             prompt_tokens = server.prompt_tokens(
                 [{**m, "content": message_text(m)} for m in body["messages"]])
@@ -404,7 +407,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": {"role": "assistant", "content": content},
                         "finish_reason": finish,
                         "logprobs": None,
                     }
