@@ -126,6 +126,8 @@ class LoopbackServer:
         completion_tokens: `completion_tokens(text) -> int` for `usage` (default: whitespace words).
         cached_tokens: `cached_tokens(messages, request_json) -> int`, the prompt tokens reported as read from
             the provider's prompt cache (`usage.prompt_tokens_details.cached_tokens`; default: none reported).
+        answers_as: model id asked for -> the model name its replies report (a provider's alias resolved to a
+            dated model); default: the id asked for.
     """
 
     def __init__(
@@ -151,7 +153,9 @@ class LoopbackServer:
         prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None,
         completion_tokens: Callable[[str], int] | None = None,
         cached_tokens: Callable[[list[dict[str, Any]], dict[str, Any]], int] | None = None,
+        answers_as: Mapping[str, str] | None = None,
     ) -> None:
+        self.answers_as = dict(answers_as or {})
         self.prompt_tokens = prompt_tokens or (lambda ms: sum(count_tokens(message_text(m)) for m in ms))
         self.completion_tokens = completion_tokens or count_tokens
         self.cached_tokens = cached_tokens
@@ -399,7 +403,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 "id": f"chatcmpl-loop-{n}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": body.get("model") or "loop-model",
+                "model": server.answers_as.get(str(body.get("model")), body.get("model") or "loop-model"),
                 "choices": [
                     {
                         "index": 0,
