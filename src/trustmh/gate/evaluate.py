@@ -25,7 +25,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.gate.policy import Check, Policy
+from trustmh.gate.policy import Check, Policy, score_scale
 from trustmh.invalid import EVERY_REPLY_UNUSABLE
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
@@ -42,7 +42,7 @@ from trustmh.results.metric_labels import metric_label
 from trustmh.stats.classification import wilson_interval
 from trustmh.stats.judge_agreement import judge_metric_words
 from trustmh.stats.sequential import METHOD as SEQUENTIAL_METHOD
-from trustmh.stats.sequential import rate_sequence
+from trustmh.stats.sequential import mean_sequence, rate_sequence
 
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
@@ -263,19 +263,31 @@ def _clustered_rate(block: Mapping[str, Any], counts: str, count: int, total: in
 def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
     """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
     dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
-    in `best`, as `_evidence` counts them), or None where the figure is no share of items (a mean score): such
-    a check is read at a fixed n only. One home for what `--until-decided` stops on and the gate reads."""
+    in `best`, as `_evidence` counts them), for a rate or a mean score on its scale; None for a figure that is
+    neither (no count, no value). One home for what `--until-decided` stops on and the gate reads."""
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
     if check.counted:
         x, n = metrics.get(check.count), metrics.get(check.total)
         harm = True  # a counted figure is a count of harm (`gate.evaluate._evidence`)
-    elif check.metric == "value" and check.rate and isinstance(sub.get("value"), int | float):
+    elif check.metric == "value" and check.rate and _finite(sub.get("value")):
         # items that share a stimulus count as the independent items they are worth (effective n)
         n = sub.get("effective_n") or sub.get("n")
         x = float(sub["value"]) * float(n or 0)
         harm = check.kind == "max"
+    elif check.metric == "value" and _finite(sub.get("value")) and (sub.get("effective_n") or sub.get("n")):
+        # a mean score on its scale (`stats.sequential.mean_sequence`); errored samples at the scale's worst
+        # end for the pass test, its best end for the fail test
+        scale = score_scale(lookup(check.subtask))
+        if not scale[0] <= float(sub["value"]) <= scale[1]:
+            return None  # a figure outside its scale is no mean of these scores (results.json is damaged)
+        n = float(sub.get("effective_n") or sub.get("n"))
+        total = float(sub["value"]) * n
+        bad, good = (scale[1], scale[0]) if check.kind == "max" else scale
+        return {"value": float(sub["value"]), "n": int(round(n + errors)),
+                "worst": mean_sequence(total + errors * bad, n + errors, scale),
+                "best": mean_sequence(total + errors * good, n + errors, scale)}
     else:
         return None
     if x is None or n is None:
