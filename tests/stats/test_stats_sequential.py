@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trustmh.stats.classification import wilson_interval
-from trustmh.stats.sequential import ALPHA, log_martingale, mean_sequence, rate_sequence
+from trustmh.stats.sequential import ALPHA, log_martingale, mean_sequence, rate_sequence, round_alpha, round_z
 
 
 def test_its_ends_are_where_the_martingale_reaches_one_over_alpha() -> None:
@@ -81,3 +81,16 @@ def test_the_mean_sequence_covers_a_bounded_mean_at_every_look() -> None:
     p = (truth - 1) / 4
     covered = 1 - (log_martingale(p, x, n) >= math.log(1 / ALPHA)).any(axis=1).mean()
     assert covered >= 0.95
+
+
+def test_the_labelling_rounds_levels_sum_to_alpha() -> None:
+    """α(1 − r)r^(K−1) over K = 1, 2, …: together no more than α, however many rounds are labelled."""
+    assert sum(round_alpha(k) for k in range(1, 200)) == pytest.approx(ALPHA, rel=1e-9)
+
+
+def test_each_labelling_round_is_read_at_a_stricter_level() -> None:
+    assert round_z(1) < round_z(2) < round_z(3)
+
+
+def test_the_first_labelling_round_is_wider_than_a_fixed_95_percent_interval() -> None:
+    assert round_z(1) == pytest.approx(2.054, abs=1e-3)

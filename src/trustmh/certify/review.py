@@ -75,6 +75,7 @@ from trustmh.report import environment
 from trustmh.results import load_items, load_results
 from trustmh.run.rundir import locked
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
+from trustmh.stats.sequential import round_alpha
 from trustmh.storage import write_text_atomic
 
 
@@ -401,7 +402,7 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                                 thresholds=parse_thresholds(thresholds, label_type), seed=seed, extra=extra,
                                 reference_quality=quality)
         path = write_certificate(certs_dir, cert)
-        corrected = _corrected(sid, keys, humans, sample, items, label_type)
+        corrected = _corrected(sid, keys, humans, sample, items, label_type, int(manifest.get("rounds", 1)))
         if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
             corrected["pair"] = pair_record(quality, rated, humans, len(missing))
             corrected["rounds"] = int(manifest.get("rounds", 1))
@@ -420,8 +421,11 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
 
 
 def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, Any]],
-               sample: Mapping[str, Any], items: Sequence[Mapping[str, Any]], label_type: str) -> dict[str, Any]:
-    """The judge-corrected mean of the per-item score (PPI, 1/π weights) beside the judge-only mean."""
+               sample: Mapping[str, Any], items: Sequence[Mapping[str, Any]], label_type: str,
+               rounds: int) -> dict[str, Any]:
+    """The judge-corrected mean of the per-item score (PPI, 1/π weights) beside the judge-only mean, its
+    interval at the level round `rounds` is read at (`stats.sequential.round_alpha`: valid however many
+    labelling rounds the gate reads)."""
     use = [k for k in keys if consensus(list(humans[k].values()), label_type) is not None]
     all_values = [it["judge_value"] for it in items if it["subtask"] == sid]
     if len(use) < 2:
@@ -429,7 +433,8 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
     Y = np.array([float(consensus(list(humans[k].values()), label_type)) for k in use])
     Yhat = np.array([float(sample[k]["judge_value"]) for k in use])
     weights = inverse_probability_weights([sample[k]["inclusion_probability"] for k in use])
-    res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights)
+    alpha = round_alpha(rounds)
+    res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights, alpha=alpha)
     return {"status": "ok", "value": res.estimate, "ci": None if res.ci is None else list(res.ci),
             "reason": res.reason, "lambda": res.lam, "lambda_tuned": res.lam_tuned, "n_labelled": res.n,
             "N_judged": res.N, "weighted": True,
@@ -437,5 +442,6 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
                            "ci": None if res.judge_only.ci is None else list(res.judge_only.ci)},
             "human_only": {"value": res.human_only.estimate,
                            "ci": None if res.human_only.ci is None else list(res.human_only.ci)},
-            "method": "PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; 95% CLT interval "
-                      "(docs/statistics.md#judge-corrected-figures)"}
+            "alpha": alpha, "method": f"PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; CLT "
+                                      f"interval at {1 - alpha:.2%}, round {rounds}'s share of 95% spent over the "
+                                      "labelling rounds (docs/statistics.md#labelling-rounds)"}

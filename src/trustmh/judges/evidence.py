@@ -19,8 +19,9 @@ A judged check is decided on one of two grounds:
     where none did, the pair's consensus is counted as stated by `judges.agreement.consensus`: a split binary
     pair counts as harmful (the cautious reading), an ordinal pair as the mean of the two.
 
-Labels needed, before anyone labels (`labels_needed`): the fewest labels for which (a) the corrected 95%
-interval is no wider than the width asked, from PPI's variance (λ = 1, the rule below 200 labels)
+Labels needed, before anyone labels (`labels_needed`): the fewest labels for which (a) the corrected interval
+of the first labelling round (read at its share of 95%, `stats.sequential.round_alpha`, so that later rounds
+keep the 95% valid) is no wider than the width asked, from PPI's variance (λ = 1, the rule below 200 labels)
     se² = Var(Ŷ)/N_eff + Var(Y − Ŷ)/n
 with Var(Y − Ŷ) at an assumed judge–human agreement a (binary, equal margins at rate p: 2p(1−p)(1−a);
 ratings, equal variances σ²: 2σ²(1−a)), and (b) a pair agreeing at a clears the floor at its lower bound
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustmh.judges.reference_quality import FLOORS
+from trustmh.stats.sequential import round_z
 
 # The judge–human (and human–human) agreement `trustmh plan` assumes when no one has labelled yet
 # (`--assume-agreement`): a good judge and a good pair of raters.
@@ -163,7 +165,7 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
     items there are to label."""
     if not 0 < agreement < 1:
         raise ValueError("agreement must lie in (0, 1)")
-    budget = (width / (2 * Z_95)) ** 2 - spread / n_effective
+    budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
     if budget <= 0:
         return LabelsNeeded(None, f"the judge-only interval on {n_effective:.0f} effective items is already wider "
                                   f"than {width:g}: more items, not labels, narrow it", agreement, width)

@@ -96,3 +96,25 @@ def mean_sequence(total: float, n: float, scale: tuple[float, float], alpha: flo
         raise ValueError(f"mean_sequence: mean {total / n:g} of {n:g} items lies outside the scale {lo:g}-{hi:g}")
     a, b = rate_sequence(min(max(x, 0.0), n), n, alpha, prior)
     return lo + a * (hi - lo), lo + b * (hi - lo)
+
+
+# The share of α the first labelling round is read at; each later round gets ROUND_DECAY times the one before.
+ROUND_DECAY = 0.2
+
+
+def round_alpha(round_: int, alpha: float = ALPHA) -> float:
+    """The error level the K-th labelling round's corrected interval is read at: α(1 − r)r^(K−1) with
+    r = ROUND_DECAY, so the levels of every round together sum to α and the 1 − α coverage holds jointly over
+    every round however many are labelled, with no maximum fixed in advance (a Bonferroni spending of α over
+    the rounds, most of it on the first, where most checks decide; docs/statistics.md#labelling-rounds).
+    Round 1 is read at 96%, round 2 at 99.2%, round 3 at 99.84%."""
+    if round_ < 1:
+        raise ValueError("round_alpha: rounds count from 1")
+    return alpha * (1.0 - ROUND_DECAY) * ROUND_DECAY ** (round_ - 1)
+
+
+def round_z(round_: int, alpha: float = ALPHA) -> float:
+    """The two-sided normal quantile of `round_alpha`: the z of round K's CLT interval."""
+    from scipy.special import ndtri
+
+    return float(ndtri(1.0 - round_alpha(round_, alpha) / 2.0))
