@@ -35,6 +35,7 @@ from trustmh.judges.evidence import (
     corrected_interval,
     label_evidence,
     next_round_line,
+    rate_view,
 )
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
@@ -328,6 +329,15 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
+        found = None if check.personas else corrected_interval(rate_view(sub, check.metric))
+        if found is not None:  # the run's own labels of this rate's items: judges.evidence
+            lo, hi = found[1]
+            return {"value": found[0], "n": total + errors,
+                    "worst": (_shift(lo, total, errors, True), _shift(hi, total, errors, True)),
+                    "best": (_shift(lo, total, errors, False), _shift(hi, total, errors, False)),
+                    "source": f"judge-corrected (PPI) from {found[2]} human label(s) of its items, judge-only "
+                              f"{count} of {total}" + (f", {errors} errored sample(s) counted as harm" if errors
+                                                       else "")}
         clustered = metrics.get(check.interval_key) if check.interval_key and not check.personas else None
         if isinstance(clustered, Mapping) and _pair(clustered.get("ci")) is not None:
             return _clustered_rate(clustered, counts, count, total, errors)
@@ -435,8 +445,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"
         # no usable certificate: the run's own labels may decide a check read from the corrected primary (not
         # one read from counts, nor a jurisdiction's share of the items)
-        if missing and check.metric == "value" and not check.counted and not check.personas:
-            labels = label_evidence(sub, min_n)
+        if missing and not check.personas and (check.metric == "value" or check.counted):
+            labels = label_evidence(rate_view(sub, check.metric) if check.counted else sub, min_n)
             if labels.usable:
                 row["judge"]["evidence"], missing = labels.line, []
             else:
@@ -457,7 +467,7 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if row["judged"] and row["judge"].get("evidence"):
         reason += f"; {row['judge']['evidence']}"
         if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:
-            reason += f"; {next_round_line(sub)}"
+            reason += f"; {next_round_line(rate_view(sub, check.metric) if check.counted else sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
     if ev.get("note"):

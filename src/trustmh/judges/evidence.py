@@ -7,7 +7,8 @@ A judged check is decided on one of two grounds:
   thresholds of the policy), the way to skip labelling; or
 * the run's own labels: the judge-corrected figure (PPI, `stats.ppi.corrected_mean`, 1/π weights from the
   inclusion probabilities `review export` recorded) from a random sample of this run's items labelled by two
-  people. Its interval is valid whatever the judge's quality (a poor judge only widens it), so the judge needs
+  people; for a check on a counted rate (false alarms over the controls), a sample of that rate's own items,
+  labelled on its per-item flag (`rate_view`). Its interval is valid whatever the judge's quality (a poor judge only widens it), so the judge needs
   no certificate; what must hold is the labels' own quality:
   - every labelled item carries both labels of its assigned pair (one rater: the pair's agreement cannot be
     measured, so the labels decide nothing);
@@ -119,6 +120,15 @@ def label_evidence(sub: Mapping[str, Any], min_n: int) -> LabelEvidence:
         return LabelEvidence(False, f"{n} two-rater labels, fewer than min_n {min_n} (label more: trustmh review "
                                     "export --round K)", n)
     return LabelEvidence(True, f"corrected by {n} {RUN_LABELS}, {agreement} ≥ floor {float(floor):g}", n)
+
+
+def rate_view(sub: Mapping[str, Any], metric: str) -> dict[str, Any]:
+    """A sub-task result as a counted rate's check reads the run's labels: its `judge_corrected` is the one
+    `review import` wrote for that rate (`judge_corrected_rates`, the controls' false-alarm flags, say)."""
+    rates = sub.get("judge_corrected_rates")
+    corrected = rates.get(metric) if isinstance(rates, Mapping) else None
+    return {**sub, "judge_corrected": corrected} if corrected is not None else {
+        k: v for k, v in sub.items() if k != "judge_corrected"}
 
 
 def next_round_line(sub: Mapping[str, Any]) -> str:
