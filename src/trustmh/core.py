@@ -421,6 +421,12 @@ class Subtask:
         """Whether the model's reply is parseable (drives the re-asks)."""
         return True
 
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        """A flat JSON Schema of a reply `parse_valid` accepts, declared beside the parser: where the run holds
+        the model to it (`-O answer_schema=1`, the offline demo's), a small model's answer is readable at all.
+        None: the reply stays free text."""
+        return None
+
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         return []
 
