@@ -387,8 +387,7 @@ class Subtask:
     # counted rate whose items share a unit (a design cell) -> its clustered-interval key in `metrics`: the gate
     # decides it on that interval, not the counts' Wilson one (docs/statistics.md#the-unit)
     rate_intervals: Mapping[str, str] = {}
-    # counted rate -> its per-item flag (1 counted, 0 not, None: not one of its items): what a review labels
-    # and `review import` corrects for the gate (docs/statistics.md#the-runs-own-labels)
+    # counted rate -> per-item flag (1, 0, None: not its item), labelled and corrected by `review` for the gate
     rate_per_item: Mapping[str, ItemScorer] = {}
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
