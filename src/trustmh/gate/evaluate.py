@@ -262,10 +262,8 @@ def _clustered_rate(block: Mapping[str, Any], counts: str, count: int, total: in
 
 
 def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
-    """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
-    dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
-    in `best`, as `_evidence` counts them), for a rate or a mean score on its scale; None for a figure that is
-    neither (no count, no value). One home for what `--until-decided` stops on and the gate reads."""
+    """A rate's or mean score's anytime-valid {value, n, worst, best} (`stats.sequential`; errors as `_evidence`
+    counts them), else None: what `--until-decided` stops on and the gate reads."""
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
@@ -278,14 +276,11 @@ def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -
         x = float(sub["value"]) * float(n or 0)
         harm = check.kind == "max"
     elif check.metric == "value" and _finite(sub.get("value")) and (sub.get("effective_n") or sub.get("n")):
-        # a mean score on its scale (`stats.sequential.mean_sequence`); errored samples at the scale's worst
-        # end for the pass test, its best end for the fail test
-        scale = score_scale(lookup(check.subtask))
+        scale = score_scale(lookup(check.subtask))  # errors at its worst end for the pass test, best for the fail
         if not scale[0] <= float(sub["value"]) <= scale[1]:
-            return None  # a figure outside its scale is no mean of these scores (results.json is damaged)
-        n = float(sub.get("effective_n") or sub.get("n"))
+            return None  # outside its scale: no mean of these scores (results.json is damaged)
+        n, bad, good = float(sub.get("effective_n") or sub.get("n")), *(scale[::-1] if check.kind == "max" else scale)
         total = float(sub["value"]) * n
-        bad, good = (scale[1], scale[0]) if check.kind == "max" else scale
         return {"value": float(sub["value"]), "n": int(round(n + errors)),
                 "worst": mean_sequence(total + errors * bad, n + errors, scale),
                 "best": mean_sequence(total + errors * good, n + errors, scale)}
@@ -293,8 +288,7 @@ def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -
         return None
     if x is None or n is None:
         return None
-    x, n = float(x), float(n)
-    x = min(max(x, 0.0), n)
+    x, n = min(max(float(x), 0.0), float(n)), float(n)
     against = rate_sequence(x + errors if harm else x, n + errors)
     for_it = rate_sequence(x if harm else x + errors, n + errors)
     return {"value": x / n if n else None, "n": int(round(n + errors)), "worst": against, "best": for_it}
@@ -331,13 +325,10 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
         found = None if check.personas else corrected_interval(rate_view(sub, check.metric))
         if found is not None:  # the run's own labels of this rate's items: judges.evidence
-            lo, hi = found[1]
-            return {"value": found[0], "n": total + errors,
-                    "worst": (_shift(lo, total, errors, True), _shift(hi, total, errors, True)),
-                    "best": (_shift(lo, total, errors, False), _shift(hi, total, errors, False)),
+            ends = [[_shift(v, total, errors, harm) for v in found[1]] for harm in (True, False)]
+            return {"value": found[0], "n": total + errors, "worst": tuple(ends[0]), "best": tuple(ends[1]),
                     "source": f"judge-corrected (PPI) from {found[2]} human label(s) of its items, judge-only "
-                              f"{count} of {total}" + (f", {errors} errored sample(s) counted as harm" if errors
-                                                       else "")}
+                              f"{count} of {total}, {errors} errored sample(s) counted as harm"}
         clustered = metrics.get(check.interval_key) if check.interval_key and not check.personas else None
         if isinstance(clustered, Mapping) and _pair(clustered.get("ci")) is not None:
             return _clustered_rate(clustered, counts, count, total, errors)
