@@ -387,6 +387,8 @@ class Subtask:
     # counted rate whose items share a unit (a design cell) -> its clustered-interval key in `metrics`: the gate
     # decides it on that interval, not the counts' Wilson one (docs/statistics.md#the-unit)
     rate_intervals: Mapping[str, str] = {}
+    # counted rate -> per-item flag (1, 0, None: not its item), labelled and corrected by `review` for the gate
+    rate_per_item: Mapping[str, ItemScorer] = {}
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
 
