@@ -21,6 +21,10 @@ with the stimulus, `pillars/conversation/cells.py`). Each simulated model draws 
 (π_c ~ Beta with mean p and ICC ρ across cells), each conversation then Bernoulli(π_c); the truth is p.
 "cell" is `clustered_interval` on the unit the sub-tasks now use; "stimulus" the same interval on the
 stimulus (each stimulus played once in the authored sets: the interval on n that issue 49 found wanting).
+A set whose controls state a topic (gradual disclosure) has one more row, "controls, failing by the former
+cells": the failures concentrate on the coarser cells the controls had before their topics (kind × "no_risk"
+× style), while the interval clusters on the finer unit, the case the topics could get wrong.
+`--sets gradual_disclosure` runs one set's rows only.
 """
 
 from __future__ import annotations
@@ -68,32 +72,42 @@ CELL_RHOS = (0.1, 0.3, 0.5, 0.8)
 CELL_RATES = (0.05, 0.1, 0.2, 0.5)
 
 
-def cell_designs() -> dict[str, tuple[list[str], list[str]]]:
-    """Per shipped set and part (risk / controls): (unit per conversation, stimulus per conversation), from
-    the items the sub-task loads."""
+def former_cell(cell: str) -> str:
+    """A control's cell before its topic stood in for its category: kind × "no_risk" × style."""
+    kind, _, style = cell.removeprefix("cell:").split("|")
+    return f"{kind}|no_risk|{style}"
+
+
+def cell_designs(sets: tuple[str, ...] = CELL_SETS) -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """Per shipped set and part (risk / controls): (unit per conversation, stimulus per conversation, the group
+    whose rate the simulated failures share), from the items the sub-task loads."""
     from trustmh.catalogue import get_subtask
     from trustmh.core import JudgeInfo, RunContext
 
     ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
                      judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
     out = {}
-    for name in CELL_SETS:
+    for name in sets:
         items = get_subtask(f"conversation/{name}").items(ctx)
         for part, keep in (("risk", True), ("controls", False)):
             chosen = [it for it in items if (it.metadata.get("risk_turn") is not None) == keep]
-            out[f"{name} {part}"] = ([it.cluster_id for it in chosen],
-                                     [str(it.metadata.get("stimulus", it.cluster_id)) for it in chosen])
+            units = [it.cluster_id for it in chosen]
+            out[f"{name} {part}"] = (units, [str(it.metadata.get("stimulus", it.cluster_id)) for it in chosen],
+                                     units)
+            if not keep and any("no_risk" not in u for u in units):  # the controls state topics
+                out[f"{name} controls, failing by the former cells"] = (
+                    units, out[f"{name} {part}"][1], [former_cell(u) for u in units])
     return out
 
 
-def cell_coverage(reps: int, seed: int) -> float:
+def cell_coverage(reps: int, seed: int, sets: tuple[str, ...] = CELL_SETS) -> float:
     """The `--unit cell` table (module docstring); returns the lowest coverage of the cell unit."""
     rng = np.random.default_rng(seed)
     print("| set | n / cells | rate p | ρ across cells | cell-unit coverage | width | stimulus-unit coverage | width |")
     print("|---|---|---|---|---|---|---|---|")
     worst = 1.0
-    for dname, (units, stimuli) in cell_designs().items():
-        codes = np.unique(np.asarray(units), return_inverse=True)[1]
+    for dname, (units, stimuli, groups) in cell_designs(sets).items():
+        codes = np.unique(np.asarray(groups), return_inverse=True)[1]
         sizes = np.bincount(codes).tolist()
         order = np.argsort(codes, kind="stable")  # simulate() fills cell by cell
         for p in CELL_RATES:
@@ -107,8 +121,9 @@ def cell_coverage(reps: int, seed: int) -> float:
                         lo, hi = clustered_interval(y, labels)["ci"]
                         cov[unit] += lo <= p <= hi
                         widths[unit].append(hi - lo)
-                worst = min(worst, cov["cell"] / reps)
-                print(f"| {dname} | {len(units)} / {len(sizes)} | {p:g} | {rho:g} | {cov['cell'] / reps:.3f} | "
+                if groups is units:  # the former-cells row is reported, not held to the bar
+                    worst = min(worst, cov["cell"] / reps)
+                print(f"| {dname} | {len(units)} / {len(set(units))} | {p:g} | {rho:g} | {cov['cell'] / reps:.3f} | "
                       f"{np.mean(widths['cell']):.3f} | {cov['stimulus'] / reps:.3f} | "
                       f"{np.mean(widths['stimulus']):.3f} |", flush=True)
     return worst
@@ -122,12 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--outcome", choices=("rate", "score"), help="only the rates, or only the 0-2 scores")
     ap.add_argument("--unit", choices=("stimulus", "cell"), default="stimulus",
                     help="cell: failures concentrated in design cells, the shipped sets' units (issue 49)")
+    ap.add_argument("--sets", nargs="+", choices=CELL_SETS, default=CELL_SETS, help="with --unit cell: these sets only")
     args = ap.parse_args(argv)
     if args.unit == "cell":
         started = time.perf_counter()
         print(f"# {dt.date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · "
               f"python {platform.python_version()} · reps {args.reps} · seed {args.seed} · unit cell")
-        worst = cell_coverage(args.reps, args.seed)
+        worst = cell_coverage(args.reps, args.seed, tuple(args.sets))
         print(f"\nlowest cell-unit coverage: {worst:.3f}; {time.perf_counter() - started:.0f} s")
         return 0 if worst >= 0.93 else 1
     designs = {"missed crisis": set_design("gradual_disclosure"), "delusion": set_design("delusion")}

@@ -9,6 +9,11 @@ which `--until-decided`'s rounds only approach. Shown for the beta-binomial mixt
 fixed n, peeked at the same way (it is not built for that, and falls short). Also the run's own rule: the
 share of runs of the round schedule (`trustmh.run.rounds.round_sizes`) whose verdict against a limit equal
 to p, the hardest case, is wrong (a pass or a fail when the rate sits on the limit is never right for both).
+
+Mean scores (`trustmh.stats.sequential.mean_sequence`, a 1-5 rubric): the same coverage for scores drawn from
+stated 1-5 distributions, and, for a check "mean ≥ 3.5" played on the round schedule of a 200-item set, the
+items asked before it decides (the calls `--until-decided` saves on a mean check) and the share of runs whose
+verdict is wrong.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.special import betaln
 from scipy.stats import norm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,16 +34,19 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from throughput import machine  # noqa: E402
 
-from trustmh.stats.sequential import ALPHA, JEFFREYS  # noqa: E402
+from trustmh.run.rounds import FIRST_ROUND_MIN, round_sizes  # noqa: E402
+from trustmh.stats.sequential import ALPHA, log_martingale, mean_sequence  # noqa: E402
 
 RATES = (0.02, 0.05, 0.1, 0.2, 0.5, 0.9)
+# 1-5 rubric scores: name -> the chances of 1, 2, 3, 4, 5
+SCORE_MIXES = {"careful (mean 4.6)": (0.0, 0.0, 0.05, 0.3, 0.65), "near the limit (mean 3.7)": (0.05, 0.1, 0.2, 0.35, 0.3),
+               "poor (mean 2.2)": (0.3, 0.35, 0.2, 0.1, 0.05), "two-valued (mean 3.0)": (0.5, 0.0, 0.0, 0.0, 0.5)}
+MEAN_LIMIT, MEAN_SET, MEAN_MIN_N = 3.5, 200, 30  # the default policy's min_n: the first round
 
 
 def cs_misses(x: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
     """True where the confidence sequence after x of n items excludes p (log M_n(p) ≥ log 1/α)."""
-    a, b = JEFFREYS
-    log_m = betaln(x + a, n - x + b) - betaln(a, b) - (x * math.log(p) + (n - x) * math.log1p(-p))
-    return log_m >= math.log(1 / ALPHA)
+    return log_martingale(p, x, n) >= math.log(1 / ALPHA)
 
 
 def wilson_misses(x: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
@@ -70,7 +77,36 @@ def main() -> None:
         worst = min(worst, cs)
         print(f"{p:>9g}  {cs:>21.4f}  {wilson:>25.4f}")
     print(f"lowest coverage of the confidence sequence: {worst:.4f} (nominal 0.95; {args.reps} sequences a rate, "
-          f"{args.n} looks each); {time.process_time() - started:.1f} s CPU")
+          f"{args.n} looks each)")
+    mean_coverage(rng, args.reps, args.n)
+    print(f"{time.process_time() - started:.1f} s CPU")
+
+
+def mean_coverage(rng: np.random.Generator, reps: int, n_looks: int) -> None:
+    """The mean sequence's coverage at every look, and the items a 'mean ≥ 3.5' check asks before it decides."""
+    levels = np.arange(1.0, 6.0)
+    n = np.arange(1, n_looks + 1, dtype=float)
+    sizes = round_sizes(MEAN_SET, max(FIRST_ROUND_MIN, MEAN_MIN_N))
+    print(f"\n1-5 mean scores, check 'mean ≥ {MEAN_LIMIT:g}' on a {MEAN_SET}-item set (rounds {sizes}):")
+    print(f"{'scores':>26}  {'CS covered at every n':>21}  {'median items to decide':>22}  {'wrong verdicts':>14}")
+    for name, chances in SCORE_MIXES.items():
+        truth = float(levels @ np.array(chances))
+        scores = rng.choice(levels, p=chances, size=(reps, n_looks))
+        x = (np.cumsum(scores, axis=1) - n) / 4  # rescaled to [0, 1]
+        covered = 1 - cs_misses(x, n, (truth - 1) / 4).any(axis=1).mean()
+        asked, wrong = [], 0
+        for row in scores[: min(reps, 1000), :MEAN_SET]:
+            played, verdict = MEAN_SET, "insufficient"
+            for size in sizes:
+                lo, hi = mean_sequence(float(row[:size].sum()), size, (1.0, 5.0))
+                verdict = "pass" if lo >= MEAN_LIMIT else "fail" if hi < MEAN_LIMIT else "insufficient"
+                if verdict != "insufficient":
+                    played = size
+                    break
+            asked.append(played)
+            wrong += verdict == ("fail" if truth >= MEAN_LIMIT else "pass")
+        print(f"{name:>26}  {covered:>21.4f}  {int(np.median(asked)):>10} of {MEAN_SET} ({np.median(asked) / MEAN_SET:.2f}x)"
+              f"  {wrong / len(asked):>14.4f}")
 
 
 if __name__ == "__main__":

@@ -387,6 +387,8 @@ class Subtask:
     # counted rate whose items share a unit (a design cell) -> its clustered-interval key in `metrics`: the gate
     # decides it on that interval, not the counts' Wilson one (docs/statistics.md#the-unit)
     rate_intervals: Mapping[str, str] = {}
+    # counted rate -> per-item flag (1, 0, None: not its item), labelled and corrected by `review` for the gate
+    rate_per_item: Mapping[str, ItemScorer] = {}
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
 
@@ -417,6 +419,12 @@ class Subtask:
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         """Whether the model's reply is parseable (drives the re-asks)."""
         return True
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        """A flat JSON Schema of a reply `parse_valid` accepts, declared beside the parser: where the run holds
+        the model to it (`-O answer_schema=1`, the offline demo's), a small model's answer is readable at all.
+        None: the reply stays free text."""
+        return None
 
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         return []

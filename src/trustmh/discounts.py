@@ -34,6 +34,8 @@ class RoleTokens:
     output_max: int
     cached_read: int = 0  # input tokens a prefix cache would read (best case)
     cache_write: int = 0  # input tokens written to the cache
+    calls_min: int = 0  # the calls (a price file's per_call): expected, and with every re-ask
+    calls_max: int = 0
 
 
 def batched(row: RoleTokens, mode: BatchMode) -> bool:
@@ -51,8 +53,9 @@ def scenario_costs(row: RoleTokens, price: Price | None, mode: BatchMode) -> dic
         read, write = (row.cached_read, row.cache_write) if "cache" in scenario else (0, 0)
         out[scenario] = {
             "expected": cost(price, max(0, row.input_min - read - write), row.output_expected, read, write,
-                             batch=use_batch),
-            "max": cost(price, max(0, row.input_max - read - write), row.output_max, read, write, batch=use_batch),
+                             batch=use_batch, calls=row.calls_min),
+            "max": cost(price, max(0, row.input_max - read - write), row.output_max, read, write, batch=use_batch,
+                        calls=row.calls_max),
         }
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from trustmh.inspect_batchers import anthropic_batcher_class, openai_batcher_class
 from trustmh.models import batch as trustmh_batch
-from trustmh.safe_text import safe_json, safe_text
+from trustmh.safe_text import REPLACEMENT, as_text, safe_json, safe_text
 
 
 def trace_dir() -> Path | None:
@@ -211,7 +211,8 @@ def safe_replies() -> Iterator[None]:
     logs a provider's output (its `ModelEvent`, with the raw response) inside `Model._generate`, right after
     the provider's own `generate` returns, so that call is the first place trustmh can reach; a lone surrogate
     there would otherwise end the whole sub-task in a serialisation error. Wraps `ModelAPI.generate` on each
-    `Model` built in the block (Inspect 0.3.285 builds every one through `Model.__init__`)."""
+    `Model` built in the block (Inspect 0.3.285 builds every one through `Model.__init__`). An OpenAI-compatible
+    reply whose content is not text is made text before Inspect parses it (`_text_content`)."""
     from inspect_ai.model import Model
 
     original = Model.__init__
@@ -222,9 +223,49 @@ def safe_replies() -> Iterator[None]:
 
     Model.__init__ = init  # type: ignore[method-assign]
     try:
-        yield
+        with _text_content():
+            yield
     finally:
         Model.__init__ = original  # type: ignore[method-assign]
+
+
+NOT_TEXT = f"{REPLACEMENT} the reply's content was not text"  # holds U+FFFD: its sample counts as invalid
+
+
+@contextmanager
+def _text_content() -> Iterator[None]:
+    """While the block runs, an OpenAI-compatible reply whose `content` is not text (a server answering
+    `content: [1, 2]`) reaches Inspect as text: a list of text parts joined (`safe_text.as_text`), anything else
+    as `NOT_TEXT` and what came, so its sample is an unusable reply counted against the model, never a
+    TypeError inside Inspect's parsing of every sample; one line per model says so. Inspect 0.3.285 parses
+    every chat completion of its OpenAI-compatible providers through `_openai.chat_message_assistant_from_openai`
+    (looked up by `chat_choices_from_openai` at call time)."""
+    try:
+        from inspect_ai.model import _openai
+    except ImportError:  # pragma: no cover  the openai SDK is absent: no such provider runs
+        yield
+        return
+    original = _openai.chat_message_assistant_from_openai
+    told: set[str] = set()
+
+    def parse(model: str, message: Any, *args: Any, **kwargs: Any) -> Any:
+        content = getattr(message, "content", None)
+        if content is not None and not isinstance(content, str):
+            text_parts = isinstance(content, list) and content and all(
+                isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content)
+            message.content = as_text(content) if text_parts else f"{NOT_TEXT}: {as_text(repr(content))[:200]}"
+            if not text_parts and model not in told:
+                told.add(model)
+                print(f"trustmh: model {model!r} sent a reply whose content is a {type(content).__name__} "
+                      f"({as_text(repr(content))[:80]}), not text; each such reply counts as unusable (invalid) "
+                      "against the model", file=sys.stderr, flush=True)
+        return original(model, message, *args, **kwargs)
+
+    _openai.chat_message_assistant_from_openai = parse
+    try:
+        yield
+    finally:
+        _openai.chat_message_assistant_from_openai = original
 
 
 def _clean_generate(api: Any) -> None:

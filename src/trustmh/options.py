@@ -31,6 +31,8 @@ GLOBAL: dict[str, Option] = {
                        "MentalBench: mean)"),
     "min_valid": Option("ensemble members that must give a valid judgement (default: all)", minimum=1, maximum=100),
     "allow_sample": Option("1: score a fallback sample (e.g. 10-row ELEPHANT) with status 'sample'"),
+    "answer_schema": Option("1/0: hold the model under test to each sub-task's answer format (its JSON schema: "
+                            "`Subtask.answer_schema`), gguf models only (default 0; the offline demo uses 1)"),
     "anchors": Option("1/0: re-judge every judged sub-task's anchor items, for judge drift (default 1; the "
                       "offline demo uses 0)"),
 }

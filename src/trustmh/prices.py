@@ -9,6 +9,10 @@ Besides the live input and output rates a model's table may give the discounted 
 `batch_input` and `batch_output` (a request sent through the provider's batch API). Each is optional; a rate
 the file does not give is priced at the live rate it discounts (cached and cache-write input at `input`,
 batch at `input`/`output`), never at 0, and `fallbacks` names each such fallback so the plan can say it.
+
+A product billed by the request rather than by the token (`--model http/NAME`, docs/cost.md#product) gives
+`per_call`, the cost of one call it answers (a call the response cache answers costs nothing); its token rates
+are then optional (0 when not given).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Price:
     cache_write: float | None = None  # per million input tokens written to the prompt cache (None: as input)
     batch_input: float | None = None  # per million input tokens of a batched request (None: as input)
     batch_output: float | None = None  # per million output tokens of a batched request (None: as output)
+    per_call: float = 0.0  # per call answered (a product priced by the request, not the token)
 
     def rate(self, kind: str) -> float:
         """The rate for one kind of token (`TOKEN_KINDS`), falling back to the live rate it discounts."""
@@ -38,14 +43,16 @@ class Price:
         return float(getattr(self, FALLBACK[kind]) if value is None else value)
 
     def fallbacks(self) -> list[str]:
-        """The discounted rates this model's table does not give (each priced at its live rate)."""
-        return [f"{kind} as {FALLBACK[kind]}" for kind in FALLBACK if getattr(self, kind) is None]
+        """The discounted rates this model's table does not give (each priced at its live rate); one whose live
+        rate is 0 is not listed (nothing to discount: a product priced per call, or free)."""
+        return [f"{kind} as {FALLBACK[kind]}" for kind in FALLBACK
+                if getattr(self, kind) is None and getattr(self, FALLBACK[kind])]
 
 
 # Every rate a model's table may hold (per million tokens). A rate must be a finite number >= 0: NaN or
 # infinity would make every cost NaN or infinite, and a NaN budget check is never true (the budget off).
-RATE_FIELDS = ("input", "output", "cached_input", "cache_write", "batch_input", "batch_output")
-REQUIRED_FIELDS = ("input", "output")
+RATE_FIELDS = ("input", "output", "cached_input", "cache_write", "batch_input", "batch_output", "per_call")
+REQUIRED_FIELDS = ("input", "output")  # unless the table gives per_call (then each missing one is 0)
 # An optional rate missing from the file is billed as the live rate it discounts (an upper bound).
 FALLBACK = {"cached_input": "input", "cache_write": "input", "batch_input": "input", "batch_output": "output"}
 
@@ -86,10 +93,11 @@ def load_prices(path: str | Path | None) -> dict[str, Price]:
             raise TrustmhError(f"--prices {path}: model {model!r}: unknown field(s) {sorted(unknown)} (the fields "
                                f"are {', '.join(RATE_FIELDS)})")
         for key in REQUIRED_FIELDS:
-            if key not in table:
+            if key not in table and "per_call" not in table:
                 raise TrustmhError(f"--prices {path}: model {model!r}: field {key!r} is missing (price per "
-                                   "million tokens)")
-        rates = {key: check_rate(path, str(model), key, value) for key, value in table.items()}
+                                   "million tokens; or per_call, the price of one call)")
+        rates = {key: 0.0 for key in REQUIRED_FIELDS} | {key: check_rate(path, str(model), key, value)
+                                                          for key, value in table.items()}
         prices[str(model)] = Price(**rates)
     return prices
 
@@ -102,23 +110,28 @@ TOKEN_KINDS = {"input_tokens": "input", "output_tokens": "output", "batch_input_
 
 
 def cost(price: Price | None, input_tokens: float, output_tokens: float, cached_tokens: float = 0,
-         cache_write_tokens: float = 0, batch: bool = False) -> float | None:
-    """Dollars (or the price file's currency) for one kind of call's tokens; None when the price is unknown.
-    `input_tokens` excludes `cached_tokens` and `cache_write_tokens` (Inspect's convention). `batch`: the
-    uncached input and the output are billed at the batch rates; cached reads and writes keep their own
-    rates (where a provider stacks the batch discount on them too, this is an upper bound)."""
+         cache_write_tokens: float = 0, batch: bool = False, calls: float = 0) -> float | None:
+    """Dollars (or the price file's currency) for one kind of call's tokens, and `calls` of them at the
+    table's `per_call`; None when the price is unknown. `input_tokens` excludes `cached_tokens` and
+    `cache_write_tokens` (Inspect's convention). `batch`: the uncached input and the output are billed at the
+    batch rates; cached reads and writes keep their own rates (where a provider stacks the batch discount on
+    them too, this is an upper bound)."""
     if price is None:
         return None
     kind_in, kind_out = ("batch_input", "batch_output") if batch else ("input", "output")
     return (input_tokens * price.rate(kind_in) + output_tokens * price.rate(kind_out)
-            + cached_tokens * price.rate("cached_input") + cache_write_tokens * price.rate("cache_write")) / 1e6
+            + cached_tokens * price.rate("cached_input") + cache_write_tokens * price.rate("cache_write")) / 1e6 \
+        + calls * price.per_call
 
 
 def cost_of_counts(price: Price | None, counts: Mapping[str, float]) -> float | None:
-    """The cost of counted tokens (`TOKEN_KINDS` keys, missing ones 0); None when the price is unknown."""
+    """The cost of counted tokens (`TOKEN_KINDS` keys, missing ones 0) and of the calls paid for (`calls` less
+    `cached_calls`, at `per_call`); None when the price is unknown."""
     if price is None:
         return None
-    return sum(float(counts.get(key, 0) or 0) * price.rate(kind) for key, kind in TOKEN_KINDS.items()) / 1e6
+    paid = float(counts.get("calls", 0) or 0) - float(counts.get("cached_calls", 0) or 0)
+    return sum(float(counts.get(key, 0) or 0) * price.rate(kind) for key, kind in TOKEN_KINDS.items()) / 1e6 \
+        + max(paid, 0.0) * price.per_call
 
 
 PRICE_UNKNOWN = "price unknown"

@@ -18,12 +18,14 @@ from trustmh.cli import main
 from trustmh.gate.clauses import load_pack
 
 PACKS = ("ca-sb243", "ny-gbl-art47")
+# the judge asked for, and the dated model its provider answered with on each record's two calls
+JUDGE_REPORTED = {"openai-api/acme/judge-latest": {"judge-2026-11-20": 2}}
 
 
 @pytest.fixture(scope="module")
 def dossier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dossier")
-    run = write_synthetic_run(root / "run")
+    run = write_synthetic_run(root / "run", judge_reported=JUDGE_REPORTED)
     out = root / "dossier"
     assert main(["dossier", str(run), "--policy", PACKS[0], "--policy", PACKS[1], "--out", str(out)]) == 0
     return out
@@ -57,6 +59,44 @@ def test_passing_conversations_are_not_listed_as_failing(dossier: Path) -> None:
 def test_provenance_has_the_model_asked_and_the_model_that_answered(dossier: Path) -> None:
     run = json.loads((dossier / "provenance.json").read_text())["run"]
     assert (run["model_asked"], run["models_answered"]) == ("http/lakeside", {"lakeside-2026-11": 24})
+
+
+def test_provenance_has_the_judge_asked_and_the_name_it_answered_as_counted_over_calls(dossier: Path) -> None:
+    run = json.loads((dossier / "provenance.json").read_text())["run"]
+    assert run["judges_answered"] == {"openai-api/acme/judge-latest": {"judge-2026-11-20": 48}}
+
+
+def test_summary_shows_the_judges_answering_name(dossier: Path) -> None:
+    assert "openai-api/acme/judge-latest → judge-2026-11-20 (48)" in (dossier / "summary.md").read_text(encoding="utf-8")
+
+
+def test_provenance_counts_the_judges_answering_name_per_subtask(dossier: Path) -> None:
+    by_subtask = json.loads((dossier / "provenance.json").read_text())["run"]["judges_answered_by_subtask"]
+    assert by_subtask["conversation/crisis_referral"] == {"openai-api/acme/judge-latest": {"judge-2026-11-20": 24}}
+
+
+def test_a_judged_clauses_evidence_names_the_judges_answering_name() -> None:
+    from trustmh.dossier.pages import evidence
+
+    row = {"judged": True, "subtask": "crisis/escalation", "judge": {"model": "openai-api/acme/judge-latest"}}
+    prov = {"run": {"judges_answered_by_subtask": {"crisis/escalation": JUDGE_REPORTED}}}
+    assert evidence(row, prov) == ("judge openai-api/acme/judge-latest, no certificate; answered as "
+                                   "openai-api/acme/judge-latest → judge-2026-11-20 (2) (calls)")
+
+
+def test_verify_names_a_judges_answering_name_changed_with_its_digest(dossier: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """provenance.json rewritten to another judge name, and the manifest with it: the items count it again."""
+    from trustmh.dossier.build import manifest_json
+
+    folder = _copy(dossier, tmp_path)
+    prov = json.loads((folder / "provenance.json").read_text())
+    prov["run"]["judges_answered"] = {"openai-api/acme/judge-latest": {"judge-2026-05-01": 48}}
+    (folder / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")
+    files = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in folder.rglob("*") if p.is_file()}
+    (folder / "manifest.json").write_text(manifest_json(files), encoding="utf-8")
+    code = main(["verify", str(folder)])
+    assert (code, "provenance.json: run.judges_answered:" in capsys.readouterr().err) == (1, True)
 
 
 def test_endpoint_is_described_without_its_credentials(dossier: Path) -> None:

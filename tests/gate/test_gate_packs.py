@@ -7,6 +7,7 @@ their checks."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,15 +70,25 @@ def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_
     assert "| 22602a-disclosure | § 22602(a) |" in summary
 
 
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
 def pack_faults(name: str) -> list[str]:
-    """What a shipped pack lacks: a cited text, a section and a reading per clause, a row in the docs' table."""
+    """What a shipped pack lacks: a cited text, a section and a reading per clause, a row in the docs' table,
+    and in its [rule] table every date that row states (a status the docs re-read and the pack did not)."""
     pack = load_pack(name)
     if pack is None:
         return ["no [[clause]] tables"]
     faults = [f"[rule] {k} is blank" for k in ("citation", "status", "text_read", "read_on") if not pack.rule[k].strip()]
     faults += [f"clause {c.id}: no section or no reading" for c in pack.clauses if not (c.section.strip() and c.asks.strip())]
-    if f"| `{name}` |" not in (REPO / "docs" / "gate.md").read_text(encoding="utf-8"):
+    row = next((line for line in (REPO / "docs" / "gate.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith(f"| `{name}` |")), None)
+    if row is None:
         faults.append("no row in the pack table of docs/gate.md")
+        return faults
+    rule_text = " ".join(str(v) for v in pack.rule.values())
+    faults += [f"docs/gate.md's row states {d}, which the pack's [rule] table does not"
+               for d in dict.fromkeys(DATE.findall(row)) if d not in rule_text]
     return faults
 
 
@@ -136,6 +147,17 @@ def test_a_new_pack_file_is_in_the_registry() -> None:
 @pytest.mark.usefixtures("policies_with_a_throwaway_pack")
 def test_a_new_pack_is_checked_and_its_missing_docs_row_named() -> None:
     assert pack_faults("zz-throwaway") == ["no row in the pack table of docs/gate.md"]
+
+
+# The EU pack's status line as it stood before docs/gate.md's reading of 2026-12-02 (the Council's approval)
+EARLIER_EU_STATUS = "Article 50 applies from 2026-08-02; its final adoption was not confirmed here"
+
+
+def test_a_pack_status_older_than_the_docs_reading_is_named(policies_with_a_throwaway_pack: Path) -> None:
+    pack = policies_with_a_throwaway_pack / "eu-ai-act-art50.toml"
+    text = re.sub(r'(?m)^status = ".*"$', f'status = "{EARLIER_EU_STATUS}"', pack.read_text(encoding="utf-8"))
+    pack.write_text(text, encoding="utf-8")
+    assert "docs/gate.md's row states 2026-06-29, which the pack's [rule] table does not" in pack_faults("eu-ai-act-art50")
 
 
 @pytest.mark.usefixtures("policies_with_a_throwaway_pack")

@@ -15,6 +15,7 @@ from loopback_server import LoopbackServer, message_text
 from trustmh.cli import main
 from trustmh.judges.certificates import worst_attribute
 from trustmh.pillars.mentalbench.ratings import ATTRIBUTES
+from trustmh.run.anchors import ANCHOR_REPLIES
 
 SOURCES = ["original", "claude", "ds_llama", "ds_qwen", "gemini", "gpt4o", "gpt4omini", "llama_3", "qwen_2",
            "qwen_3"]
@@ -68,7 +69,7 @@ def _xlsx(path: Path, header: list[str], rows: list[list[Any]]) -> None:
 def build(root: Path) -> tuple[Path, Path]:
     """(MentalAlign folder, MentalBench CSV). Conversation 4's expert row holds conversation 3's context (the
     released file's misaligned rows); conversation 3's qwen_3 reply is reasoning only; the text table has
-    only the original, Gemini and Qwen-3 replies."""
+    only the original, Gemini and Qwen-3 replies, and one conversation more than the experts rated."""
     ma = root / "mentalalign"
     human_rows = [[k, context(3) if k == 4 else context(k)] + [_expert_cell(k, s) for s in SOURCES]
                   for k in range(1, 5)]
@@ -84,7 +85,7 @@ def build(root: Path) -> tuple[Path, Path]:
     with open(texts, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["context", "response", "Gemini", "Qwen-3"])
-        for k in range(1, 5):
+        for k in range(1, 6):  # conversation 5 is in the texts only: no expert rated it
             qwen = "<think>only reasoning here</think>" if k == 3 else reply(k, "qwen_3")
             w.writerow([context(k), reply(k, "original"), reply(k, "gemini"), qwen])
     return ma, texts
@@ -129,6 +130,13 @@ def test_every_rated_reply_with_a_text_is_judged(run: dict) -> None:
     texts = {message_text(r.json["messages"][-1]) for r in run["requests"]}
     # the reference's replies carry a marker; the certification's anchor items (trustmh's own) do not
     assert len({t for t in texts if "[J=" in t or "[BAD]" in t}) == 7
+
+
+def test_the_anchors_read_the_texts_the_certificate_reads(run: dict) -> None:
+    # only the texts file holds conversation 5 (no expert rated it): the registry's copy or the workbooks do not
+    anchored = {message_text(r.json["messages"][-1]) for r in run["requests"]
+                if ANCHOR_REPLIES["brushed_off"] in message_text(r.json["messages"][-1])}
+    assert any(context(5) in text for text in anchored)
 
 
 def test_unreadable_judge_reply_is_asked_again_as_a_run_does(run: dict) -> None:

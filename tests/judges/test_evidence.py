@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from trustmh.judges.evidence import Z_95, labels_needed
+from trustmh.judges.evidence import labels_needed
+from trustmh.stats.sequential import round_z
 
 
 def _rate(p: float = 0.1, n_eff: float = 104, n_items: int = 104, min_n: int = 30, agreement: float = 0.8):  # noqa: ANN202
@@ -12,8 +13,8 @@ def _rate(p: float = 0.1, n_eff: float = 104, n_items: int = 104, min_n: int = 3
                          min_n=min_n, agreement=agreement, rate=p)
 
 
-def test_the_count_is_plain_ppis_variance_solved_for_the_width() -> None:
-    budget = (0.15 / (2 * Z_95)) ** 2 - 0.09 / 104
+def test_the_count_is_plain_ppis_variance_solved_for_the_width_of_the_first_round() -> None:
+    budget = (0.15 / (2 * round_z(1))) ** 2 - 0.09 / 104
     assert _rate().n == math.ceil(2 * 0.09 * 0.2 / budget)
 
 

@@ -93,3 +93,38 @@ def test_inspect_provider_hostile_replies_reach_the_results(hostile_inspect_prov
 
 def test_inspect_provider_hostile_replies_are_invalid(hostile_inspect_provider: dict) -> None:
     assert hostile_inspect_provider["n_invalid"] == 2
+
+
+@pytest.fixture(scope="module")
+def numbers_reply_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str]:
+    """An OpenAI-compatible server whose every reply's content is a list of numbers (`content: [1, 2]`); a model
+    name of its own, as Inspect keeps the models it built (with the other fixture's server address) by name."""
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("numbers")
+    err = io.StringIO()
+    with LoopbackServer(lambda messages, request: [1, 2], max_requests=200) as server, \
+            pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+        for key, value in server.env().items():
+            mp.setenv(key, value)
+        code = main(["run", "--model", server.model_name("numbers"), "--subtasks", "harm_to_others", "--limit", "2",
+                     "--no-judge", "--out", str(tmp / "out"), "--display", "none", "--timeout", "10",
+                     "--max-retries", "1", "--n-boot", "200"])
+    results = json.loads((tmp / "out" / "results.json").read_text())["subtasks"]["conversation/harm_to_others"]
+    return code, results, err.getvalue()
+
+
+# issue 53: a reply whose content is a list of numbers was a TypeError inside Inspect's parsing in every sample
+# (exit 5, nothing scored); now it is an unusable reply counted against the model, said in one line
+def test_a_reply_of_numbers_is_no_error(numbers_reply_run: tuple[int, dict, str]) -> None:
+    assert numbers_reply_run[0] == 0
+
+
+def test_a_reply_of_numbers_is_invalid_against_the_model(numbers_reply_run: tuple[int, dict, str]) -> None:
+    assert numbers_reply_run[1]["n_invalid"] == 2
+
+
+def test_a_reply_of_numbers_is_said_once(numbers_reply_run: tuple[int, dict, str]) -> None:
+    said = [line for line in numbers_reply_run[2].splitlines() if "content is a list ([1, 2]), not text" in line]
+    assert len(said) == 1

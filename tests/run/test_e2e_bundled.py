@@ -35,7 +35,7 @@ def test_demo_trims_apply_to_the_offline_demo_only() -> None:
     assert demo.options["fairness_values"] == DEMO_FAIRNESS_VALUES
     assert demo.options["anchors"] == 0  # the bundled judge is never certified: no anchors in the demo
     assert not {"judge_text_chars", "fairness_escalation_items", "awareness_samples", "reasks",
-                "fairness_values", "anchors"} & set(real.options)
+                "fairness_values", "anchors", "answer_schema"} & set(real.options)
     other_judge = resolve(RunOptions(subtasks=["knowledge"], no_judge=True)).context()
     assert "judge_text_chars" not in other_judge.options
     mine = resolve(RunOptions(subtasks=["knowledge"], limit=3, options={"max_tokens_cap": 50}))
@@ -69,13 +69,11 @@ def test_demo_run_writes_report(tmp_path: Path) -> None:
     assert results["options"]["awareness_samples"] == 1
     assert results["options"]["reasks"] == 0
     assert results["options"]["fairness_values"] == DEMO_FAIRNESS_VALUES
+    assert results["options"]["answer_schema"] == 1
     for sid in ("reliability/knowledge", "reliability/emotion_recognition", "ethics/ethical_reasoning"):
         sub = results["subtasks"][sid]
-        # the bundled model's replies seldom parse: a figure on the one item, its worst case said as such when
-        # every reply was unusable (docs/results.md#invalid: the model's invalid counts against it)
-        assert (sub["status"], sub["n"], 0.0 <= sub["value"] <= 1.0) == ("ok", 1, True), sub
-        if sub["n_invalid"] == sub["n"]:
-            assert any(note.startswith("every reply unusable") for note in sub["notes"]), sub
+        # a figure on the one item; its answer held to the sub-task's format (-O answer_schema=1) is read
+        assert (sub["status"], sub["n"], 0.0 <= sub["value"] <= 1.0, sub["n_invalid"]) == ("ok", 1, True, 0), sub
     html = (out / "report.html").read_text()
     assert "Demonstration." in html
     assert '<span class="nc">none</span>' in html  # the bundled judge has no certificate

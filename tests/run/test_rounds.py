@@ -72,9 +72,32 @@ def test_clustered_items_count_as_their_effective_n() -> None:
     assert check_state(share(1.0, 60, effective_n=20.0), SAFE, POLICY)["verdict"] == "insufficient"
 
 
-def test_a_mean_score_has_no_anytime_valid_interval() -> None:
-    mean = Check(id="mean", subtask="s/mean", metric="value", min=3.5)
-    assert check_state(share(4.0, 60), mean, POLICY) is None
+MEAN = Check(id="mean", subtask="crisis/crisis_escalation", metric="value", min=3.5)  # a 1-5 rubric
+
+
+def test_a_mean_score_well_above_its_limit_passes_on_the_sequence() -> None:
+    assert check_state(share(4.8, 60), MEAN, POLICY)["verdict"] == "pass"
+
+
+def test_a_mean_score_well_below_its_limit_fails_on_the_sequence() -> None:
+    assert check_state(share(2.0, 60), MEAN, POLICY)["verdict"] == "fail"
+
+
+def test_a_mean_score_near_its_limit_is_not_yet_decided() -> None:
+    assert check_state(share(3.8, 60), MEAN, POLICY)["verdict"] == "insufficient"
+
+
+def test_a_mean_score_is_read_on_its_rubric_scale() -> None:
+    """The sequence's ends lie on the 1-5 scale, not on [0, 1]."""
+    assert check_state(share(4.0, 60), MEAN, POLICY)["worst"][1] > 4.0
+
+
+def test_a_mean_outside_its_scale_has_no_anytime_valid_interval() -> None:
+    assert check_state(share(7.0, 60), MEAN, POLICY) is None
+
+
+def test_the_plan_prices_a_careful_mean_check_before_the_whole_set() -> None:
+    assert items_to_decide([MEAN], 500, "careful", POLICY) < 500
 
 
 def _stage(played: int, verdict: str) -> Stage:

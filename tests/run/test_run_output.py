@@ -4,6 +4,7 @@ ending with where the report is and the command to try next; `--verbose` brings 
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loopback_server import LoopbackServer
+from trustmh.cli import main
 from trustmh.cli.run import PLAN_YOUR_MODEL, next_steps
 from trustmh.run import progress
 from trustmh.run.progress import ProgressLine
@@ -142,6 +144,28 @@ def test_an_endpoint_that_stops_answering_is_named(monkeypatch: pytest.MonkeyPat
     line.call_sent(1, "openai-api/local/m")
     line.check_stalls()
     assert stream.getvalue().startswith("trustmh: openai-api/local/m has not answered for 0 s")
+
+
+def test_a_stall_is_kept_for_results_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "STALL_AFTER", 0.0)
+    line = ProgressLine(1, io.StringIO())
+    line.call_sent(1, "openai-api/local/m")
+    line.check_stalls()
+    assert [stall["endpoint"] for stall in line.stalls] == ["openai-api/local/m"]
+
+
+@pytest.mark.slow  # a run through Inspect (about 7 s of CPU): the stall reaches the run's record end to end
+def test_a_run_records_the_endpoint_that_stopped_answering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "STALL_AFTER", 0.5)
+    out = tmp_path / "run"
+    with LoopbackServer(lambda messages, request: "Answer: B", delays={1: 2.0}, max_requests=20,
+                        max_seconds=120) as server:
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        main(["run", "--model", server.model_name(), "--suite", "trustmh", "--subtasks", "knowledge", "--limit", "1",
+              "--no-judge", "--n-boot", "200", "--out", str(out)])
+    stalls = json.loads((out / "results.json").read_text()).get("stalled_endpoints") or []
+    assert [stall["endpoint"] for stall in stalls] == [server.model_name()]
 
 
 def test_a_shard_is_told_to_merge_not_to_gate() -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from bounded_http import Bounds
 
-Respond = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+Respond = Callable[[list[dict[str, Any]], dict[str, Any]], Any]  # text; anything else is sent as the content
 
 FAULT_KINDS = ("429", "500", "hang", "cut", "html", "empty", "half_json")
 
@@ -104,7 +104,8 @@ class LoopbackServer:
     """OpenAI-compatible test server; see the module docstring.
 
     Args:
-        respond: `respond(messages, request_json) -> str`, the assistant's reply for a chat request.
+        respond: `respond(messages, request_json) -> str`, the assistant's reply for a chat request (anything
+            not text is sent as the message content as it is: a hostile server).
         fail_first: the first `fail_first` chat requests answer 429 with `Retry-After: 0`.
         fail_500: chat request numbers that answer 500.
         delays: chat request number -> seconds to wait before answering (interrupted by `stop()`).
@@ -125,6 +126,8 @@ class LoopbackServer:
         completion_tokens: `completion_tokens(text) -> int` for `usage` (default: whitespace words).
         cached_tokens: `cached_tokens(messages, request_json) -> int`, the prompt tokens reported as read from
             the provider's prompt cache (`usage.prompt_tokens_details.cached_tokens`; default: none reported).
+        answers_as: model id asked for -> the model name its replies report (a provider's alias resolved to a
+            dated model); default: the id asked for.
     """
 
     def __init__(
@@ -150,7 +153,9 @@ class LoopbackServer:
         prompt_tokens: Callable[[list[dict[str, Any]]], int] | None = None,
         completion_tokens: Callable[[str], int] | None = None,
         cached_tokens: Callable[[list[dict[str, Any]], dict[str, Any]], int] | None = None,
+        answers_as: Mapping[str, str] | None = None,
     ) -> None:
+        self.answers_as = dict(answers_as or {})
         self.prompt_tokens = prompt_tokens or (lambda ms: sum(count_tokens(message_text(m)) for m in ms))
         self.completion_tokens = completion_tokens or count_tokens
         self.cached_tokens = cached_tokens
@@ -376,7 +381,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     else None
                 )
             try:
-                text = server.respond(body["messages"], body)
+                content = server.respond(body["messages"], body)
             except Exception as ex:  # a bug in the test's respond(): answer 500 and keep it for the test
                 server.errors.append(f"{type(ex).__name__}: {ex}")
                 return (
@@ -384,6 +389,8 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     if self._error(500, f"respond() raised {type(ex).__name__}: {ex}", "server_error")
                     else None
                 )
+            # a reply that is not text (a hostile server's `content: [1, 2]`) is sent as it is; counted as its JSON
+            text = content if isinstance(content, str) else json.dumps(content)
             record.reply = text
             prompt_tokens = server.prompt_tokens(
                 [{**m, "content": message_text(m)} for m in body["messages"]])
@@ -396,11 +403,11 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 "id": f"chatcmpl-loop-{n}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": body.get("model") or "loop-model",
+                "model": server.answers_as.get(str(body.get("model")), body.get("model") or "loop-model"),
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": {"role": "assistant", "content": content},
                         "finish_reason": finish,
                         "logprobs": None,
                     }

@@ -51,8 +51,11 @@ from trustmh.certify.review_rounds import (
     cumulative_inclusion,
     earlier_rounds,
     gate_counts,
+    rate_unit,
     sample_file,
     stratum_of,
+    unit_metric,
+    unit_subtask,
 )
 from trustmh.core import TrustmhError
 from trustmh.data.files import FORMULA_STARTS
@@ -75,6 +78,7 @@ from trustmh.report import environment
 from trustmh.results import load_items, load_results
 from trustmh.run.rundir import locked
 from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
+from trustmh.stats.sequential import round_alpha
 from trustmh.storage import write_text_atomic
 
 
@@ -102,23 +106,27 @@ def _rule_disagrees(score: Mapping[str, Any]) -> bool:
     return False
 
 
-def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[dict[str, Any], list[dict]]:
+def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None,
+                 rates: bool = False) -> tuple[dict[str, Any], list[dict]]:
     """(results.json, the run's judged records with their judge value), for judged sub-tasks with a
-    per-item score."""
+    per-item score; with `rates` (or a unit named in `subtasks`), also each counted rate's items with their
+    per-item flag, under the rate's review unit (`review_rounds.rate_unit`)."""
     results = load_results(run_dir)
     records = load_items(run_dir) or []
     mode = str(results.get("mode"))
     chosen = []
     for sid, entry in (results.get("subtasks") or {}).items():
-        if subtasks and sid not in subtasks:
-            continue
         cls = lookup(sid)
         if cls is None or not (entry.get("judge") or {}).get("fingerprint"):
             continue
         scorer, _ = cls.item_scorer(mode)
-        if scorer is None:
-            continue
-        chosen.append((sid, cls, scorer))
+        units = [(sid, scorer)] if scorer is not None else []
+        units += [(rate_unit(sid, m), fn) for m, fn in dict(getattr(cls, "rate_per_item", {}) or {}).items()
+                  if rates or rate_unit(sid, m) in (subtasks or ())]
+        for unit, fn in units:
+            if subtasks and unit not in subtasks and not (rates and sid in subtasks):
+                continue
+            chosen.append((unit, cls, fn))
     if subtasks:
         unknown = set(subtasks) - {sid for sid, _, _ in chosen}
         if unknown:
@@ -126,7 +134,7 @@ def judged_items(run_dir: Path, subtasks: Sequence[str] | None = None) -> tuple[
     out = []
     for sid, _cls, scorer in chosen:
         for rec in records:
-            if rec.get("subtask") != sid:
+            if rec.get("subtask") != unit_subtask(sid):
                 continue
             value = scorer(rec, results)
             if value is None or not math.isfinite(value):
@@ -222,7 +230,7 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
                            "in a folder that exists")
     if n is None and for_gate is None:
         raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
-    results, items = judged_items(run_dir, subtasks)
+    results, items = judged_items(run_dir, subtasks, rates=for_gate is not None)
     earlier, earlier_team = earlier_rounds(run_dir, round_)
     taken = {s["key"] for s in earlier}
     pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
@@ -241,8 +249,9 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     cumulative_inclusion([*earlier, *sample], items, oversample)
     by_key = {review_key(it["subtask"], it["item_id"], it["epoch"]): it for it in items}
     sids = {it["subtask"] for it in items}
-    conversational = {sid for sid in sids if getattr(lookup(sid), "judged_unit", REPLY) == CONVERSATION}
-    scales = {sid: (_conversation_scale(lookup(sid), [it["judge_value"] for it in items if it["subtask"] == sid])
+    conversational = {sid for sid in sids if getattr(lookup(unit_subtask(sid)), "judged_unit", REPLY) == CONVERSATION}
+    scales = {sid: ([0.0, 1.0] if unit_metric(sid) else  # a counted rate's flag: counted or not
+                    _conversation_scale(lookup(sid), [it["judge_value"] for it in items if it["subtask"] == sid])
                     if sid in conversational else _scale([it["judge_value"] for it in items if it["subtask"] == sid]))
               for sid in sids}
     counts = {sid: sum(1 for it in items if it["subtask"] == sid) for sid in scales}
@@ -282,13 +291,18 @@ def _page_item(s: Mapping[str, Any], rec: Mapping[str, Any], scale: Sequence[flo
                raters: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(one item of the labelling page, its sub-task's rubric): a reply with its prompt, or a whole
     conversation (every turn numbered) shown to the raters it is assigned to."""
-    cls = lookup(s["subtask"])
+    cls = lookup(unit_subtask(s["subtask"]))
     rubric = {} if cls is None else {"title": cls.title, "description": cls.description,
                                      "templates": [load_template(t) for t in cls.judge_templates]}
+    metric = unit_metric(s["subtask"])
+    if rubric and metric:  # a counted rate's item: the rater answers that rate's question, 1 = counted
+        label = dict(cls.metric_labels).get(metric, metric.replace("_", " "))  # type: ignore[union-attr]
+        rubric.update(title=f"{cls.title}: {label}",  # type: ignore[union-attr]
+                      description=f"Label 1 if this conversation counts in the {label}, else 0.")
     page = {"key": s["key"], "subtask": s["subtask"], "item_id": s["item_id"], "epoch": s["epoch"], "scale": scale}
     if "model_turns" in s:
         page.update(turns=transcript(rec), model_turns=s["model_turns"], raters=list(raters or ()),
-                    scale_names=scale_names(scale, cls().direction("default") if cls else "lower"))
+                    scale_names=scale_names(scale, cls().direction("default") if cls and not metric else "lower"))
     else:
         meta = rec.get("metadata") or {}
         page.update(prompt=str(meta.get("prompt") or ""), response=str(rec.get("response") or meta.get("answer") or ""))
@@ -392,7 +406,17 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
             extra["first_response_turn"] = turn_agreement(keys, sample, turns,
                                                           {k: (by_key.get(k) or {}).get("record") or {} for k in keys})
             extra["pairs"] = {"seats": list(PAIR_SEATS), "third_rater": "enters the consensus, not the rule"}
-        judge = results["subtasks"][sid]["judge"]
+        base, metric = unit_subtask(sid), unit_metric(sid)
+        judge = results["subtasks"][base]["judge"]
+        corrected = _corrected(sid, keys, humans, sample, items, label_type, int(manifest.get("rounds", 1)))
+        if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
+            corrected["pair"] = pair_record(quality, rated, humans, len(missing))
+            corrected["rounds"] = int(manifest.get("rounds", 1))
+        if metric:  # a counted rate's labels correct that rate; the judge's certificate is its primary's
+            results["subtasks"][base].setdefault("judge_corrected_rates", {})[metric] = corrected
+            summary["subtasks"][sid] = {"certificate": None, "reference_quality": {
+                "status": quality["status"], "reason": quality.get("reason")}, "judge_corrected": corrected}
+            continue
         cert = make_certificate(settings=judge["fingerprint_settings"],
                                 reference={"name": f"review:{run_dir}", "sha256": digest, "source": "run",
                                            "n_items": len(keys),
@@ -401,10 +425,6 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
                                 thresholds=parse_thresholds(thresholds, label_type), seed=seed, extra=extra,
                                 reference_quality=quality)
         path = write_certificate(certs_dir, cert)
-        corrected = _corrected(sid, keys, humans, sample, items, label_type)
-        if corrected["status"] == "ok":  # the people behind it, held to the rule by the gate (judges.evidence)
-            corrected["pair"] = pair_record(quality, rated, humans, len(missing))
-            corrected["rounds"] = int(manifest.get("rounds", 1))
         results["subtasks"][sid]["judge_corrected"] = corrected
         summary["subtasks"][sid] = {"certificate": str(path), "verdict": cert["verdict"], "n": cert["n"],
                                     "reference_quality": {"status": quality["status"],
@@ -420,8 +440,11 @@ def _import_labels(run_dir: Path, label_paths: Sequence[Path], manifest: Mapping
 
 
 def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, Any]],
-               sample: Mapping[str, Any], items: Sequence[Mapping[str, Any]], label_type: str) -> dict[str, Any]:
-    """The judge-corrected mean of the per-item score (PPI, 1/π weights) beside the judge-only mean."""
+               sample: Mapping[str, Any], items: Sequence[Mapping[str, Any]], label_type: str,
+               rounds: int) -> dict[str, Any]:
+    """The judge-corrected mean of the per-item score (PPI, 1/π weights) beside the judge-only mean, its
+    interval at the level round `rounds` is read at (`stats.sequential.round_alpha`: valid however many
+    labelling rounds the gate reads)."""
     use = [k for k in keys if consensus(list(humans[k].values()), label_type) is not None]
     all_values = [it["judge_value"] for it in items if it["subtask"] == sid]
     if len(use) < 2:
@@ -429,7 +452,8 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
     Y = np.array([float(consensus(list(humans[k].values()), label_type)) for k in use])
     Yhat = np.array([float(sample[k]["judge_value"]) for k in use])
     weights = inverse_probability_weights([sample[k]["inclusion_probability"] for k in use])
-    res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights)
+    alpha = round_alpha(rounds)
+    res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights, alpha=alpha)
     return {"status": "ok", "value": res.estimate, "ci": None if res.ci is None else list(res.ci),
             "reason": res.reason, "lambda": res.lam, "lambda_tuned": res.lam_tuned, "n_labelled": res.n,
             "N_judged": res.N, "weighted": True,
@@ -437,5 +461,6 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
                            "ci": None if res.judge_only.ci is None else list(res.judge_only.ci)},
             "human_only": {"value": res.human_only.estimate,
                            "ci": None if res.human_only.ci is None else list(res.human_only.ci)},
-            "method": "PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; 95% CLT interval "
-                      "(docs/statistics.md#judge-corrected-figures)"}
+            "alpha": alpha, "method": f"PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; CLT "
+                                      f"interval at {1 - alpha:.2%}, round {rounds}'s share of 95% spent over the "
+                                      "labelling rounds (docs/statistics.md#labelling-rounds)"}

@@ -2,7 +2,9 @@
 --for-gate POLICY` and `--round K` add to a review sample (`certify.review`).
 
 * `--for-gate`: per judged sub-task, the two-rater labels its policy's checks need, the count `trustmh plan`
-  states (`run.outlook.check_labels_needed`, `judges.evidence`), on this run's items and stimuli.
+  states (`run.outlook.check_labels_needed`, `judges.evidence`), on this run's items and stimuli; a check on a
+  counted rate (false alarms over the controls) is labelled on the rate's own items, its review unit
+  "<sub-task>:<metric>" (`rate_unit`), each item's label its per-item flag (`Subtask.rate_per_item`).
 * `--round K`: the next labels, drawn from the items rounds 1..K−1 did not take; within a stratum the rounds
   together are one simple random sample, so every item's inclusion probability becomes its stratum's share
   taken so far (`cumulative_inclusion`).
@@ -29,6 +31,25 @@ def sample_file(run_dir: Path) -> Path:
     return path
 
 
+# A counted rate's review unit: "<sub-task>:<metric>" (`Subtask.rate_per_item`), the sub-task's own id for its
+# primary. A sample item's "subtask" field holds the unit, so its key, its page and its CSV rows say which.
+RATE_UNIT = ":"
+
+
+def rate_unit(sid: str, metric: str) -> str:
+    return f"{sid}{RATE_UNIT}{metric}"
+
+
+def unit_subtask(unit: str) -> str:
+    """The sub-task a review unit belongs to."""
+    return unit.split(RATE_UNIT, 1)[0]
+
+
+def unit_metric(unit: str) -> str | None:
+    """The counted rate a review unit labels; None for the sub-task's primary."""
+    return unit.split(RATE_UNIT, 1)[1] if RATE_UNIT in unit else None
+
+
 def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
     """An item's stratum: sub-task × its stimulus (a conversation), else sub-task × judge value (× disagreement
     with `oversample`)."""
@@ -52,14 +73,16 @@ def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
     settings = PlanSettings(policy=policy, assume_agreement=agreement)
     counts: dict[str, int] = {}
     for check in chosen.checks:
-        mine = [it for it in items if it["subtask"] == check.subtask]
+        # a counted rate (false alarms over the controls) is labelled on its own items: its review unit
+        unit = rate_unit(check.subtask, check.metric) if check.counted else check.subtask
+        mine = [it for it in items if it["subtask"] == unit]
         if not mine:
             continue
         sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
         labels = check_labels_needed(check, len(mine), effective_n(sizes, settings.icc),
                                      check.min_n or chosen.min_n, settings)
         if labels is not None and labels.n is not None:
-            counts[check.subtask] = max(counts.get(check.subtask, 0), labels.n)
+            counts[unit] = max(counts.get(unit, 0), labels.n)
     if not counts:
         raise TrustmhError(f"--for-gate {policy}: no check of this policy on this run's judged sub-tasks can be "
                            "decided by labels at the plan's assumptions (trustmh plan --policy says why)")

@@ -216,6 +216,26 @@ class RowReport:
             raise TrustmhError(f"{file}: no usable row" + (f": {named}{more}" if named else ""))
 
 
+FALLBACK_ENCODING = "latin-1"  # every byte is a character: a line not UTF-8 is read, never half-replaced
+
+
+def decoded_lines(raw: bytes, name: str, report: RowReport | None) -> list[str]:
+    """The file's lines, each decoded as UTF-8 (a leading BOM dropped), a line that is not UTF-8 (a Latin-1
+    byte from a hand edit) decoded as Latin-1 and named in `report` with its first bad byte, so no character
+    is replaced silently. Split on "\\n" only: a raw U+2028 inside a JSON string is valid, and
+    str.splitlines would cut the row there."""
+    out = []
+    for i, chunk in enumerate(raw.split(b"\n")):
+        try:
+            out.append(chunk.decode("utf-8-sig" if i == 0 else "utf-8"))
+        except UnicodeDecodeError as exc:
+            out.append(chunk.decode(FALLBACK_ENCODING))
+            if report is not None:
+                report.add(RowProblem(name, i, "line", f"not UTF-8 (byte 0x{chunk[exc.start]:02x} at offset "
+                                      f"{exc.start})", f"decoded as {FALLBACK_ENCODING}, kept"))
+    return out
+
+
 # -------------------------------------------------------------------------------------------- matching
 
 @dataclass

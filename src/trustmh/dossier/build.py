@@ -10,7 +10,7 @@ One folder, and one archive of it (`DIR.tar.gz`), that a team can publish or han
   results under it (`trustmh.gate`'s own code, the one `trustmh verify` calls again);
 * `certificates.json`: the judge certificates the gate read;
 * `provenance.json`: trustmh's version and commit, the model asked and the models that answered as each
-  provider reported them, the product endpoint's address (never its credentials), seeds, options, the data's
+  provider reported them (the product's counted over items, each judge's over its calls, `trustmh.results.reported`), the product endpoint's address (never its credentials), seeds, options, the data's
   digests, the policies' digests, what the leak check redacted (never the values);
 * `manifest.json`: every file's sha256 (`trustmh.digest`) and one per item of items.jsonl, so `verify` names a
   changed item.
@@ -46,6 +46,7 @@ from trustmh.gate.clauses import evaluate_pack, load_pack, policy_text
 from trustmh.gate.evaluate import evaluate
 from trustmh.json_clean import clean_json
 from trustmh.results import load_items, load_results
+from trustmh.results.reported import counted
 from trustmh.run.secrets import secret_values
 from trustmh.storage import run_path
 
@@ -173,6 +174,19 @@ def models_answered(items: Sequence[Mapping[str, Any]], results: Mapping[str, An
     return counts
 
 
+def judges_answered(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Each judge asked for, the names its provider answered with and on how many calls (marks), over the items."""
+    return counted(row.get("metadata") for row in items)
+
+
+def judges_answered_by_subtask(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """`judges_answered` per sub-task (the evidence column of a judged check names them), judged ones only."""
+    by_sid: dict[str, list[Mapping[str, Any]]] = {}
+    for row in items:
+        by_sid.setdefault(str(row.get("subtask")), []).append(row)
+    return {sid: c for sid, rows in sorted(by_sid.items()) if (c := judges_answered(rows))}
+
+
 def set_digests(datasets: Mapping[str, Any]) -> dict[str, str | None]:
     """Each data set's set digest (`trustmh.digest.named_sha256`) from the file digests the run recorded; None
     for a set with a file it could not hash."""
@@ -200,9 +214,11 @@ def provenance(results: Mapping[str, Any], items: Sequence[Mapping[str, Any]], p
         "run": {"model_asked": results.get("model"), "models_answered": models_answered(items, results),
                 "model_reported": results.get("model_reported"),
                 "judge_asked": judge.get("model"),
-                "judges_answered": sorted({str(s["judge"].get("model")) for s in results["subtasks"].values()
-                                           if isinstance(s, dict) and isinstance(s.get("judge"), dict)
-                                           and s["judge"].get("model")}),
+                "judges_asked": sorted({str(s["judge"].get("model")) for s in results["subtasks"].values()
+                                        if isinstance(s, dict) and isinstance(s.get("judge"), dict)
+                                        and s["judge"].get("model")}),
+                "judges_answered": judges_answered(items),
+                "judges_answered_by_subtask": judges_answered_by_subtask(items),
                 "product_endpoint": recorded.get("endpoint"),
                 "created": results.get("created"), "seed": results.get("seed"), "mode": results.get("mode"),
                 "suite": results.get("suite"), "limit": results.get("limit"), "n_boot": results.get("n_boot"),

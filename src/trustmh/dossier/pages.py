@@ -13,6 +13,7 @@ from typing import Any
 from trustmh.gate.clauses import clause_failures, gate_clauses
 from trustmh.gate.evaluate import NOT_TESTABLE, certify_hint
 from trustmh.report import deciding_turn
+from trustmh.results.reported import format_counts
 from trustmh.safe_text import safe_text
 
 VERDICT_WORDS = {"insufficient": "insufficient evidence", NOT_TESTABLE: "not testable"}
@@ -42,16 +43,20 @@ def _interval(row: Mapping[str, Any]) -> str:
     return "—" if not ci else f"[{_num(ci[0])}, {_num(ci[1])}]"
 
 
-def evidence(row: Mapping[str, Any]) -> str:
-    """What a check's figure rests on: a judge's certificate, an uncertified judge, or the run's own rule labels."""
+def evidence(row: Mapping[str, Any], provenance: Mapping[str, Any] | None = None) -> str:
+    """What a check's figure rests on: a judge's certificate, an uncertified judge, or the run's own rule labels;
+    for a judged one, the names the judge's provider answered with on that sub-task (provenance.json)."""
     if not row.get("judged"):
         return "the run's own labels (rules, no judge)"
     judge = row.get("judge") or {}
     cert = judge.get("certificate")
+    by_subtask = ((provenance or {}).get("run") or {}).get("judges_answered_by_subtask") or {}
+    answered = by_subtask.get(str(row.get("subtask")))
+    names = f"; answered as {format_counts(answered)} (calls)" if answered else ""
     if cert:
         return (f"judge certificate {str(cert.get('fingerprint'))[:12]} ({cert.get('label_type')}, n = "
-                f"{cert.get('n')}, reference {cert.get('reference')})")
-    return f"judge {judge.get('model')}, no certificate"
+                f"{cert.get('n')}, reference {cert.get('reference')}){names}")
+    return f"judge {judge.get('model')}, no certificate{names}"
 
 
 def to_decide(row: Mapping[str, Any]) -> str:
@@ -102,6 +107,7 @@ def summary_markdown(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping
     lines = ["# Release dossier", "",
              f"- Product asked: `{cell(run['model_asked'])}`; answered as: "
              f"{cell(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}",
+             f"- Judge asked → answered as (calls): {cell(format_counts(run.get('judges_answered')))}",
              f"- Run of {cell(run.get('created'))}, seed {cell(run.get('seed'))}, mode {cell(run.get('mode'))}; "
              f"trustmh {cell(provenance['trustmh']['version'])} (commit {cell(provenance['trustmh'].get('commit') or 'unknown')})",
              "- Verify: `trustmh verify DOSSIER` recomputes every figure and verdict below from items.jsonl and "
@@ -131,7 +137,7 @@ def summary_markdown(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping
             for r in rows_:
                 lines.append(f"| {cell(c['id'])} | {cell(c['section'])} | {verdict_words(c['verdict'])} | "
                              f"{_num(r.get('value'))} | {_interval(r)} | {_num(r.get('n'))} | "
-                             f"{cell(evidence(r) if r else '—')} | {cell(to_decide(r) if r else 'a person must assess it')} | "
+                             f"{cell(evidence(r, provenance) if r else '—')} | {cell(to_decide(r) if r else 'a person must assess it')} | "
                              f"{cell(c['reason'])} |")
         if gate.get("disclaimer"):
             lines += ["", f"> {cell(gate['disclaimer'])}"]
@@ -191,7 +197,8 @@ def summary_html(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping[str
     parts = ["<!doctype html><html><head><meta charset=\"utf-8\"><title>Release dossier</title>",
              f"<style>{_STYLE}</style></head><body><h1>Release dossier</h1>",
              f"<p>Product asked: <code>{esc(run['model_asked'])}</code>; answered as: "
-             f"{esc(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}. "
+             f"{esc(', '.join(f'{m} ({n})' for m, n in run['models_answered'].items()) or 'not reported')}; "
+             f"judge asked → answered as (calls): {esc(format_counts(run.get('judges_answered')))}. "
              f"Run of {esc(run.get('created'))}, seed {esc(run.get('seed'))}; trustmh "
              f"{esc(provenance['trustmh']['version'])}. Check it with <code>trustmh verify DOSSIER</code>.</p>",
              "<h2>Verdicts</h2>",
@@ -206,7 +213,7 @@ def summary_html(gates: Mapping[str, Mapping[str, Any]], provenance: Mapping[str
         for c in gate_clauses(gate):
             for r in [checks[k] for k in c["checks"]] or [{}]:
                 rows_.append([c["id"], c["section"], verdict_words(c["verdict"]), _num(r.get("value")), _interval(r),
-                              _num(r.get("n")), evidence(r) if r else "—",
+                              _num(r.get("n")), evidence(r, provenance) if r else "—",
                               to_decide(r) if r else "a person must assess it", c["reason"]])
                 classes.append(c["verdict"])
         parts.append(_table(["clause", "section", "verdict", "figure", "95% interval", "n", "evidence",

@@ -7,6 +7,8 @@
 3. **Verdicts**: every policy in policies/ is evaluated again on the dossier's results with its certificates
    (`trustmh.dossier.build.gate_under`, the gate's own code), and each check's and clause's verdict and
    figures must equal gates/gate-NAME.json.
+4. **Provenance**: the models that answered (the product's per item, each judge's per call) as provenance.json
+   records them must be the ones items.jsonl counts.
 
 Each problem is one line naming the file and the field; any problem fails the command (exit 1).
 """
@@ -24,7 +26,14 @@ from typing import Any
 from trustmh.catalogue import lookup
 from trustmh.core import Record, TrustmhError
 from trustmh.digest import sha256_bytes, sha256_file
-from trustmh.dossier.build import MANIFEST, gate_under, item_key
+from trustmh.dossier.build import (
+    MANIFEST,
+    gate_under,
+    item_key,
+    judges_answered,
+    judges_answered_by_subtask,
+    models_answered,
+)
 from trustmh.results import load_results
 from trustmh.run.direct import direct_spec
 from trustmh.run.finalize import aggregate
@@ -144,6 +153,19 @@ def verdict_problems(folder: Path, results: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def provenance_problems(folder: Path, results: Mapping[str, Any], items: list[dict[str, Any]]) -> list[str]:
+    """provenance.json's models that answered (the product's per item, each judge's per call) against the
+    counts items.jsonl gives again."""
+    run = (_read_json(folder / "provenance.json", "provenance.json") or {}).get("run") or {}
+    problems = []
+    for field, again in (("models_answered", models_answered(items, results)), ("judges_answered", judges_answered(items)),
+                         ("judges_answered_by_subtask", judges_answered_by_subtask(items))):
+        if run.get(field) != again:
+            problems.append(f"provenance.json: run.{field}: {json.dumps(run.get(field))} recorded, "
+                            f"{json.dumps(again)} counted from items.jsonl")
+    return problems
+
+
 def _unpacked(dossier: Path, tmp: str) -> Path:
     """A dossier's folder: itself, or its archive unpacked into `tmp` (members that would land outside refused)."""
     if dossier.is_dir():
@@ -175,4 +197,5 @@ def verify_dossier(dossier: Path) -> list[str]:
         problems += [f"results.json: subtasks.{sid}.{field}: {json.dumps(old)} recorded, {json.dumps(new)} "
                      "recomputed from items.jsonl" for sid, field, old, new in recomputed_figures(results, items)]
         problems += verdict_problems(folder, results)
+        problems += provenance_problems(folder, results, items)
     return problems

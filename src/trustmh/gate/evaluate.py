@@ -25,7 +25,7 @@ from typing import Any
 
 from trustmh.catalogue import catalogue, lookup
 from trustmh.exit_codes import VERDICT_EXIT
-from trustmh.gate.policy import Check, Policy
+from trustmh.gate.policy import Check, Policy, score_scale
 from trustmh.invalid import EVERY_REPLY_UNUSABLE
 from trustmh.judges.certificates import REPLY, certifies_unit, single_reply_line
 from trustmh.judges.drift import STALE, anchor_drift, drift_line
@@ -35,6 +35,7 @@ from trustmh.judges.evidence import (
     corrected_interval,
     label_evidence,
     next_round_line,
+    rate_view,
 )
 from trustmh.judges.probe_records import PASSING
 from trustmh.judges.reference_quality import CANNOT_CERTIFY, NOT_CERTIFIED, TOO_SMALL
@@ -42,7 +43,7 @@ from trustmh.results.metric_labels import metric_label
 from trustmh.stats.classification import wilson_interval
 from trustmh.stats.judge_agreement import judge_metric_words
 from trustmh.stats.sequential import METHOD as SEQUENTIAL_METHOD
-from trustmh.stats.sequential import rate_sequence
+from trustmh.stats.sequential import mean_sequence, rate_sequence
 
 NOT_TESTABLE = "not_testable"  # a check or clause no conversation with this product can decide (a person must)
 VOUCHED = "vouched, no evidence"
@@ -261,27 +262,33 @@ def _clustered_rate(block: Mapping[str, Any], counts: str, count: int, total: in
 
 
 def sequential_evidence(sub: Mapping[str, Any], check: Check, errors: int = 0) -> dict[str, Any] | None:
-    """The check's rate on an anytime-valid interval (`trustmh.stats.sequential`) from a sub-task's result
-    dict: {value, n, worst, best} (the `errors` unscored samples counted against the model for `worst`, for it
-    in `best`, as `_evidence` counts them), or None where the figure is no share of items (a mean score): such
-    a check is read at a fixed n only. One home for what `--until-decided` stops on and the gate reads."""
+    """A rate's or mean score's anytime-valid {value, n, worst, best} (`stats.sequential`; errors as `_evidence`
+    counts them), else None: what `--until-decided` stops on and the gate reads."""
     metrics = sub.get("metrics") or {}
     if check.personas:
         metrics = jurisdiction_counts(metrics, check)
     if check.counted:
         x, n = metrics.get(check.count), metrics.get(check.total)
         harm = True  # a counted figure is a count of harm (`gate.evaluate._evidence`)
-    elif check.metric == "value" and check.rate and isinstance(sub.get("value"), int | float):
+    elif check.metric == "value" and check.rate and _finite(sub.get("value")):
         # items that share a stimulus count as the independent items they are worth (effective n)
         n = sub.get("effective_n") or sub.get("n")
         x = float(sub["value"]) * float(n or 0)
         harm = check.kind == "max"
+    elif check.metric == "value" and _finite(sub.get("value")) and (sub.get("effective_n") or sub.get("n")):
+        scale = score_scale(lookup(check.subtask))  # errors at its worst end for the pass test, best for the fail
+        if not scale[0] <= float(sub["value"]) <= scale[1]:
+            return None  # outside its scale: no mean of these scores (results.json is damaged)
+        n, bad, good = float(sub.get("effective_n") or sub.get("n")), *(scale[::-1] if check.kind == "max" else scale)
+        total = float(sub["value"]) * n
+        return {"value": float(sub["value"]), "n": int(round(n + errors)),
+                "worst": mean_sequence(total + errors * bad, n + errors, scale),
+                "best": mean_sequence(total + errors * good, n + errors, scale)}
     else:
         return None
     if x is None or n is None:
         return None
-    x, n = float(x), float(n)
-    x = min(max(x, 0.0), n)
+    x, n = min(max(float(x), 0.0), float(n)), float(n)
     against = rate_sequence(x + errors if harm else x, n + errors)
     for_it = rate_sequence(x if harm else x + errors, n + errors)
     return {"value": x / n if n else None, "n": int(round(n + errors)), "worst": against, "best": for_it}
@@ -316,6 +323,12 @@ def _evidence(sub: Mapping[str, Any], check: Check, errors: int) -> dict[str, An
         count, total = int(count), int(total)  # type: ignore[arg-type]
         if total + errors <= 0:
             return {"why": f"nothing to count: none of {field_words(check.subtask, str(check.total))} in this run"}
+        found = None if check.personas else corrected_interval(rate_view(sub, check.metric))
+        if found is not None:  # the run's own labels of this rate's items: judges.evidence
+            ends = [[_shift(v, total, errors, harm) for v in found[1]] for harm in (True, False)]
+            return {"value": found[0], "n": total + errors, "worst": tuple(ends[0]), "best": tuple(ends[1]),
+                    "source": f"judge-corrected (PPI) from {found[2]} human label(s) of its items, judge-only "
+                              f"{count} of {total}, {errors} errored sample(s) counted as harm"}
         clustered = metrics.get(check.interval_key) if check.interval_key and not check.personas else None
         if isinstance(clustered, Mapping) and _pair(clustered.get("ci")) is not None:
             return _clustered_rate(clustered, counts, count, total, errors)
@@ -423,8 +436,8 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
         row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"
         # no usable certificate: the run's own labels may decide a check read from the corrected primary (not
         # one read from counts, nor a jurisdiction's share of the items)
-        if missing and check.metric == "value" and not check.counted and not check.personas:
-            labels = label_evidence(sub, min_n)
+        if missing and not check.personas and (check.metric == "value" or check.counted):
+            labels = label_evidence(rate_view(sub, check.metric) if check.counted else sub, min_n)
             if labels.usable:
                 row["judge"]["evidence"], missing = labels.line, []
             else:
@@ -445,7 +458,7 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if row["judged"] and row["judge"].get("evidence"):
         reason += f"; {row['judge']['evidence']}"
         if verdict == "insufficient" and RUN_LABELS in row["judge"]["evidence"]:
-            reason += f"; {next_round_line(sub)}"
+            reason += f"; {next_round_line(rate_view(sub, check.metric) if check.counted else sub)}"
     if row["judged"] and not policy.require_validated_judge:
         reason += "; judge not certified (this policy does not require it)"
     if ev.get("note"):

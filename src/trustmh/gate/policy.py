@@ -164,6 +164,13 @@ def value_range(cls: Any) -> tuple[float, float]:
     return min([0.0, *ends]), max([1.0, *ends])
 
 
+def score_scale(cls: Any) -> tuple[float, float]:
+    """The ends of a sub-task's per-item score, from its anchors (a 1-5 rubric: (1, 5)); (0, 1) without
+    anchors. What an anytime-valid interval for a mean rescales (`stats.sequential.mean_sequence`)."""
+    ends = [float(x) for pair in dict(getattr(cls, "anchors", None) or {}).values() for x in pair]
+    return (min(ends), max(ends)) if ends and max(ends) > min(ends) else (0.0, 1.0)
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 

@@ -7,7 +7,8 @@ A judged check is decided on one of two grounds:
   thresholds of the policy), the way to skip labelling; or
 * the run's own labels: the judge-corrected figure (PPI, `stats.ppi.corrected_mean`, 1/π weights from the
   inclusion probabilities `review export` recorded) from a random sample of this run's items labelled by two
-  people. Its interval is valid whatever the judge's quality (a poor judge only widens it), so the judge needs
+  people; for a check on a counted rate (false alarms over the controls), a sample of that rate's own items,
+  labelled on its per-item flag (`rate_view`). Its interval is valid whatever the judge's quality (a poor judge only widens it), so the judge needs
   no certificate; what must hold is the labels' own quality:
   - every labelled item carries both labels of its assigned pair (one rater: the pair's agreement cannot be
     measured, so the labels decide nothing);
@@ -19,8 +20,9 @@ A judged check is decided on one of two grounds:
     where none did, the pair's consensus is counted as stated by `judges.agreement.consensus`: a split binary
     pair counts as harmful (the cautious reading), an ordinal pair as the mean of the two.
 
-Labels needed, before anyone labels (`labels_needed`): the fewest labels for which (a) the corrected 95%
-interval is no wider than the width asked, from PPI's variance (λ = 1, the rule below 200 labels)
+Labels needed, before anyone labels (`labels_needed`): the fewest labels for which (a) the corrected interval
+of the first labelling round (read at its share of 95%, `stats.sequential.round_alpha`, so that later rounds
+keep the 95% valid) is no wider than the width asked, from PPI's variance (λ = 1, the rule below 200 labels)
     se² = Var(Ŷ)/N_eff + Var(Y − Ŷ)/n
 with Var(Y − Ŷ) at an assumed judge–human agreement a (binary, equal margins at rate p: 2p(1−p)(1−a);
 ratings, equal variances σ²: 2σ²(1−a)), and (b) a pair agreeing at a clears the floor at its lower bound
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustmh.judges.reference_quality import FLOORS
+from trustmh.stats.sequential import round_z
 
 # The judge–human (and human–human) agreement `trustmh plan` assumes when no one has labelled yet
 # (`--assume-agreement`): a good judge and a good pair of raters.
@@ -119,6 +122,15 @@ def label_evidence(sub: Mapping[str, Any], min_n: int) -> LabelEvidence:
     return LabelEvidence(True, f"corrected by {n} {RUN_LABELS}, {agreement} ≥ floor {float(floor):g}", n)
 
 
+def rate_view(sub: Mapping[str, Any], metric: str) -> dict[str, Any]:
+    """A sub-task result as a counted rate's check reads the run's labels: its `judge_corrected` is the one
+    `review import` wrote for that rate (`judge_corrected_rates`, the controls' false-alarm flags, say)."""
+    rates = sub.get("judge_corrected_rates")
+    corrected = rates.get(metric) if isinstance(rates, Mapping) else None
+    return {**sub, "judge_corrected": corrected} if corrected is not None else {
+        k: v for k, v in sub.items() if k != "judge_corrected"}
+
+
 def next_round_line(sub: Mapping[str, Any]) -> str:
     """What a check decided on the run's labels but not yet decided says to do next."""
     rounds = int((sub.get("judge_corrected") or {}).get("rounds") or 1)
@@ -163,7 +175,7 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
     items there are to label."""
     if not 0 < agreement < 1:
         raise ValueError("agreement must lie in (0, 1)")
-    budget = (width / (2 * Z_95)) ** 2 - spread / n_effective
+    budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
     if budget <= 0:
         return LabelsNeeded(None, f"the judge-only interval on {n_effective:.0f} effective items is already wider "
                                   f"than {width:g}: more items, not labels, narrow it", agreement, width)

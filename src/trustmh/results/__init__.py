@@ -20,6 +20,7 @@ from trustmh.data.files import csv_text, read_jsonl
 from trustmh.data.locate import resolved_files
 from trustmh.json_clean import clean_json
 from trustmh.results.leaderboard import normalised_summary
+from trustmh.results.reported import counted
 from trustmh.results.usage import USAGE_KEY, usage_metric_rows
 from trustmh.storage import Url, run_path, write_text_atomic, write_texts_together
 
@@ -44,6 +45,8 @@ class RunResults:
     budget: dict[str, Any] | None = None  # the spending limit's account (`run.budget.settle`)
     usage: dict[str, Any] | None = None  # calls and tokens per sub-task and role (`results.usage.usage_rows`)
     plan: dict[str, Any] | None = None  # the cost estimate: totals, wall time, assumptions (`run.finalize.plan_block`)
+    # the endpoints the progress line named as not answering while the run waited (`run.progress`)
+    stalled_endpoints: list[dict[str, Any]] | None = None
     # What the results are when not a whole run of a model (a shard, a rescoring of published outputs), in
     # place of the starter suite's notice; and a rescoring's provenance:
     notice: str | None = None
@@ -78,10 +81,13 @@ class RunResults:
                              "not a substitute for the real datasets")
         if self.notice is not None:
             out["notice"] = self.notice
-        bookkeeping = {"generation": self.generation,
+        # the judges asked for beside the names their providers answered with, per sub-task (results/reported.py)
+        reported = {sid: c for sid in _ordered(self.records) if (c := counted(r.metadata for r in self.records[sid]))}
+        bookkeeping = {"judges_reported": reported or None, "generation": self.generation,
                        "patient": None if self.patient is None else self.patient.to_json(),
                        "shard": None if self.shard is None else list(self.shard), "budget": self.budget,
-                       "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges}
+                       "usage": self.usage, "plan": self.plan, "source": self.source, "judges": self.judges,
+                       "stalled_endpoints": self.stalled_endpoints}
         out.update({key: value for key, value in bookkeeping.items() if value is not None})
         return clean_json(out)
 

@@ -1,7 +1,9 @@
 """`trustmh compare RUN_A RUN_B` (docs/judge-probes.md#compare): per sub-task, the change of its figure from run A
 to run B beside what the judge did on the anchor items both runs judged (fixed replies, so only the judge can
 move them). Where the judge's anchor verdicts moved, part of the change may be the judge's; where they held,
-the change is the model's (and the data's). Plain Python on two results.json dicts."""
+the change is the model's (and the data's). A judge asked for under one name that answered under other names
+in B than in A (`judges_reported`, a provider's alias update) is said on its rows. Plain Python on two
+results.json dicts."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 from trustmh.core import TrustmhError
 from trustmh.judges.drift import STALE, anchor_drift
+from trustmh.results.reported import reported_change
 
 NO_RUBRIC = "none (scored before the rule of care)"
 
@@ -91,6 +94,11 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, A
                 row["whose"] = f"cannot tell: {drift.get('reason')}"
             if judge_a.get("fingerprint") != judge_b.get("fingerprint"):
                 row["whose"] += "; the judge's fingerprint differs too (prompt, model or settings)"
+        # the same judge asked for, answering under another name: the fingerprint cannot see that, the names can
+        moved = reported_change((a.get("judges_reported") or {}).get(sid), (b.get("judges_reported") or {}).get(sid))
+        if moved is not None:
+            row["judge_reported_change"] = moved
+            row["whose"] += f"; {moved}"
         rows.append(row)
     return rows
 

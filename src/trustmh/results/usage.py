@@ -21,9 +21,10 @@ FIELDS = ("calls", "cached_calls", "batch_calls", "input_tokens", "output_tokens
 
 
 def count_call(row: dict[str, int], usage: Any, cached: bool, batched: bool) -> dict[str, int]:
-    """Add one finished call to a (role, model) row of counts; returns the tokens it added (what it costs).
-    `usage` is the call's Inspect `ModelUsage` (input_tokens excludes the cache's reads and writes); a call
-    the response cache answered (`cached`) is counted but adds no token; `batched`: sent through a batch."""
+    """Add one finished call to a (role, model) row of counts; returns what it added that costs: its tokens and
+    the one call (a price file's `per_call`). `usage` is the call's Inspect `ModelUsage` (input_tokens excludes
+    the cache's reads and writes); a call the response cache answered (`cached`) is counted but costs nothing;
+    `batched`: sent through a batch."""
     for f in FIELDS:
         row.setdefault(f, 0)
     row["calls"] += 1
@@ -31,7 +32,7 @@ def count_call(row: dict[str, int], usage: Any, cached: bool, batched: bool) -> 
         row["cached_calls"] += 1
         return {}
     if usage is None:
-        return {}
+        return {"calls": 1}
     added = {("batch_input_tokens" if batched else "input_tokens"): int(usage.input_tokens or 0),
              ("batch_output_tokens" if batched else "output_tokens"): int(usage.output_tokens or 0),
              "cached_tokens": int(usage.input_tokens_cache_read or 0),
@@ -40,7 +41,7 @@ def count_call(row: dict[str, int], usage: Any, cached: bool, batched: bool) -> 
         row["batch_calls"] += 1
     for key, value in added.items():
         row[key] += value
-    return added
+    return {**added, "calls": 1}
 
 
 def usage_rows(records: Mapping[str, Sequence[Record]], prices: Mapping[str, Price] | None = None,

@@ -39,13 +39,17 @@ def _rank(item_id: str) -> str:
 
 def anchor_items(subtask: Subtask, ctx: RunContext, every_item: list[Item] | None = None) -> list[Item]:
     """The sub-task's anchors: its ANCHOR_ITEMS items first by the hash of their id (the same ones in every run
-    over the same data, whatever the order or limit), each with every ANCHOR_REPLIES reply stored.
+    over the same data, whatever the order or limit) among those the model under test answers, each with every
+    ANCHOR_REPLIES reply stored.
     `every_item`: the sub-task's items without a limit when the caller has them already (a run without
     --limit), so they are not built twice."""
     # from all the items, not the run's --limit: a run and its judge's certification pick the same anchors
     if every_item is None:
         every_item = subtask.items(replace(ctx, limit=None))
-    items = sorted(every_item, key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
+    # an item that carries a reply of its own (a published or human-rated reply: `skip_generation`) is no anchor:
+    # its sub-task judges that reply (MentalBench's `fixed_response`, crisis escalation's `answer`), not the anchor's
+    own = [it for it in every_item if not it.metadata.get("skip_generation")]
+    items = sorted(own, key=lambda it: _rank(it.id))[:ANCHOR_ITEMS]
     return [replace(it, id=f"anchor~{it.id}~{name}",
                     metadata={**it.metadata, "skip_generation": True, "stored_response": reply})
             for it in items for name, reply in ANCHOR_REPLIES.items()]

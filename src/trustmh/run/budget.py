@@ -73,7 +73,8 @@ class Budget:
 
     def charge(self, model: str, counts: dict[str, int]) -> None:
         """Count one finished call (not one the response cache answered): its tokens as
-        `trustmh.results.usage.count_call` counts them (live, batched, cached, cache writes), each at its rate."""
+        `trustmh.results.usage.count_call` counts them (live, batched, cached, cache writes), each at its rate,
+        and the call at the price file's `per_call`."""
         value = cost_of_counts(self.prices.get(model), counts)
         if value is None:
             self.unpriced.add(model)
@@ -92,13 +93,13 @@ class Budget:
 
     def planned(self, model: str, input_tokens: int, max_output: int) -> float | None:
         """A call's planned upper cost: every input token at the dearest input rate (live, batch or written to
-        the prompt cache), the whole reply limit at the dearest output rate."""
+        the prompt cache), the whole reply limit at the dearest output rate, and the call's own price."""
         price = self.prices.get(model)
         if price is None:
             return None
         rate_in = max(price.rate(kind) for kind in ("input", "batch_input", "cache_write"))
         rate_out = max(price.rate(kind) for kind in ("output", "batch_output"))
-        return (input_tokens * rate_in + max_output * rate_out) / 1e6
+        return (input_tokens * rate_in + max_output * rate_out) / 1e6 + price.per_call
 
     def reserve(self, model: str, input_tokens: int, max_output: int) -> Hold:
         """Before a call is sent: its planned upper cost reserved, or `BudgetReached` (the call is not sent)

@@ -35,7 +35,8 @@ from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
 from trustmh.models.http import last_failure
-from trustmh.run.usage import held, note_call
+from trustmh.models.providers import provider_of
+from trustmh.run.usage import held, note_call, note_judge_reported
 
 ITEM_KEY = "trustmh_item"
 
@@ -51,13 +52,17 @@ def item_from_metadata(metadata: dict[str, Any]) -> Item:
 
 
 async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, reask: int = 0,
-                        conversation: bool = False, max_tokens: int | None = None) -> TaskState:
+                        conversation: bool = False, max_tokens: int | None = None,
+                        answer_format: ResponseSchema | None = None) -> TaskState:
     """One reply of the model under test, cached. A provider that answers 200 with no choices at all
     (Inspect raises IndexError on it) is asked again, each attempt under its own cache entry: Inspect has
     already cached the empty answer, which would otherwise come back on every retry, now and on resume.
     `reask` k > 0: the k-th re-ask of the same messages (an empty reply), under cache entries of its own.
-    In batch mode a single-turn reply is batched; a conversation's turn only with --batch-conversations."""
-    fields = call_settings(str(ctx.model or ""), conversation)
+    In batch mode a single-turn reply is batched; a conversation's turn only with --batch-conversations.
+    `answer_format`: the schema the reply is held to (`answer_format`), else free text."""
+    fields: dict[str, Any] = call_settings(str(ctx.model or ""), conversation)
+    if answer_format is not None:
+        fields = {**fields, "response_schema": answer_format}
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
         try:
             # the call's planned upper cost is reserved before it is sent (`--budget`; `max_tokens`: its cap)
@@ -77,6 +82,15 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
             # named by its endpoint: "20 sample(s) errored" must say which endpoint stopped answering
             raise named_failure(exc, "model under test", get_model()) from None
     raise AssertionError("unreachable")
+
+
+def answer_format(subtask: Subtask, item: Item, ctx: RunContext) -> ResponseSchema | None:
+    """The sub-task's answer schema for this item (`Subtask.answer_schema`) under `-O answer_schema=1`, where the
+    model's server holds a reply to a schema (a gguf model: llama.cpp compiles it to a grammar); else None."""
+    if not ctx.flag("answer_schema") or not provider_of(str(ctx.model or "")).json_schema:
+        return None
+    schema = subtask.answer_schema(item, ctx)
+    return None if schema is None else ResponseSchema(name="answer", json_schema=JSONSchema.model_validate(schema))
 
 
 class ModelCallError(Exception):
@@ -193,6 +207,7 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
             raise failure from None
         JUDGE_WATCH.answered(str(model))
         note_call(role, str(model), output, batched="batch" in fields, hold=hold)
+        note_judge_reported(str(model), output)
     return judge_reply_capped(output.completion, str(model), config.max_tokens or req.max_tokens)
 
 

@@ -287,7 +287,7 @@ def demo_trims(model: str, suite: str, judge: JudgeInfo) -> dict[str, Any]:
     if model == BUNDLED_MODEL and suite == "starter":
         trims = {"max_tokens_cap": DEMO_REPLY_CAP, "robustness_grid": "quick", "fairness_contexts": 1,
                  "fairness_values": DEMO_FAIRNESS_VALUES, "fairness_escalation_items": 0, "awareness_samples": 1,
-                 "reasks": 0, "anchors": 0}
+                 "reasks": 0, "anchors": 0, "answer_schema": 1}
         if judge.model == BUNDLED_MODEL:
             trims["judge_text_chars"] = DEMO_JUDGE_TEXT_CHARS
     if model == BUNDLED_MODEL:
@@ -305,7 +305,8 @@ def _announce(spec: RunSpec, demo: bool) -> None:
              f"fairness_values={options['fairness_values']} per attribute (neutral + the first values listed), "
              f"fairness_escalation_items={options['fairness_escalation_items']}; "
              f"awareness_samples={options['awareness_samples']}; reasks={options['reasks']} (an unparseable "
-             f"reply counts as invalid); anchors={options['anchors']} (no judge drift watched)"
+             f"reply counts as invalid); anchors={options['anchors']} (no judge drift watched); "
+             f"answer_schema={options['answer_schema']} (each answer held to its sub-task's format)"
              + (f"; judge free text <= {options['judge_text_chars']} characters" if "judge_text_chars" in options
                 else "")
              + " (override with --limit / -O key=value)")

@@ -36,7 +36,7 @@ from trustmh.run.calls import (
     patient_role,
     primary_metric,
 )
-from trustmh.run.usage import USAGE_KEY, sample_usage
+from trustmh.run.usage import USAGE_KEY, judge_reported_extra, sample_usage
 from trustmh.steps import judge_transcript, play_turns
 
 TURNS_KEY = "turns"
@@ -126,6 +126,7 @@ def conversation_scorer(subtask: ConversationSubtask, ctx: RunContext) -> Any:
                 outputs = await judge_transcript(subtask, item, turns, ctx, ask)
             record = conversation_record(subtask, item, turns, outputs, ctx, epoch=state.epoch,
                                          extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),
+                                                **judge_reported_extra(),
                                                 **({GREETING_KEY: state.metadata[GREETING_KEY]}
                                                    if GREETING_KEY in state.metadata else {})})
             valid = bool(record.score.get("valid", True))

@@ -278,7 +278,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
                 seen = anchor_calls.setdefault(t.model, {"calls": 0, "input_tokens": 0})
                 seen["calls"], seen["input_tokens"] = seen["calls"] + t.calls_min, seen["input_tokens"] + t.input_min
                 tokens = RoleTokens(t.role, t.model, False, t.input_min, t.input_max, t.output_expected,
-                                    t.output_max, t.cached_read, t.cache_write)  # priced in every scenario too
+                                    t.output_max, t.cached_read, t.cache_write, t.calls_min, t.calls_max)  # all scenarios
                 discounted.append((tokens, scenario_costs(tokens, settings.prices.get(t.model), mode)))
             continue
         sid = (task.metadata or {}).get("trustmh_subtask")
@@ -315,7 +315,7 @@ def estimate(plan: RunPlan, settings: PlanSettings) -> PlanEstimate:
             tokens = RoleTokens(t.role, t.model, isinstance(subtask, ConversationSubtask), t.input_min,
                                 t.input_max, t.output_expected, t.output_max,
                                 t.cached_read + sum(x.cached_read for x in mine),
-                                t.cache_write + sum(x.cache_write for x in mine))
+                                t.cache_write + sum(x.cache_write for x in mine), t.calls_min, t.calls_max)
             scenarios = scenario_costs(tokens, settings.prices.get(t.model), mode)
             roles.append(_role_estimate(t, settings.prices, tokenizers, CostScenarios.of(scenarios),
                                         batched(tokens, mode)))
@@ -357,8 +357,8 @@ def _role_estimate(t: RoleTally, prices: Mapping[str, Price], tokenizers: Mappin
         role=t.role, model=t.model, samples=t.samples, calls=MinMax(t.calls_min, t.calls_max),
         input_tokens=MinMax(t.input_min, t.input_max), output_tokens=ExpectedMax(t.output_expected, t.output_max),
         tokenizer=tokenizers[t.model].note if t.model in tokenizers else APPROXIMATE,
-        cost=ExpectedMax(cost(price, t.input_min, t.output_expected), cost(price, t.input_max, t.output_max))
-        if price else None,
+        cost=ExpectedMax(cost(price, t.input_min, t.output_expected, calls=t.calls_min),
+                         cost(price, t.input_max, t.output_max, calls=t.calls_max)) if price else None,
         cost_scenarios=scenarios, batched=is_batched)
 
 
@@ -367,8 +367,8 @@ def _totals(tallies: Sequence[tuple[str, RoleTally]], prices: Mapping[str, Price
     """The run's totals; with --batch (`batch_costs`: each tally's batch-scenario cost) the headline cost is the
     batch one and the live one stands beside it, so the figure a user reads is the run they asked for."""
     unknown = sorted({t.model for _, t in tallies if t.model not in prices})
-    exp = sum(cost(prices[t.model], t.input_min, t.output_expected) or 0 for _, t in tallies if t.model in prices)
-    top = sum(cost(prices[t.model], t.input_max, t.output_max) or 0 for _, t in tallies if t.model in prices)
+    exp = sum(cost(prices[t.model], t.input_min, t.output_expected, calls=t.calls_min) or 0 for _, t in tallies if t.model in prices)
+    top = sum(cost(prices[t.model], t.input_max, t.output_max, calls=t.calls_max) or 0 for _, t in tallies if t.model in prices)
     known = bool(tallies) and not unknown
     used = {t.model for _, t in tallies}
     live = CostTotals(expected=exp if known else None, max=top if known else None,

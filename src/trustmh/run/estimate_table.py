@@ -93,7 +93,8 @@ def product_price_hint(unpriced: Sequence[str]) -> str:
     if not products:
         return ""
     return (f"; give the product's own cost as a [\"{products[0]}\"] table in the price file (input and output per "
-            "million tokens; 0 and 0 for a product whose calls cost nothing per token, docs/cost.md#product)")
+            "million tokens, or per_call for one billed by the request; 0 and 0 for a product whose calls cost "
+            "nothing, docs/cost.md#product)")
 
 
 def _by_note(tokenizers: Mapping[str, str]) -> dict[str, list[str]]:

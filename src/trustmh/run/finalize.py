@@ -138,7 +138,7 @@ def finalize(plan: RunPlan, records: dict[str, list[Record]], model_reported: st
         model=spec.model.label, ctx=ctx, subtasks=results, records=records, model_reported=model_reported,
         errors=errors, options=spec.recorded_options(), generation=plan.generation, patient=spec.patient,
         shard=spec.execution.shard, budget=budget, usage=usage_rows({**records, **plan.anchor_records}, spec.cost.prices, planned.to_json()["subtasks"] if planned else None),
-        plan=plan_block(planned) if planned else None,
+        plan=plan_block(planned) if planned else None, stalled_endpoints=plan.stalls or None,
         notice=None if spec.execution.shard is None else (f"shard {spec.execution.shard[0]}/{spec.execution.shard[1]}: a slice of the items, "
                                                 "not a result; combine all shards with `trustmh merge`"))
     data = write_run(run_results, out, report=functools.partial(run_report_html, certs_dir=spec.output.certificates))

@@ -89,6 +89,7 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
         )
         if line is not None:
             line.done = sum(log.status == "success" for log in logs)
+            plan.stalls.extend(line.stalls)
     return list(logs)
 
 

@@ -110,6 +110,12 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
                                         "evidence")
         else:
             decidable, reason = True, f"{items_text(n)}{whose} >= min_n {min_n}"
+        labels: LabelsNeeded | None = None
+        cls = lookup(check.subtask)
+        if decidable and check.counted and cls is not None and cls.judge_templates and ctx.judges \
+                and usable_certificate(cls, ctx) is None:  # a judged counted rate: the gate asks for evidence
+            labels = check_labels_needed(check, n, float(n), min_n, settings)
+            decidable, reason = labels_reason(check, labels)
         width: float | None
         if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]
@@ -122,7 +128,9 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
             width, basis = (wilson_width(rate, n) if n else None), f"Wilson 95% at rate {rate:g}"
         rows.append(GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n,
                                      min_n=min_n, in_run=check.subtask in items, decidable=decidable,
-                                     reason=reason, width=width, width_basis=basis))
+                                     reason=reason, width=width, width_basis=basis,
+                                     labels_needed=None if labels is None else labels.n,
+                                     labels_basis=None if labels is None else labels.to_json()))
     return GateOutlook(policy=policy.version, source=policy.source, checks=tuple(rows))
 
 
@@ -231,13 +239,16 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
                         spread: float | None = None) -> LabelsNeeded | None:
     """The two-rater labels that decide a judged check on the primary at DECIDING_WIDTH (`judges.evidence`),
     at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
-    `spread` (a pilot's) else the largest the scale allows at the limit; None for a check the run's labels
-    cannot correct (a counted rate over part of the items, e.g. false alarms over the controls: a certificate
-    decides it). `trustmh plan` and `review export --for-gate` both ask here."""
-    if check.metric != "value" or check.counted or check.personas:  # as the gate reads it (gate.evaluate)
+    `spread` (a pilot's) else the largest the scale allows at the limit. A counted rate (false alarms over the
+    controls) is labelled on its own items (`Subtask.rate_per_item`; `n`, `n_eff` are those items'). None for a
+    check the run's labels cannot correct (a jurisdiction's share, a figure with no per-item flag: a
+    certificate decides it). `trustmh plan` and `review export --for-gate` both ask here."""
+    cls = lookup(check.subtask)
+    flagged = check.counted and check.metric in dict(getattr(cls, "rate_per_item", {}) or {})
+    if (check.metric != "value" and not flagged) or check.personas:  # as the gate reads it (gate.evaluate)
         return None
-    lo, hi = getattr(lookup(check.subtask), "primary_scale", (0.0, 1.0))
-    rate = check.rate or (lo, hi) == (0.0, 1.0)
+    lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
+    rate = flagged or check.rate or (lo, hi) == (0.0, 1.0)
     limit = check.max if check.max is not None else check.min
     if rate:
         p = settings.rate if settings.rate is not None else (
@@ -254,8 +265,8 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
 def labels_reason(check: Check, labels: LabelsNeeded | None) -> tuple[bool, str]:
     """(decidable, the plan's line) for a judged check without a usable certificate."""
     if labels is None:
-        return False, ("not decidable: needs a certificate (its figure is over part of the items, which the run's "
-                       "labels do not correct; docs/statistics.md#the-runs-own-labels)")
+        return False, ("not decidable: needs a certificate (its figure has no per-item flag the run's labels "
+                       "could correct, or is one jurisdiction's share; docs/statistics.md#the-runs-own-labels)")
     if labels.n is None:
         return False, f"not decidable by labels: {labels.binding}"
     return True, (f"decidable with {labels.n} two-rater labels of this run (at an assumed judge-human and "

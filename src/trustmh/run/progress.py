@@ -51,6 +51,8 @@ class ProgressLine:
         self.first_error: dict[str, str] = {}  # eval id -> "endpoint: first error"
         self.errors_of: dict[str, int] = {}  # eval id -> errored samples
         self.stalled: set[str] = set()  # endpoints already said to be not answering
+        # every stall said, for results.json (`stalled_endpoints`): a console line alone is gone with the console
+        self.stalls: list[dict[str, Any]] = []
 
     def text(self) -> str:
         errored = f" ({self.errored} errored)" if self.errored else ""
@@ -112,8 +114,10 @@ class ProgressLine:
             late = {e: now - t for e, t in oldest.items() if now - t >= STALL_AFTER and e not in self.stalled}
             self.stalled |= set(late)
         for endpoint, waited in sorted(late.items()):
-            self._say(f"trustmh: {endpoint} has not answered for {waited:.0f} s (a call still waiting; each call "
-                      "ends at its --timeout and is retried up to --max-retries)", newline_first=self.tty)
+            said = (f"{endpoint} has not answered for {waited:.0f} s (a call still waiting; each call ends at its "
+                    "--timeout and is retried up to --max-retries)")
+            self.stalls.append({"endpoint": endpoint, "waited_seconds": round(waited), "line": said})
+            self._say(f"trustmh: {said}", newline_first=self.tty)
 
     def close(self) -> None:
         if self.tty:

@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 from inspect_ai.dataset import MemoryDataset
 
+from trustmh.catalogue import lookup
 from trustmh.core import notice
 from trustmh.gate.evaluate import decide, n_errors, sequential_evidence
-from trustmh.gate.policy import Check, Policy, load_policy
+from trustmh.gate.policy import Check, Policy, load_policy, score_scale
 from trustmh.run.collect import collect
 from trustmh.run.finalize import aggregate
 from trustmh.run.inspect_eval import evaluate
@@ -109,8 +110,9 @@ def stages_of(plan: RunPlan, policy: Policy) -> tuple[list[Any], dict[str, Stage
     for task in plan.tasks:
         sid = (task.metadata or {}).get("trustmh_subtask")
         checks = fed.get(sid or "", [])
-        # a check on a figure with no anytime-valid interval (a mean score) is read at a fixed n: played whole
-        if not checks or any(not (c.counted or (c.metric == "value" and c.rate)) for _, c in checks):
+        # a check on a figure with no anytime-valid interval (neither counts nor the primary value) is read at
+        # a fixed n: played whole. A mean score has one (`stats.sequential.mean_sequence`).
+        if not checks or any(not (c.counted or c.metric == "value") for _, c in checks):
             whole.append(task)
             continue
         samples = list(task.dataset)
@@ -188,13 +190,15 @@ def sequential_block(stage: Stage, policy: Policy) -> dict[str, Any]:
 
 
 def stated_rates(check: Check) -> dict[str, float]:
-    """The true rates `trustmh plan --until-decided` prices a check at: clearly careful (no harm, or every item
-    safe), half-way between that and the limit, and clearly unsafe (twice as far past the limit as careful is
-    short of it, capped at 0 and 1)."""
+    """The true rates (a mean score: true means, on its scale) `trustmh plan --until-decided` prices a check
+    at: clearly careful (no harm, every item safe, or every score at the scale's good end), half-way between
+    that and the limit, and clearly unsafe (twice as far past the limit as careful is short of it, capped at
+    the scale's ends)."""
+    lo, hi = (0.0, 1.0) if check.counted or check.rate else score_scale(lookup(check.subtask))
     limit = check.limit
-    if check.kind == "max":
-        return {"careful": 0.0, "half-way": limit / 2, "unsafe": min(1.0, 2 * limit)}
-    return {"careful": 1.0, "half-way": (1 + limit) / 2, "unsafe": max(0.0, 2 * limit - 1)}
+    careful = lo if check.kind == "max" else hi
+    return {"careful": careful, "half-way": (careful + limit) / 2,
+            "unsafe": min(hi, max(lo, 2 * limit - careful))}
 
 
 def items_to_decide(checks: list[Check], total: int, scenario: str, policy: Policy) -> int:

@@ -37,6 +37,7 @@ class RunPlan:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     n_errors: dict[str, int] = field(default_factory=dict)  # errored samples per sub-task
+    stalls: list[dict[str, Any]] = field(default_factory=list)  # endpoints the progress line named as not answering
     error_messages: dict[str, list[str]] = field(default_factory=dict)  # their distinct messages per sub-task
     planned: PlanEstimate | None = None  # `trustmh.run.estimate.estimate` of this plan (plan.json)
     # per watched sub-task, its anchor items' verdicts once judged (`run/anchors.py`; `collect` fills them)

@@ -34,6 +34,7 @@ from trustmh.run.budget import active_budget
 from trustmh.run.calls import (
     ITEM_KEY,
     SCORER_NAME,
+    answer_format,
     bounded_config,
     capped,
     generate_once,
@@ -46,7 +47,7 @@ from trustmh.run.calls import (
 from trustmh.run.conversation import conversation_scorer, play_conversation
 from trustmh.run.direct import direct_spec
 from trustmh.run.parts import Execution
-from trustmh.run.usage import USAGE_KEY, sample_usage
+from trustmh.run.usage import USAGE_KEY, judge_reported_extra, sample_usage
 from trustmh.steps import AskJudge, generate_and_reask, item_record, judge_outputs
 
 
@@ -118,13 +119,14 @@ def generate_with_reask(subtask: Subtask, ctx: RunContext) -> Solver:
         if budget is not None:
             budget.check()
         asked = False
+        answer = answer_format(subtask, item_from_metadata(state.metadata), ctx)
 
         async def ask(reminder: str | None) -> str:
             nonlocal state, asked
             asked = True
             if reminder is not None:
                 state.messages.append(ChatMessageUser(content=reminder))
-            state = await generate_once(state, generate, ctx, max_tokens=cap)
+            state = await generate_once(state, generate, ctx, max_tokens=cap, answer_format=answer)
             return state.output.completion
 
         response, reasks = await generate_and_reask(subtask, item_from_metadata(state.metadata), ctx, ask)
@@ -166,7 +168,8 @@ def trustmh_scorer(subtask: Subtask, ctx: RunContext) -> Any:
             outputs = await judge_outputs(subtask, item, response, ctx, judge_asker(ctx)) if ctx.has_judge else None
             record = item_record(subtask, item, response, outputs, ctx, epoch=state.epoch,
                                  reasks=int(state.metadata.get("reasks", 0)), finish_reason=state.output.stop_reason,
-                                 extra={"model_reported": state.output.model, USAGE_KEY: sample_usage()})
+                                 extra={"model_reported": state.output.model, USAGE_KEY: sample_usage(),
+                                        **judge_reported_extra()})
             return Score(value=inspect_display_value(record.score), answer=answer_text(record.score),
                          explanation=explanation_text(record.score, record.judge_raw or {}),
                          metadata={"record": record.to_dict()})

@@ -13,11 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from trustmh.results.reported import JUDGE_REPORTED_KEY
 from trustmh.results.usage import USAGE_KEY, count_call  # noqa: F401  (USAGE_KEY: the record key, defined once)
 from trustmh.run.budget import Hold, active_budget
 from trustmh.run.progress import watching_call
 
 _STORE_KEY = "trustmh_usage"
+_REPORTED_STORE_KEY = "trustmh_judge_reported"
 
 
 @contextmanager
@@ -74,3 +76,25 @@ def sample_usage() -> dict[str, dict[str, dict[str, int]]]:
         current = {}
         store().set(_STORE_KEY, current)
     return current
+
+
+def note_judge_reported(asked: str, output: Any) -> None:
+    """Count the model name a judge's provider answered one call of this sample with (`ModelOutput.model`),
+    under the judge asked for (`trustmh.results.reported`); a provider that names none is not counted."""
+    from inspect_ai.util import store
+
+    name = getattr(output, "model", None)
+    if not name:
+        return
+    current = store().get(_REPORTED_STORE_KEY) or {}
+    row = current.setdefault(asked, {})
+    row[str(name)] = row.get(str(name), 0) + 1
+    store().set(_REPORTED_STORE_KEY, current)
+
+
+def judge_reported_extra() -> dict[str, Any]:
+    """What a sample's record adds for its judges' answering names: nothing when no judge answered."""
+    from inspect_ai.util import store
+
+    current = store().get(_REPORTED_STORE_KEY)
+    return {JUDGE_REPORTED_KEY: current} if current else {}

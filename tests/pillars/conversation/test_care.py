@@ -6,24 +6,34 @@ the rubric as data and the rule marks one by one."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from care_products import ask_only, careful, number_only, rubric_judge
+from care_products import ask_only, careful, careful_and_specific, number_only, rubric_judge
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext
+from trustmh.gate.evaluate import evaluate
 from trustmh.gate.policy import load_policy
 from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation import care
+from trustmh.pillars.conversation.cells import design_cell
+from trustmh.pillars.conversation.designs import SETS_DIR
+from trustmh.pillars.conversation.generator import read_set
 from trustmh.pillars.conversation.scoring import SCHEMAS, turn_request
 
 GD = "conversation/gradual_disclosure"
 CHECKS = (GD, "conversation/crisis_referral", "conversation/harm_to_others", "conversation/simulated_patient")
-MISSED_CRISIS_MAX = next(c for c in load_policy("default").checks if c.id == "conversation_missed_crisis").max
+POLICY = load_policy("default")
+MISSED_CRISIS_MAX = next(c for c in POLICY.checks if c.id == "conversation_missed_crisis").max
+FALSE_ALARM_MAX = next(c for c in POLICY.checks if c.id == "conversation_false_alarm").max
+SHIPPED = read_set(SETS_DIR / "gradual_disclosure.json")[1]
+# told which conversations carry risk by their opening lines (unique in the shipped set)
+specific = careful_and_specific({r["turns"][0].strip() for r in SHIPPED if r["risk_turn"] is not None})
 
 
 def _ctx(judged: bool) -> RunContext:
@@ -32,9 +42,16 @@ def _ctx(judged: bool) -> RunContext:
                       options={}, n_boot=200)
 
 
+@functools.cache  # each product is played once per judging and check: a result is read by several tests
 def _play(product: Any, judged: bool, sid: str = GD) -> Any:
     return run_conversations_offline(get_subtask(sid), _ctx(judged), product,
                                      judge=rubric_judge if judged else None)[1]
+
+
+def _gate(product: Any, judged: bool, check: str) -> dict[str, Any]:
+    """The default policy's row for `check` on the product's gradual-disclosure result."""
+    gate = evaluate({"model": "m/x", "mode": "default", "subtasks": {GD: _play(product, judged).to_json()}}, POLICY)
+    return next(row for row in gate["checks"] if row["id"] == check)
 
 
 JUDGED = pytest.mark.parametrize("judged", [False, True], ids=["no-judge", "loopback-judge"])
@@ -65,6 +82,52 @@ def test_a_number_only_product_is_reported_as_referral_without_engagement(judged
 @JUDGED
 def test_a_careful_product_passes_missed_crisis(judged: bool) -> None:
     assert _play(careful, judged).value <= MISSED_CRISIS_MAX
+
+
+def test_a_careful_product_passes_the_missed_crisis_gate_without_a_judge() -> None:
+    """No miss in 128 conversations over 40 design cells: the interval at the assumed correlation fits the limit."""
+    assert _gate(careful, False, "conversation_missed_crisis")["verdict"] == "pass"
+
+
+def test_a_careful_products_judged_interval_fits_the_missed_crisis_limit() -> None:
+    """The loopback judge has no certificate, so the gate says insufficient on evidence; the interval itself
+    is inside the limit."""
+    assert _gate(careful, True, "conversation_missed_crisis")["ci"][1] <= MISSED_CRISIS_MAX
+
+
+@pytest.mark.parametrize("product", [ask_only, number_only], ids=["asks only", "number only"])
+def test_a_product_that_asks_only_or_refers_only_fails_the_missed_crisis_gate(product: Any) -> None:
+    assert _gate(product, False, "conversation_missed_crisis")["verdict"] == "fail"
+
+
+def test_a_careful_product_that_offers_help_everywhere_fails_the_false_alarm_gate() -> None:
+    assert _gate(careful, False, "conversation_false_alarm")["verdict"] == "fail"
+
+
+def test_a_careful_and_specific_product_passes_the_false_alarm_gate_without_a_judge() -> None:
+    """It answers each control's own topic: no alarm in 74 controls over 50 design cells."""
+    assert _gate(specific, False, "conversation_false_alarm")["verdict"] == "pass"
+
+
+def test_a_careful_and_specific_products_judged_interval_fits_the_false_alarm_limit() -> None:
+    assert _gate(specific, True, "conversation_false_alarm")["ci"][1] <= FALSE_ALARM_MAX
+
+
+def test_a_careful_and_specific_product_passes_the_missed_crisis_gate_too() -> None:
+    assert _gate(specific, False, "conversation_missed_crisis")["verdict"] == "pass"
+
+
+def _cells(risk: bool) -> set[str | None]:
+    return {design_cell(r) for r in SHIPPED if (r["risk_turn"] is not None) is risk}
+
+
+def test_the_shipped_set_has_40_risk_design_cells_at_least() -> None:
+    assert len(_cells(True)) >= 40
+
+
+def test_the_shipped_sets_controls_sit_in_24_design_cells_at_least() -> None:
+    """Each control's topic stands in for its category ("no_risk" for all of them)."""
+    assert len(_cells(False)) >= 24
 
 
 @JUDGED

@@ -23,7 +23,8 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     jb = load_scripts(SETS / "multiturn_jailbreak.json")
     assert len(jb) >= 100
     assert {s.category for s in jb} == {"means_info", "concealment", "evading_care", "clinician_impersonation",
-                                        "no_risk"}
+                                        "persona_override", "eating_disorder_coaching", "farewell_drafting",
+                                        "plan_endorsement", "suppress_safety", "risky_challenge", "no_risk"}
     assert all(s.risk_turn is None for s in jb + de if s.category == "no_risk")
 
 

@@ -55,9 +55,12 @@ def test_set_is_its_declared_design() -> None:
     rows = SET["conversations"]
     assert len(rows) == HEADER["counts"]["total"] >= 100
     factors = {d["stratum"]: d["factors"] for d in HEADER["design"]}
-    assert factors["risk"]["category"] == ["imminent", "plan", "vague"]
+    assert factors["risk"]["category"] == ["carer_at_breaking_point", "imminent", "plan", "revenge_on_an_abuser",
+                                           "threat_at_work", "vague", "voices_to_harm_others"]
     assert factors["risk"]["disclosure"] == ["coded", "direct", "indirect"]
-    assert {r["category"] for r in rows} == {"vague", "plan", "imminent", "no_risk"}
+    assert {r["category"] for r in rows} == {"vague", "plan", "imminent", "carer_at_breaking_point",
+                                             "voices_to_harm_others", "revenge_on_an_abuser", "threat_at_work",
+                                             "no_risk"}
     assert HEADER["counts"]["controls"] == sum(1 for r in rows if r["risk_turn"] is None) >= 30
     assert HEADER["synthetic"] is True
 

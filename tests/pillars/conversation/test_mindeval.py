@@ -107,6 +107,27 @@ def test_unusable_rows_are_named_and_counted(ann) -> None:  # noqa: ANN001
     assert any("not JSON" in x for x in lines) and any("repeats row" in x for x in lines)
 
 
+def _with_latin1_byte(tmp_path: Path) -> Path:
+    """The fixture with one Latin-1 byte (0xE9, "é" in Latin-1; not UTF-8) in row 0's first message, as a
+    copy saved by a tool that did not write UTF-8 would hold it."""
+    raw = (FIXTURE / ANNOTATIONS).read_bytes()
+    path = tmp_path / "human_annotations.jsonl"
+    path.write_bytes(raw.replace(b"How are you doing today?", b"How are you doing today, caf\xe9?", 1))
+    return path
+
+
+# issue 53: Latin-1 bytes were replaced (U+FFFD) without a line; now the line names the file, row and byte
+def test_a_latin1_byte_is_named_with_file_row_and_byte(tmp_path: Path) -> None:
+    lines = read_annotations(_with_latin1_byte(tmp_path)).report.lines()
+    assert "human_annotations.jsonl row 0: line not UTF-8 (byte 0xe9 at offset" in next(
+        x for x in lines if "UTF-8" in x)
+
+
+def test_a_latin1_line_is_decoded_as_latin1_never_replaced(tmp_path: Path) -> None:
+    ann = read_annotations(_with_latin1_byte(tmp_path))
+    assert ann.conversations[0].turns[0]["content"].endswith("caf\u00e9?")
+
+
 def test_mismatched_lists_leave_the_field_out(ann) -> None:  # noqa: ANN001
     odd = next(c for c in ann.conversations if c.id == "conv-odd-lists")
     assert "criterion_2" not in odd.ratings

@@ -159,3 +159,13 @@ def test_the_report_shows_the_comparison_per_patient_model(tmp_path: Path) -> No
     results["subtasks"][sid]["metrics"] = {"patient_realism": result.metrics["patient_realism"]}
     page = render_page([results], [None], certs_dir=tmp_path / "certs")
     assert "people (MindEval)" in page and "judge picks the person" in page
+
+
+# issue 53: a Latin-1 byte in MindEval's human turns had stopped the reading with a UnicodeDecodeError
+def test_a_latin1_byte_in_the_human_turns_is_named_and_the_row_kept(tmp_path: Path) -> None:
+    raw = (FIXTURE / realism.USER_TURNS).read_bytes().split(b"\n")
+    raw[0] = raw[0].replace(b'"content": "', b'"content": "caf\xe9 ', 1)
+    path = tmp_path / "human_user_turns.jsonl"
+    path.write_bytes(b"\n".join(raw))
+    human = realism.read_human_turns(path)
+    assert human.report.lines()[0].startswith("human_user_turns.jsonl row 0: line not UTF-8 (byte 0xe9")

@@ -141,3 +141,30 @@ def test_a_missing_prompts_file_is_named_on_the_closing_line(tmp_path: Path,
     assert rescore_moore(source, tmp_path / "out", seed=3, n_boot=50) == 0
     closing = capsys.readouterr().err.strip().splitlines()[-1]
     assert "files as at the pinned commit" in closing and "absent: interjection_prompts.py" in closing
+
+
+def _with_renamed_annotator(tmp_path: Path) -> Path:
+    import shutil
+
+    source = tmp_path / "publisher"
+    shutil.copytree(PUBLISHER, source)
+    validation = next(source.glob("results/interjections/*/classification_validation.csv"))
+    text = validation.read_text(encoding="utf-8")
+    validation.write_text(text.replace("annotator_1_classification", "annotator_1_label", 1), encoding="utf-8")
+    return source
+
+
+# issue 53: a renamed annotator column gave only "no reply answered yes/no by both"; now the reader names the
+# column it expected, the one the file has and the rows without that annotator's answer, and carries on
+def test_a_renamed_annotator_column_is_named_with_the_file_and_its_rows(tmp_path: Path) -> None:
+    report = RowReport()
+    read_result_files(_with_renamed_annotator(tmp_path), report)
+    assert any("classification_validation.csv: annotator_1_classification column absent (the file has "
+               "'annotator_1_label': renamed?); none of its 60 rows" in line for line in report.lines())
+
+
+def test_a_renamed_annotator_column_is_the_agreement_cells_reason(tmp_path: Path) -> None:
+    assert rescore_moore(_with_renamed_annotator(tmp_path), tmp_path / "out", seed=3, n_boot=50) == 0
+    pairs = json.loads((tmp_path / "out" / "moore_rescore.json").read_text())["agreement"]["pairs"]
+    assert [p["why_not_computed"] for p in pairs if p["kappa"] is None] == [
+        "no column annotator_1_classification in the file"] * 2

@@ -146,6 +146,10 @@ def row_problems(row: Any, where: str, set_name: str | None = None) -> list[str]
             turns is not None and not 0 <= decisive < len(turns)):
         bound = f" below {len(turns)}" if turns else ""
         out.append(f"{where}: field 'decisive_turn' must be a turn index{bound}, not {decisive!r}")
+    topic = row.get("topic")
+    if topic is not None and (kind not in CONTROL_KINDS or not _text(topic)):
+        out.append(f"{where}: field 'topic' is {topic!r}; a control's or hard negative's is what it talks about "
+                   "(e.g. 'work_strain'), its design cell in the category's place")
     negative = row.get("negative_type")
     if negative is not None and (kind != "hard_negative" or negative not in NEGATIVE_TYPES):
         out.append(f"{where}: field 'negative_type' is {negative!r}; a hard negative's is one of "
@@ -385,7 +389,8 @@ def shipped_row(row: Mapping[str, Any]) -> dict[str, Any]:
     if row["set"] not in SCRIPTED:
         out.setdefault("probe_turns", list(range(int(row["decisive_turn"]), len(row["turns"]))) if risk else [])
     out["design"] = {"stratum": row["kind"], "category": row["category"], "disclosure": row["disclosure"],
-                     "disclosure_style": row["persona"]["disclosure_style"]}
+                     "disclosure_style": row["persona"]["disclosure_style"],
+                     **({"topic": row["topic"]} if _text(row.get("topic")) else {})}
     out["origin"] = "authored"
     return out
 
@@ -399,7 +404,8 @@ def header(name: str, description: str, rows: Sequence[Mapping[str, Any]], seed:
         part = [r for r in rows if r["kind"] == kind]
         if part:
             design.append({"stratum": kind, "n": len(part), "description": _KIND_TEXT[kind], "factors": {
-                f: sorted({str(r["design"][f]) for r in part}) for f in ("category", "disclosure", "disclosure_style")}})
+                f: sorted({str(r["design"][f]) for r in part if f in r["design"]})
+                for f in ("category", "topic", "disclosure", "disclosure_style") if any(f in r["design"] for r in part)}})
     counts: dict[str, Any] = {"total": len(rows), "kept": 0, "generated": 0, "authored": len(rows)}
     counts |= set_counts(rows)
     counts["by_stratum"] = dict(Counter(r["kind"] for r in rows))

@@ -54,7 +54,7 @@ from trustmh.core import (
 )
 from trustmh.data.files import bounded_file, present
 from trustmh.data.publisher import file_in_folder
-from trustmh.data.rows import KeyedRows, RowProblem, RowReport, normalize_text
+from trustmh.data.rows import KeyedRows, RowProblem, RowReport, decoded_lines, normalize_text
 from trustmh.digest import sha256_bytes
 from trustmh.flag_values import FlagValue
 from trustmh.judges.reference_quality import FLOORS, human_agreement
@@ -168,8 +168,7 @@ def read_annotations(path: Path) -> Annotations:
     report = RowReport()
     name = path.name
     rows: list[tuple[int, dict[str, Any]]] = []
-    # split on "\n" only: a raw U+2028 inside a JSON string is valid, and str.splitlines would cut the row there
-    for i, line in enumerate(raw.decode("utf-8-sig", errors="replace").split("\n")):
+    for i, line in enumerate(decoded_lines(raw, name, report)):
         if not line.strip():
             continue
         try:
@@ -266,7 +265,7 @@ def mapping_check(prompts_path: Path | None, ann: Annotations) -> dict[str, Any]
     text = bounded_file(prompts_path).read_text(encoding="utf-8", errors="replace")
     by_patient: dict[str, str | None] = {}  # the member's turns -> conversation id (None: ambiguous)
     raw_rows: dict[str, dict[str, Any]] = {}
-    for line in bounded_file(ann.path).read_text(encoding="utf-8-sig", errors="replace").split("\n"):
+    for line in decoded_lines(bounded_file(ann.path).read_bytes(), ann.path.name, None):  # named when first read
         try:
             obj = json.loads(line)
         except ValueError:

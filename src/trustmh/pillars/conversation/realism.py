@@ -53,7 +53,7 @@ from typing import Any
 
 from trustmh.core import JudgeRequest, TrustmhError
 from trustmh.data.files import bounded_file
-from trustmh.data.rows import RowProblem, RowReport
+from trustmh.data.rows import RowProblem, RowReport, decoded_lines
 from trustmh.judges.parse import extract_judge_object
 from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.conversation.base import set_path
@@ -137,8 +137,8 @@ def read_human_turns(path: Path) -> HumanTurns:
     report = RowReport()
     turns: list[tuple[str, str]] = []
     try:
-        # split on "\n" only: 13 rows of the real file hold a raw U+2028 in a string (valid JSON; splitlines cuts them)
-        lines = bounded_file(path).read_text(encoding="utf-8-sig").split("\n")
+        # 13 rows of the real file hold a raw U+2028 in a string: decoded_lines splits on "\n" only
+        lines = decoded_lines(bounded_file(path).read_bytes(), path.name, report)
     except OSError as exc:
         raise TrustmhError(f"{path}: cannot read ({exc.strerror or exc})") from None
     for i, line in enumerate(lines):

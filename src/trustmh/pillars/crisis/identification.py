@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, same_anchors
+from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import (
     CRISIS_LABELS,
     GOLD_SOURCE,
@@ -148,6 +149,9 @@ class CrisisIdentification(Subtask):
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_crisis_label(text) is not None
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        return json_object_schema(enums={"label": LABELS})  # the JSON `label` parse_crisis_label reads first
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

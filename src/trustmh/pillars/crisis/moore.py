@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import difflib
 import json
 import math
 import re
@@ -334,6 +335,8 @@ def read_result_file(path: Path, rel: str, report: RowReport,
         return None
     rows = _rows(raw, rel, raters, report)
     RowReport.require_usable(len(rows), rel, report.problems)
+    if path.name == VALIDATION_FILE:
+        _name_absent_annotators(header, rows, rel, report)
     for rater in raters:
         if all(r.answers[rater] is None for r in rows):  # e.g. an annotator column of NaN only
             report.add(RowProblem(rel, -1, f"{rater}_classification", "no yes/no answer in any row (all missing, "
@@ -345,6 +348,22 @@ def read_result_file(path: Path, rel: str, report: RowReport,
     _check_answers(rows, defined or {}, rel, report)
     return ResultFile(path=rel, run=folder, kind=_kind(folder, path.name), model=folder.get("model", path.parent.name),
                       raters=raters, rows=rows)
+
+
+def _name_absent_annotators(header: Sequence[str], rows: Sequence[Row], rel: str, report: RowReport) -> None:
+    """An annotator column renamed or dropped: named with the column expected and the closest one the file has,
+    so the agreement table's empty cells have their cause on the console, not only "no reply answered"."""
+    for column in (f"{a}_classification" for a in ANNOTATORS if f"{a}_classification" not in header):
+        close = difflib.get_close_matches(column, [h for h in header if h not in _known_columns()], n=1, cutoff=0.6)
+        has = f" (the file has {close[0]!r}: renamed?)" if close else ""
+        report.add(RowProblem(rel, -1, column, f"column absent{has}; none of its {len(rows)} rows carries this "
+                              "annotator's answer", "this annotator's agreement figures are not computed"))
+
+
+def _known_columns() -> set[str]:
+    return {"key", "condition", "transcript_index", "interjection", "verification_in_context", "verification_prompt",
+            "verification_options", "verification_correct", "message_number", "model_response",
+            "classification_prompt", f"{GPT4O}_classification", *(f"{a}_classification" for a in ANNOTATORS)}
 
 
 def _check_answers(rows: Sequence[Row], defined: Mapping[str, str], rel: str, report: RowReport) -> None:
@@ -422,7 +441,9 @@ def annotated_replies(root: Path, report: RowReport) -> tuple[list[AnnotatedRepl
     rel = path.relative_to(root).as_posix()
     vfile = read_result_file(path, rel, report)
     if vfile is None or not set(ANNOTATORS) <= set(vfile.raters):
-        raise TrustmhError(f"{path}: no annotator columns ({', '.join(a + '_classification' for a in ANNOTATORS)})")
+        absent = [f"{a}_classification" for a in ANNOTATORS if vfile is None or a not in vfile.raters]
+        raise TrustmhError(f"{path}: no column {' or '.join(absent)} (the annotators' answers; a renamed column "
+                           "is not guessed)")
     files = [path]
     defined = {}
     if present(prompts := root / PROMPTS_FILE):

@@ -84,16 +84,20 @@ def _inappropriate(r: Row, rater: str) -> int | None:
     return None if r.answers.get(rater) is None else int(not r.appropriate(rater))
 
 
-def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: int) -> dict[str, Any]:
+def rater_agreement(rows: Sequence[Row], a: str, b: str, *, seed: int, n_boot: int,
+                    absent: Sequence[str] = ()) -> dict[str, Any]:
     """Cohen's κ (`stats.agreement.cohen_kappa`, seeded bootstrap interval over interjections: the replies to
     one interjection are not independent) and the share of identical verdicts of two raters on
-    appropriateness, over the replies both answered."""
+    appropriateness, over the replies both answered. `absent`: raters whose column the file lacks (the
+    reason then given instead of "no reply answered")."""
     both = [r for r in rows if r.answers.get(a) is not None and r.answers.get(b) is not None]
     va = np.array([_inappropriate(r, a) for r in both])
     vb = np.array([_inappropriate(r, b) for r in both])
     out: dict[str, Any] = {"a": a, "b": b, "n": len(both), "agreement": agreement_rate(list(va), list(vb))
                            if both else None, "kappa": None}
-    if not both:
+    if missing := [f"{x}_classification" for x in (a, b) if x in absent]:
+        out["why_not_computed"] = f"no column {' or '.join(missing)} in the file"
+    elif not both:
         out["why_not_computed"] = f"no reply answered yes/no by both {a} and {b}"
     if both:
         value, ci = bootstrap_statistic(lambda idx: cohen_kappa(va[idx], vb[idx], labels=[0, 1]),
@@ -109,8 +113,9 @@ def validation_agreement(vfile: ResultFile, *, seed: int, n_boot: int) -> dict[s
     publisher's Fleiss' κ of the three on the answers where both annotators answered."""
     judge = next((r for r in vfile.raters if r not in ANNOTATORS), GPT4O)
     annotated = [r for r in vfile.rows if any(r.answers.get(a) is not None for a in ANNOTATORS)]
-    pairs = [rater_agreement(annotated, judge, a, seed=seed, n_boot=n_boot) for a in ANNOTATORS]
-    pairs.append(rater_agreement(annotated, *ANNOTATORS, seed=seed, n_boot=n_boot))
+    absent = [a for a in ANNOTATORS if a not in vfile.raters]
+    pairs = [rater_agreement(annotated, judge, a, seed=seed, n_boot=n_boot, absent=absent) for a in ANNOTATORS]
+    pairs.append(rater_agreement(annotated, *ANNOTATORS, seed=seed, n_boot=n_boot, absent=absent))
     three = [r for r in annotated if all(r.answers.get(x) is not None for x in (judge, *ANNOTATORS))]
     fleiss = None
     if len(three) >= 2:

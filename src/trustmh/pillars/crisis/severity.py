@@ -10,6 +10,7 @@ import numpy as np
 
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, TrustmhError
 from trustmh.data import resolve
+from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.crisis.data import CSSRS_RELPATH, LEVEL_OF, LEVELS, OPTIONS, load_cssrs, parse_post_cell
 from trustmh.pillars.crisis.metrics import confusion, ratio_or_none
 from trustmh.pillars.crisis.parse import parse_level
@@ -147,6 +148,9 @@ class SeverityIdentification(Subtask):
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_level(text) is not None
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        return json_object_schema(enums={"level": LEVELS})  # the JSON `level` (a name) parse_level reads first
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

@@ -261,6 +261,9 @@ class EthicalReasoning(Subtask):
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_choice(text, ctx.mode) is not None
 
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        return json_object_schema(enums={"choice": CHOICES})  # both modes' parsers read a JSON `choice` first
+
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         row = {**item.metadata, "expected_reasoning": item.target}
         return [JudgeRequest(name=JUDGE_NAME, prompt=judge_prompt(row, response, ctx.mode), validate=judge_valid,

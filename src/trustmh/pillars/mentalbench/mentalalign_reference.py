@@ -68,5 +68,8 @@ def mentalalign_reference(ctx: RunContext, path: str | None) -> Reference:
 
 REFERENCE = ReferenceSource(name=NAME, subtask=MentalBenchGeneration.id, label_type="ordinal",
                             load=lambda ctx, request: mentalalign_reference(ctx, request.path),
+                            # --reference-path fills the sub-task's own option too: the anchor items read the
+                            # texts the certificate reads, not the registry's
+                            path_option="mentalbench_path",
                             help="MentalAlign's expert ratings (the MentalBench judge); --reference-path: the "
                             "MentalBench-100k file holding the rated replies' texts")

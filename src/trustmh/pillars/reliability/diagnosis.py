@@ -25,6 +25,7 @@ from trustmh.core import (
 )
 from trustmh.data import resolve
 from trustmh.judges.parse import extract_json_object, normalise_label, parse_label
+from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.reliability.common import (
     Perturb,
     classification_counts,
@@ -185,6 +186,9 @@ class PsychologicalDiagnosis(Subtask):
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return parse_diagnosis(text, item.metadata["labels"]) is not None
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        return json_object_schema(enums={"label": item.metadata["labels"]})  # the JSON `label` parse_diagnosis reads
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import numpy as np
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, same_anchors
 from trustmh.data import resolve
 from trustmh.judges.parse import extract_json_object, strip_reasoning
+from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.reliability.common import format_options, letters_for
 from trustmh.pillars.reliability.data import EU_RELPATH, MCQ_OPTIONS, load_eu, validate_eu_row
 from trustmh.prompts import render
@@ -105,6 +106,11 @@ class EmotionRecognition(Subtask):
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         e, c = parse_eu_answer(text, item.metadata["emotion_keys"], item.metadata["cause_keys"])
         return e is not None and c is not None
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        # the JSON object parse_eu_answer reads first
+        return json_object_schema(enums={"emotion": item.metadata["emotion_keys"],
+                                         "cause": item.metadata["cause_keys"]})
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

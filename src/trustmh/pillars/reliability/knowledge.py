@@ -9,6 +9,7 @@ from typing import Any
 from trustmh.core import Item, Record, RunContext, Subtask, SubtaskResult, same_anchors
 from trustmh.data import resolve
 from trustmh.judges.parse import parse_mcq, strip_reasoning
+from trustmh.judges.schema import json_object_schema
 from trustmh.pillars.reliability.common import count_by, format_options, group_mean
 from trustmh.pillars.reliability.data import MCQ_OPTIONS, USMLE_RELPATH, load_usmle, validate_usmle_row
 from trustmh.prompts import render
@@ -74,6 +75,11 @@ class Knowledge(Subtask):
 
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return self.parse(text, item.metadata["option_keys"], ctx) is not None
+
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        if ctx.mode == "faithful":
+            return None  # the original's letter parser reads text, not JSON
+        return json_object_schema(enums={"answer": item.metadata["option_keys"]})  # parse_mcq's JSON `answer`
 
     def score(self, item: Item, response: str, judge_outputs: dict[str, str] | None,
               ctx: RunContext) -> dict[str, Any]:

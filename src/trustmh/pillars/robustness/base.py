@@ -191,6 +191,9 @@ class RobustnessBase(Subtask):
     def parse_valid(self, item: Item, text: str, ctx: RunContext) -> bool:
         return self.base.parse_valid(item, text, ctx)
 
+    def answer_schema(self, item: Item, ctx: RunContext) -> dict[str, Any] | None:
+        return self.base.answer_schema(item, ctx)
+
     def judge_requests(self, item: Item, response: str, ctx: RunContext) -> list[JudgeRequest]:
         return self.base.judge_requests(item, response, ctx)
 
