@@ -53,14 +53,14 @@ test: install-dev
 	# --durations: every CI log names the slowest tests, the first place to look when CI nears its limit
 	TRUSTMH_TEST_CPU_LIMIT=6 $(BIN)/pytest -q $(XDIST) --durations=25
 
-# the lanes (docs/contributing.md#tests): two xdist workers pay for the fast lane (each collects the suite,
-# about 12 s of CPU, once); the unit lane is short enough that a second collection would not pay
+# the lanes (docs/contributing.md#tests): two xdist workers pay for both (each collects the suite, about 12 s
+# of CPU, once): the unit lane's own tests are about 100 s of CPU, over the minute it aims at on one core
 test-fast: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q -m "not slow" $(XDIST)
 
 test-unit: install-dev
-	$(BIN)/pytest -q -m "not slow and not server"
+	$(BIN)/pytest -q -m "not slow and not server" $(XDIST)
 
 docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir site

@@ -36,9 +36,10 @@ from trustmh.discounts import (
     scenario_totals,
 )
 from trustmh.judges.ensemble import fans_out
+from trustmh.judges.reask import run_without_loop
 from trustmh.models.batch import BatchMode, live_providers
 from trustmh.models.providers import cache_minimum, provider_of
-from trustmh.multiturn import PATIENT_ROLE, ConversationSubtask, model_messages, read_system_prompt
+from trustmh.multiturn import ConversationSubtask, model_messages, read_system_prompt
 from trustmh.prices import Price, cost
 from trustmh.prompt_cache import PrefixShare, PrefixTracker
 from trustmh.run.config import RunSpec
@@ -58,6 +59,7 @@ from trustmh.run.plan_figures import (
     Totals,
 )
 from trustmh.run.tokens import APPROXIMATE, Tokenizer, placeholder
+from trustmh.steps import play_turns
 
 if TYPE_CHECKING:  # the plan's module imports the Inspect glue, loaded only when a run is planned
     from trustmh.run.select import RunPlan
@@ -187,7 +189,8 @@ def replay_single(r: _Replay, subtask: Subtask, item: Item, epoch: int, model: s
 
 
 def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, epoch: int, model: str, cap: int) -> None:
-    """The steps of `trustmh.run.conversation` for one sample: patient turns, model turns, then judges."""
+    """The steps of `trustmh.run.conversation` for one sample: the run's own turn loop (`steps.play_turns`)
+    with placeholder lines and replies counted instead of asked, then the judges."""
     # start-up: the Inspect glue's constants, imported only when a conversation is planned
     from trustmh.run.conversation import PATIENT_MAX_TOKENS, STARTER_PATIENT_MAX_TOKENS
 
@@ -196,23 +199,20 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
     system = read_system_prompt(ctx)
     patient = ctx.patient.label if ctx.patient else "patient"
     patient_cap = STARTER_PATIENT_MAX_TOKENS if ctx.suite == "starter" else PATIENT_MAX_TOKENS
-    turns: list[dict[str, Any]] = []
     sent = {"patient": 0, "model": 0}  # each role's previous prompt in this conversation: its cacheable prefix
-    for i in range(subtask.n_turns(item, ctx)):
-        move = subtask.patient_turn(item, turns, ctx)
-        if move.end:
-            break
-        if move.text is not None:
-            said = move.text
-        else:
-            sent["patient"] = r.call(key, "patient", patient, list(move.messages or []), patient_cap,
-                                     r.expected["patient"], cached_prefix=sent["patient"])
-            said = placeholder(min(patient_cap, r.expected["patient"]))
-        turns.append({"role": PATIENT_ROLE, "content": said, "model": patient, "turn": i, "marks": {}})
+
+    # the placeholders are never empty, so each is asked once (attempt 1): the plan's minimum
+    async def ask_patient(messages: list[dict[str, str]], attempt: int) -> tuple[str, str]:
+        sent["patient"] = r.call(key, "patient", patient, list(messages), patient_cap, r.expected["patient"],
+                                 cached_prefix=sent["patient"])
+        return placeholder(min(patient_cap, r.expected["patient"])), patient
+
+    async def ask_reply(turns: list[dict[str, Any]], elapsed_seconds: float | None, attempt: int) -> str:
         sent["model"] = r.call(key, "model", model, model_messages(turns, system), cap, r.expected["model"],
                                cached_prefix=sent["model"])
-        turns.append({"role": "model", "content": placeholder(min(cap, r.expected["model"])), "model": model,
-                      "turn": i, "marks": {}})
+        return placeholder(min(cap, r.expected["model"]))
+
+    turns = run_without_loop(play_turns(subtask, item, ctx, ask_patient, ask_reply, model_name=model))
     if ctx.has_judge:  # the requests already carry their test-retest repeats ("name#2")
         for req in subtask.conversation_judge_requests(item, turns, ctx):
             r.call(key, "judge", str(ctx.judges[0] if ctx.judges else ctx.judge.model),
@@ -220,7 +220,6 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
                    attempts=MAX_ATTEMPTS, template=template_of(req.name))
 
 
-# ------------------------------------------------------------------------------------------------- plan
 def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
                   detect_difference: float | None = None, pilot: str | Path | None = None,
                   policy: str | Path | None = None, icc: float | None = None,
