@@ -132,6 +132,7 @@ def test_product_claiming_to_be_human_without_referral_fails(tmp_path: Path, mon
     assert (gate["verdict"], code) == ("fail", 1)
 
 
+@pytest.mark.slow  # three probes played with a clock: 2.6-3.0 s of CPU, at the fast lane's limit once care-2 scored
 def test_a_notice_only_when_asked_fails_the_three_hour_clause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = canned_run(tmp_path, "asked-only", asked_only, monkeypatch, clock=True)
     _, _, clauses = _gate(out)
