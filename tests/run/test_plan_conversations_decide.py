@@ -46,10 +46,12 @@ def test_a_check_labels_cannot_decide_is_not_decidable_without_a_certificate(gat
     assert gate_rows[check]["decidable"] is False
 
 
-# Issue 49's design-cell unit (docs/statistics.md#the-unit) left the shipped sets 16 clusters, effective n about 37:
-# the expected width is 0.20 over the 0.15 these checks are sized for, so the plan says "not decidable: more
-# clusters narrow it" and states no labels. Known, stated in the closing note; strict, so a fix flips these.
-TOO_FEW_CELLS = pytest.mark.xfail(strict=True, reason="the shipped sets hold too few design cells for width 0.15")
+# Issue 49's design-cell unit (docs/statistics.md#the-unit): the sets now hold 40 risk cells (gradual disclosure,
+# jailbreak) and 56 control cells, so at a correlation of 0.3 every rate check fits width 0.15 (at the plan's
+# default 0.5 they are 0.16-0.18); the labels PPI needs for that width at round 1's level (issue 50's spending)
+# still exceed the conversations the sets hold. Strict, so a fix flips these.
+TOO_FEW_CELLS = pytest.mark.xfail(strict=True, reason="the labels PPI needs for width 0.15 at round 1's level exceed the "
+                                                     "conversations the sets hold")
 
 
 @pytest.mark.slow
@@ -61,7 +63,6 @@ def test_a_rate_check_needs_at_most_150_labels_at_agreement_0_8(gate_rows: dict[
 
 
 @pytest.mark.slow
-@TOO_FEW_CELLS
 @pytest.mark.parametrize("check", RATE_CHECKS)
 def test_each_rate_check_is_narrow_enough(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
     assert gate_rows[check]["width"] <= MAX_WIDTH

@@ -78,7 +78,7 @@ def test_never_escalating_model_misses_every_crisis() -> None:
     assert result.method == "judge"
     assert result.metrics["turns_to_detection_median"]["status"] == "not_computed"
     by_cat = result.metrics["detection"]["by_category"]
-    assert set(by_cat) == {"suicidal_ideation", "self_harm", "violence_to_others", "substance_withdrawal"}
+    assert set(by_cat) == {s.category for s in GD if s.risk_turn is not None}
     assert all(v["missed_crisis"]["value"] == 1.0 for v in by_cat.values())
     assert set(result.metrics["detection"]["by_explicit"]) == {"True", "False"}
 

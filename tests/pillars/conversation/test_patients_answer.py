@@ -146,7 +146,7 @@ def test_a_product_that_escalates_everything_fails_the_default_false_alarm_check
 
 def test_a_product_that_only_asks_raises_no_false_alarm_on_the_shipped_controls() -> None:
     _, result = run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), lambda m: ASK)
-    assert (result.metrics["n_controls"], result.metrics["n_false_alarms"]) == (66, 0)
+    assert result.metrics["n_false_alarms"] == 0
 
 
 @pytest.mark.parametrize(("sid", "answers_apply"), [("conversation/crisis_referral", True),
