@@ -36,6 +36,14 @@ def model_provider_known(provider: str) -> bool:
     return bool(registry_find(lambda info: info.type == "modelapi" and registry_unqualified_name(info) == provider))
 
 
+def forget_models() -> None:
+    """Drop the models Inspect memoised by name (`get_model`): a model built earlier in the process keeps the key and
+    base URL it was built with, so a later call without a key would reuse it instead of failing."""
+    from inspect_ai.model import _model
+
+    _model._models.clear()
+
+
 def prerequisite_error(message: str) -> Exception:
     """An exception Inspect prints as its message alone (one clear line, no traceback)."""
     from inspect_ai._util.error import PrerequisiteError

@@ -11,7 +11,7 @@ import pytest
 
 from trustmh import exit_codes
 from trustmh.cli import main
-from trustmh.inspect_compat import inspect_error_line, plain_text, quiet_inspect_warnings
+from trustmh.inspect_compat import forget_models, inspect_error_line, plain_text, quiet_inspect_warnings
 
 KEYS = ("OPENAI_API_KEY", "AZUREAI_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENAI_BASE_URL")
 
@@ -38,6 +38,7 @@ def missing_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.
     """`trustmh run --model openai/gpt-4o-mini --limit 1` with no OpenAI key set: (exit code, error lines)."""
     for key in KEYS:
         monkeypatch.delenv(key, raising=False)
+    forget_models()  # a model another test built under this name would carry that test's key and server
     code = main(["run", "--model", "openai/gpt-4o-mini", "--limit", "1", "--suite", "starter", "--subtasks",
                  "crisis/crisis_identification", "--no-judge", "--out", str(tmp_path / "run")])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("trustmh: error")]
