@@ -184,3 +184,32 @@ def test_a_pair_below_the_floor_leaves_it_insufficient(poor: dict[str, Any]) -> 
 def test_a_pair_below_the_floor_says_why_in_one_line(poor: dict[str, Any]) -> None:
     reason = poor["row"]["reason"]
     assert "is below the floor 0.4: their labels decide nothing" in reason and "\n" not in reason
+
+
+@pytest.fixture(scope="module")
+def rare(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`review export --for-gate` on the run with its judge's alarms rewritten to 6 of the 120 controls (a
+    near-zero rate, docs/statistics.md#rare-harms): the sample.json it writes."""
+    from trustmh.certify.review import export_review
+
+    run_dir = Path(shutil.copytree(played / "run", tmp_path_factory.mktemp("rare") / "run"))
+    lines = (run_dir / "items.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    for rec in records:
+        if rec["score"].get("risk_turn") is None:
+            rec["score"]["false_alarm"] = int(rec["item_id"][1:].split("-")[0]) % 20 == 0
+    (run_dir / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    export_review(run_dir, n=None, seed=5, for_gate=played / "policy.toml")
+    return json.loads((run_dir / "review" / "sample.json").read_text())
+
+
+def test_a_near_zero_rate_is_drawn_by_the_judges_flag(rare: dict[str, Any]) -> None:
+    assert rare["near_zero"]["flagged_share"] == {UNIT: 0.05}
+
+
+def test_every_control_the_judge_flagged_is_drawn(rare: dict[str, Any]) -> None:
+    assert sum(1 for s in rare["items"] if s["judge_value"] == 1.0) == 6
+
+
+def test_the_flagged_controls_inclusion_probability_is_recorded_as_the_draws(rare: dict[str, Any]) -> None:
+    assert {s["inclusion_probability"] for s in rare["items"] if s["judge_value"] == 1.0} == {1.0}
