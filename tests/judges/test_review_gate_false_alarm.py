@@ -11,7 +11,6 @@ control (a false-alarm rate of 1/2, clearly past the check's limit of 0.10)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from canned import canned_model
+from gate_labels import plan_row, play, review_and_gate
 
 SID = "conversation/gradual_disclosure"
 UNIT = f"{SID}:false_alarm_rate"
@@ -66,70 +65,27 @@ def _judge(prompt: str, messages: list[Any], config: Any) -> str:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from trustmh.run.config import RunOptions
-    from trustmh.run.execute import run
-
-    root = tmp_path_factory.mktemp("gate-false-alarm")
-    sets = root / "sets"
-    sets.mkdir()
-    (sets / "gradual_disclosure.json").write_text(json.dumps(_set_rows()), encoding="utf-8")
-    (root / "policy.toml").write_text(POLICY, encoding="utf-8")
-    data, code = run(RunOptions(model=canned_model(_model), judge=canned_model(_judge, "judge-fa"), suite="trustmh",
-                                pillars=["conversation"], subtasks=["gradual_disclosure"], out=root / "run",
-                                display="none", n_boot=50, options={"sets": str(sets)}))
-    assert code == 0, data["errors"]
-    return root
+    return play(tmp_path_factory.mktemp("played"), SID, _set_rows(), POLICY, _model, _judge)
 
 
-def _labels(tmp_path: Path, sample: dict[str, Any], rater: str, flip_every: int = 0) -> Path:
-    """`rater`'s CSV for the controls assigned to them: the judge's flag, flipped on every `flip_every`-th item
-    of the sample (0: never)."""
-    path = tmp_path / f"{rater}.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["rater", "subtask", "item_id", "epoch", "label"])
-        for i, s in enumerate(sample["items"]):
-            if rater in s["raters"]:
-                v = int(s["judge_value"])
-                w.writerow([rater, s["subtask"], s["item_id"], s["epoch"],
-                            1 - v if flip_every and i % flip_every == 0 else v])
-    return path
-
-
-def _scenario(played: Path, tmp_path: Path, raters: str) -> dict[str, Any]:
-    """The gate's exit code and row, the sample and the results after one review: "pair" (two raters agreeing
-    at κ ≈ 0.8: the second flips every twelfth control), "one" (one rater) or "poor" (the second flips every
-    other control: κ near 0)."""
-    from trustmh.certify.review import export_review, import_review
-    from trustmh.cli import main
-
-    run_dir = Path(shutil.copytree(played / "run", tmp_path / "run"))
-    export_review(run_dir, n=None, seed=5, for_gate=played / "policy.toml")
-    sample = json.loads((run_dir / "review" / "sample.json").read_text())
-    second = {"pair": 12, "poor": 2}.get(raters)
-    labels = [_labels(tmp_path, sample, "rater1")]
-    labels += [_labels(tmp_path, sample, "rater2", flip_every=second)] if second else []
-    import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp_path / "review-certs")
-    empty = tmp_path / "no-certificates"  # the gate sees no certificate at all
-    empty.mkdir()
-    code = main(["gate", str(run_dir), "--policy", str(played / "policy.toml"), "--certificates", str(empty)])
-    return {"code": code, "row": json.loads(next(run_dir.glob("gate*.json")).read_text())["checks"][0],
-            "sample": sample, "results": json.loads((run_dir / "results.json").read_text())}
+@pytest.fixture(scope="module")
+def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return plan_row(played, SID, tmp_path_factory.mktemp("plan"))
 
 
 @pytest.fixture(scope="module")
 def pair(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _scenario(played, tmp_path_factory.mktemp("pair"), "pair")
+    return review_and_gate(played, tmp_path_factory.mktemp("pair"), "pair")
 
 
 @pytest.fixture(scope="module")
 def one(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _scenario(played, tmp_path_factory.mktemp("one"), "one")
+    return review_and_gate(played, tmp_path_factory.mktemp("one"), "one")
 
 
 @pytest.fixture(scope="module")
 def poor(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _scenario(played, tmp_path_factory.mktemp("poor"), "poor")
+    return review_and_gate(played, tmp_path_factory.mktemp("poor"), "poor")
 
 
 def test_the_sample_is_drawn_from_the_controls_under_the_rates_own_unit(pair: dict[str, Any]) -> None:
@@ -166,6 +122,19 @@ def test_the_scripted_pair_agrees_at_about_0_8(pair: dict[str, Any]) -> None:
 def test_the_gate_line_names_the_labels_and_their_agreement(pair: dict[str, Any]) -> None:
     n = len(pair["sample"]["items"])
     assert f"corrected by {n} two-rater labels of this run, agreement κ 0." in pair["row"]["reason"]
+
+
+def test_the_plan_calls_the_check_decidable_by_labels(planned: dict[str, Any]) -> None:
+    assert planned["decidable"] is True
+
+
+def test_the_plan_states_the_labels_the_export_draws(planned: dict[str, Any], pair: dict[str, Any]) -> None:
+    assert planned["labels_needed"] == len(pair["sample"]["items"])
+
+
+def test_after_that_many_labels_the_gate_decides_as_the_plan_said(planned: dict[str, Any],
+                                                                   pair: dict[str, Any]) -> None:
+    assert (planned["decidable"], pair["row"]["verdict"] in ("pass", "fail")) == (True, True)
 
 
 def test_one_rater_leaves_it_insufficient(one: dict[str, Any]) -> None:
