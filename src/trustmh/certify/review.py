@@ -179,13 +179,18 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence
     n = min(n, len(items))
     raw = {k: n * weight[k] / total for k in keys}
     alloc = {k: min(size[k], int(math.floor(raw[k]))) for k in keys}
-    for k in sorted(keys, key=lambda k: raw[k] - math.floor(raw[k]), reverse=True):
+    # the strata that take a remainder's extra item, among equal remainders (a conversation sub-task's stimuli
+    # all have the same), are chosen at random: in key order the first stimuli were always taken and the rest
+    # never, so the sample was not random (its own stream: the draws within strata are unchanged)
+    shuffled = [keys[int(i)] for i in np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+                .permutation(len(keys))]
+    for k in sorted(shuffled, key=lambda k: raw[k] - math.floor(raw[k]), reverse=True):
         if sum(alloc.values()) >= n:
             break
         if alloc[k] < size[k]:
             alloc[k] += 1
     while sum(alloc.values()) < n:  # capped strata left room: fill the least served of the others
-        k = min((k for k in keys if alloc[k] < size[k]), key=lambda k: alloc[k] / weight[k])
+        k = min((k for k in shuffled if alloc[k] < size[k]), key=lambda k: alloc[k] / weight[k])
         alloc[k] += 1
     rng = np.random.default_rng(seed)
     chosen = []
