@@ -51,14 +51,16 @@ def label_csv(tmp_path: Path, sample: dict[str, Any], rater: str, flip_every: in
     return path
 
 
-def review_and_gate(played: Path, tmp_path: Path, raters: str) -> dict[str, Any]:
+def review_and_gate(played: Path, tmp_path: Path, raters: str, policy: Path | None = None) -> dict[str, Any]:
     """The gate's exit code and first row, the sample and the results after one review of a copy of the played
-    run: "pair" (two raters agreeing at κ ≈ 0.8), "one" (one rater) or "poor" (a pair near κ 0)."""
+    run: "pair" (two raters agreeing at κ ≈ 0.8), "one" (one rater) or "poor" (a pair near κ 0); drawn for and
+    gated on `policy` (default: the played one)."""
     from trustmh.certify.review import export_review, import_review
     from trustmh.cli import main
 
     run_dir = Path(shutil.copytree(played / "run", tmp_path / "run"))
-    export_review(run_dir, n=None, seed=5, for_gate=played / "policy.toml")
+    policy = policy or played / "policy.toml"
+    export_review(run_dir, n=None, seed=5, for_gate=policy)
     sample = json.loads((run_dir / "review" / "sample.json").read_text())
     labels = [label_csv(tmp_path, sample, "rater1")]
     if raters in SECOND_RATER_FLIPS:
@@ -66,7 +68,7 @@ def review_and_gate(played: Path, tmp_path: Path, raters: str) -> dict[str, Any]
     import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp_path / "review-certs")
     empty = tmp_path / "no-certificates"  # the gate sees no certificate at all
     empty.mkdir()
-    code = main(["gate", str(run_dir), "--policy", str(played / "policy.toml"), "--certificates", str(empty)])
+    code = main(["gate", str(run_dir), "--policy", str(policy), "--certificates", str(empty)])
     return {"code": code, "row": json.loads(next(run_dir.glob("gate*.json")).read_text())["checks"][0],
             "sample": sample, "results": json.loads((run_dir / "results.json").read_text())}
 
