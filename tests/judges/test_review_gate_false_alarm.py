@@ -190,7 +190,7 @@ def rare(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 
 
 def test_a_near_zero_rate_is_drawn_by_the_judges_flag(rare: dict[str, Any]) -> None:
-    assert rare["near_zero"]["flagged_share"] == {UNIT: 0.05}
+    assert rare["near_zero"]["units"] == {UNIT: {"verdict": 1.0, "share": 0.05}}
 
 
 def test_every_control_the_judge_flagged_is_drawn(rare: dict[str, Any]) -> None:

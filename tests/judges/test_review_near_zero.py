@@ -77,6 +77,13 @@ def test_a_unit_the_judge_rarely_flags_is_marked_near_zero(population: tuple) ->
     assert list(mark_near_zero(items)) == [UNIT]
 
 
+def test_a_primary_whose_rare_verdict_is_a_fail_is_marked_on_the_fail() -> None:
+    from trustmh.certify.review_rounds import mark_near_zero
+
+    items = [{"subtask": "conversation/ai_disclosure", "judge_value": 0.0 if i < 3 else 1.0} for i in range(40)]
+    assert mark_near_zero(items)["conversation/ai_disclosure"]["verdict"] == 0.0
+
+
 def test_a_unit_the_judge_often_flags_is_not() -> None:
     from trustmh.certify.review_rounds import mark_near_zero
 

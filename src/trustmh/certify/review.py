@@ -172,7 +172,7 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence
     per_subtask = defaultdict(list)
     for k in keys:
         per_subtask[k[0]].append(k)
-    flagged = {k: bool(items[strata[k][0]].get(FLAGGED)) for k in keys}
+    flagged = {k: FLAGGED in items[strata[k][0]] for k in keys}
     weight = {k: (sum(size[x] for x in per_subtask[k[0]]) / len(per_subtask[k[0]]) if isinstance(k[1], str)
                   else size[k] * design_factor(k, flagged[k])) for k in keys}
     total = sum(weight.values())
@@ -242,7 +242,7 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     if n is None and for_gate is None:
         raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
     results, items = judged_items(run_dir, subtasks, rates=for_gate is not None)
-    near_zero = mark_near_zero(items) if for_gate is not None else {}  # rare harms: the judge's flags drawn more
+    near_zero = mark_near_zero(items) if for_gate is not None else {}  # rare harms: the rare verdict drawn more
     earlier, earlier_team = earlier_rounds(run_dir, round_)
     taken = {s["key"] for s in earlier}
     pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
@@ -287,15 +287,15 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
         design += ("; conversation sub-tasks: stratified by stimulus, the sub-task's share spread evenly over its "
                    "stimuli, two raters per conversation")
     if near_zero:
-        design += (f"; near-zero units ({', '.join(sorted(near_zero))}): stratified by the judge's flag, the flagged "
-                   f"items drawn at {FLAG_FACTOR:g}x the others' rate, weighted 1/pi in the estimate")
+        design += (f"; near-zero units ({', '.join(sorted(near_zero))}): stratified by the judge's verdict, the rare "
+                   f"verdict's items drawn at {FLAG_FACTOR:g}x the others' rate, weighted 1/pi in the estimate")
     if round_ > 1:
         design += f"; round {round_}: drawn from the items rounds 1 to {round_ - 1} did not take"
     everything = [*earlier, *sample]
     manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(everything), "oversample": oversample,
                 "population": counts, "scales": scales, "items": everything, "design": design, "rounds": round_,
                 **({"for_gate": str(for_gate)} if for_gate is not None else {}),
-                **({"near_zero": {"flagged_share": near_zero, "factor": FLAG_FACTOR}} if near_zero else {}),
+                **({"near_zero": {"units": near_zero, "factor": FLAG_FACTOR}} if near_zero else {}),
                 **({"raters": team_names} if conversational else {})}
     write_text_atomic(review_dir / SAMPLE_FILE, json.dumps(clean_json(manifest), indent=2) + "\n")
     target = out or review_dir / "review.html"

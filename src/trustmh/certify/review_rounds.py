@@ -5,9 +5,9 @@
   states (`run.outlook.check_labels_needed`, `judges.evidence`), on this run's items and stimuli; a check on a
   counted rate (false alarms over the controls) is labelled on the rate's own items, its review unit
   "<sub-task>:<metric>" (`rate_unit`), each item's label its per-item flag (`Subtask.rate_per_item`).
-* near-zero harm: where the judge flags few of a binary unit's items (at most `NEAR_ZERO_SHARE`), `--for-gate`
-  stratifies that unit by the judge's flag and draws the flagged items at `FLAG_FACTOR` times the rate of the
-  others (`mark_near_zero`); every item's inclusion probability is recorded and the PPI estimate weighs each label
+* near-zero harm: where the judge gives one verdict to few of a binary unit's items (at most `NEAR_ZERO_SHARE`:
+  a rate's flag, or a primary's fail), `--for-gate` stratifies that unit by the judge's verdict and draws the
+  rare verdict's items at `FLAG_FACTOR` times the rate of the others (`mark_near_zero`); every item's inclusion probability is recorded and the PPI estimate weighs each label
   by 1/π, so it stays unbiased while the rare harms the judge saw are labelled often enough to correct
   (docs/statistics.md#rare-harms).
 * `--round K`: the next labels, drawn from the items rounds 1..K−1 did not take; within a stratum the rounds
@@ -60,25 +60,33 @@ def unit_metric(unit: str) -> str | None:
 # 300 items, 60 labels: the corrected interval 0.077 wide against 0.104 drawn uniformly; factor 8: 0.074).
 NEAR_ZERO_SHARE = 0.10
 FLAG_FACTOR = 4.0
-FLAGGED = "flag_oversampled"  # an item's mark: its unit is drawn by the judge's flag (`mark_near_zero`)
+FLAGGED = "rare_verdict"  # an item's mark: its unit is drawn by the judge's verdict, this one rare (`mark_near_zero`)
 
 
-def mark_near_zero(items: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Mark (in place) the items of every binary unit whose judge flags at most NEAR_ZERO_SHARE of them (and at
-    least one); returns unit -> the flagged items' share, for the sample's record."""
-    shares: dict[str, float] = {}
+def mark_near_zero(items: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mark (in place) the items of every binary unit whose judge gives one verdict to at most NEAR_ZERO_SHARE
+    of them (and at least one): a rate's rare flag (1, counted) or, for a primary whose 1 is the good outcome
+    (AI disclosure's), its rare 0. Each item of such a unit carries the rare verdict under FLAGGED; returns
+    unit -> {"verdict": the rare verdict, "share": its share}, for the sample's record."""
+    shares: dict[str, dict[str, float]] = {}
+    rare: dict[str, float] = {}
     for unit in sorted({it["subtask"] for it in items}):
         values = [it["judge_value"] for it in items if it["subtask"] == unit]
-        if set(values) <= {0.0, 1.0} and 0 < sum(values) <= NEAR_ZERO_SHARE * len(values):
-            shares[unit] = sum(values) / len(values)
+        if not set(values) <= {0.0, 1.0}:
+            continue
+        for verdict in (1.0, 0.0):
+            share = sum(1 for v in values if v == verdict) / len(values)
+            if 0 < share <= NEAR_ZERO_SHARE:
+                shares[unit], rare[unit] = {"verdict": verdict, "share": share}, verdict
+                break
     for it in items:
-        if it["subtask"] in shares:
-            it[FLAGGED] = True
+        if it["subtask"] in rare:
+            it[FLAGGED] = rare[it["subtask"]]
     return shares
 
 
 def design_factor(stratum: tuple[str, Any, bool], flagged: bool) -> float:
-    """How much more often than its share a stratum is drawn: FLAG_FACTOR for the judge-flagged items of a
+    """How much more often than its share a stratum is drawn: FLAG_FACTOR for the rare verdict's items of a
     near-zero unit (`flagged`), 2 for ensemble or rule disagreements (`--oversample-disagreements`), else 1."""
     if not stratum[2]:
         return 1.0
@@ -86,11 +94,11 @@ def design_factor(stratum: tuple[str, Any, bool], flagged: bool) -> float:
 
 
 def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
-    """An item's stratum: sub-task × the judge's flag (× flagged, drawn more often) in a near-zero unit
+    """An item's stratum: sub-task × the judge's verdict (× rare, drawn more often) in a near-zero unit
     (`mark_near_zero`); else sub-task × its stimulus (a conversation); else sub-task × judge value (×
     disagreement with `oversample`)."""
-    if item.get(FLAGGED):
-        return item["subtask"], item["judge_value"], item["judge_value"] == 1.0
+    if FLAGGED in item:
+        return item["subtask"], item["judge_value"], item["judge_value"] == item[FLAGGED]
     if item.get("stimulus") is not None:
         return item["subtask"], str(item["stimulus"]), False
     return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False
