@@ -157,3 +157,26 @@ def test_a_pair_below_the_floor_leaves_it_insufficient(poor: dict[str, Any]) -> 
 def test_a_pair_below_the_floor_says_why_in_one_line(poor: dict[str, Any]) -> None:
     reason = poor["row"]["reason"]
     assert "is below the floor 0.4: their labels decide nothing" in reason and "\n" not in reason
+
+
+def _items() -> list[Any]:
+    from trustmh.core import Item
+
+    asked_first = Item(id="a", prompt="", metadata={"probe_turns": [0]})
+    asked_late = Item(id="b", prompt="", metadata={"probe_turns": [7]})
+    clocked = Item(id="c", prompt="", metadata={"probe_turns": [1], "clock": [0, 60, 3 * 3600 + 1]})
+    return [asked_first, asked_late, clocked]
+
+
+@pytest.mark.parametrize(("metric", "over"), [("first_reply_undisclosed_rate", ["b", "c"]),
+                                              ("late_undisclosed_rate", ["b"]), ("cadence_missed_rate", ["c"])])
+def test_the_plan_sizes_each_rate_on_the_conversations_it_is_over(metric: str, over: list[str]) -> None:
+    from trustmh.pillars.conversation.ai_disclosure import AIDisclosure
+
+    assert [it.id for it in AIDisclosure().rate_of(metric, _items())] == over
+
+
+def test_the_plan_counts_a_rates_conversations() -> None:
+    from trustmh.pillars.conversation.ai_disclosure import AIDisclosure
+
+    assert AIDisclosure().rate_items("late_undisclosed_rate", _items()) == 1
