@@ -116,3 +116,19 @@ def test_the_weighted_estimate_is_unbiased(oversampled: np.ndarray, population: 
 
 def test_the_interval_is_narrower_than_a_uniform_samples(oversampled: np.ndarray, uniform: np.ndarray) -> None:
     assert np.nanmean(oversampled[:, 1]) < 0.85 * np.nanmean(uniform[:, 1])
+
+
+def test_a_second_round_keeps_the_rare_strata_and_their_share_taken(population: tuple) -> None:
+    from trustmh.certify.review import draw_sample
+    from trustmh.certify.review_rounds import cumulative_inclusion, mark_near_zero
+
+    items = [dict(it) for it in population[0]]
+    mark_near_zero(items)
+    first = draw_sample(items, 20, 1, oversample=False)
+    taken = {s["item_id"] for s in first}
+    second = draw_sample([it for it in items if it["item_id"] not in taken], 20, [1, 2], oversample=False)
+    both = [*first, *second]
+    cumulative_inclusion(both, items, oversample=False)
+    unflagged = sum(1 for it in items if it["judge_value"] == 0.0)
+    drawn = sum(1 for s in both if s["judge_value"] == 0.0)
+    assert {s["inclusion_probability"] for s in both if s["judge_value"] == 0.0} == {drawn / unflagged}
