@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from canned import canned_model
+from gate_labels import plan_row
 
 SID = "conversation/gradual_disclosure"
 STIMULI = [f"s{k}" for k in range(120)]
@@ -202,16 +203,21 @@ def test_a_round_out_of_order_is_refused(run_dir: Path, played: Path) -> None:
         _export(run_dir, played, round_=3)
 
 
-@pytest.mark.slow  # plans the synthetic set through the CLI (about 4 s of CPU)
-def test_the_plan_states_the_count_the_export_draws_and_the_gate_then_decides(played: Path, tmp_path: Path) -> None:
-    from trustmh.cli import main
+@pytest.fixture(scope="module")
+def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return plan_row(played, SID, tmp_path_factory.mktemp("plan"))
 
-    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5", "--pillars",
-                 "conversation", "--subtasks", "gradual_disclosure", "-O", f"sets={played / 'sets'}", "--policy",
-                 str(played / "policy.toml"), "--out", str(tmp_path / "plan")]) == 0
-    row = json.loads((tmp_path / "plan" / "plan.json").read_text())["gate"]["checks"][0]
-    code, _, sample, _ = _scenario(played, tmp_path, "pair")
-    assert (row["decidable"], row["labels_needed"], code) == (True, len(sample["items"]), 1)
+
+def test_the_plan_calls_the_check_decidable_by_labels(planned: dict[str, Any]) -> None:
+    assert planned["decidable"] is True
+
+
+def test_the_plan_states_the_count_the_export_draws(planned: dict[str, Any], pair: tuple) -> None:
+    assert planned["labels_needed"] == len(pair[2]["items"])
+
+
+def test_after_that_many_labels_the_gate_decides_as_the_plan_said(planned: dict[str, Any], pair: tuple) -> None:
+    assert (planned["decidable"], pair[0]) == (True, 1)
 
 
 def test_an_export_without_a_size_says_so_in_one_line(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

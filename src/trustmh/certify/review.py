@@ -47,10 +47,14 @@ from trustmh.certify.review_conversation import (
     turn_agreement,
 )
 from trustmh.certify.review_rounds import (
+    FLAG_FACTOR,
+    FLAGGED,
     SAMPLE_FILE,
     cumulative_inclusion,
+    design_factor,
     earlier_rounds,
     gate_counts,
+    mark_near_zero,
     rate_unit,
     sample_file,
     stratum_of,
@@ -156,7 +160,8 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence
     """Stratified sample: strata sub-task × judge value (× disagreement with `oversample`), allocation in
     proportion to stratum size × (2 for disagreements when oversampling), largest remainders, at most the
     stratum; π = allocated / size per stratum. A conversation sub-task's strata are its stimuli instead, its
-    share spread evenly over them (no stimulus over-represented)."""
+    share spread evenly over them (no stimulus over-represented); a near-zero unit's (`mark_near_zero`) are
+    the judge's flag, the flagged items' weight × FLAG_FACTOR (`design_factor`)."""
     if n < 1:
         raise TrustmhError("--n must be at least 1")
     strata: dict[tuple, list[int]] = defaultdict(list)
@@ -167,19 +172,25 @@ def draw_sample(items: Sequence[Mapping[str, Any]], n: int, seed: int | Sequence
     per_subtask = defaultdict(list)
     for k in keys:
         per_subtask[k[0]].append(k)
+    flagged = {k: FLAGGED in items[strata[k][0]] for k in keys}
     weight = {k: (sum(size[x] for x in per_subtask[k[0]]) / len(per_subtask[k[0]]) if isinstance(k[1], str)
-                  else size[k] * (2.0 if k[2] else 1.0)) for k in keys}
+                  else size[k] * design_factor(k, flagged[k])) for k in keys}
     total = sum(weight.values())
     n = min(n, len(items))
     raw = {k: n * weight[k] / total for k in keys}
     alloc = {k: min(size[k], int(math.floor(raw[k]))) for k in keys}
-    for k in sorted(keys, key=lambda k: raw[k] - math.floor(raw[k]), reverse=True):
+    # the strata that take a remainder's extra item, among equal remainders (a conversation sub-task's stimuli
+    # all have the same), are chosen at random: in key order the first stimuli were always taken and the rest
+    # never, so the sample was not random (its own stream: the draws within strata are unchanged)
+    shuffled = [keys[int(i)] for i in np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+                .permutation(len(keys))]
+    for k in sorted(shuffled, key=lambda k: raw[k] - math.floor(raw[k]), reverse=True):
         if sum(alloc.values()) >= n:
             break
         if alloc[k] < size[k]:
             alloc[k] += 1
     while sum(alloc.values()) < n:  # capped strata left room: fill the least served of the others
-        k = min((k for k in keys if alloc[k] < size[k]), key=lambda k: alloc[k] / weight[k])
+        k = min((k for k in shuffled if alloc[k] < size[k]), key=lambda k: alloc[k] / weight[k])
         alloc[k] += 1
     rng = np.random.default_rng(seed)
     chosen = []
@@ -231,6 +242,7 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     if n is None and for_gate is None:
         raise TrustmhError("review export: give --n N (items to sample) or --for-gate POLICY")
     results, items = judged_items(run_dir, subtasks, rates=for_gate is not None)
+    near_zero = mark_near_zero(items) if for_gate is not None else {}  # rare harms: the rare verdict drawn more
     earlier, earlier_team = earlier_rounds(run_dir, round_)
     taken = {s["key"] for s in earlier}
     pool = [it for it in items if review_key(it["subtask"], it["item_id"], it["epoch"]) not in taken]
@@ -274,12 +286,16 @@ def export_review(run_dir: Path, *, n: int | None, seed: int, subtasks: Sequence
     if conversational:
         design += ("; conversation sub-tasks: stratified by stimulus, the sub-task's share spread evenly over its "
                    "stimuli, two raters per conversation")
+    if near_zero:
+        design += (f"; near-zero units ({', '.join(sorted(near_zero))}): stratified by the judge's verdict, the rare "
+                   f"verdict's items drawn at {FLAG_FACTOR:g}x the others' rate, weighted 1/pi in the estimate")
     if round_ > 1:
         design += f"; round {round_}: drawn from the items rounds 1 to {round_ - 1} did not take"
     everything = [*earlier, *sample]
     manifest = {"format": 1, "run_dir": str(run_dir), "seed": seed, "n": len(everything), "oversample": oversample,
                 "population": counts, "scales": scales, "items": everything, "design": design, "rounds": round_,
                 **({"for_gate": str(for_gate)} if for_gate is not None else {}),
+                **({"near_zero": {"units": near_zero, "factor": FLAG_FACTOR}} if near_zero else {}),
                 **({"raters": team_names} if conversational else {})}
     write_text_atomic(review_dir / SAMPLE_FILE, json.dumps(clean_json(manifest), indent=2) + "\n")
     target = out or review_dir / "review.html"

@@ -5,6 +5,11 @@
   states (`run.outlook.check_labels_needed`, `judges.evidence`), on this run's items and stimuli; a check on a
   counted rate (false alarms over the controls) is labelled on the rate's own items, its review unit
   "<sub-task>:<metric>" (`rate_unit`), each item's label its per-item flag (`Subtask.rate_per_item`).
+* near-zero harm: where the judge gives one verdict to few of a binary unit's items (at most `NEAR_ZERO_SHARE`:
+  a rate's flag, or a primary's fail), `--for-gate` stratifies that unit by the judge's verdict and draws the
+  rare verdict's items at `FLAG_FACTOR` times the rate of the others (`mark_near_zero`); every item's inclusion probability is recorded and the PPI estimate weighs each label
+  by 1/π, so it stays unbiased while the rare harms the judge saw are labelled often enough to correct
+  (docs/statistics.md#rare-harms).
 * `--round K`: the next labels, drawn from the items rounds 1..K−1 did not take; within a stratum the rounds
   together are one simple random sample, so every item's inclusion probability becomes its stratum's share
   taken so far (`cumulative_inclusion`).
@@ -50,9 +55,50 @@ def unit_metric(unit: str) -> str | None:
     return unit.split(RATE_UNIT, 1)[1] if RATE_UNIT in unit else None
 
 
+# Near-zero harm (module docstring): a binary unit whose judge flags at most this share of its items is drawn
+# stratified by the flag, the flagged items at FLAG_FACTOR times the others' rate (a simulation at a 3% harm rate,
+# 300 items, 60 labels: the corrected interval 0.077 wide against 0.104 drawn uniformly; factor 8: 0.074).
+NEAR_ZERO_SHARE = 0.10
+FLAG_FACTOR = 4.0
+FLAGGED = "rare_verdict"  # an item's mark: its unit is drawn by the judge's verdict, this one rare (`mark_near_zero`)
+
+
+def mark_near_zero(items: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mark (in place) the items of every binary unit whose judge gives one verdict to at most NEAR_ZERO_SHARE
+    of them (and at least one): a rate's rare flag (1, counted) or, for a primary whose 1 is the good outcome
+    (AI disclosure's), its rare 0. Each item of such a unit carries the rare verdict under FLAGGED; returns
+    unit -> {"verdict": the rare verdict, "share": its share}, for the sample's record."""
+    shares: dict[str, dict[str, float]] = {}
+    rare: dict[str, float] = {}
+    for unit in sorted({it["subtask"] for it in items}):
+        values = [it["judge_value"] for it in items if it["subtask"] == unit]
+        if not set(values) <= {0.0, 1.0}:
+            continue
+        for verdict in (1.0, 0.0):
+            share = sum(1 for v in values if v == verdict) / len(values)
+            if 0 < share <= NEAR_ZERO_SHARE:
+                shares[unit], rare[unit] = {"verdict": verdict, "share": share}, verdict
+                break
+    for it in items:
+        if it["subtask"] in rare:
+            it[FLAGGED] = rare[it["subtask"]]
+    return shares
+
+
+def design_factor(stratum: tuple[str, Any, bool], flagged: bool) -> float:
+    """How much more often than its share a stratum is drawn: FLAG_FACTOR for the rare verdict's items of a
+    near-zero unit (`flagged`), 2 for ensemble or rule disagreements (`--oversample-disagreements`), else 1."""
+    if not stratum[2]:
+        return 1.0
+    return FLAG_FACTOR if flagged else 2.0
+
+
 def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, bool]:
-    """An item's stratum: sub-task × its stimulus (a conversation), else sub-task × judge value (× disagreement
-    with `oversample`)."""
+    """An item's stratum: sub-task × the judge's verdict (× rare, drawn more often) in a near-zero unit
+    (`mark_near_zero`); else sub-task × its stimulus (a conversation); else sub-task × judge value (×
+    disagreement with `oversample`)."""
+    if FLAGGED in item:
+        return item["subtask"], item["judge_value"], item["judge_value"] == item[FLAGGED]
     if item.get("stimulus") is not None:
         return item["subtask"], str(item["stimulus"]), False
     return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False

@@ -1,0 +1,83 @@
+"""Issue 50's loopback review, shared by the tests that decide a judged conversation check on the run's own
+two-rater labels (tests/judges/test_review_gate_*.py): play a synthetic set with canned models, draw
+`review export --for-gate`, label it with scripted raters, `review import`, `trustmh gate` with no certificate,
+and `trustmh plan` on the same set and policy (in-process: a fraction of a second on a small set)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from canned import canned_model
+
+# the second rater flips every k-th item of the sample: 12 gives κ ≈ 0.8 with the first, 2 gives κ near 0
+SECOND_RATER_FLIPS = {"pair": 12, "poor": 2}
+
+
+def play(root: Path, subtask: str, rows: list[dict[str, Any]], policy: str, model: Callable[..., str],
+         judge: Callable[..., str]) -> Path:
+    """Write the set (-O sets=DIR) and the policy under `root`, play `subtask` into root/run; returns root."""
+    from trustmh.run.config import RunOptions
+    from trustmh.run.execute import run
+
+    name = subtask.split("/", 1)[1]
+    sets = root / "sets"
+    sets.mkdir()
+    (sets / f"{name}.json").write_text(json.dumps(rows), encoding="utf-8")
+    (root / "policy.toml").write_text(policy, encoding="utf-8")
+    data, code = run(RunOptions(model=canned_model(model), judge=canned_model(judge, f"judge-{name}"),
+                                suite="trustmh", pillars=["conversation"], subtasks=[name], out=root / "run",
+                                display="none", n_boot=50, options={"sets": str(sets)}))
+    assert code == 0, data["errors"]
+    return root
+
+
+def label_csv(tmp_path: Path, sample: dict[str, Any], rater: str, flip_every: int = 0) -> Path:
+    """`rater`'s CSV for the items assigned to them: the judge's value, flipped on every `flip_every`-th item of
+    the sample (0: never)."""
+    path = tmp_path / f"{rater}.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["rater", "subtask", "item_id", "epoch", "label"])
+        for i, s in enumerate(sample["items"]):
+            if rater in s["raters"]:
+                v = int(s["judge_value"])
+                w.writerow([rater, s["subtask"], s["item_id"], s["epoch"],
+                            1 - v if flip_every and i % flip_every == 0 else v])
+    return path
+
+
+def review_and_gate(played: Path, tmp_path: Path, raters: str, policy: Path | None = None) -> dict[str, Any]:
+    """The gate's exit code and first row, the sample and the results after one review of a copy of the played
+    run: "pair" (two raters agreeing at κ ≈ 0.8), "one" (one rater) or "poor" (a pair near κ 0); drawn for and
+    gated on `policy` (default: the played one)."""
+    from trustmh.certify.review import export_review, import_review
+    from trustmh.cli import main
+
+    run_dir = Path(shutil.copytree(played / "run", tmp_path / "run"))
+    policy = policy or played / "policy.toml"
+    export_review(run_dir, n=None, seed=5, for_gate=policy)
+    sample = json.loads((run_dir / "review" / "sample.json").read_text())
+    labels = [label_csv(tmp_path, sample, "rater1")]
+    if raters in SECOND_RATER_FLIPS:
+        labels.append(label_csv(tmp_path, sample, "rater2", flip_every=SECOND_RATER_FLIPS[raters]))
+    import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp_path / "review-certs")
+    empty = tmp_path / "no-certificates"  # the gate sees no certificate at all
+    empty.mkdir()
+    code = main(["gate", str(run_dir), "--policy", str(policy), "--certificates", str(empty)])
+    return {"code": code, "row": json.loads(next(run_dir.glob("gate*.json")).read_text())["checks"][0],
+            "sample": sample, "results": json.loads((run_dir / "results.json").read_text())}
+
+
+def plan_row(played: Path, subtask: str, out: Path) -> dict[str, Any]:
+    """`trustmh plan`'s row for the policy's first check, planned on the played set with no certificate."""
+    from trustmh.cli import main
+
+    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5", "--pillars",
+                 "conversation", "--subtasks", subtask.split("/", 1)[1], "-O", f"sets={played / 'sets'}",
+                 "--policy", str(played / "policy.toml"), "--out", str(out)]) == 0
+    return json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
