@@ -214,6 +214,9 @@ def test_sigkill_with_two_batches_in_flight_and_a_torn_journal_submits_every_req
         journal.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # the kill cut the last line
         again = subprocess.run(batch_command(out), env=env, capture_output=True, text=True, timeout=180)
         submitted_once = (max(server.submitted_bodies.values()), server.twice())
+        print(f"torn journal: {in_flight} batches in flight at the kill, {len(server.submitted_bodies)} request bodies, "
+              f"each submitted at most {submitted_once[0]} time(s), answered twice: {submitted_once[1]}; rerun exit "
+              f"{again.returncode}; " + " | ".join(line for line in again.stderr.splitlines() if "was cut" in line))
     assert in_flight == 2
     assert again.returncode == 0
     assert f"{journal} line {len(lines)} was cut (a kill mid-write)" in again.stderr
