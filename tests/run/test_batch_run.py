@@ -191,6 +191,39 @@ def test_sigkill_with_batches_in_flight_then_the_same_command_pays_for_nothing_t
     assert [sub["n"] for sub in results["subtasks"].values()] == [3, 3]
 
 
+# issue 53.1 (Must show): SIGKILL with two batches in flight, the journal's last line torn in half by the kill, the
+# same command again: the torn batch is looked up at the provider by its id (a line says so) and the loopback
+# server receives every request body once, answers none twice
+@pytest.mark.slow
+def test_sigkill_with_two_batches_in_flight_and_a_torn_journal_submits_every_request_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with BatchServer(respond, delay=2.0, max_seconds=240) as server:
+        env = {k: v for k, v in {**os.environ, **server.env(), "TRUSTMH_BATCH_TICK": "0.1",
+                                 "TRUSTMH_BATCH_SEND_DELAY": "0.3"}.items()
+               if k not in ("TRUSTMH_CACHE_DIR", "INSPECT_CACHE_DIR")}
+        proc = subprocess.Popen(batch_command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while submitted(server) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the provider has accepted the second batch and answered its creation
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        in_flight = sum(1 for b in server.batches.values() if b.status == "in_progress")
+        journal = out / JOURNAL
+        lines = journal.read_bytes().splitlines(keepends=True)
+        journal.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # the kill cut the last line
+        again = subprocess.run(batch_command(out), env=env, capture_output=True, text=True, timeout=180)
+        submitted_once = (max(server.submitted_bodies.values()), server.twice())
+        print(f"torn journal: {in_flight} batches in flight at the kill, {len(server.submitted_bodies)} request bodies, "
+              f"each submitted at most {submitted_once[0]} time(s), answered twice: {submitted_once[1]}; rerun exit "
+              f"{again.returncode}; " + " | ".join(line for line in again.stderr.splitlines() if "was cut" in line))
+    assert in_flight == 2
+    assert again.returncode == 0
+    assert f"{journal} line {len(lines)} was cut (a kill mid-write)" in again.stderr
+    assert submitted_once == (1, {})
+    assert [sub["n"] for sub in json.loads((out / "results.json").read_text())["subtasks"].values()] == [3, 3]
+
+
 # issue 43.4: a batch that ends as a whole (here cancelled after answering one request) ends the run with one line
 # naming the batch, the journal and what to do, results written for what was answered; the same command again
 # asks the rest in a new batch; no request is answered twice, none submitted more than once more than needed

@@ -443,7 +443,9 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             status = 200
             if kind == "html":
                 raw, ctype, status = b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html", 502
-            elif kind == "empty":
+            elif kind == "empty":  # a 200 with no choices, its usage reported (and billed) all the same
+                with server._lock:
+                    server.usage.append((str(body.get("model")), 1, 0))
                 raw = json.dumps({"id": f"chatcmpl-loop-{n}", "object": "chat.completion", "created": 0,
                                   "model": body.get("model") or "loop-model", "choices": [],
                                   "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}

@@ -64,6 +64,7 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
     if answer_format is not None:
         fields = {**fields, "response_schema": answer_format}
     for attempt in range(1 + reask * MAX_ATTEMPTS, (reask + 1) * MAX_ATTEMPTS + 1):
+        before = state.output
         try:
             # the call's planned upper cost is reserved before it is sent (`--budget`; `max_tokens`: its cap)
             name = str(ctx.model or get_model())
@@ -74,6 +75,11 @@ async def generate_once(state: TaskState, generate: Generate, ctx: RunContext, r
                           hold=hold)
             return state
         except IndexError:
+            # the provider answered (and billed) an attempt with no choices: its usage is counted, once, as it
+            # reported it (docs/cost.md#usage), before the attempt is asked again
+            if state.output is not before and not state.output.choices:
+                note_call("model", str(ctx.model or state.output.model), state.output,
+                          batched="batch" in fields)
             if attempt == (reask + 1) * MAX_ATTEMPTS:
                 raise
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by name
