@@ -65,11 +65,11 @@ def rows() -> dict:
     ctx = RunContext(mode="default", seed=0, suite="trustmh", limit=None,
                      judge=JudgeInfo(model=None, validated=False, seed=0), options={}, n_boot=200)
     settings = PlanSettings(policy=POLICY)
-    return {"measured": pilot_check(check, SIZES, 30, settings, ctx, {}, 0.1),
+    return {"measured": pilot_check(check, SIZES, 30, settings, ctx, {}, 0.0),
             "none": pilot_check(check, SIZES, 30, settings, ctx, {}, None)}
 
 
-def test_at_a_measured_correlation_of_0_1_the_check_needs_at_most_150_labels(rows: dict) -> None:
+def test_at_a_measured_correlation_of_0_the_check_needs_at_most_150_labels(rows: dict) -> None:
     assert 0 < rows["measured"].labels_needed <= 150
 
 
@@ -80,7 +80,7 @@ def test_the_assumed_correlation_is_stated_beside(rows: dict) -> None:
 
 
 def test_the_line_names_both_correlations(rows: dict) -> None:
-    assert "at the correlation 0.10 the pilot's judged values show" in rows["measured"].reason \
+    assert "at the correlation 0.00 the pilot's judged values show" in rows["measured"].reason \
         and "at the assumed 0.5: not decidable" in rows["measured"].reason
 
 
@@ -89,4 +89,4 @@ def test_without_a_measured_correlation_the_plan_is_the_assumed_one(rows: dict) 
 
 
 def test_the_plan_json_records_the_measured_correlation(rows: dict) -> None:
-    assert rows["measured"].to_json()["icc_measured"] == 0.1
+    assert rows["measured"].to_json()["icc_measured"] == 0.0

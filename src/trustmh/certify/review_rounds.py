@@ -107,7 +107,7 @@ def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
             continue
         sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
         labels = check_labels_needed(check, len(mine), effective_n(sizes, measured.get(unit, settings.icc)),
-                                     check.min_n or chosen.min_n, settings)
+                                     check.min_n or chosen.min_n, settings, sizes=sizes)
         if labels is not None and labels.n is not None:
             counts[unit] = max(counts.get(unit, 0), labels.n)
     if not counts:

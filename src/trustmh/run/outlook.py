@@ -256,7 +256,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
                                     "narrow it")
     elif cert is None:
         sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
-        labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2)
+        labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2, sizes)
         decidable, reason = labels_reason(check, labels)
     else:
         decidable, reason = True, f"{items_text(n)} on {len(sizes)} {units}, certificate {cert}"
@@ -268,7 +268,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
 
 
 def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings: PlanSettings,
-                        spread: float | None = None) -> LabelsNeeded | None:
+                        spread: float | None = None, sizes: list[int] | None = None) -> LabelsNeeded | None:
     """The two-rater labels that decide a judged check on the primary at DECIDING_WIDTH (`judges.evidence`),
     at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
     `spread` (a pilot's) else the largest the scale allows at the limit. A counted rate (false alarms over the
@@ -286,7 +286,7 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
         p = settings.rate if settings.rate is not None else (
             float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
         return labels_needed(kind="labels", spread=p * (1 - p), n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
-                             min_n=min_n, agreement=settings.assume_agreement, rate=p)
+                             min_n=min_n, agreement=settings.assume_agreement, rate=p, sizes=sizes)
     if spread is None:
         mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
         spread = (mean - lo) * (hi - mean)
