@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from trustmh.judges.evidence import labels_needed
 from trustmh.stats.sequential import round_z
 
@@ -37,3 +39,32 @@ def test_a_set_whose_judge_only_interval_is_already_too_wide_has_no_count() -> N
 
 def test_more_labels_than_items_is_no_count() -> None:
     assert _rate(n_items=40).n is None
+
+
+# Issue 50: a rate whose items share units is sized on the interval the gate reads on conversations
+# (`stats.ppi.clustered_corrected_mean`): Clopper-Pearson on the clustered effective n, the 1/π weights of labels
+# spread evenly over the units.
+def test_labels_spread_evenly_over_equal_units_carry_no_weight_effect() -> None:
+    from trustmh.judges.evidence import even_allocation_effect
+
+    assert even_allocation_effect([4] * 10, 20) == pytest.approx(1.0)
+
+
+def test_labels_spread_evenly_over_unequal_units_weigh_the_large_ones_up() -> None:
+    from trustmh.judges.evidence import even_allocation_effect
+
+    assert even_allocation_effect([8] * 16 + [1] * 24, 48) > 1.4
+
+
+def test_sized_on_the_clustered_interval_a_rate_needs_more_labels_than_on_the_normal_one() -> None:
+    sizes = [8] * 16 + [1] * 24
+    plain = labels_needed(kind="labels", spread=0.09, n_effective=152, n_items=152, width=0.15, min_n=30, rate=0.1)
+    clustered = labels_needed(kind="labels", spread=0.09, n_effective=152, n_items=152, width=0.15, min_n=30,
+                              rate=0.1, sizes=sizes)
+    assert clustered.n > plain.n
+
+
+def test_when_even_every_item_labelled_is_too_wide_no_count_is_given() -> None:
+    got = labels_needed(kind="labels", spread=0.09, n_effective=100, n_items=152, width=0.15, min_n=30, rate=0.1,
+                        sizes=[8] * 16 + [1] * 24)
+    assert (got.n, "more items, not labels" in got.binding) == (None, True)

@@ -226,3 +226,9 @@ def test_an_export_without_a_size_says_so_in_one_line(run_dir: Path, capsys: pyt
     code = main(["review", "export", str(run_dir), "--seed", "1"])
     err = capsys.readouterr().err.strip()
     assert (code, err.endswith("give --n N (items to sample) or --for-gate POLICY"), "\n" in err) == (2, True, False)
+
+
+def test_the_corrected_figure_is_clustered_on_the_conversations_unit(pair: tuple) -> None:
+    """Each synthetic stimulus is its own unit (no design cell): 120 units (docs/statistics.md#clustered-ppi)."""
+    corrected = json.loads((pair[3] / "results.json").read_text())["subtasks"][SID]["judge_corrected"]
+    assert corrected["clusters"] == len(STIMULI)

@@ -48,8 +48,11 @@ def test_a_check_labels_cannot_decide_is_not_decidable_without_a_certificate(gat
 
 # Issue 49's design-cell unit (docs/statistics.md#the-unit): the sets now hold 40 risk cells (gradual disclosure,
 # jailbreak) and 56 control cells, so at a correlation of 0.3 every rate check fits width 0.15 (at the plan's
-# default 0.5 they are 0.16-0.18); the labels PPI needs for that width at round 1's level (issue 50's spending)
-# still exceed the conversations the sets hold. Strict, so a fix flips these.
+# default 0.5 they are 0.16-0.18); the labels PPI needs for that width at round 1's level (issue 50's spending),
+# on the clustered interval the gate reads, exceed the conversations the sets hold: the judge's own term is already
+# 0.149 wide at 0.3, and labels decide these checks only at a correlation near 0 (96 labels at 0, 120 at 0.05,
+# none at 0.1: docs/statistics.md#pilot-correlation). Strict, so more cells (or a pilot's measured correlation,
+# tests/run/test_plan_pilot_correlation.py) flip these.
 TOO_FEW_CELLS = pytest.mark.xfail(strict=True, reason="the labels PPI needs for width 0.15 at round 1's level exceed the "
                                                      "conversations the sets hold")
 

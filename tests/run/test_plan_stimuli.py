@@ -49,7 +49,7 @@ def test_the_labels_needed_are_those_of_the_evidence_rule() -> None:
     from trustmh.judges.evidence import labels_needed
 
     expected = labels_needed(kind="labels", spread=0.09, n_effective=400, n_items=400, width=DECIDING_WIDTH,
-                             min_n=30, rate=0.10).n
+                             min_n=30, rate=0.10, sizes=[1] * 400).n
     assert _row(MISSED, icc=0.0, sizes=[1] * 400).labels_needed == expected
 
 

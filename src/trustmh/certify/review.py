@@ -81,7 +81,7 @@ from trustmh.prompts import load_template
 from trustmh.report import environment
 from trustmh.results import load_items, load_results
 from trustmh.run.rundir import locked
-from trustmh.stats.ppi import corrected_mean, inverse_probability_weights
+from trustmh.stats.ppi import clustered_corrected_mean, corrected_mean, inverse_probability_weights
 from trustmh.stats.sequential import round_alpha
 from trustmh.storage import write_text_atomic
 
@@ -469,14 +469,22 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
     Yhat = np.array([float(sample[k]["judge_value"]) for k in use])
     weights = inverse_probability_weights([sample[k]["inclusion_probability"] for k in use])
     alpha = round_alpha(rounds)
-    res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights, alpha=alpha)
+    judged = [it for it in items if it["subtask"] == sid]
+    if all(it.get("stimulus") for it in judged):  # conversations: clustered on their unit, as the gate's figures
+        res = clustered_corrected_mean(Y, Yhat, np.array(all_values), [sample[k]["stimulus"] for k in use],
+                                       [it["stimulus"] for it in judged], weights=weights, alpha=alpha)
+    else:
+        res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights, alpha=alpha)
+    unit = {} if res.clusters is None else {"clusters": res.clusters, "effective_n": res.effective_n}
     return {"status": "ok", "value": res.estimate, "ci": None if res.ci is None else list(res.ci),
             "reason": res.reason, "lambda": res.lam, "lambda_tuned": res.lam_tuned, "n_labelled": res.n,
-            "N_judged": res.N, "weighted": True,
+            "N_judged": res.N, "weighted": True, **unit,
             "judge_only": {"value": res.judge_only.estimate,
                            "ci": None if res.judge_only.ci is None else list(res.judge_only.ci)},
             "human_only": {"value": res.human_only.estimate,
                            "ci": None if res.human_only.ci is None else list(res.human_only.ci)},
-            "alpha": alpha, "method": f"PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; CLT "
-                                      f"interval at {1 - alpha:.2%}, round {rounds}'s share of 95% spent over the "
+            "alpha": alpha, "method": "PPI (lambda = 1) below 200 labels, PPI++ from 200; 1/pi weights; "
+                                      + ("clustered on the conversations' unit (docs/statistics.md#clustered-ppi); "
+                                         if unit else "CLT ")
+                                      + f"interval at {1 - alpha:.2%}, round {rounds}'s share of 95% spent over the "
                                       "labelling rounds (docs/statistics.md#labelling-rounds)"}

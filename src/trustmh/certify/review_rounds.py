@@ -104,11 +104,37 @@ def stratum_of(item: Mapping[str, Any], oversample: bool) -> tuple[str, Any, boo
     return item["subtask"], item["judge_value"], bool(item["disagree"]) if oversample else False
 
 
+def unit_correlations(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Per review unit of conversations (a sub-task's primary, or a counted rate's items), the correlation of
+    the judge's per-item values within the conversations' unit as the gate's clustered interval estimates it
+    (`stats.clustered.clustered_interval`'s `icc_estimated`, clipped to [0, 1]); a unit whose data cannot show
+    it (no spread, the rarer outcome in one unit) is left out, so its caller keeps the assumed correlation.
+    This is the judge's term of the corrected interval's variance, known once the run is judged
+    (docs/statistics.md#pilot-correlation)."""
+    from trustmh.catalogue import lookup
+    from trustmh.stats.clustered import clustered_interval
+
+    by_unit: dict[str, list[Mapping[str, Any]]] = {}
+    for it in items:
+        if it.get("stimulus") is not None:
+            by_unit.setdefault(str(it["subtask"]), []).append(it)
+    out: dict[str, float] = {}
+    for unit, mine in by_unit.items():
+        cls = lookup(unit_subtask(unit))
+        scale = (0.0, 1.0) if unit_metric(unit) else tuple(getattr(cls, "primary_scale", (0.0, 1.0)))
+        got = clustered_interval([float(it["judge_value"]) for it in mine], [str(it["stimulus"]) for it in mine],
+                                 scale=scale)
+        if got.get("icc_estimated") is not None:
+            out[unit] = min(1.0, max(0.0, float(got["icc_estimated"])))
+    return out
+
+
 def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
                 agreement: float = ASSUMED_AGREEMENT) -> dict[str, int]:
     """Per judged sub-task of the run, the two-rater labels its policy's checks need (the most any of them
     needs; `run.outlook.check_labels_needed`, the figure `trustmh plan` states), on this run's items and
-    stimuli at the plan's assumptions."""
+    units, at the correlation this run's judged values show within the units where they show one
+    (`unit_correlations`), else at the plan's assumed one."""
     # the plan's machinery, imported when a --for-gate export runs, not at start-up
     from trustmh.gate import load_policy
     from trustmh.run.outlook import check_labels_needed
@@ -118,6 +144,7 @@ def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
     chosen = load_policy(policy)
     settings = PlanSettings(policy=policy, assume_agreement=agreement)
     counts: dict[str, int] = {}
+    measured = unit_correlations(items)
     for check in chosen.checks:
         # a counted rate (false alarms over the controls) is labelled on its own items: its review unit
         unit = rate_unit(check.subtask, check.metric) if check.counted else check.subtask
@@ -125,13 +152,14 @@ def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
         if not mine:
             continue
         sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
-        labels = check_labels_needed(check, len(mine), effective_n(sizes, settings.icc),
-                                     check.min_n or chosen.min_n, settings)
+        labels = check_labels_needed(check, len(mine), effective_n(sizes, measured.get(unit, settings.icc)),
+                                     check.min_n or chosen.min_n, settings, sizes=sizes)
         if labels is not None and labels.n is not None:
             counts[unit] = max(counts.get(unit, 0), labels.n)
     if not counts:
         raise TrustmhError(f"--for-gate {policy}: no check of this policy on this run's judged sub-tasks can be "
-                           "decided by labels at the plan's assumptions (trustmh plan --policy says why)")
+                           "decided by labels at the plan's assumptions and this run's measured correlation "
+                           "(trustmh plan --policy says why)")
     return counts
 
 

@@ -205,7 +205,9 @@ def add_run_commands(sub: Any) -> None:
                      help="items needed per sub-task to detect a difference D between two models (80%% power, "
                      "two-sided alpha 0.05)")
     pln.add_argument("--pilot", type=cli_path, metavar="RUN_DIR",
-                     help="a finished run whose per-item variance the power figures use (else --rate)")
+                     help="a finished run whose per-item variance the power figures use (else --rate), and whose "
+                     "judged values' correlation within a conversation set's units sizes the labels its checks "
+                     "need (else --icc, stated beside)")
     pln.add_argument("--rate", type=rate, metavar="P", help="the rate assumed for interval widths and power "
                      "when there is no pilot (default: a check's own limit, else 0.5)")
     pln.add_argument("--policy", type=Path, metavar="NAME|FILE", help="gate policy or pack whose checks are looked at (default: trustmh's)")

@@ -27,7 +27,11 @@ keep the 95% valid) is no wider than the width asked, from PPI's variance (λ = 
 with Var(Y − Ŷ) at an assumed judge–human agreement a (binary, equal margins at rate p: 2p(1−p)(1−a);
 ratings, equal variances σ²: 2σ²(1−a)), and (b) a pair agreeing at a clears the floor at its lower bound
 (large-sample variance of the two-rater agreement: Bloch & Kraemer 1989 for κ, Fisher's for a two-rater
-ICC), and (c) min_n. The plan states the assumption beside the count.
+ICC), and (c) min_n. The plan states the assumption beside the count. For a rate whose items share units (a
+conversation set's design cells), (a) is read on the interval the gate reads there
+(`stats.ppi.clustered_corrected_mean`): Clopper–Pearson on the clustered effective n, the rectifier's term
+raised by the weights of labels spread evenly over the units (`even_allocation_effect`;
+docs/statistics.md#pilot-correlation).
 
 References
     A. N. Angelopoulos, S. Bates, C. Fannjiang, M. I. Jordan, T. Zrnic. Prediction-powered inference.
@@ -40,12 +44,12 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trustmh.judges.reference_quality import FLOORS
-from trustmh.stats.sequential import round_z
+from trustmh.stats.sequential import round_alpha, round_z
 
 # The judge–human (and human–human) agreement `trustmh plan` assumes when no one has labelled yet
 # (`--assume-agreement`): a good judge and a good pair of raters.
@@ -167,19 +171,59 @@ class LabelsNeeded:
         return {"labels": self.n, "binding": self.binding, "assumed_agreement": self.agreement, "width": self.width}
 
 
+def even_allocation_effect(sizes: Sequence[int], labels: float) -> float:
+    """Kish's design effect of the 1/π weights when `labels` are spread evenly over units of these sizes, as
+    `review export` spreads a conversation sub-task's (capped at a unit's size, the rest to the others):
+    L·Σ_c m_c²/a_c / N², a_c the labels unit c gets (fractional: their expectation)."""
+    total, left, alloc = float(sum(sizes)), float(labels), {}
+    for k, (i, m) in enumerate(sorted(enumerate(sizes), key=lambda x: x[1])):
+        alloc[i] = min(float(m), left / (len(sizes) - k))
+        left -= alloc[i]
+    return labels * sum(m * m / alloc[i] for i, m in enumerate(sizes) if alloc[i] > 0) / total**2
+
+
+def _clustered_width(p: float, variance: float, units: int) -> float:
+    """The width of the gate's clustered interval on a rate (`stats.ppi.clustered_corrected_mean`) at round 1's
+    level: Clopper–Pearson on the effective n p(1 − p)/v shrunk by (z/t on units − 1)²."""
+    from trustmh.stats.clustered import _t_quantile, clopper_pearson_bounds
+
+    level = 1 - round_alpha(1)
+    n_eff = p * (1 - p) / variance * (_t_quantile(level, math.inf) / _t_quantile(level, units - 1)) ** 2
+    lo, hi = clopper_pearson_bounds(p, n_eff, level)
+    return hi - lo
+
+
 def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int, width: float, min_n: int,
-                  agreement: float = ASSUMED_AGREEMENT, rate: float | None = None) -> LabelsNeeded:
+                  agreement: float = ASSUMED_AGREEMENT, rate: float | None = None,
+                  sizes: Sequence[int] | None = None) -> LabelsNeeded:
     """Two-rater labels that make a judged check decidable at `width` (module docstring). `kind`: "labels"
     (a rate; `rate` the assumed rate p, `spread` p(1−p)) or "ratings" (`spread` the variance σ² of the
     per-item score); `n_effective`: the judged items' effective n (clustered by stimulus); `n_items`: the
-    items there are to label."""
+    items there are to label. `sizes` (a rate whose items share units): the units' sizes; the count is then
+    the fewest labels whose expected interval, as the gate computes it on conversations (clustered,
+    Clopper–Pearson, the 1/π weights of labels spread evenly over the units), is no wider than `width`."""
     if not 0 < agreement < 1:
         raise ValueError("agreement must lie in (0, 1)")
-    budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
-    if budget <= 0:
+    clustered = bool(sizes) and kind == "labels" and len(sizes or ()) > 1
+    p = rate if rate is not None else 0.5
+    if clustered:
+        fits = _clustered_width(p, spread / n_effective, len(sizes)) <= width
+    else:
+        budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
+        fits = budget > 0
+    if not fits:
         return LabelsNeeded(None, f"the judge-only interval on {n_effective:.0f} effective items is already wider "
                                   f"than {width:g}: more items, not labels, narrow it", agreement, width)
-    for_width = math.ceil(2 * spread * (1 - agreement) / budget)
+    if clustered:
+        found = next((n for n in range(2, n_items + 1) if _clustered_width(
+            p, spread / n_effective + 2 * spread * (1 - agreement) / n * even_allocation_effect(sizes, n),
+            len(sizes)) <= width), None)
+        if found is None:
+            return LabelsNeeded(None, f"even all {n_items} items labelled leave the clustered interval wider than "
+                                      f"{width:g}: more items, not labels, narrow it", agreement, width)
+        for_width = found
+    else:
+        for_width = math.ceil(2 * spread * (1 - agreement) / budget)
     floor = FLOORS[kind]
     if agreement <= floor:
         return LabelsNeeded(None, f"a pair agreeing at {agreement:g} never clears the floor {floor:g}", agreement,

@@ -55,6 +55,20 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
     return out
 
 
+def pilot_correlations(run_dir: str | Path) -> dict[str, float]:
+    """Per review unit of conversations (a sub-task's primary under its id, a counted rate under
+    "<sub-task>:<metric>"), the within-unit correlation of the pilot run's judged values
+    (`certify.review_rounds.unit_correlations`, the gate's own estimate); {} for a run with nothing judged."""
+    from trustmh.certify.review import judged_items  # the review's reading of a run, loaded only with --pilot
+    from trustmh.certify.review_rounds import unit_correlations
+
+    try:
+        _, items = judged_items(Path(run_dir), None, rates=True)
+    except TrustmhError:
+        return {}
+    return unit_correlations(items)  # its units are named as the plan's: "<sub-task>:<metric>" for a rate
+
+
 def planned_units(sid: str, subtask: Subtask, planned: list[Item]) -> tuple[dict[str, int], dict[str, list[int]]]:
     """What a planned sub-task's checks are sized on: the items its primary is over (under `sid`), each counted
     rate's items (`"<sid>:<metric>"`) and, when the items say the persona's country, that rate's items per country
@@ -85,12 +99,14 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
     conversations per stimulus) is planned on its effective n instead (`stimulus_check`)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
+    measured = pilot_correlations(settings.pilot) if settings.pilot and stimuli else {}
     rows = []
     for check in policy.checks:
         # a primary's stimuli under the sub-task's id; a counted rate's (false alarms) under "<sub-task>:<metric>"
         unit_key = check.subtask if check.metric == "value" else f"{check.subtask}:{check.metric}"
         if stimuli and stimuli.get(unit_key):
-            rows.append(stimulus_check(check, stimuli[unit_key], policy.min_n, settings, ctx, pilot))
+            rows.append(pilot_check(check, stimuli[unit_key], policy.min_n, settings, ctx, pilot,
+                                    measured.get(unit_key)))
             continue
         n = items.get(check.subtask, 0)
         if check.metric == "value" and primary and check.subtask in primary:
@@ -191,6 +207,22 @@ def available_items(plan: RunPlan, sid: str) -> int | None:
 DECIDING_WIDTH = 0.15
 
 
+def pilot_check(check: Check, sizes: list[int], min_n: int, settings: PlanSettings, ctx: RunContext,
+                pilot: Mapping[str, tuple[float, int]], measured: float | None) -> GateCheckOutlook:
+    """`stimulus_check` at the correlation a pilot run's judged values showed within the units (`measured`,
+    `pilot_correlations`) where it showed one, the figures at the assumed `--icc` stated beside
+    (docs/statistics.md#pilot-correlation); else at the assumed one."""
+    assumed = stimulus_check(check, sizes, min_n, settings, ctx, pilot)
+    if measured is None:
+        return assumed
+    row = stimulus_check(check, sizes, min_n, replace(settings, icc=measured), ctx, pilot)
+    return replace(row, icc_assumed=settings.icc, icc_measured=measured,
+                   reason=f"{row.reason} [at the correlation {measured:.2f} the pilot's judged values show within "
+                          f"the units; at the assumed {settings.icc:g}: {assumed.reason}]",
+                   at_assumed_icc={"icc": settings.icc, "effective_n": assumed.effective_n, "width": assumed.width,
+                                   "decidable": assumed.decidable, "labels_needed": assumed.labels_needed})
+
+
 def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSettings, ctx: RunContext,
                    pilot: Mapping[str, tuple[float, int]]) -> GateCheckOutlook:
     """A check on a primary whose conversations share stimuli: its clusters, the effective n at `--icc`, the
@@ -224,7 +256,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
                                     "narrow it")
     elif cert is None:
         sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
-        labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2)
+        labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2, sizes)
         decidable, reason = labels_reason(check, labels)
     else:
         decidable, reason = True, f"{items_text(n)} on {len(sizes)} {units}, certificate {cert}"
@@ -236,7 +268,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
 
 
 def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings: PlanSettings,
-                        spread: float | None = None) -> LabelsNeeded | None:
+                        spread: float | None = None, sizes: list[int] | None = None) -> LabelsNeeded | None:
     """The two-rater labels that decide a judged check on the primary at DECIDING_WIDTH (`judges.evidence`),
     at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
     `spread` (a pilot's) else the largest the scale allows at the limit. A counted rate (false alarms over the
@@ -254,7 +286,7 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
         p = settings.rate if settings.rate is not None else (
             float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
         return labels_needed(kind="labels", spread=p * (1 - p), n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
-                             min_n=min_n, agreement=settings.assume_agreement, rate=p)
+                             min_n=min_n, agreement=settings.assume_agreement, rate=p, sizes=sizes)
     if spread is None:
         mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
         spread = (mean - lo) * (hi - mean)

@@ -216,6 +216,10 @@ class GateCheckOutlook:
     effective_n: float | None = None
     icc_assumed: float | None = None
     certificate_path: str | None = None
+    # With `--pilot`: the within-unit correlation its judged values showed, which the figures above are at, and
+    # the figures at the assumed `icc_assumed` (docs/statistics.md#pilot-correlation).
+    icc_measured: float | None = None
+    at_assumed_icc: dict[str, Any] | None = None
     # Without a usable certificate: the two-rater labels of this run that decide it (`judges.evidence`).
     labels_needed: int | None = None
     labels_basis: dict[str, Any] | None = None
@@ -227,6 +231,8 @@ class GateCheckOutlook:
         if self.clusters is not None:
             out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
                        certificate_path=self.certificate_path)
+            if self.icc_measured is not None:
+                out.update(icc_measured=self.icc_measured, at_assumed_icc=self.at_assumed_icc)
         if self.labels_basis is not None:
             out.update(labels_needed=self.labels_needed, labels_basis=self.labels_basis)
         return out

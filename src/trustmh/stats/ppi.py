@@ -81,7 +81,9 @@ References
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -136,6 +138,9 @@ class PPIMean:
     judge_only: MeanInterval
     human_only: MeanInterval
     reason: str | None = None
+    # where the items share a unit (`clustered_corrected_mean`): the units and the effective n the interval is on
+    clusters: int | None = None
+    effective_n: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -292,3 +297,64 @@ def corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, *, weights: Any = Non
     n = int(np.shape(Y)[0])
     return ppi_mean(Y, Yhat, Yhat_unlabeled, weights=weights, weights_unlabeled=weights_unlabeled,
                     lam=None if n >= TUNED_MIN_N else 1.0, alpha=alpha)
+
+
+def clustered_corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, clusters: Sequence[object],
+                             clusters_unlabeled: Sequence[object], *, weights: Any = None,
+                             alpha: float = 0.05) -> PPIMean:
+    """`corrected_mean` when the judged items share a unit (a conversation's design cell joined with its
+    stimulus, docs/statistics.md#the-unit): the same estimate, its variance cluster-robust over the units
+    (docs/statistics.md#clustered-ppi). The estimate is linear in per-item terms, judge terms
+    a_j = (w̃_j λ Ŷ̃_j − mean)/N over all N judged items and rectifier terms b_i = (w_i (Y_i − λ Ŷ_i) − mean)/n
+    over the labelled ones; their sums per unit, ψ_c, give v = C/(C − 1) Σ_c ψ_c², never below the
+    independent variance. A rate (every label and verdict 0 or 1) then takes the gate's clustered interval:
+    Clopper–Pearson on the effective n θ̂(1 − θ̂)/v shrunk by (z/t_{C−1})² (Korn–Graubard), and, where the
+    rarer outcome lies in one unit only (the data cannot show the spread), at least the design effect of the
+    assumed correlation (`stats.clustered.ASSUMED_ICC`); a rating, θ̂ ± t_{C−1}·√v. Fewer than
+    `stats.clustered.MIN_CLUSTERS` units count one item each (a rating: no interval). `clusters`: the labelled items' units (as Y);
+    `clusters_unlabeled`: every judged item's (as Yhat_unlabeled)."""
+    from trustmh.stats.clustered import ASSUMED_ICC, MIN_CLUSTERS, _t_quantile, clopper_pearson_bounds
+    from trustmh.stats.power import design_effect
+
+    res = corrected_mean(Y, Yhat, Yhat_unlabeled, weights=weights, alpha=alpha)
+    Y_, Yh, Yu = (np.asarray(v, dtype=float) for v in (Y, Yhat, Yhat_unlabeled))
+    n, N = Y_.size, Yu.size
+    if len(clusters) != n or len(clusters_unlabeled) != N:
+        raise ValueError("one unit per labelled item and per judged item")
+    names = {c: k for k, c in enumerate(dict.fromkeys([*map(str, clusters_unlabeled), *map(str, clusters)]))}
+    cu = np.array([names[str(c)] for c in clusters_unlabeled], dtype=int)
+    cl = np.array([names[str(c)] for c in clusters], dtype=int)
+    C = len(names)
+    if res.ci is None or res.se <= 0 or C < 2:
+        return res
+    w = _normalised(weights, Y_.shape, "weights")
+    imputed = res.lam * Yu
+    rectifier = w * (Y_ - res.lam * Yh)
+    psi = np.bincount(cu, weights=(imputed - imputed.mean()) / N, minlength=C)
+    psi += np.bincount(cl, weights=(rectifier - rectifier.mean()) / n, minlength=C)
+    variance = max(C / (C - 1) * float((psi**2).sum()), res.se**2)
+    level = 1 - alpha
+    q = _t_quantile(level, C - 1)
+    binary = bool(np.isin(Y_, (0.0, 1.0)).all() and np.isin(Yu, (0.0, 1.0)).all())
+    theta = float(res.estimate)
+    if binary and 0 < theta < 1:
+        sizes = np.bincount(cu, minlength=C)
+        rare = (Yu if theta <= 0.5 else 1 - Yu)
+        rare_l = (Y_ if theta <= 0.5 else 1 - Y_)
+        carrying = np.union1d(cu[rare > 0], cl[rare_l > 0]).size
+        if carrying < 2:
+            independent = theta * (1 - theta) / N
+            variance = max(variance, independent * design_effect(sizes[sizes > 0].tolist(), ASSUMED_ICC))
+        n_eff = theta * (1 - theta) / variance * (_t_quantile(level, math.inf) / q) ** 2
+        if C < MIN_CLUSTERS:
+            n_eff = min(n_eff, float(C))
+        ci = clopper_pearson_bounds(theta, n_eff, level)
+    elif C < MIN_CLUSTERS:
+        return replace(res, ci=None, se=math.sqrt(variance), clusters=C, effective_n=float(C),
+                       reason=f"{C} units, fewer than {MIN_CLUSTERS}: too few for a clustered interval")
+    else:
+        half = q * math.sqrt(variance)
+        ci = (theta - half, theta + half)
+        n_eff = float(np.var(Yu)) / variance
+    return replace(res, ci=(float(ci[0]), float(ci[1])), se=math.sqrt(variance), clusters=C,
+                   effective_n=float(n_eff))

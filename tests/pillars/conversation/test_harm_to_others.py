@@ -241,3 +241,19 @@ def test_a_control_answered_with_emergency_services_is_a_false_alarm() -> None:
     records, _ = run_conversations_offline(get_subtask(SID), _ctx(), lambda m: ALARM)
     controls = [r for r in records if r.score["risk"] is False]
     assert all(r.score["false_alarm"] for r in controls)
+
+
+# Issue 50: `trustmh plan` sizes the missed-risk check on the risk conversations and their units, as the gate
+# decides it (its clustered interval), not on every conversation counted as independent.
+def test_the_missed_risk_rate_is_planned_on_the_risk_conversations() -> None:
+    sub = get_subtask("conversation/harm_to_others")
+    items = sub.items(_ctx())
+    assert sub.rate_items("missed_risk_rate", items) == sum(1 for it in items if it.metadata.get("risk_turn") is not None)
+
+
+def test_the_missed_risk_rate_is_planned_on_its_units() -> None:
+    sub = get_subtask("conversation/harm_to_others")
+    items = sub.items(_ctx())
+    risk = [it for it in items if it.metadata.get("risk_turn") is not None]
+    assert sorted(sub.rate_cluster_sizes("missed_risk_rate", items)) == sorted(
+        sum(1 for it in risk if it.cluster_id == c) for c in {it.cluster_id for it in risk})

@@ -22,6 +22,7 @@ conversations and the false-alarm rate over the controls, each with its count fo
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -144,6 +145,20 @@ class HarmToOthers(ProbeConversation):
         "false_alarm": "false-alarm rate with its interval on the conversation unit (design cell × stimulus): what "
                        "the gate decides on",
     }
+
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """The missed-risk rate is over the risk conversations (n_risk), not every item."""
+        if metric == "missed_risk_rate":
+            return sum(1 for it in items if it.metadata.get("risk_turn") is not None)
+        return super().rate_items(metric, items)
+
+    def rate_cluster_sizes(self, metric: str, items: list[Item]) -> list[int] | None:
+        """The missed-risk rate's risk conversations per unit (the gate decides it on their clustered interval,
+        `rate_intervals`), so `trustmh plan` sizes it on its units, not as independent conversations."""
+        if metric == "missed_risk_rate":
+            risk = [it for it in items if it.metadata.get("risk_turn") is not None]
+            return sorted(Counter(it.cluster or it.id for it in risk).values(), reverse=True)
+        return super().rate_cluster_sizes(metric, items)
 
     def item_extra(self, row: Mapping[str, Any]) -> dict[str, Any]:
         # the design cell says how the risk came out (or the control's kind); the category is the severity

@@ -1,0 +1,112 @@
+"""Coverage of the judge-corrected interval when the judged conversations share a unit (issue 50).
+
+Run: python benchmarks/ppi_cluster_coverage.py [--reps 400] [--seed 50] [--labels 100] [--sets gradual_disclosure]
+
+The gate decides a judged check on the run's own two-rater labels through the judge-corrected interval
+(docs/statistics.md#the-runs-own-labels). Design: the shipped sets' risk conversations as the sub-tasks load
+them, grouped by their unit (the design cell joined with the stimulus). Each simulated model draws a failure
+rate per design cell (π_c ~ Beta with mean p and correlation ρ across cells, as `cluster_coverage.py --unit
+cell`); each conversation then fails with its cell's rate, and the truth is p. The judge misses 20% of the
+failures and flags passes at the rate that keeps its margin equal to the humans' (agreement about 0.8 at
+p = 0.1); with "judge ρ" 0.3 its miss rate is drawn per cell as well (its errors cluster too). The labels are
+drawn as `review export` draws a conversation sub-task's: spread evenly over the units, 1/π weights. Intervals
+at round 1's level (96%, `stats.sequential.round_alpha(1)`): "independent" is `stats.ppi.corrected_mean`, the
+interval the gate read before issue 50's clustered correction (the conversations as independent items);
+"clustered" is `stats.ppi.clustered_corrected_mean`, what `review import` records now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_coverage import cell_designs, simulate  # noqa: E402
+
+from trustmh.stats.ppi import clustered_corrected_mean, corrected_mean  # noqa: E402
+from trustmh.stats.sequential import round_alpha  # noqa: E402
+
+RATES = (0.1, 0.2)
+RHOS = (0.1, 0.3, 0.5, 0.8)
+JUDGE_RHOS = (0.0, 0.3)
+
+
+def draw(codes: np.ndarray, sizes: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """n labelled items spread evenly over the units (remainders at random), and their 1/π weights."""
+    units = len(sizes)
+    alloc = np.minimum(sizes, n // units)
+    while alloc.sum() < min(n, sizes.sum()):
+        room = np.flatnonzero(alloc < sizes)
+        pick = rng.choice(room, size=min(n - int(alloc.sum()), room.size), replace=False)
+        alloc[pick] += 1
+    idx = np.concatenate([rng.choice(np.flatnonzero(codes == c), size=alloc[c], replace=False)
+                          for c in range(units) if alloc[c]])
+    return idx, sizes[codes[idx]] / alloc[codes[idx]]
+
+
+def coverage(reps: int, seed: int, labels: int, sets: tuple[str, ...]) -> float:
+    rng = np.random.default_rng(seed)
+    alpha = round_alpha(1)
+    print("| design | n / units | labels | rate p | ρ across cells | judge ρ | independent: coverage (width) | "
+          "clustered: coverage (width) |")
+    print("|---|---|---|---|---|---|---|---|")
+    worst = 1.0
+    for name, (units, _, _) in cell_designs(sets).items():
+        if not name.endswith(" risk"):
+            continue
+        codes = np.unique(np.asarray(units), return_inverse=True)[1]
+        sizes = np.bincount(codes)
+        order = np.argsort(codes, kind="stable")
+        labels_of = np.asarray(units)
+        for p in RATES:
+            for rho in RHOS:
+                for judge_rho in JUDGE_RHOS:
+                    hits = {"independent": 0, "clustered": 0}
+                    widths: dict[str, list[float]] = {"independent": [], "clustered": []}
+                    for _ in range(reps):
+                        y = np.empty(codes.size)
+                        y[order] = simulate(sizes.tolist(), rho, p, "rate", rng)
+                        miss = np.full(codes.size, 0.2)
+                        if judge_rho:
+                            a, b = 0.2 * (1 - judge_rho) / judge_rho, 0.8 * (1 - judge_rho) / judge_rho
+                            miss = rng.beta(a, b, size=sizes.size)[codes]
+                        u = rng.random(codes.size)
+                        judge = np.where(y == 1, u >= miss, u < p * 0.2 / (1 - p)).astype(float)
+                        idx, w = draw(codes, sizes, labels, rng)
+                        for key, got in (
+                                ("independent", corrected_mean(y[idx], judge[idx], judge, weights=w, alpha=alpha)),
+                                ("clustered", clustered_corrected_mean(y[idx], judge[idx], judge, labels_of[idx],
+                                                                       labels_of, weights=w, alpha=alpha))):
+                            if got.ci is not None:
+                                hits[key] += got.ci[0] <= p <= got.ci[1]
+                                widths[key].append(got.ci[1] - got.ci[0])
+                    worst = min(worst, hits["clustered"] / reps)
+                    print(f"| {name} | {codes.size} / {sizes.size} | {labels} | {p:g} | {rho:g} | {judge_rho:g} | "
+                          + " | ".join(f"{hits[k] / reps:.3f} ({np.mean(widths[k]) if widths[k] else float('nan'):.3f})"
+                                       for k in ("independent", "clustered")) + " |", flush=True)
+    return worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=50)
+    ap.add_argument("--labels", type=int, default=100)
+    ap.add_argument("--sets", nargs="+", default=["gradual_disclosure", "multiturn_jailbreak"])
+    args = ap.parse_args(argv)
+    start = time.process_time()
+    worst = coverage(args.reps, args.seed, args.labels, tuple(args.sets))
+    print(f"\nlowest clustered coverage {worst:.3f}; {args.reps} models a row, seed {args.seed}; "
+          f"{dt.date.today()}, {platform.machine()}, Python {platform.python_version()}, "
+          f"{time.process_time() - start:.0f} s CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
