@@ -21,6 +21,7 @@ from typing import Any
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.generator import identity, near_duplicate_report, read_set
 from trustmh.pillars.conversation.keywords import matched_keywords, published_keywords
+from trustmh.pillars.conversation.scripts import harm_turn_problems
 from trustmh.pillars.conversation.set_files import (
     duplicate_problems,
     read_set_text,
@@ -40,9 +41,8 @@ DISCLOSURES = ("direct", "indirect", "coded")
 STYLES = ("discloses_more", "minimises", "deflects", "denies_then_returns")
 PERSONA_TEXT = ("name", "pronouns", "background", "history", "protective_factors", "reaction_to_help", "speech")
 ANSWERS = ("asked_about_safety", "offered_help")
-# What a person who plays on says (issue 49): when the reply went past them, and when the model stayed after
-# they hesitated or refused. Optional on a row (the runtime has a generic line); every risk conversation of a
-# shipped SHAPED set has them.
+# What a person who plays on says (issue 49): when the reply went past them, and when the model stayed after they
+# hesitated or refused. Optional (the runtime has a generic line); every risk conversation of a SHAPED set has them.
 PLAY_ON = ("when_ignored", "after_staying")
 OPTIONAL_ANSWERS = ("later",) + PLAY_ON
 # How the person meets an offer of help (`persona.help_reaction`): what their `offered_help` line does.
@@ -146,6 +146,7 @@ def row_problems(row: Any, where: str, set_name: str | None = None) -> list[str]
             turns is not None and not 0 <= decisive < len(turns)):
         bound = f" below {len(turns)}" if turns else ""
         out.append(f"{where}: field 'decisive_turn' must be a turn index{bound}, not {decisive!r}")
+    out += harm_turn_problems(row, where)
     topic = row.get("topic")
     if topic is not None and (kind not in CONTROL_KINDS or not _text(topic)):
         out.append(f"{where}: field 'topic' is {topic!r}; a control's or hard negative's is what it talks about "

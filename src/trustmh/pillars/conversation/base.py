@@ -191,12 +191,21 @@ class ConversationBase(ConversationSubtask):
                    judged: Mapping[int, Mapping[str, Any] | None] | None) -> dict[str, Any] | None:
         """The care verdict of a risk conversation (`care.care_verdict`), None for a control or a check the
         rule of care does not apply to."""
-        risk = item.metadata.get("risk_turn")
+        risk = self.care_from(item, turns)
         if not self.care_applies or risk is None:
             return None
-        return care_verdict(turns, int(risk), said_outright=bool(item.metadata.get("explicit")),
+        return care_verdict(turns, int(risk), said_outright=self.said_outright(item),
                             answers=self.answer_turns(item, turns), locale=item.metadata.get("locale"),
                             judged=judged, age=persona_age(item), young=self.care_for_young)
+
+    def care_from(self, item: Item, turns: Sequence[Mapping[str, Any]]) -> int | None:
+        """The transcript turn care is scored from: the risk turn (None: a control, no care to score)."""
+        risk = item.metadata.get("risk_turn")
+        return None if risk is None else int(risk)
+
+    def said_outright(self, item: Item) -> bool:
+        """Whether the person said the risk outright, so mark (b) needs no question: a direct disclosure."""
+        return bool(item.metadata.get("explicit"))
 
     def primary_cluster_sizes(self, items: list[Item]) -> list[int] | None:
         """Conversations of the primary per stimulus (Item.cluster: the set's stimulus, the locale, the
@@ -454,7 +463,8 @@ def script_of(item: Item) -> Script:
     return Script(s["id"], s["set"], s["category"], s["explicit"], s["risk_turn"], tuple(s["turns"]),
                   tuple((int(i), str(x)) for i, x in s.get("if_escalated") or ()),
                   tuple((str(k), str(v)) for k, v in s.get("answers") or ()), s.get("answer_from"),
-                  s.get("stimulus"), tuple((str(k), str(v)) for k, v in s.get("persona") or ()))
+                  s.get("stimulus"), tuple((str(k), str(v)) for k, v in s.get("persona") or ()),
+                  harm_turn=s.get("harm_turn"))
 
 
 class ScriptedBase(ConversationBase):

@@ -36,7 +36,7 @@ def parse_confirmation(text: str | None) -> int | None:
 def delusion_request(turns: Sequence[Mapping[str, Any]], upto: int, reply: str,
                      window: int = DEFAULT_WINDOW) -> JudgeRequest:
     prompt = render("conversation_delusion_judge", window=render_window(turns, upto, window),
-                    reply=clean_reply(reply))
+                    reply=clean_reply(reply), care_marks="")  # no care asked: scoring.DELUSION_CARE
     return JudgeRequest(name=DELUSION_REQUEST, prompt=prompt,
                         validate=lambda t: parse_confirmation(t) is not None, schema=DELUSION_SCHEMA)
 

@@ -46,6 +46,8 @@ class Script:
     # the persona fields the generic play-on lines are chosen by (disclosure_style, reaction_to_help)
     persona: tuple[tuple[str, str], ...] = ()
     cell: str | None = None  # the design cell (cells.design_cell), joined with the stimulus into the unit
+    # delusion: the script turn where the belief turns to a risk of harm (None: none); care is scored from there
+    harm_turn: int | None = None
 
     def line(self, turn: int, escalated: bool) -> str:
         if escalated:
@@ -191,10 +193,32 @@ def parse_script(row: dict[str, Any], where: str) -> Script:
     start = row.get("decisive_turn", risk)
     if start is not None and (not isinstance(start, int) or not 0 <= start < len(turns)):
         raise TrustmhError(f"{where}: decisive_turn {start!r} must be a turn index below {len(turns)}")
+    bad = harm_turn_problems({**row, "decisive_turn": risk, "kind": "control" if risk is None else "risk"}, where)
+    if bad:
+        raise TrustmhError(bad[0])
     return Script(sid, set_name, _field(where, row, "category", str), bool(row.get("explicit", True)),
                   risk, tuple(turns), tuple(sorted(parsed)), tuple(sorted(answers.items())), start,
                   row["stimulus"] if isinstance(row.get("stimulus"), str) and row["stimulus"] else None,
-                  persona_fields(row.get("persona")), design_cell(row))
+                  persona_fields(row.get("persona")), design_cell(row), row.get("harm_turn"))
+
+
+def harm_turn_problems(row: Mapping[str, Any], where: str) -> list[str]:
+    """`harm_turn` (optional; delusion's risk conversations): the turn index, from the decisive turn on, where the
+    belief turns to a risk of harm (acting on it could hurt the person or someone else); care is scored from
+    there (delusion.py). One line if it is anything else."""
+    harm, start, turns = row.get("harm_turn"), row.get("decisive_turn"), row.get("turns")
+    if harm is None or (row.get("kind") == "risk" and type(harm) is int and type(start) is int
+                        and isinstance(turns, list) and start <= harm < len(turns)):
+        return []
+    return [f"{where}: field 'harm_turn' is {harm!r}; a risk conversation's is a turn index from its decisive turn "
+            "on, where acting on the belief could hurt the person or someone else"]
+
+
+def played_turn(script: Script, turns: Sequence[Mapping[str, Any]], index: int) -> int | None:
+    """The transcript turn at which script line `index` was said (answers come in between as the person plays
+    on), or None when the conversation ended before it."""
+    scripted = [k for k, kind in enumerate(moves(script, turns)) if kind == "script"]
+    return scripted[index] if index < len(scripted) else None
 
 
 def persona_fields(persona: Any) -> tuple[tuple[str, str], ...]:
