@@ -15,6 +15,9 @@ from browser import headless_chrome
 from canned import canned_model
 from trustmh.judges.certificates import find_certificate
 
+# end-to-end: the review page driven in headless Chromium (a browser started, a run through Inspect)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:

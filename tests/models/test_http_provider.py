@@ -246,6 +246,7 @@ def test_a_hang_names_the_endpoint_file(hung: tuple[Path, str]) -> None:
     assert str(hung[0]) in hung[1]
 
 
+@pytest.mark.slow  # its fixture waits out the attempt timeout against a hung server (about 4 s of CPU), as its sibling
 def test_a_hang_is_not_reported_as_a_retry_future(hung: tuple[Path, str]) -> None:
     assert "RetryError" not in hung[1]
 

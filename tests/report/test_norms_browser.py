@@ -29,6 +29,9 @@ from trustmh.pillars.clinical.norms import norms_json
 from trustmh.report.layout import PALETTE
 from trustmh.report.norms import HUMAN, LLM, PURPLE, siri2_view
 
+# end-to-end: headless Chromium (selenium, and a screenshot run) lays the chart out; its setup is about 12 s of CPU
+pytestmark = pytest.mark.slow
+
 OFF_SCALE = 244.32
 MODEL = "example/<b>all-wrong</b>"
 

@@ -194,6 +194,7 @@ def test_single_run_report_uses_the_same_page(browser: Any, runs: list[Path], tm
     _shot(browser, tmp_path / "run.png")
 
 
+@pytest.mark.slow  # end-to-end: the page in headless Chromium, whose start-up alone is seconds of CPU
 def test_conversation_turns_show_turn_by_turn(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 

@@ -144,29 +144,35 @@ def test_shards_on_urls_merge_into_the_single_process_result(s3_endpoint: str, t
     assert argv[-4:] == ["--shard", "1/2", "--out", f"s3://{BUCKET}/w/workers/1"]
 
 
-def test_errors_are_one_line_and_come_before_any_call(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from fsspec.registry import known_implementations
-
+def _refused_before_any_call(url: str) -> str:
+    """The one-line error a run to `url` stops with, after checking it asked the model nothing."""
     calls: list[str] = []
 
     def counting(prompt: str, messages, config) -> str:  # noqa: ANN001
         calls.append(prompt)
         return "Answer: A"
 
-    def attempt(url: str) -> str:
-        with pytest.raises(TrustmhError) as err:
-            run(RunOptions(model=canned_model(counting), no_judge=True, suite="starter", subtasks=["knowledge"],
-                           out=url, display="none"))
-        assert "\n" not in str(err.value)
-        assert url in str(err.value)
-        return str(err.value)
-
-    # a filesystem whose package is not installed (as gs:// without gcsfs)
-    monkeypatch.setitem(known_implementations, "zzfs", {"class": "zzfs_not_installed.ZzFileSystem"})
-    assert "install zzfs_not_installed for zzfs:// run directories" in attempt("zzfs://bucket/run")
-    assert "cannot write there" in attempt("s3://no-such-bucket-here/run")
+    with pytest.raises(TrustmhError) as err:
+        run(RunOptions(model=canned_model(counting), no_judge=True, suite="starter", subtasks=["knowledge"],
+                       out=url, display="none"))
+    assert "\n" not in str(err.value)
+    assert url in str(err.value)
     assert calls == []
+    return str(err.value)
+
+
+def test_a_filesystem_not_installed_is_one_line_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsspec.registry import known_implementations
+
+    # a filesystem whose package is not installed (as gs:// without gcsfs): no server needed
+    monkeypatch.setitem(known_implementations, "zzfs", {"class": "zzfs_not_installed.ZzFileSystem"})
+    assert "install zzfs_not_installed for zzfs:// run directories" in _refused_before_any_call("zzfs://bucket/run")
+
+
+@pytest.mark.slow  # a moto S3 server on loopback (its start-up about 5 s of CPU), to answer "no such bucket"
+def test_a_bucket_that_cannot_be_written_is_one_line_before_any_call(s3_endpoint: str,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert "cannot write there" in _refused_before_any_call("s3://no-such-bucket-here/run")
     # the command line says it in one line, exit 2
     assert main(["run", "--model", "mockllm/model", "--suite", "starter", "--subtasks", "knowledge",
                  "--no-judge", "--out", "s3://no-such-bucket-here/run"]) == 2

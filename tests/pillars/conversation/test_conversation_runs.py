@@ -42,36 +42,55 @@ def _items(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines() if line.strip()]
 
 
-def test_simulated_patient_against_loopback_writes_transcript_and_values(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def patient_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A simulated-patient run on the loopback server (patient, model under test and judge as three models of
+    one server), the same command again, and a fresh run directory with the same shared cache: played once for
+    the tests below (the fast lane's 3-second rule)."""
+    tmp = tmp_path_factory.mktemp("patient-loopback")
+    out = tmp / "run"
     argv = ["run", "--pillars", "conversation", "--subtasks", "simulated_patient", "--limit", "2",
             "-O", "turns=3", "-O", "judge_repeats=2", "--out", str(out), "--display", "none", "--n-boot", "200", "--seed", "5",
             "--timeout", "30", "--max-retries", "1"]
-    with LoopbackServer(respond, max_requests=200, max_seconds=120) as server:
+    with pytest.MonkeyPatch.context() as mp, LoopbackServer(respond, max_requests=200, max_seconds=120) as server:
         for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
+            mp.setenv(key, value)
         argv += ["--model", server.model_name("mut"), "--judge", server.model_name("judge"),
                  "--patient", server.model_name("patient")]
-        monkeypatch.setenv("TRUSTMH_CACHE_DIR", str(tmp_path / "cache"))
+        mp.setenv("TRUSTMH_CACHE_DIR", str(tmp / "cache"))
         code = main(argv)
         first = list(server.chat_requests)
         # the same command again continues the run; a fresh run directory with the same shared cache asks
         # nothing again either: the patient's calls are cached like the model's and the judge's
-        assert main(argv) == 0
-        assert main([*argv[:argv.index("--out") + 1], str(tmp_path / "again"), *argv[argv.index("--out") + 2:]]) == 0
+        rerun = main(argv)
+        fresh = main([*argv[:argv.index("--out") + 1], str(tmp / "again"), *argv[argv.index("--out") + 2:]])
         again = list(server.chat_requests)
-    assert code == 0
-    assert len(again) == len(first)
-    assert json.loads((tmp_path / "again" / "results.json").read_text())["subtasks"][
-        "conversation/simulated_patient"]["value"] == json.loads((out / "results.json").read_text())["subtasks"][
-        "conversation/simulated_patient"]["value"]
+    return {"code": code, "rerun": rerun, "fresh": fresh, "first": first, "again": again, "out": out,
+            "again_out": tmp / "again"}
+
+
+def _patient_sub(out: Path) -> dict[str, Any]:
+    return json.loads((out / "results.json").read_text())["subtasks"]["conversation/simulated_patient"]
+
+
+def test_simulated_patient_against_loopback_runs_and_runs_again_asking_nothing_twice(
+        patient_runs: dict[str, Any]) -> None:
+    assert (patient_runs["code"], patient_runs["rerun"], patient_runs["fresh"]) == (0, 0, 0)
+    assert len(patient_runs["again"]) == len(patient_runs["first"])
+    assert _patient_sub(patient_runs["again_out"])["value"] == _patient_sub(patient_runs["out"])["value"]
+
+
+def test_simulated_patient_against_loopback_asks_each_role_as_planned(patient_runs: dict[str, Any]) -> None:
+    first = patient_runs["first"]
     by_model = {m: [r for r in first if r.json.get("model") == m] for m in ("mut", "judge", "patient")}
     assert len(by_model["patient"]) == len(by_model["mut"]) == 2 * 3
     assert all(r.json["temperature"] == 0 and r.json["seed"] == 5 for r in by_model["judge"])
     # test-retest: each repeat reaches the judge (its own cache entry), two rubric calls per conversation
     assert sum("five criteria" in message_text(r.json["messages"][-1]) for r in by_model["judge"]) == 2 * 2
-    results = json.loads((out / "results.json").read_text())
+
+
+def test_simulated_patient_against_loopback_writes_its_values(patient_runs: dict[str, Any]) -> None:
+    results = json.loads((patient_runs["out"] / "results.json").read_text())
     assert results["patient"] == {"model": "openai-api/loop/patient", "source": "--patient"}
     sub = results["subtasks"]["conversation/simulated_patient"]
     assert sub["status"] == "ok"
@@ -80,6 +99,12 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
     assert sub["metrics"]["rubric"]["ai_communication"]["value"] == RUBRIC["ai_communication"]
     assert sub["metrics"]["rubric_test_retest"]["agreement"] == 1.0  # the canned judge never wavers
     assert "conversation" in results["pillars"]
+
+
+def test_simulated_patient_against_loopback_writes_the_transcript(patient_runs: dict[str, Any]) -> None:
+    from inspect_ai.log import read_eval_log
+
+    out = patient_runs["out"]
     rows = _items(out)
     assert len(rows) == 2
     for row in rows:
@@ -88,8 +113,6 @@ def test_simulated_patient_against_loopback_writes_transcript_and_values(
         assert {t["model"] for t in turns if t["role"] == "patient"} == {"openai-api/loop/patient"}
         assert all(isinstance(t["marks"], dict) for t in turns)
         assert all(t["marks"]["resources_rule"] for t in turns if t["role"] == "model")
-    from inspect_ai.log import read_eval_log
-
     (log_path,) = list((out / "logs").glob("*.eval"))
     log = read_eval_log(str(log_path))
     messages = log.samples[0].messages

@@ -14,7 +14,7 @@ import pytest
 
 from care_products import careful
 from trustmh.catalogue import get_subtask
-from trustmh.core import Item, JudgeInfo, JudgeRequest, RunContext, TrustmhError
+from trustmh.core import Item, JudgeInfo, JudgeRequest, Record, RunContext, SubtaskResult, TrustmhError
 from trustmh.offline import run_conversations_offline
 from trustmh.pillars.conversation.base import set_path
 from trustmh.pillars.conversation.scripts import load_scripts, parse_script
@@ -83,9 +83,16 @@ def test_never_escalating_model_misses_every_crisis() -> None:
     assert set(result.metrics["detection"]["by_explicit"]) == {"True", "False"}
 
 
-def test_escalating_at_once_detects_at_turn_zero_and_misses_nothing() -> None:
-    sub = get_subtask("conversation/gradual_disclosure")
-    records, result = run_conversations_offline(sub, ctx(), escalate_on_risk, judge=judge)
+@pytest.fixture(scope="module")
+def escalating_run() -> tuple[list[Record], SubtaskResult]:
+    """The gradual-disclosure set played by a model that escalates at once, judged by the canned judge: built once,
+    read by the tests that need a clean run (the fast lane's 3-second rule)."""
+    return run_conversations_offline(get_subtask("conversation/gradual_disclosure"), ctx(), escalate_on_risk,
+                                     judge=judge)
+
+
+def test_escalating_at_once_detects_at_turn_zero_and_misses_nothing(escalating_run) -> None:
+    records, result = escalating_run
     assert result.value == 0.0
     assert result.metrics["turns_to_detection_median"]["value"] == 0.0
     assert result.metrics["detection"]["false_alarm_rate"]["value"] == 0.0  # controls never see the line
@@ -142,7 +149,7 @@ def _risk_lines(category: str) -> set[str]:
             if s.category == category and s.risk_turn is not None}
 
 
-def test_an_unreadable_conversation_counts_exactly_as_a_missed_one() -> None:
+def test_an_unreadable_conversation_counts_exactly_as_a_missed_one(escalating_run) -> None:
     sub = get_subtask("conversation/gradual_disclosure")
     self_harm = _risk_lines("self_harm")
 
@@ -154,7 +161,7 @@ def test_an_unreadable_conversation_counts_exactly_as_a_missed_one() -> None:
 
     _, unreadable = run_conversations_offline(sub, ctx(), escalate_on_risk, judge=broken_on_self_harm)
     _, missed = run_conversations_offline(sub, ctx(), misses_self_harm, judge=judge)
-    _, clean = run_conversations_offline(sub, ctx(), escalate_on_risk, judge=judge)
+    _, clean = escalating_run
     k = sum(s.category == "self_harm" and s.risk_turn is not None
             for s in load_scripts(SETS / "gradual_disclosure.json"))
     assert k > 0
@@ -359,9 +366,11 @@ def test_system_prompt_option(tmp_path: Path) -> None:
     assert all(s.startswith("You are Ada") for s in seen)
 
 
-def test_item_scores_agree_with_the_conservative_primary() -> None:
+@pytest.mark.parametrize("sid", ["conversation/gradual_disclosure", "conversation/delusion",
+                                 "conversation/multiturn_jailbreak", "conversation/simulated_patient"])
+def test_item_scores_agree_with_the_conservative_primary(sid: str) -> None:
     """The leaderboard's paired bootstrap ranks on per-item scores: with some judge marks unreadable, their
-    mean is still the published (worst-case) value."""
+    mean is still the published (worst-case) value (one sub-task per test: the 3-second rule)."""
     from trustmh.results.item_scores import item_scores
 
     def flaky(req: JudgeRequest) -> str:
@@ -374,21 +383,16 @@ def test_item_scores_agree_with_the_conservative_primary() -> None:
     def patient(messages: list[dict[str, str]]) -> str:
         return f"patient line {len(messages)} of profile {zlib.crc32(messages[0]['content'].encode())}"
 
-    checked = 0
-    for sid in ("conversation/gradual_disclosure", "conversation/delusion", "conversation/multiturn_jailbreak",
-                "conversation/simulated_patient"):
-        sub = get_subtask(sid)
-        c = ctx(turns="4")
-        records, result = run_conversations_offline(sub, c, mixed, patient=patient, judge=flaky,
-                                                    items=sub.items(c)[:8] if "simulated" in sid else None)
-        scores, _, reason = item_scores(sid, [r.to_dict() for r in records], {"mode": "default"})
-        assert reason is None, sid
-        assert result.value is not None, sid
-        assert sum(scores.values()) / len(scores) == pytest.approx(result.value), sid
-        if sid != "conversation/simulated_patient":
-            assert result.n_invalid > 0, sid  # the flaky judge did reach the primary
-        checked += 1
-    assert checked == 4
+    sub = get_subtask(sid)
+    c = ctx(turns="4")
+    records, result = run_conversations_offline(sub, c, mixed, patient=patient, judge=flaky,
+                                                items=sub.items(c)[:8] if "simulated" in sid else None)
+    scores, _, reason = item_scores(sid, [r.to_dict() for r in records], {"mode": "default"})
+    assert reason is None
+    assert result.value is not None
+    assert sum(scores.values()) / len(scores) == pytest.approx(result.value)
+    if sid != "conversation/simulated_patient":
+        assert result.n_invalid > 0  # the flaky judge did reach the primary
 
 
 def test_simulated_patient_counts_unreadable_crisis_marks_as_missed() -> None:
