@@ -22,9 +22,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trustmh.catalogue import lookup
 from trustmh.core import TrustmhError
 from trustmh.judges.evidence import ASSUMED_AGREEMENT
 from trustmh.judges.labels import read_review_sample
+from trustmh.stats.clustered import clustered_interval
 
 SAMPLE_FILE = "sample.json"
 
@@ -111,9 +113,6 @@ def unit_correlations(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     it (no spread, the rarer outcome in one unit) is left out, so its caller keeps the assumed correlation.
     This is the judge's term of the corrected interval's variance, known once the run is judged
     (docs/statistics.md#pilot-correlation)."""
-    from trustmh.catalogue import lookup
-    from trustmh.stats.clustered import clustered_interval
-
     by_unit: dict[str, list[Mapping[str, Any]]] = {}
     for it in items:
         if it.get("stimulus") is not None:

@@ -307,6 +307,7 @@ def next_steps(out: Any, *, demo: bool, shard: tuple[int, int] | None = None) ->
 def cmd_plan(args: argparse.Namespace) -> int:
     """`trustmh plan`: the run's calls, tokens, wall time, cost and power, without a model call."""
     # imported when the command runs, not at start-up (`trustmh --help` and `list` stay fast)
+    from trustmh.certify.pilot import pilot_correlations
     from trustmh.run.budget import needs_prices, over_budget
     from trustmh.run.config import resolve
     from trustmh.run.estimate import estimate, plan_settings, to_json
@@ -322,7 +323,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     data = estimate(plan, plan_settings(spec, rate=args.rate, target_width=args.target_width,
                                         detect_difference=args.detect_difference, pilot=args.pilot,
                                         policy=args.policy, icc=args.icc,
-                                        assume_agreement=args.assume_agreement))
+                                        assume_agreement=args.assume_agreement,
+                                        pilot_correlations=pilot_correlations(args.pilot) if args.pilot else None))
     if args.budget is not None:
         why = over_budget(data, args.budget)
         data = replace(data, budget=BudgetOutlook(amount=args.budget, would_start=why is None or args.force,

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustmh.judges.reference_quality import FLOORS
+from trustmh.stats.clustered import _t_quantile, clopper_pearson_bounds
 from trustmh.stats.sequential import round_alpha, round_z
 
 # The judge–human (and human–human) agreement `trustmh plan` assumes when no one has labelled yet
@@ -185,7 +186,6 @@ def even_allocation_effect(sizes: Sequence[int], labels: float) -> float:
 def _clustered_width(p: float, variance: float, units: int) -> float:
     """The width of the gate's clustered interval on a rate (`stats.ppi.clustered_corrected_mean`) at round 1's
     level: Clopper–Pearson on the effective n p(1 − p)/v shrunk by (z/t on units − 1)²."""
-    from trustmh.stats.clustered import _t_quantile, clopper_pearson_bounds
 
     level = 1 - round_alpha(1)
     n_eff = p * (1 - p) / variance * (_t_quantile(level, math.inf) / _t_quantile(level, units - 1)) ** 2

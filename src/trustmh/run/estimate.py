@@ -223,14 +223,16 @@ def replay_conversation(r: _Replay, subtask: ConversationSubtask, item: Item, ep
 def plan_settings(spec: RunSpec, rate: float | None = None, target_width: float | None = None,
                   detect_difference: float | None = None, pilot: str | Path | None = None,
                   policy: str | Path | None = None, icc: float | None = None,
-                  assume_agreement: float | None = None) -> PlanSettings:
+                  assume_agreement: float | None = None,
+                  pilot_correlations: dict[str, float] | None = None) -> PlanSettings:
     """The estimate's assumptions from a RunSpec (prices, expected reply length, latency) and the outlook's
     questions (`trustmh plan`'s --rate, --target-width, --detect-difference, --pilot, --policy)."""
     expected = dict(EXPECTED_TOKENS)
     if spec.cost.expect_reply_tokens:
         expected["model"] = int(spec.cost.expect_reply_tokens)
     settings = PlanSettings(prices=dict(spec.cost.prices), expected=expected, rate=rate, target_width=target_width,
-                            detect_difference=detect_difference, pilot=pilot, policy=policy)
+                            detect_difference=detect_difference, pilot=pilot, policy=policy,
+                            pilot_correlations=dict(pilot_correlations or {}))
     if icc is not None:
         settings.icc = float(icc)
     if assume_agreement is not None:

@@ -55,20 +55,6 @@ def pilot_sds(run_dir: str | Path) -> dict[str, tuple[float, int]]:
     return out
 
 
-def pilot_correlations(run_dir: str | Path) -> dict[str, float]:
-    """Per review unit of conversations (a sub-task's primary under its id, a counted rate under
-    "<sub-task>:<metric>"), the within-unit correlation of the pilot run's judged values
-    (`certify.review_rounds.unit_correlations`, the gate's own estimate); {} for a run with nothing judged."""
-    from trustmh.certify.review import judged_items  # the review's reading of a run, loaded only with --pilot
-    from trustmh.certify.review_rounds import unit_correlations
-
-    try:
-        _, items = judged_items(Path(run_dir), None, rates=True)
-    except TrustmhError:
-        return {}
-    return unit_correlations(items)  # its units are named as the plan's: "<sub-task>:<metric>" for a rate
-
-
 def planned_units(sid: str, subtask: Subtask, planned: list[Item]) -> tuple[dict[str, int], dict[str, list[int]]]:
     """What a planned sub-task's checks are sized on: the items its primary is over (under `sid`), each counted
     rate's items (`"<sid>:<metric>"`) and, when the items say the persona's country, that rate's items per country
@@ -99,7 +85,7 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
     conversations per stimulus) is planned on its effective n instead (`stimulus_check`)."""
     policy = load_policy(settings.policy)
     pilot = pilot_sds(settings.pilot) if settings.pilot else {}
-    measured = pilot_correlations(settings.pilot) if settings.pilot and stimuli else {}
+    measured = settings.pilot_correlations if stimuli else {}
     rows = []
     for check in policy.checks:
         # a primary's stimuli under the sub-task's id; a counted rate's (false alarms) under "<sub-task>:<metric>"
@@ -210,7 +196,7 @@ DECIDING_WIDTH = 0.15
 def pilot_check(check: Check, sizes: list[int], min_n: int, settings: PlanSettings, ctx: RunContext,
                 pilot: Mapping[str, tuple[float, int]], measured: float | None) -> GateCheckOutlook:
     """`stimulus_check` at the correlation a pilot run's judged values showed within the units (`measured`,
-    `pilot_correlations`) where it showed one, the figures at the assumed `--icc` stated beside
+    `PlanSettings.pilot_correlations`) where it showed one, the figures at the assumed `--icc` stated beside
     (docs/statistics.md#pilot-correlation); else at the assumed one."""
     assumed = stimulus_check(check, sizes, min_n, settings, ctx, pilot)
     if measured is None:

@@ -41,6 +41,9 @@ class PlanSettings:
     target_width: float | None = None  # `--target-width`: items needed for this 95% interval width
     detect_difference: float | None = None  # `--detect-difference`: items needed to detect this difference
     pilot: str | Path | None = None  # `--pilot RUN_DIR`: per-item spread from a finished run
+    # `--pilot`'s within-unit correlations per review unit (`certify.review_rounds.pilot_correlations`): read by the
+    # caller, since the review's reading of a run sits a floor above the plan
+    pilot_correlations: dict[str, float] = field(default_factory=dict)
     policy: str | Path | None = None  # `--policy FILE`: the gate policy (None: the default)
     batch: BatchMode | None = None  # the run's --batch (None: live; the plan still prices batch beside it)
     icc: float = ASSUMED_ICC  # `--icc`: within-stimulus correlation for the conversation checks' effective n

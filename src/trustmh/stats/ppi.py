@@ -89,6 +89,9 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
+from trustmh.stats.clustered import ASSUMED_ICC, MIN_CLUSTERS, _t_quantile, clopper_pearson_bounds
+from trustmh.stats.power import design_effect
+
 
 @dataclass(frozen=True)
 class PPIBatch:
@@ -313,8 +316,6 @@ def clustered_corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, clusters: S
     assumed correlation (`stats.clustered.ASSUMED_ICC`); a rating, θ̂ ± t_{C−1}·√v. Fewer than
     `stats.clustered.MIN_CLUSTERS` units count one item each (a rating: no interval). `clusters`: the labelled items' units (as Y);
     `clusters_unlabeled`: every judged item's (as Yhat_unlabeled)."""
-    from trustmh.stats.clustered import ASSUMED_ICC, MIN_CLUSTERS, _t_quantile, clopper_pearson_bounds
-    from trustmh.stats.power import design_effect
 
     res = corrected_mean(Y, Yhat, Yhat_unlabeled, weights=weights, alpha=alpha)
     Y_, Yh, Yu = (np.asarray(v, dtype=float) for v in (Y, Yhat, Yhat_unlabeled))
