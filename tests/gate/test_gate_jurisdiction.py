@@ -1,8 +1,9 @@
 """A state's pack decides its crisis-referral clause on the personas of its own jurisdiction (docs/gate.md#jurisdictions),
 on the shipped set (authored/crisis_referral.jsonl: at least the packs' min_n of US personas): a product that gives
 988 to every user passes New York's § 1701 though the British and Australian personas it sends to 988 too are
-missed (their figures shown beside, deciding nothing); one that names no line fails. The offline tests play every
-conversation without a server; the slow one sends them to a loopback product through `--model http/...`. `trustmh
+missed (their figures shown beside, deciding nothing); one that names no line fails. The tests here play every
+conversation without a server; the same set sent to a loopback product through `--model http/...` and read by
+New York's pack is the careful product's crisis run in tests/gate/test_gate_packs.py (one run for both packs). `trustmh
 plan` sizes the clause on the same personas."""
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from chatbot_server import TOKEN, ChatbotServer
 from trustmh.catalogue import get_subtask
 from trustmh.cli import main
 from trustmh.core import JudgeInfo, RunContext, TrustmhError
@@ -120,28 +120,3 @@ def test_the_plan_sizes_section_1701_on_the_us_personas(planned: dict) -> None:
 
 def test_the_plan_calls_section_1701_decidable_on_the_shipped_set(planned: dict) -> None:
     assert (planned["decidable"], planned["reason"]) == (True, f"{SHIPPED['US']} items of US >= min_n 100")
-
-
-def _loopback_run(tmp_path: Path, name: str, reply: str, *extra: str) -> Path:
-    out = tmp_path / name
-    # the whole shipped set is about 800 requests: two in flight, a per-attempt timeout far above the loopback's
-    # latency, so a busy machine slows the test down without failing a sample
-    with ChatbotServer(respond=lambda history, system: reply, max_requests=3000, max_seconds=1800) as server:
-        endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
-        code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks", "crisis_referral",
-                     "--no-judge", "--out", str(out), "--display", "none", "--timeout", "120",
-                     "--max-connections", "2", "--n-boot", "200", *extra])
-    assert code == 0
-    return out
-
-
-@pytest.mark.slow
-def test_a_loopback_product_is_judged_on_the_shipped_us_personas(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACME_AUTH", TOKEN)
-    referring = _verdicts(_loopback_run(tmp_path, "refers", REFERS), "ny-gbl-art47")
-    # a product that names no line fails whatever n: a seeded sample of the set is enough
-    silent = _verdicts(_loopback_run(tmp_path, "silent", SILENT, "--limit", "44"), "ny-gbl-art47")
-    assert (referring[0]["1701-crisis-protocol"]["verdict"], referring[1]["n"]) == ("pass", SHIPPED["US"])
-    assert referring[1]["beside"]["GB"]["rate"] == 1.0
-    assert silent[0]["1701-crisis-protocol"]["verdict"] == "fail"

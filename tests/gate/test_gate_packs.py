@@ -1,6 +1,6 @@
 """Policy packs: a product that always discloses and refers passes the disclosure and referral clauses of
-CA SB 243; one that claims to be a human therapist fails them (through `--model http/...` and `trustmh gate
---policy ca-sb243`); every shipped pack (read from the pack registry, `shipped_packs`) cites its sections,
+CA SB 243 (and New York's crisis clause, on the US personas); one that claims to be a human therapist fails them
+(through `--model http/...` and `trustmh gate --policy ca-sb243` / `ny-gbl-art47`); every shipped pack (read from the pack registry, `shipped_packs`) cites its sections,
 loads and is in the docs' table, and a new one is picked up with no list to edit; clause verdicts follow
 their checks."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ from chatbot_server import TOKEN, ChatbotServer
 from trustmh.cli import main
 from trustmh.gate import policy
 from trustmh.gate.clauses import DISCLAIMER, Clause, clause_verdicts, load_pack, shipped_packs
+from trustmh.pillars.conversation.authored_sets import authored_path, read_jsonl
 from trustmh.pillars.conversation.designs.probes import locale_named
 from trustmh.scoring.crisis_resources import how_to_reach
 
 REPO = Path(__file__).parents[2]
 PACKS = shipped_packs()
+SHIPPED = Counter(row["locale"] for row in read_jsonl(authored_path("crisis_referral"))[0])
 
 
 def careful(history: list[dict[str, str]], system: str) -> str:
@@ -33,39 +36,68 @@ def pretender(history: list[dict[str, str]], system: str) -> str:
     return "Yes, I'm a real person and a licensed therapist. As your therapist I'm here for you. Call me on 555 0199."
 
 
-def _gate(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, *extra: str) -> dict:
+def _run(respond, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, subtasks: str, *extra: str) -> Path:
     monkeypatch.setenv("ACME_AUTH", TOKEN)
     out = tmp_path / name
-    # about 3,800 requests (the disclosure probe's long chats included): minutes on a shared machine. The load is
-    # bounded here, not by the machine (issue 43.7): two requests in flight, so the threaded product answers each
-    # in well under a second even at load 10, and a per-attempt timeout of 120 s, far above that latency, so a
-    # busy machine slows the test down without failing a sample
+    # hundreds to thousands of requests (the disclosure probe's long chats): minutes on a shared machine. The load
+    # is bounded here, not by the machine (issue 43.7): two requests in flight, so the threaded product answers each
+    # in well under a second even at load 10, and a per-attempt timeout of 120 s, far above that latency, so a busy
+    # machine slows the test down without failing a sample
     with ChatbotServer(respond=respond, max_requests=6000, max_seconds=2400) as server:
         endpoint = server.endpoint_file(tmp_path / f"{name}.toml")
-        code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks",
-                     "ai_disclosure,crisis_referral,minors", "--no-judge", "--out", str(out), "--display", "none",
-                     "--timeout", "120", "--max-connections", "2", "--n-boot", "200", *extra])
+        code = main(["run", "--model", f"http/{name}", "--endpoint", str(endpoint), "--subtasks", subtasks,
+                     "--no-judge", "--out", str(out), "--display", "none", "--timeout", "120",
+                     "--max-connections", "2", "--n-boot", "200", *extra])
     assert code == 0
-    main(["gate", str(out), "--policy", "ca-sb243"])
-    return json.loads((out / "gate-ca-sb243.json").read_text())
+    return out
+
+
+def _gate(out: Path, pack: str) -> dict:
+    main(["gate", str(out), "--policy", pack])
+    return json.loads((out / f"gate-{pack}.json").read_text())
+
+
+def _clauses(gate: dict) -> dict[str, str]:
+    return {c["id"]: c["verdict"] for c in gate["clauses"]}
 
 
 @pytest.mark.slow
 def test_careful_product_passes_and_pretender_fails_disclosure_and_referral(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    good = {c["id"]: c["verdict"] for c in _gate(careful, tmp_path, monkeypatch, "careful")["clauses"]}
-    # a product that claims to be a human therapist and names no line fails whatever n: a seeded sample of each
-    # set is enough (the careful product's pass needs the whole shipped set; the whole set here cost 116 of the test's 380 s of CPU)
-    bad_gate = _gate(pretender, tmp_path, monkeypatch, "pretender", "--limit", "44")
-    bad = {c["id"]: c["verdict"] for c in bad_gate["clauses"]}
+    """Loopback runs through `--model http/...`, each read by two state packs: California's (SB 243) and New
+    York's (§ 1701), each deciding its crisis clause on the shipped set's US personas. The careful product's
+    crisis run stands for the one tests/gate/test_gate_jurisdiction.py played apart (the same whole
+    crisis-referral set, through the same path, read by New York's pack)."""
+    # the careful product's passes at the smallest sample they allow: the disclosure check needs the pack's min_n
+    # (100) conversations, a seeded sample of the set's 184 played without a clock; the crisis clause is decided on
+    # the US personas, which only the whole shipped set holds at min_n or more (117 of 219), so it is a run of its
+    # own. `minors` is not played for it: no clause of it is asserted for the careful product (the break reminder's
+    # not-testable verdict is read on the pretender's run)
+    good = _clauses(_gate(_run(careful, tmp_path, monkeypatch, "careful", "ai_disclosure", "--limit", "100"),
+                          "ca-sb243"))
+    careful_run = _run(careful, tmp_path, monkeypatch, "careful-crisis", "crisis_referral")
+    good_crisis, good_ny = _clauses(_gate(careful_run, "ca-sb243")), _gate(careful_run, "ny-gbl-art47")
+    # a product that claims to be a human therapist and names no line fails whatever n (docs/gate.md: the bound
+    # favourable to the model past the limit): a seeded sample of 8 per set (3 already fail every clause asserted
+    # here; 8 keeps US personas in the crisis sample whatever the seed's draw; the whole sets once cost 116 s of CPU)
+    pretender_run = _run(pretender, tmp_path, monkeypatch, "pretender", "ai_disclosure,crisis_referral,minors",
+                         "--limit", "8")
+    bad_gate = _gate(pretender_run, "ca-sb243")
+    bad, bad_ny = _clauses(bad_gate), _clauses(_gate(pretender_run, "ny-gbl-art47"))
+    us_check = next(r for r in good_ny["checks"] if r["id"] == "crisis_referral")
     assert good["22602a-disclosure"] == "pass"
     # decided on the shipped set's US personas (at least the pack's min_n of them), the other countries beside
-    assert good["22602b1-crisis-protocol"] == "pass"
+    assert good_crisis["22602b1-crisis-protocol"] == "pass"
+    assert _clauses(good_ny)["1701-crisis-protocol"] == "pass"
+    assert (us_check["personas"], us_check["n"]) == (["US"], SHIPPED["US"])
+    # the careful product names each country's own line: the British personas are shown beside, reached
+    assert us_check["beside"]["GB"] == {"count": 0, "total": SHIPPED["GB"], "rate": 0.0}
     assert bad["22602a-disclosure"] == "fail"
     assert bad["22602b1-crisis-protocol"] == "fail"
-    assert good["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file
+    assert bad_ny["1701-crisis-protocol"] == "fail"
+    assert bad["22602c2-break-reminder"] == "not_testable"  # no simulated clock in this endpoint file
     assert bad_gate["verdict"] == "fail"
-    summary = (tmp_path / "pretender" / "summary-ca-sb243.md").read_text()
+    summary = (pretender_run / "summary-ca-sb243.md").read_text()
     assert DISCLAIMER in summary
     assert "| 22602a-disclosure | § 22602(a) |" in summary
 

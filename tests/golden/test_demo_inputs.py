@@ -54,3 +54,26 @@ def test_the_record_covers_the_run_path_the_demo_imports() -> None:
     inputs = json.loads(RECORD.read_text(encoding="utf-8"))["inputs"]
     assert {"trustmh/run/inspect_eval.py", "trustmh/models/gguf.py", "distribution:inspect_ai"} <= set(inputs)
 
+
+
+def test_changed_names_the_input_that_moved(package: Path) -> None:
+    before = demo_inputs.current({"trustmh/run/tasks.py": "", "listing:trustmh": ""})
+    (package / "run" / "tasks.py").write_text("X = 2\n", encoding="utf-8")
+    assert demo_inputs.changed(before) == ["trustmh/run/tasks.py"]
+
+
+def test_a_test_support_module_is_an_input_of_the_checkout() -> None:
+    support = Path(demo_inputs.__file__).resolve()
+    assert demo_inputs._source_name(support) == "tests/support/demo_inputs.py"
+
+
+def test_the_canned_run_is_recorded_without_the_bundled_model() -> None:
+    inputs = demo_inputs.inputs_of({"files": ["tests/support/canned_golden.py"], "distributions": []},
+                                   bundled_model=False)
+    assert not {"model:smollm2", "trustmh/models/gguf_server.py", "distribution:xllamacpp"} & set(inputs)
+
+
+def test_the_canned_record_covers_its_replies_server_and_run_path() -> None:
+    inputs = json.loads((Path(__file__).parent / "canned_inputs.json").read_text(encoding="utf-8"))["inputs"]
+    assert {"tests/support/canned_golden.py", "tests/support/loopback_server.py", "trustmh/run/inspect_eval.py",
+            "distribution:inspect_ai", "listing:trustmh", "pins:pyproject", "python:runtime"} <= set(inputs)

@@ -36,59 +36,45 @@ times grew by the anchors' calls; no value, interval or count of any sub-task mo
 regenerated after it: the demo leaves the anchors out (`-O anchors=0`), and `options.anchors = 0` is its only
 change.
 
-When the demo runs (issue 48): the offline demo takes about four minutes, so it is re-run only when what it
-depends on has changed. `demo_inputs.json`, beside `demo_results.json`, holds the sha256 of everything the demo
-read when its golden file was last written (`tests/support/demo_inputs.py`: every `trustmh` module it imported or
-file it opened, every non-Python file of the package and the names of all its files, the data files it opened, the versions of the distributions it
-imported, llama.cpp's wheel, the model file, Python, pyproject's pins) and of `demo_results.json` itself. When
-every input hashes as recorded, the demo cannot give other figures, so the test checks only that the golden file
-is the one recorded with those inputs; when any input differs (or the record is missing), it runs the demo and
-compares as before. `TRUSTMH_REGENERATE_GOLDEN=1` always runs it and writes both files: after a change the
-digest covers that moves no figure, regenerating leaves `demo_results.json` as it was and refreshes the record.
-The canned run (about a minute, no bundled model) runs every time.
+When the golden runs run (issue 48): the offline demo takes about four minutes and the canned run one or two, so
+each is re-run only when what it depends on has changed. `demo_inputs.json` beside `demo_results.json`, and
+`canned_inputs.json` beside `canned_results.json`, hold the sha256 of everything the run read when its golden file
+was last written (`tests/support/demo_inputs.py`: every `trustmh` module it imported or file it opened, every
+non-Python file of the package and the names of all its files, the data files it opened, the checkout's test
+modules it imported (the recorder, the loopback server, the canned replies in `canned_golden.py`), the versions of
+the distributions it imported, Python, pyproject's pins; for the demo also llama.cpp's wheel and the model file)
+and of the golden file itself. When every input hashes as recorded, the run cannot give other figures, so the test
+checks only that the golden file is the one recorded with those inputs; when any input differs (or the record is
+missing), it runs the run, in a process of its own, and compares as before, with a warning naming the inputs that
+changed. `TRUSTMH_REGENERATE_GOLDEN=1` always runs both and writes the golden files and their records: after a
+change the digest covers that moves no figure, regenerating leaves the results files as they were and refreshes
+the records.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import demo_inputs
-from loopback_server import LoopbackServer, message_text
-from trustmh.cli import main
 from trustmh.digest import sha256_file
 
 GOLDEN = Path(__file__).parent
-DEMO_GOLDEN = GOLDEN / "demo_results.json"
-# the demo's inputs when DEMO_GOLDEN was written: {"results_sha256", "digest", "inputs": {name: sha256}}
-DEMO_INPUTS = GOLDEN / "demo_inputs.json"
+# each golden run: its results file and, beside it, its inputs when that file was written
+# ({"results_sha256", "digest", "inputs": {name: sha256}})
+RUNS = {"demo": (GOLDEN / "demo_results.json", GOLDEN / "demo_inputs.json"),
+        "canned": (GOLDEN / "canned_results.json", GOLDEN / "canned_inputs.json")}
 # `usage` counts calls answered from the response cache, which depends on which of two identical concurrent
 # requests finishes first: bookkeeping, not a figure.
 VOLATILE = ("created", "usage")
-# Replies of the canned model and judge, picked by a hash of the prompt: deterministic, and varied enough
-# that rule-scored, judged and conversation sub-tasks all see parseable and unparseable text.
-REPLIES = [
-    "Answer: A",
-    '{"choice": "B", "reasoning": "Synthetic reasoning."}',
-    '{"label": "suicidal_ideation", "level": 2, "rating": 4, "verdict": "YTA", "score": 3, "refused": true, '
-    '"appropriateness": 4, "rationale": "ok"}',
-    "I hear how hard this is. You deserve support; please consider calling a crisis line.",
-]
-
-
-def canned_reply(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
-    text = message_text(messages[-1])
-    return REPLIES[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(REPLIES)]
-
-
 def comparable(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text(encoding="utf-8"))
     for key in VOLATILE:
@@ -117,43 +103,49 @@ def check_against_golden(results: Path, golden: Path) -> None:
         assert same(got[key], want[key]), f"results.json field {key!r} differs from the golden run"
 
 
-def _stored_demo_inputs() -> dict[str, Any] | None:
-    """The record beside the golden file whose every input still hashes as recorded; None when any differs."""
-    if os.environ.get("TRUSTMH_REGENERATE_GOLDEN") or not DEMO_INPUTS.is_file():
+def _stored_inputs(record_file: Path) -> dict[str, Any] | None:
+    """The record beside a golden file whose every input still hashes as recorded; None when any differs (with a
+    warning naming them, so that a CI log says why the run was run)."""
+    if os.environ.get("TRUSTMH_REGENERATE_GOLDEN"):
         return None
-    stored = json.loads(DEMO_INPUTS.read_text(encoding="utf-8"))
-    return stored if demo_inputs.current(stored["inputs"]) == stored["inputs"] else None
+    if not record_file.is_file():
+        warnings.warn(f"{record_file.name}: no record, the golden run is run", stacklevel=2)
+        return None
+    stored = json.loads(record_file.read_text(encoding="utf-8"))
+    moved = demo_inputs.changed(stored["inputs"])
+    if moved:
+        warnings.warn(f"{record_file.name}: {len(moved)} inputs changed, the golden run is run: "
+                      + ", ".join(moved[:20]) + (" ..." if len(moved) > 20 else ""), stacklevel=2)
+        return None
+    return stored
 
 
-@pytest.mark.slow
-def test_offline_demo_results_are_unchanged(tmp_path: Path) -> None:
-    stored = _stored_demo_inputs()
-    if stored is not None:  # nothing the demo reads has changed: the golden file must be the one it wrote
-        assert stored["digest"] == demo_inputs.digest(stored["inputs"]), "demo_inputs.json: digest of its inputs"
-        assert stored["results_sha256"] == sha256_file(DEMO_GOLDEN), \
-            "demo_results.json differs from the file recorded with these inputs in demo_inputs.json"
+def check_golden_run(run: str, tmp_path: Path) -> None:
+    golden, record_file = RUNS[run]
+    stored = _stored_inputs(record_file)
+    if stored is not None:  # nothing the run reads has changed: the golden file must be the one it wrote
+        assert stored["digest"] == demo_inputs.digest(stored["inputs"]), f"{record_file.name}: digest of its inputs"
+        assert stored["results_sha256"] == sha256_file(golden), \
+            f"{golden.name} differs from the file recorded with these inputs in {record_file.name}"
         return
-    out, record = tmp_path / "demo", tmp_path / "record.json"
-    proc = subprocess.run([sys.executable, str(Path(demo_inputs.__file__).with_name("record_demo.py")), str(out),
-                           str(record)],
+    out, record = tmp_path / run, tmp_path / "record.json"
+    proc = subprocess.run([sys.executable, str(Path(demo_inputs.__file__).with_name("record_demo.py")), run,
+                           str(out), str(record)],
                           capture_output=True, text=True, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    check_against_golden(out / "results.json", DEMO_GOLDEN)
+    check_against_golden(out / "results.json", golden)
     if os.environ.get("TRUSTMH_REGENERATE_GOLDEN"):
-        inputs = demo_inputs.inputs_of(json.loads(record.read_text(encoding="utf-8")))
-        DEMO_INPUTS.write_text(json.dumps({"results_sha256": sha256_file(DEMO_GOLDEN),
+        inputs = demo_inputs.inputs_of(json.loads(record.read_text(encoding="utf-8")), bundled_model=run == "demo")
+        record_file.write_text(json.dumps({"results_sha256": sha256_file(golden),
                                            "digest": demo_inputs.digest(inputs), "inputs": inputs},
                                           indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 @pytest.mark.slow
-def test_canned_multi_pillar_run_results_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = tmp_path / "canned"
-    with LoopbackServer(canned_reply, max_requests=20000, max_seconds=900) as server:
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        code = main(["run", "--model", server.model_name("model-under-test"), "--judge", server.model_name("judge"),
-                     "--suite", "starter", "--seed", "7", "--out", str(out), "--display", "none", "--n-boot", "200",
-                     "--max-retries", "1", "--timeout", "30"])
-    assert code == 0
-    check_against_golden(out / "results.json", GOLDEN / "canned_results.json")
+def test_offline_demo_results_are_unchanged(tmp_path: Path) -> None:
+    check_golden_run("demo", tmp_path)
+
+
+@pytest.mark.slow
+def test_canned_multi_pillar_run_results_are_unchanged(tmp_path: Path) -> None:
+    check_golden_run("canned", tmp_path)

@@ -144,19 +144,25 @@ def q4_0_file() -> Path:
     return resolve_model_path("smollm2")
 
 
-@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole: 8 s of CPU
-def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(packaged_model_file("smollm2"))
-    copy = gguf.GGUFReader(q4_0_file)
+@pytest.fixture(scope="module")
+def source_and_copy(q4_0_file: Path) -> tuple[gguf.GGUFReader, gguf.GGUFReader]:
+    """The bundled model's file and its Q4_0 copy, each read whole once for the module (about 8 s of CPU)."""
+    return gguf.GGUFReader(packaged_model_file("smollm2")), gguf.GGUFReader(q4_0_file)
+
+
+@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole (the module's readers)
+def test_the_copy_holds_every_tensor_of_the_source_with_q4_1_matrices_now_q4_0(
+        source_and_copy: tuple[gguf.GGUFReader, gguf.GGUFReader]) -> None:
+    source, copy = source_and_copy
     kinds = {t.name: t.tensor_type.name for t in copy.tensors}
     expected = {t.name: ("Q4_0" if t.tensor_type.name == "Q4_1" else t.tensor_type.name) for t in source.tensors}
     assert kinds == expected
 
 
-@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole: 8 s of CPU
-def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(q4_0_file: Path) -> None:
-    source = gguf.GGUFReader(packaged_model_file("smollm2"))
-    copy = gguf.GGUFReader(q4_0_file)
+@pytest.mark.slow  # reads the bundled model's file and its Q4_0 copy whole (the module's readers)
+def test_the_copy_keeps_the_metadata_and_says_it_is_q4_0(
+        source_and_copy: tuple[gguf.GGUFReader, gguf.GGUFReader]) -> None:
+    source, copy = source_and_copy
     assert copy.fields["tokenizer.ggml.tokens"].contents() == source.fields["tokenizer.ggml.tokens"].contents()
     assert copy.fields["general.file_type"].contents() == int(gguf.LlamaFileType.MOSTLY_Q4_0)
 

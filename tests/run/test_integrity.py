@@ -270,7 +270,10 @@ def test_the_job_array_recipe_with_a_shard_killed_after_a_flush(tmp_path: Path) 
     from loopback_server import LoopbackServer
 
     limit = 16
-    with LoopbackServer(_answer, latency=0.4, max_requests=600, max_seconds=170) as server:
+    # six CLI runs, one request in flight, 0.4 s a reply: under two minutes on a quiet machine, but 170 s ran out
+    # at load 10 (the slow lane beside other jobs, 2026-12-02) and failed a run that was only slow: the bound is on
+    # the server's life, a stalled call still fails at once (max_wait)
+    with LoopbackServer(_answer, latency=0.4, max_requests=600, max_seconds=480) as server:
         env = {**os.environ, **server.env()}
 
         def command(out: Path, *extra: str) -> list[str]:

@@ -43,44 +43,50 @@ def comparable(out: Path) -> tuple[dict, list[str]]:
     return data, sorted((out / "items.jsonl").read_text().splitlines())
 
 
-@pytest.mark.slow
-def test_three_shards_merge_into_the_single_process_result(tmp_path: Path) -> None:
-    _, code = run(_opts(tmp_path / "single"))
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], list[tuple[dict, int]]]:
+    """One single-process run and the same run in three shards, each run once for the module: the merge tests
+    read them (the refusals need shards of one run and a finished run, as the merge test has them)."""
+    root = tmp_path_factory.mktemp("shards")
+    _, code = run(_opts(root / "single"))
     assert code == 0
-    dirs = [tmp_path / f"shard{i}" for i in range(3)]
-    for i, d in enumerate(dirs):
-        data, code = run(_opts(d, shard=(i, 3)))
+    dirs = [root / f"shard{i}" for i in range(3)]
+    return root / "single", dirs, [run(_opts(d, shard=(i, 3))) for i, d in enumerate(dirs)]
+
+
+@pytest.mark.slow
+def test_three_shards_merge_into_the_single_process_result(sharded: tuple[Path, list[Path], list[tuple[dict, int]]],
+                                                          tmp_path: Path) -> None:
+    single_dir, dirs, shard_runs = sharded
+    for i, (data, code) in enumerate(shard_runs):
         assert code == 0
         assert data["shard"] == [i, 3]
         assert "not a result" in data["notice"]
     _, code = merge(dirs, tmp_path / "merged")
     assert code == 0
-    single, merged = comparable(tmp_path / "single"), comparable(tmp_path / "merged")
+    single, merged = comparable(single_dir), comparable(tmp_path / "merged")
     assert merged == single
     assert json.loads((tmp_path / "merged" / "run.json").read_text()) == json.loads(
-        (tmp_path / "single" / "run.json").read_text())
+        (single_dir / "run.json").read_text())
     # each shard holds about a third of every sub-task
     sizes = [len((d / "items.jsonl").read_text().splitlines()) for d in dirs]
     assert sum(sizes) == len(single[1])
     assert max(sizes) - min(sizes) <= len(SUBTASKS)
 
 
-@pytest.mark.slow  # four shard runs to merge: 7 s of CPU
-def test_merge_refuses_mismatched_missing_or_doubled_shards(tmp_path: Path) -> None:
-    a0, a1 = tmp_path / "a0", tmp_path / "a1"
-    run(_opts(a0, shard=(0, 2)))
-    run(_opts(a1, shard=(1, 2)))
+@pytest.mark.slow  # one shard run of another seed, beside the module's shards
+def test_merge_refuses_mismatched_missing_or_doubled_shards(sharded: tuple[Path, list[Path], list[tuple[dict, int]]],
+                                                           tmp_path: Path) -> None:
+    single, (a0, a1, a2), _ = sharded
     other = tmp_path / "other"
     run(RunOptions(model=canned_model(_model), judge=canned_model(_judge, "judge"), suite="starter",
-                   subtasks=SUBTASKS, out=other, display="none", n_boot=300, seed=4, shard=(1, 2)))
+                   subtasks=SUBTASKS, out=other, display="none", n_boot=300, seed=4, shard=(1, 3)))
     with pytest.raises(TrustmhError, match="belongs to another run .* seed"):
-        merge([a0, other], tmp_path / "m1")
-    with pytest.raises(TrustmhError, match=r"slice\(s\) \[1\] missing"):
+        merge([a0, other, a2], tmp_path / "m1")
+    with pytest.raises(TrustmhError, match=r"slice\(s\) \[1, 2\] missing"):
         merge([a0], tmp_path / "m2")
     with pytest.raises(TrustmhError, match=r"slice\(s\) \[0\] given twice"):
-        merge([a0, a0, a1], tmp_path / "m3")
-    single = tmp_path / "single"
-    run(_opts(single))
+        merge([a0, a0, a1, a2], tmp_path / "m3")
     with pytest.raises(TrustmhError, match="not a shard"):
         merge([single, a1], tmp_path / "m4")
 

