@@ -1,7 +1,7 @@
 # Quick start: `make demo` (install what the demo needs + offline run of the bundled model on the starter suite;
 #              a progress line, then the report's path and the next command; `make demo VERBOSE=1`: Inspect's panels)
 #              `make test` (install with the test extra + the test suite, offline)
-#              `make test-fast` (the suite without the slow lane, on two workers: about two minutes)
+#              `make test-fast` (the suite without the slow lane, on four workers: about two minutes)
 #              `make test-unit` (no server, no subprocess: the edit-test loop), `make docs` (the site, built strictly)
 PYTHON ?= python3
 VENV ?= .venv
@@ -56,14 +56,15 @@ test: install-dev
 	# --durations: every CI log names the slowest tests, the first place to look when CI nears its limit
 	TRUSTMH_TEST_CPU_LIMIT=6 $(BIN)/pytest -q $(XDIST) --durations=25
 
-# the lanes (docs/contributing.md#tests): two xdist workers pay for both (each collects the suite, about 12 s
-# of CPU, once): the unit lane's own tests are about 100 s of CPU, over the minute it aims at on one core
+# the lanes (docs/contributing.md#tests): each xdist worker collects the suite once (about 12 s of CPU); the unit
+# lane has no server and no subprocess to wait on, so it keeps two workers, one a core (its own tests are about
+# 100 s of CPU, over the minute it aims at on one core)
 test-fast: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q -m "not slow" $(XDIST)
 
 test-unit: install-dev
-	$(BIN)/pytest -q -m "not slow and not server" $(XDIST)
+	$(BIN)/pytest -q -m "not slow and not server" -n 2 --dist loadscope
 
 docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir site
