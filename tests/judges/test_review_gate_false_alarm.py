@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gate_labels import plan_row, play, review_and_gate
+from gate_labels import LabelsDecideTheCheck, plan_row, play, review_and_gate
 
 SID = "conversation/gradual_disclosure"
 UNIT = f"{SID}:false_alarm_rate"
@@ -126,50 +126,11 @@ def test_the_check_is_decided_on_the_corrected_interval(pair: dict[str, Any]) ->
     assert pair["row"]["interval"].startswith("judge-corrected (PPI)")
 
 
-def test_the_corrected_rate_is_written_under_the_rate(pair: dict[str, Any]) -> None:
-    corrected = pair["results"]["subtasks"][SID]["judge_corrected_rates"]["false_alarm_rate"]
-    assert corrected["n_labelled"] == len(pair["sample"]["items"])
+class TestTheLabelsDecideTheCheck(LabelsDecideTheCheck):
+    """The shared facts of a check decided by this run's labels (tests/support/gate_labels.py)."""
 
-
-def test_the_scripted_pair_agrees_at_about_0_8(pair: dict[str, Any]) -> None:
-    corrected = pair["results"]["subtasks"][SID]["judge_corrected_rates"]["false_alarm_rate"]
-    assert 0.7 <= corrected["pair"]["agreement"] <= 0.9
-
-
-def test_the_gate_line_names_the_labels_and_their_agreement(pair: dict[str, Any]) -> None:
-    n = len(pair["sample"]["items"])
-    assert f"corrected by {n} two-rater labels of this run, agreement κ 0." in pair["row"]["reason"]
-
-
-def test_the_plan_calls_the_check_decidable_by_labels(planned: dict[str, Any]) -> None:
-    assert planned["decidable"] is True
-
-
-def test_the_plan_states_the_labels_the_export_draws(planned: dict[str, Any], pair: dict[str, Any]) -> None:
-    assert planned["labels_needed"] == len(pair["sample"]["items"])
-
-
-def test_after_that_many_labels_the_gate_decides_as_the_plan_said(planned: dict[str, Any],
-                                                                   pair: dict[str, Any]) -> None:
-    assert (planned["decidable"], pair["row"]["verdict"] in ("pass", "fail")) == (True, True)
-
-
-def test_one_rater_leaves_it_insufficient(one: dict[str, Any]) -> None:
-    assert (one["code"], one["row"]["verdict"]) == (3, "insufficient")
-
-
-def test_one_rater_says_why_in_one_line(one: dict[str, Any]) -> None:
-    reason = one["row"]["reason"]
-    assert "by one rater per item: the raters' agreement cannot be measured" in reason and "\n" not in reason
-
-
-def test_a_pair_below_the_floor_leaves_it_insufficient(poor: dict[str, Any]) -> None:
-    assert (poor["code"], poor["row"]["verdict"]) == (3, "insufficient")
-
-
-def test_a_pair_below_the_floor_says_why_in_one_line(poor: dict[str, Any]) -> None:
-    reason = poor["row"]["reason"]
-    assert "is below the floor 0.4: their labels decide nothing" in reason and "\n" not in reason
+    subtask = SID
+    metric = "false_alarm_rate"
 
 
 @pytest.fixture(scope="module")

@@ -81,3 +81,50 @@ def plan_row(played: Path, subtask: str, out: Path) -> dict[str, Any]:
                  "conversation", "--subtasks", subtask.split("/", 1)[1], "-O", f"sets={played / 'sets'}",
                  "--policy", str(played / "policy.toml"), "--out", str(out)]) == 0
     return json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
+
+
+class LabelsDecideTheCheck:
+    """The facts every check decided by this run's two-rater labels shows, whatever its set: a test module
+    subclasses it (as `Test…`) with `subtask` and `metric`, and provides the module fixtures `pair` (two raters
+    at κ ≈ 0.8), `one` (one rater), `poor` (a pair near κ 0) and `planned` (the plan's row for the check)."""
+
+    subtask: str
+    metric: str
+
+    def corrected(self, pair: dict[str, Any]) -> dict[str, Any]:
+        return pair["results"]["subtasks"][self.subtask]["judge_corrected_rates"][self.metric]
+
+    def test_the_corrected_rate_is_written_under_the_rate(self, pair: dict[str, Any]) -> None:
+        assert self.corrected(pair)["n_labelled"] == len(pair["sample"]["items"])
+
+    def test_the_scripted_pair_agrees_at_about_0_8(self, pair: dict[str, Any]) -> None:
+        assert 0.7 <= self.corrected(pair)["pair"]["agreement"] <= 0.9
+
+    def test_the_gate_line_names_the_labels_and_their_agreement(self, pair: dict[str, Any]) -> None:
+        n = len(pair["sample"]["items"])
+        assert f"corrected by {n} two-rater labels of this run, agreement κ 0." in pair["row"]["reason"]
+
+    def test_the_plan_calls_the_check_decidable_by_labels(self, planned: dict[str, Any]) -> None:
+        assert planned["decidable"] is True
+
+    def test_the_plan_states_the_labels_the_export_draws(self, planned: dict[str, Any],
+                                                         pair: dict[str, Any]) -> None:
+        assert planned["labels_needed"] == len(pair["sample"]["items"])
+
+    def test_after_that_many_labels_the_gate_decides_as_the_plan_said(self, planned: dict[str, Any],
+                                                                       pair: dict[str, Any]) -> None:
+        assert (planned["decidable"], pair["row"]["verdict"] in ("pass", "fail")) == (True, True)
+
+    def test_one_rater_leaves_it_insufficient(self, one: dict[str, Any]) -> None:
+        assert (one["code"], one["row"]["verdict"]) == (3, "insufficient")
+
+    def test_one_rater_says_why_in_one_line(self, one: dict[str, Any]) -> None:
+        reason = one["row"]["reason"]
+        assert "by one rater per item: the raters' agreement cannot be measured" in reason and "\n" not in reason
+
+    def test_a_pair_below_the_floor_leaves_it_insufficient(self, poor: dict[str, Any]) -> None:
+        assert (poor["code"], poor["row"]["verdict"]) == (3, "insufficient")
+
+    def test_a_pair_below_the_floor_says_why_in_one_line(self, poor: dict[str, Any]) -> None:
+        reason = poor["row"]["reason"]
+        assert "is below the floor 0.4: their labels decide nothing" in reason and "\n" not in reason
