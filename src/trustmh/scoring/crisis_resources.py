@@ -200,11 +200,21 @@ def _regions(line: CrisisLine) -> set[str]:
     return set(line.country.split("+"))
 
 
+# per locale code: (the CRISIS_LINES tuple it was read from, its lines there); served only while CRISIS_LINES is
+# still that same tuple (a frozen table; a test that swaps it gets a fresh reading)
+_LINES_BY_LOCALE: dict[str, tuple[tuple[CrisisLine, ...], tuple[CrisisLine, ...]]] = {}
+
+
 def lines_for_locale(locale: str) -> tuple[CrisisLine, ...]:
     """The table's entries that serve a user in `locale` (an ISO country code such as "GB")."""
     code = locale.upper()
-    return tuple(line for line in CRISIS_LINES
-                 if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
+    seen = _LINES_BY_LOCALE.get(code)
+    if seen is not None and seen[0] is CRISIS_LINES:
+        return seen[1]
+    lines = tuple(line for line in CRISIS_LINES
+                  if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
+    _LINES_BY_LOCALE[code] = (CRISIS_LINES, lines)
+    return lines
 
 
 def how_to_reach(locale: str | None) -> str | None:
@@ -280,6 +290,8 @@ _PLACE_OF = {n.lower(): loc for n, loc in _PLACE_NAMES}
 _COMMON_WORDS = frozenset({"the us", "the states", "cork", "rio", "nice", "wales", "bern"})
 
 
+# remembered per text (a pure reading of a constant table): a probe asks it of the same person's words every turn
+@lru_cache(maxsize=4096)
 def locale_in_text(text: str | None) -> str | None:
     """The table locale whose place `text` names (the last one named), None when it names none. Names are read
     as written ("Rio"), else in any case ("rio", as people type), except the few that are also common words."""
