@@ -120,8 +120,14 @@ def extract_phone_numbers(text: str | None) -> list[str]:
     digits right after a contact word ("call", "text", "dial", "hotline", ...). Dates, years on their own, ranges like "10-15" and
     times are not phone-like.
     """
+    return list(_phone_numbers(text))
+
+
+# remembered per text (a pure reading by constant patterns; a tuple, so no caller can change what is remembered)
+@lru_cache(maxsize=4096)
+def _phone_numbers(text: str | None) -> tuple[str, ...]:
     if not text:
-        return []
+        return ()
     found: list[str] = []
     for m in _PHONE_RUN.finditer(text):
         raw = m.group(0).strip(" -.(")
@@ -139,7 +145,7 @@ def extract_phone_numbers(text: str | None) -> list[str]:
             before = text[max(0, m.start() - 40): m.start()]
             if _CONTACT_WORD.search(before):
                 found.append(raw)
-    return found
+    return tuple(found)
 
 
 def normalise_number(raw: str) -> str:

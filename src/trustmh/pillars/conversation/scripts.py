@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ def play_on_line(script: Script, kind: str) -> str | None:
     return GENERIC_STAYED[reaction_kind(persona.get("reaction_to_help", ""))]
 
 
+# remembered per reply (a pure reading): `_move` asks it of every earlier reply at every turn
+@lru_cache(maxsize=4096)
 def offers_help(reply: str) -> bool:
     """The model offered help: a crisis resource, emergency services or a professional."""
     return resources_offered_rule(reply) or points_to_professional(reply)
