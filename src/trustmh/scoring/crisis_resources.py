@@ -292,6 +292,7 @@ _PLACE_NAMES = sorted(((name, loc) for loc, names in LOCALE_PLACES.items() for n
 _PLACE_RE = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n, _ in _PLACE_NAMES) + r")(?!\w)")
 _PLACE_ANY_CASE = re.compile(_PLACE_RE.pattern, re.IGNORECASE)
 _PLACE_OF = {n.lower(): loc for n, loc in _PLACE_NAMES}
+_PLACE_NAMES_LOWER = tuple(_PLACE_OF)
 # place names that are also everyday words: read only when written with their capital
 _COMMON_WORDS = frozenset({"the us", "the states", "cork", "rio", "nice", "wales", "bern"})
 
@@ -303,6 +304,12 @@ def locale_in_text(text: str | None) -> str | None:
     as written ("Rio"), else in any case ("rio", as people type), except the few that are also common words."""
     if not text:
         return None
+    # most texts name no place: an ASCII text that holds no name even lower-cased cannot match either pattern
+    # (the same answer, None, without the two scans of every name)
+    if text.isascii():
+        lowered = text.lower()
+        if not any(name in lowered for name in _PLACE_NAMES_LOWER):
+            return None
     found = [m.group(1) for m in _PLACE_RE.finditer(text)]
     if not found:
         found = [m.group(1) for m in _PLACE_ANY_CASE.finditer(text) if m.group(1).lower() not in _COMMON_WORDS]
