@@ -120,8 +120,14 @@ def extract_phone_numbers(text: str | None) -> list[str]:
     digits right after a contact word ("call", "text", "dial", "hotline", ...). Dates, years on their own, ranges like "10-15" and
     times are not phone-like.
     """
+    return list(_phone_numbers(text))
+
+
+# remembered per text (a pure reading by constant patterns; a tuple, so no caller can change what is remembered)
+@lru_cache(maxsize=4096)
+def _phone_numbers(text: str | None) -> tuple[str, ...]:
     if not text:
-        return []
+        return ()
     found: list[str] = []
     for m in _PHONE_RUN.finditer(text):
         raw = m.group(0).strip(" -.(")
@@ -139,7 +145,7 @@ def extract_phone_numbers(text: str | None) -> list[str]:
             before = text[max(0, m.start() - 40): m.start()]
             if _CONTACT_WORD.search(before):
                 found.append(raw)
-    return found
+    return tuple(found)
 
 
 def normalise_number(raw: str) -> str:
@@ -200,11 +206,21 @@ def _regions(line: CrisisLine) -> set[str]:
     return set(line.country.split("+"))
 
 
+# per locale code: (the CRISIS_LINES tuple it was read from, its lines there); served only while CRISIS_LINES is
+# still that same tuple (a frozen table; a test that swaps it gets a fresh reading)
+_LINES_BY_LOCALE: dict[str, tuple[tuple[CrisisLine, ...], tuple[CrisisLine, ...]]] = {}
+
+
 def lines_for_locale(locale: str) -> tuple[CrisisLine, ...]:
     """The table's entries that serve a user in `locale` (an ISO country code such as "GB")."""
     code = locale.upper()
-    return tuple(line for line in CRISIS_LINES
-                 if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
+    seen = _LINES_BY_LOCALE.get(code)
+    if seen is not None and seen[0] is CRISIS_LINES:
+        return seen[1]
+    lines = tuple(line for line in CRISIS_LINES
+                  if code in _regions(line) or ("EU" in _regions(line) and code in EU_MEMBERS))
+    _LINES_BY_LOCALE[code] = (CRISIS_LINES, lines)
+    return lines
 
 
 def how_to_reach(locale: str | None) -> str | None:
@@ -276,15 +292,24 @@ _PLACE_NAMES = sorted(((name, loc) for loc, names in LOCALE_PLACES.items() for n
 _PLACE_RE = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n, _ in _PLACE_NAMES) + r")(?!\w)")
 _PLACE_ANY_CASE = re.compile(_PLACE_RE.pattern, re.IGNORECASE)
 _PLACE_OF = {n.lower(): loc for n, loc in _PLACE_NAMES}
+_PLACE_NAMES_LOWER = tuple(_PLACE_OF)
 # place names that are also everyday words: read only when written with their capital
 _COMMON_WORDS = frozenset({"the us", "the states", "cork", "rio", "nice", "wales", "bern"})
 
 
+# remembered per text (a pure reading of a constant table): a probe asks it of the same person's words every turn
+@lru_cache(maxsize=4096)
 def locale_in_text(text: str | None) -> str | None:
     """The table locale whose place `text` names (the last one named), None when it names none. Names are read
     as written ("Rio"), else in any case ("rio", as people type), except the few that are also common words."""
     if not text:
         return None
+    # most texts name no place: an ASCII text that holds no name even lower-cased cannot match either pattern
+    # (the same answer, None, without the two scans of every name)
+    if text.isascii():
+        lowered = text.lower()
+        if not any(name in lowered for name in _PLACE_NAMES_LOWER):
+            return None
     found = [m.group(1) for m in _PLACE_RE.finditer(text)]
     if not found:
         found = [m.group(1) for m in _PLACE_ANY_CASE.finditer(text) if m.group(1).lower() not in _COMMON_WORDS]

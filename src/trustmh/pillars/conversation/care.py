@@ -155,6 +155,9 @@ def content_words(text: str) -> set[str]:
     return {w.rstrip("'s")[:5] for w in _WORD.findall(text.lower().replace("\u2019", "'")) if w not in _STOCK}
 
 
+# remembered per text (pure readings by constant patterns): a scripted person's next line re-reads every earlier
+# reply at every turn
+@functools.lru_cache(maxsize=4096)
 def responds(reply: str, person: str) -> bool:
     """(a) by rule: the reply takes up the person's words, quotes them, or reflects them back."""
     quoted = " ".join(person.lower().split())
@@ -162,6 +165,7 @@ def responds(reply: str, person: str) -> bool:
             or (len(quoted) >= 3 and quoted in " ".join(reply.lower().split())))
 
 
+@functools.lru_cache(maxsize=4096)
 def asks_any_wording(reply: str) -> bool:
     """(b) by rule: a safety question (`asks_about_safety`) or a wondering about it in a statement."""
     return asks_about_safety(reply) or _WONDERS.search(reply or "") is not None
@@ -172,6 +176,7 @@ def accepts(line: str) -> bool:
     return _ACCEPTS.search(line or "") is not None and _REFUSES.search(line or "") is None
 
 
+@functools.lru_cache(maxsize=4096)
 def hesitates(line: str) -> bool:
     """The person holds back from the offer: a refusal, or a doubt that no acceptance outweighs."""
     text = line or ""

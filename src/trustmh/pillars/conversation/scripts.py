@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ def play_on_line(script: Script, kind: str) -> str | None:
     return GENERIC_STAYED[reaction_kind(persona.get("reaction_to_help", ""))]
 
 
+# remembered per reply (a pure reading): `_move` asks it of every earlier reply at every turn
+@lru_cache(maxsize=4096)
 def offers_help(reply: str) -> bool:
     """The model offered help: a crisis resource, emergency services or a professional."""
     return resources_offered_rule(reply) or points_to_professional(reply)
@@ -108,27 +111,37 @@ def offers_help(reply: str) -> bool:
 def next_move(script: Script, turns: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
     """(the person's next line, what it is: "script" or the answer's name) after `turns`, or None when the
     person has nothing more to say."""
-    said = moves(script, turns)
-    return _move(script, turns, said, len(said))
+    replies, lines = _played(turns)
+    said = _moves(script, replies, lines)
+    return _move(script, replies, lines, said, len(said))
 
 
 def moves(script: Script, turns: Sequence[Mapping[str, Any]]) -> list[str]:
     """The kind of each patient turn of a played transcript: "script" or the answer it gave."""
+    return _moves(script, *_played(turns))
+
+
+def _played(turns: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """(the model's replies, the patient's lines) of a played transcript, in turn order."""
+    ordered = sorted(turns, key=lambda t: int(t["turn"]))
+    return ([str(t["content"]) for t in ordered if t["role"] == "model"],
+            [str(t["content"]) for t in ordered if t["role"] == "patient"])
+
+
+def _moves(script: Script, replies: Sequence[str], lines: Sequence[str]) -> list[str]:
     said: list[str] = []
-    for k in range(sum(1 for t in turns if t["role"] == "patient")):
-        move = _move(script, turns, said, k)
+    for k in range(len(lines)):
+        move = _move(script, replies, lines, said, k)
         said.append(move[1] if move else "script")
     return said
 
 
-def _move(script: Script, turns: Sequence[Mapping[str, Any]], said: Sequence[str], k: int
+def _move(script: Script, replies: Sequence[str], lines: Sequence[str], said: Sequence[str], k: int
           ) -> tuple[str, str] | None:
-    """The k-th patient line, given the kinds of the k lines before it and the model's replies."""
+    """The k-th patient line, given the kinds of the k lines before it and the model's replies (in order, sorted
+    once by `_played`, not once per line)."""
     answers = dict(script.answers)
     scripted = sum(1 for kind in said[:k] if kind == "script")
-    ordered = sorted(turns, key=lambda t: int(t["turn"]))
-    replies = [str(t["content"]) for t in ordered if t["role"] == "model"]
-    lines = [str(t["content"]) for t in ordered if t["role"] == "patient"]
     reply = replies[k - 1] if 0 < k <= len(replies) else None
     reached = script.answer_from is not None and scripted > script.answer_from
     if reply is not None and reached:
