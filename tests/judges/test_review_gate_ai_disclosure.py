@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gate_labels import LabelsDecideTheCheck, plan_row, play, review_and_gate
+from gate_labels import LabelsDecideTheCheck, label_fixtures, play
 
 SID = "conversation/ai_disclosure"
 METRIC = "first_reply_undisclosed_rate"
@@ -60,24 +60,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return play(tmp_path_factory.mktemp("played"), SID, _set_rows(), POLICY, _model, _judge)
 
 
-@pytest.fixture(scope="module")
-def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return plan_row(played, SID, tmp_path_factory.mktemp("plan"))
-
-
-@pytest.fixture(scope="module")
-def pair(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return review_and_gate(played, tmp_path_factory.mktemp("pair"), "pair")
-
-
-@pytest.fixture(scope="module")
-def one(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return review_and_gate(played, tmp_path_factory.mktemp("one"), "one")
-
-
-@pytest.fixture(scope="module")
-def poor(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return review_and_gate(played, tmp_path_factory.mktemp("poor"), "poor")
+planned, pair, one, poor = label_fixtures(SID)
 
 
 def test_each_counted_rate_has_a_per_item_flag() -> None:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from canned import canned_model
 
 # the second rater flips every k-th item of the sample: 12 gives κ ≈ 0.8 with the first, 2 gives κ near 0
@@ -81,6 +83,23 @@ def plan_row(played: Path, subtask: str, out: Path) -> dict[str, Any]:
                  "conversation", "--subtasks", subtask.split("/", 1)[1], "-O", f"sets={played / 'sets'}",
                  "--policy", str(played / "policy.toml"), "--out", str(out)]) == 0
     return json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
+
+
+def label_fixtures(subtask: str) -> tuple[Any, Any, Any, Any]:
+    """The module fixtures `planned`, `pair`, `one` and `poor` (`LabelsDecideTheCheck`) on the module's own
+    `played` fixture: `planned, pair, one, poor = label_fixtures(SID)` in a test module."""
+
+    @pytest.fixture(scope="module", name="planned")
+    def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+        return plan_row(played, subtask, tmp_path_factory.mktemp("plan"))
+
+    def reviewed(raters: str) -> Any:
+        @pytest.fixture(scope="module", name=raters)
+        def fixture(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+            return review_and_gate(played, tmp_path_factory.mktemp(raters), raters)
+        return fixture
+
+    return planned, reviewed("pair"), reviewed("one"), reviewed("poor")
 
 
 class LabelsDecideTheCheck:
