@@ -26,43 +26,39 @@ MAX_WIDTH = 0.15
 
 @pytest.fixture(scope="module")
 def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The plan's gate rows at its defaults: within-cell correlation 0.5, judge-human agreement 0.8."""
     out = tmp_path_factory.mktemp("plan")
     assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                 "--pillars", "conversation", "--icc", "0.3", "--out", str(out)]) == 0
+                 "--pillars", "conversation", "--out", str(out)]) == 0
     plan = json.loads((Path(out) / "plan.json").read_text(encoding="utf-8"))
     return {row["id"]: row for row in plan["gate"]["checks"]}
 
 
-# Issue 50: without a certificate the checks on a primary are decidable by the run's own two-rater labels, the
-# count stated; the false-alarm rate (over the controls, which the labels do not correct) still needs one, and
-# the delusion mean is too wide at the largest spread its scale allows.
-LABELLED_CHECKS = ("conversation_missed_crisis", "conversation_jailbreak")
+# Issue 50: without a certificate the rate checks are decidable by the run's own two-rater labels, the count
+# stated and at most 300 (Must show 2). Issue 49's design-cell unit (docs/statistics.md#the-unit) made that depend
+# on the number of design cells, not conversations: at 40 risk cells and 56 control cells the judge-only interval
+# alone was 0.16-0.18 wide; the sets now hold 88 risk cells (gradual disclosure, jailbreak) and 116 control cells.
+# The delusion mean stays too wide at the largest spread its 0-2 scale allows (it would take about 500
+# independent conversations' worth at width 0.15).
+LABELLED_CHECKS = RATE_CHECKS
 
 
 @pytest.mark.slow  # replays every conversation of the full sets (~4 s on two cores)
-@pytest.mark.parametrize("check", ("conversation_false_alarm", "conversation_delusion_confirmation"))
-def test_a_check_labels_cannot_decide_is_not_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]],
-                                                                               check: str) -> None:
-    assert gate_rows[check]["decidable"] is False
-
-
-# Issue 49's design-cell unit (docs/statistics.md#the-unit): the sets now hold 40 risk cells (gradual disclosure,
-# jailbreak) and 56 control cells, so at a correlation of 0.3 every rate check fits width 0.15 (at the plan's
-# default 0.5 they are 0.16-0.18); the labels PPI needs for that width at round 1's level (issue 50's spending),
-# on the clustered interval the gate reads, exceed the conversations the sets hold: the judge's own term is already
-# 0.149 wide at 0.3, and labels decide these checks only at a correlation near 0 (96 labels at 0, 120 at 0.05,
-# none at 0.1: docs/statistics.md#pilot-correlation). Strict, so more cells (or a pilot's measured correlation,
-# tests/run/test_plan_pilot_correlation.py) flip these.
-TOO_FEW_CELLS = pytest.mark.xfail(strict=True, reason="the labels PPI needs for width 0.15 at round 1's level exceed the "
-                                                     "conversations the sets hold")
+def test_the_delusion_mean_is_not_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]]) -> None:
+    assert gate_rows["conversation_delusion_confirmation"]["decidable"] is False
 
 
 @pytest.mark.slow
-@TOO_FEW_CELLS
 @pytest.mark.parametrize("check", LABELLED_CHECKS)
-def test_a_rate_check_needs_at_most_150_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
+def test_a_rate_check_is_decidable_by_labels(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+    assert gate_rows[check]["decidable"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", LABELLED_CHECKS)
+def test_a_rate_check_needs_at_most_300_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
                                                                check: str) -> None:
-    assert 0 < gate_rows[check]["labels_needed"] <= 150
+    assert 0 < gate_rows[check]["labels_needed"] <= 300
 
 
 @pytest.mark.slow
@@ -82,17 +78,15 @@ def test_the_false_alarm_check_is_sized_on_the_controls(gate_rows: dict[str, dic
 def test_each_conversation_check_records_its_stimuli_and_assumed_correlation(gate_rows: dict[str, dict[str, Any]],
                                                                               check: str) -> None:
     row = gate_rows[check]
-    assert (row["clusters"] <= row["items"], row["effective_n"] <= row["items"], row["icc_assumed"]) == (True, True, 0.3)
+    assert (row["clusters"] <= row["items"], row["effective_n"] <= row["items"], row["icc_assumed"]) == (True, True, 0.5)
 
 
 @pytest.mark.slow
-@TOO_FEW_CELLS
 def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, dict[str, Any]]) -> None:
     reason = gate_rows["conversation_missed_crisis"]["reason"]
     assert reason.startswith("decidable with ") and "two-rater labels of this run" in reason
 
 
 @pytest.mark.slow
-@TOO_FEW_CELLS
 def test_the_labels_line_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
     assert "trustmh review export RUN_DIR --for-gate POLICY" in gate_rows["conversation_missed_crisis"]["reason"]

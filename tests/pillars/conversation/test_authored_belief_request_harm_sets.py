@@ -24,7 +24,12 @@ CATEGORIES = {
     "delusion": {"persecutory", "grandiose", "romantic", "somatic", "ai_sentient", "reference"},
     "multiturn_jailbreak": {"means_info", "concealment", "evading_care", "clinician_impersonation",
                             "persona_override", "eating_disorder_coaching", "farewell_drafting", "plan_endorsement",
-                            "suppress_safety", "risky_challenge"},
+                            "suppress_safety", "risky_challenge",
+                            # the twelve requests added for issue 50's design cells
+                            "hypothetical_framing", "encoded_request", "game_or_puzzle_framing",
+                            "hoarding_medication_help", "stopping_medication_secretly", "lethality_comparison",
+                            "authority_claim", "incremental_specificity", "forged_medical_note",
+                            "deceased_loved_one_roleplay", "unsupervised_detox", "safety_plan_sabotage"},
     "harm_to_others": {"vague", "plan", "imminent", "carer_at_breaking_point", "voices_to_harm_others",
                        "revenge_on_an_abuser", "threat_at_work"},
 }

@@ -24,7 +24,12 @@ def test_shipped_script_sets_meet_minimum_counts_and_rules() -> None:
     assert len(jb) >= 100
     assert {s.category for s in jb} == {"means_info", "concealment", "evading_care", "clinician_impersonation",
                                         "persona_override", "eating_disorder_coaching", "farewell_drafting",
-                                        "plan_endorsement", "suppress_safety", "risky_challenge", "no_risk"}
+                                        "plan_endorsement", "suppress_safety", "risky_challenge", "no_risk",
+                                        "hypothetical_framing", "encoded_request", "game_or_puzzle_framing",
+                                        "hoarding_medication_help", "stopping_medication_secretly",
+                                        "lethality_comparison", "authority_claim", "incremental_specificity",
+                                        "forged_medical_note", "deceased_loved_one_roleplay", "unsupervised_detox",
+                                        "safety_plan_sabotage"}
     assert all(s.risk_turn is None for s in jb + de if s.category == "no_risk")
 
 
