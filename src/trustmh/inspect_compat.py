@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +221,8 @@ def safe_replies() -> Iterator[None]:
     the provider's own `generate` returns, so that call is the first place trustmh can reach; a lone surrogate
     there would otherwise end the whole sub-task in a serialisation error. Wraps `ModelAPI.generate` on each
     `Model` built in the block (Inspect 0.3.285 builds every one through `Model.__init__`). An OpenAI-compatible
-    reply whose content is not text is made text before Inspect parses it (`_text_content`)."""
+    reply whose content is not text is made text before Inspect parses it (`_text_content`). The same relay asks
+    the caller's check before each attempt is sent (`checked_before_each_attempt`)."""
     from inspect_ai.model import Model
 
     original = Model.__init__
@@ -276,12 +278,33 @@ def _text_content() -> Iterator[None]:
         _openai.chat_message_assistant_from_openai = original
 
 
+# The check `checked_before_each_attempt` set for the calls of this context; None: nothing to check.
+_ATTEMPT_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("trustmh_attempt_check", default=None)
+
+
+@contextmanager
+def checked_before_each_attempt(check: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, `check()` is called before each attempt a generate of this context sends to its
+    provider, Inspect's own retries included (a reply from the response cache sends nothing and is not checked);
+    it raises to stop the call there, before the request. Inspect 0.3.285 retries inside `Model.generate` with no
+    hook of ours between attempts, so the relay `safe_replies` puts on each provider's generate asks it; an
+    exception no provider classifies as retryable ends Inspect's retry loop at once."""
+    token = _ATTEMPT_CHECK.set(check)
+    try:
+        yield
+    finally:
+        _ATTEMPT_CHECK.reset(token)
+
+
 def _clean_generate(api: Any) -> None:
     if getattr(api, "_trustmh_safe", False):
         return
     generate = api.generate
 
     async def cleaned(*args: Any, **kwargs: Any) -> Any:
+        check = _ATTEMPT_CHECK.get()
+        if check is not None:
+            check()
         result = await generate(*args, **kwargs)
         output, call = result if isinstance(result, tuple) else (result, None)
         if isinstance(output, Exception):

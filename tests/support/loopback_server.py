@@ -6,7 +6,9 @@ It speaks just enough of the OpenAI API for Inspect's `openai-api` provider:
 request (numbered from 1): the first N answer 429 (`Retry-After: 0`), some answer 500, some are delayed.
 Random faults can be injected at a rate, seeded (`fault_rate`, `fault_kinds`: 429, 500, a hang past the
 client's timeout, a cut connection, an HTML page, an empty completion, and a 200 whose JSON body is cut in
-half), requests for some models can hang until the server stops (`hang_models`: a dead judge), and every
+half), each drawn from the request's content, not its place in the arrival order: from a hash of the seed, the
+request body and how many times that same body came before (a retry or a re-ask of it draws afresh), so under
+concurrency every request meets the same faults from one run to the next. Requests for some models can hang until the server stops (`hang_models`: a dead judge), and every
 reply can wait a fixed `latency` (throughput benchmarks).
 Every request is recorded for assertions. The server is bounded (`bounded_http`): a request past
 `max_requests`, or after `max_seconds`, is answered 410 at once and fails the test, as does a call that waits
@@ -31,6 +33,7 @@ Inspect derives the variables from the service name: `openai-api/<service>/<mode
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -116,7 +119,8 @@ class LoopbackServer:
         service: the Inspect service name, used by `env()` and `model_name()`.
         model_ids: what `GET /v1/models` lists.
         latency: seconds every chat reply waits before it is sent.
-        fault_rate: share of chat requests answered with a random fault (seeded by `fault_seed`).
+        fault_rate: share of chat requests answered with a random fault, drawn from `fault_seed`, the body and
+            its attempt number (how many times the same body came, this one included).
         fault_kinds: which faults to draw from (FAULT_KINDS).
         hang_seconds: how long a "hang" fault waits (set it past the client's attempt timeout).
         hang_models: chat requests for these model ids never get an answer (until the server stops).
@@ -178,7 +182,8 @@ class LoopbackServer:
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}")
-        self._fault_rng = random.Random(fault_seed)
+        self.fault_seed = fault_seed
+        self._attempts: dict[str, int] = {}  # a chat request body (canonical JSON) -> how many times it came
         self.hang_seconds = hang_seconds
         self.hang_models = set(hang_models)
         self.error_echo = error_echo
@@ -250,13 +255,22 @@ class LoopbackServer:
             self.requests.append(record)
             return record
 
-    def _draw_fault(self, chat_number: int) -> str | None:
+    def _draw_fault(self, chat_number: int, body: dict[str, Any]) -> str | None:
+        """The fault this request meets, if any: a function of the seed, the body and the body's attempt number,
+        so the same request meets the same faults whatever order concurrent requests arrive in."""
+        if self.fault_rate <= 0:
+            return None
+        content = json.dumps(body, sort_keys=True, separators=(",", ":"))
         with self._lock:
-            if self.fault_rate <= 0 or self._fault_rng.random() >= self.fault_rate:
-                return None
-            kind = self._fault_rng.choice(self.fault_kinds)
+            attempt = self._attempts[content] = self._attempts.get(content, 0) + 1
+        digest = hashlib.sha256(f"{self.fault_seed}\n{attempt}\n{content}".encode()).digest()
+        draw = random.Random(digest)
+        if draw.random() >= self.fault_rate:
+            return None
+        kind = draw.choice(self.fault_kinds)
+        with self._lock:
             self.faults[chat_number] = kind
-            return kind
+        return kind
 
     def completed(self, model: str | None = None) -> list[RecordedRequest]:
         """Chat requests answered with a completion (status 200 and a reply), optionally for one model."""
@@ -360,7 +374,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             if delay > 0 and server.bounds.wake.wait(delay):
                 self._drop()  # stopped (or out of time) while waiting: hang up without an answer
                 return None
-            fault = server._draw_fault(n)
+            fault = server._draw_fault(n, body)
             if fault is not None:
                 return self._fault(fault, n, body)
             if n <= server.fail_first:

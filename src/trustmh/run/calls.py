@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from inspect_ai.model import (
@@ -31,6 +32,7 @@ from inspect_ai.solver import Generate, TaskState
 from inspect_ai.util import JSONSchema
 
 from trustmh.core import MAX_ATTEMPTS, Item, JudgeRequest, Record, RunContext, Subtask, judge_tokens, notice
+from trustmh.inspect_compat import checked_before_each_attempt
 from trustmh.invalid import aggregate_records
 from trustmh.judges.schema import judge_json_mode as schema_json_mode
 from trustmh.models.batch import batching, call_settings
@@ -117,8 +119,14 @@ def named_failure(exc: Exception, role: str, model: Model) -> Exception:
 DEAD_AFTER = 2
 
 
+class JudgeNotAsked(ModelCallError):
+    """A call of a judge known dead (`JudgeWatch`), stopped before its next attempt was sent."""
+
+
 class JudgeWatch:
-    """The run's judges that are known dead (`DEAD_AFTER`); reset around each Inspect call (`watching`)."""
+    """The run's judges that are known dead (`DEAD_AFTER`); reset around each Inspect call (`watching`). A judge
+    call checks it before each of its attempts (`judge_once`), so calls already in flight when their judge is
+    declared dead send no retry."""
 
     def __init__(self) -> None:
         self.failures: dict[str, int] = {}
@@ -127,7 +135,7 @@ class JudgeWatch:
     def check(self, role: str, model: str) -> None:
         why = self.dead.get(model)
         if why is not None:
-            raise ModelCallError(f"the {role} ({model}) is not asked: it failed for good {DEAD_AFTER} times in a row "
+            raise JudgeNotAsked(f"the {role} ({model}) is not asked: it failed for good {DEAD_AFTER} times in a row "
                                  f"in this run (last: {why[:200]}); check its endpoint and run the same command again")
 
     def failed(self, model: str, why: str) -> None:
@@ -196,7 +204,8 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
                      role: str = "judge") -> str:
     """One attempt of a judge request (the re-ask loop is the run's step, `trustmh.steps`): temperature 0,
     seeded, bounded, its own cache entry per attempt (and per repeat of a test-retest), batched in batch mode
-    (a judge waits for its verdict anyway)."""
+    (a judge waits for its verdict anyway). A judge declared dead while this call is in flight is not asked
+    again: the watch is checked before each attempt Inspect sends, its retries included."""
     JUDGE_WATCH.check(role, str(model))
     fields = call_settings(str(model))
     config = bounded_config(ctx, temperature=0.0, seed=ctx.seed, max_tokens=judge_tokens(req, ctx)).merge(
@@ -205,8 +214,10 @@ async def judge_once(model: Model, req: JudgeRequest, ctx: RunContext, attempt: 
         config.response_schema = judge_response_schema(req, ctx)
     with held(str(model), req.prompt, config.max_tokens) as hold:
         try:
-            with batching("batch" in fields):
+            with batching("batch" in fields), checked_before_each_attempt(partial(JUDGE_WATCH.check, role, str(model))):
                 output = await model.generate(req.prompt, config=config, cache=cache_policy(ctx, attempt, repeat))
+        except JudgeNotAsked:  # declared dead between two attempts: said once already, not a failure of its own
+            raise
         except Exception as exc:  # retries used up (RetryError): report what the last attempt met, by role
             failure = named_failure(exc, role, model)
             JUDGE_WATCH.failed(str(model), str(failure))
