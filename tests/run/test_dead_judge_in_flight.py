@@ -12,6 +12,7 @@ more requests each) and each waiting call would send its first attempt once a co
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,10 +97,16 @@ async def ask_concurrently() -> list[BaseException | str]:
     return await asyncio.gather(*first, *held, return_exceptions=True)
 
 
-@pytest.fixture(scope="module")
-def outcomes() -> list[BaseException | str]:
+def ask_in_a_clean_context() -> list[BaseException | str]:
     with safe_replies(), JUDGE_WATCH.watching():
         return asyncio.run(ask_concurrently())
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> list[BaseException | str]:
+    # a fresh context: an Inspect eval run directly by an earlier test of this worker leaves its generate config
+    # active, and its max_connections would replace this judge's 8 (seen in CI: 3 connections, 1 held call)
+    return contextvars.Context().run(ask_in_a_clean_context)
 
 
 def test_no_request_is_sent_once_the_judge_is_declared_dead(outcomes: list[BaseException | str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextvars import copy_context
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -69,8 +70,13 @@ def evaluate(plan: RunPlan, out: Path | Url, log_dir: Path | Url | None = None) 
             provider_discounts(mode, spec.execution.prompt_cache), quiet_inspect_warnings(), \
             JUDGE_WATCH.watching(), shown as line:
         # An eval set, so that running the same command again continues the run: finished sub-tasks
-        # are skipped and an interrupted one reuses its finished samples (Inspect's own resume).
-        _, logs = eval_set(
+        # are skipped and an interrupted one reuses its finished samples (Inspect's own resume). Run in a copy
+        # of this context: Inspect 0.3.285 sets its active model and generate config (max_connections,
+        # retries, timeout) in the caller's context and leaves them there, where every later call of the
+        # process outside an eval would inherit this run's settings (a judge asked afterwards with the last
+        # run's --max-connections).
+        _, logs = copy_context().run(
+            eval_set,
             plan.tasks,
             log_dir=str(log_dir or out / "logs"),
             retry_attempts=0,  # re-running the command is the retry; errors are reported, not looped
