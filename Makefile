@@ -20,7 +20,7 @@ XDIST := -n 4 --dist loadscope
 # against 42); at two they held in every run.
 XDIST_ALL := -n 2 --dist loadscope
 
-.PHONY: install install-dev demo test test-fast test-unit docs bench clean
+.PHONY: install install-dev demo test test-fast test-unit heavy-tests docs bench clean
 
 $(VENV)/.venv-made:
 	$(PYTHON) -m venv $(VENV)
@@ -61,14 +61,21 @@ test: install-dev
 	TRUSTMH_TEST_CPU_LIMIT=6 $(BIN)/pytest -q $(XDIST_ALL) --durations=25
 
 # the lanes (docs/contributing.md#tests): each xdist worker collects the suite once (about 12 s of CPU); the unit
-# lane has no server and no subprocess to wait on, so it keeps two workers, one a core (its own tests are about
-# 100 s of CPU, over the minute it aims at on one core)
+# lane has no server, no subprocess and no heavy test (tests/support/heavy_tests.txt) to wait on, so it keeps two
+# workers, one a core
 test-fast: install-dev
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/pytest -q -m "not slow" $(XDIST)
 
 test-unit: install-dev
-	$(BIN)/pytest -q -m "not slow and not server" -n 2 --dist loadscope
+	$(BIN)/pytest -q -m "not slow and not server and not heavy" -n 2 --dist loadscope
+
+# the unit lane's heavy list measured again: the lane's selection but the list, each test's CPU, then the list
+heavy-tests: install-dev
+	rm -f .heavy-tests.tsv
+	TRUSTMH_TEST_CPU_REPORT=.heavy-tests.tsv $(BIN)/pytest -q -m "not slow and not server" -n 2 --dist loadscope
+	$(BIN)/python tools/measure_heavy_tests.py .heavy-tests.tsv
+	rm -f .heavy-tests.tsv
 
 docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir site

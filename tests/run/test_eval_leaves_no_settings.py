@@ -6,8 +6,6 @@ Seen as a CI flake: a test's judge with 8 connections held 3 after another test'
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from inspect_ai.model._model import active_generate_config, active_model
 

@@ -11,7 +11,10 @@
 * `UnitLane`: a test file that names one of SERVER_WORDS starts a server, a browser or a subprocess; its
   tests are marked `server` at collection, from the file's text (a function-level import counts too), so the
   classification is never kept by hand. `make test-unit` leaves them out; a test the unit lane keeps that
-  runs a child process anyway fails, naming the word list to extend.
+  runs a child process anyway fails, naming the word list to extend. It also leaves out the tests marked `heavy`
+  at collection from HEAVY_LIST, the tests measured over 0.3 s of CPU (or in a file whose shared fixtures cost
+  over 1 s; `make heavy-tests` measures the lane again and writes it). Not a rule of its own: a bound near
+  0.3 s would fail by turns whichever test first imports a library in a worker (seen: 0.3 s tests at 1.3 s).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 import pytest
 
 TEST_CPU_LIMIT_S = float(os.environ.get("TRUSTMH_TEST_CPU_LIMIT", "3"))
+HEAVY_LIST = Path(__file__).with_name("heavy_tests.txt")
 SHARED_FIXTURE_CPU_FACTOR = 4
 RULE = ("the fast lane's rule (docs/contributing.md#tests): a test not marked slow spends at most {limit:g} s "
         "of CPU in setup + call, a fixture shared by several tests at most {shared:g} s to build; mark the "
@@ -134,11 +138,19 @@ def starts_servers(text: str) -> bool:
     return any(word in text for word in SERVER_WORDS)
 
 
+def heavy_entries() -> set[str]:
+    """The node ids and files of HEAVY_LIST (its lines but the comments)."""
+    if not HEAVY_LIST.is_file():
+        return set()
+    return {line for line in HEAVY_LIST.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")}
+
+
 class UnitLane:
     """Marks `server` the tests of a file that starts servers or subprocesses; holds the unit lane to it."""
 
     def __init__(self) -> None:
         self._files: dict[Path, bool] = {}
+        self._heavy = heavy_entries()
 
     def _file_starts_servers(self, path: Path) -> bool:
         if path not in self._files:
@@ -149,6 +161,8 @@ class UnitLane:
         for item in items:
             if self._file_starts_servers(Path(str(item.fspath))):
                 item.add_marker(pytest.mark.server)
+            if item.nodeid in self._heavy or item.nodeid.split("::")[0] in self._heavy:
+                item.add_marker(pytest.mark.heavy)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item):

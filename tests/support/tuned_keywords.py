@@ -49,9 +49,15 @@ def ngrams(text: str, n_max: int = 3) -> set[str]:
 
 def tune_keywords(items: Sequence[Item], k: int = 20) -> list[str]:
     """The `k` phrases a greedy selection picks on `items` (see the module docstring)."""
-    grams = [set().union(*(ngrams(t) for t in person_turns(it))) for it in items]
-    risk = [is_risk(it) for it in items]
-    candidates = sorted(set().union(*grams))
+    # each phrase's risk and control conversations, indexed once (a scan of every conversation per phrase
+    # per step took 2.6 s of CPU on the 394-conversation gradual-disclosure set)
+    risk_hits: dict[str, set[int]] = {}
+    control_hits: dict[str, set[int]] = {}
+    for i, it in enumerate(items):
+        hits = risk_hits if is_risk(it) else control_hits
+        for phrase in set().union(*(ngrams(t) for t in person_turns(it))):
+            hits.setdefault(phrase, set()).add(i)
+    candidates = sorted(set(risk_hits) | set(control_hits))
     chosen: list[str] = []
     covered: set[int] = set()
     flagged: set[int] = set()
@@ -60,14 +66,12 @@ def tune_keywords(items: Sequence[Item], k: int = 20) -> list[str]:
         for phrase in candidates:
             if phrase in chosen:
                 continue
-            hits = {i for i, g in enumerate(grams) if phrase in g}
-            gain = len({i for i in hits if risk[i]} - covered) - len({i for i in hits if not risk[i]} - flagged)
+            gain = len(risk_hits.get(phrase, set()) - covered) - len(control_hits.get(phrase, set()) - flagged)
             if best_gain is None or gain > best_gain or (gain == best_gain and len(phrase) < len(best or "")):
                 best, best_gain = phrase, gain
         if best is None or best_gain is None or best_gain <= 0:
             break  # no phrase flags more risk than controls any more
         chosen.append(best)
-        hits = {i for i, g in enumerate(grams) if best in g}
-        covered |= {i for i in hits if risk[i]}
-        flagged |= {i for i in hits if not risk[i]}
+        covered |= risk_hits.get(best, set())
+        flagged |= control_hits.get(best, set())
     return chosen

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
-from contextvars import copy_context
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from contextvars import copy_context
 from pathlib import Path
 from typing import Any
 
