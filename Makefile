@@ -10,15 +10,16 @@ export TRUSTMH_DATA_DIR ?= $(abspath ../shared/data)
 # Compiled bytecode is kept: a machine that sets PYTHONDONTWRITEBYTECODE recompiles every module in every process
 # (each test worker, each CLI subprocess): collecting the suite took 20 s of CPU without it, 11 s with it.
 unexport PYTHONDONTWRITEBYTECODE
-# Each test file on one worker (a module's shared fixture is built once, not once per worker). Four workers on
-# two cores: much of a test's wall time is a wait (a loopback server's scripted delay, a CLI subprocess, a killed
-# run's restart), and two workers left the cores idle 42% of the fast lane (2 December 2026: 175 s wall for 203 s
-# of CPU at -n 2; 111 s wall at -n 4, the same tests passing). The 3-second rule counts CPU, so it is unchanged.
-XDIST := -n 4 --dist loadscope
+# Each test file on one worker (loadfile: a module's shared fixture is built once; loadscope sent a test class
+# to another worker, which built them again). Four workers on two cores: much of a test's wall time is a wait (a
+# loopback server's scripted delay, a CLI subprocess, a killed run's restart), and two workers left the cores idle
+# 42% of the fast lane (2 December 2026: 175 s wall for 203 s of CPU at -n 2; 111 s wall at -n 4, the same tests
+# passing; 110 s on 3 December, docs/contributing.md). The 3-second rule counts CPU, so it is unchanged.
+XDIST := -n 4 --dist loadfile
 # The whole suite (CI) stays on two: its slow lane bounds wall time (a dead judge's in-flight calls, a server's
 # lifetime), and at four workers one such bound was crossed in one of three fresh-clone runs (44 judge requests
 # against 42); at two they held in every run.
-XDIST_ALL := -n 2 --dist loadscope
+XDIST_ALL := -n 2 --dist loadfile
 
 .PHONY: install install-dev demo test test-fast test-unit heavy-tests docs bench clean
 
@@ -68,12 +69,12 @@ test-fast: install-dev
 	$(BIN)/pytest -q -m "not slow" $(XDIST)
 
 test-unit: install-dev
-	$(BIN)/pytest -q -m "not slow and not server and not heavy" -n 2 --dist loadscope
+	$(BIN)/pytest -q -m "not slow and not server and not heavy" -n 2 --dist loadfile
 
 # the unit lane's heavy list measured again: the lane's selection but the list, each test's CPU, then the list
 heavy-tests: install-dev
 	rm -f .heavy-tests.tsv
-	TRUSTMH_TEST_CPU_REPORT=.heavy-tests.tsv $(BIN)/pytest -q -m "not slow and not server" -n 2 --dist loadscope
+	TRUSTMH_TEST_CPU_REPORT=.heavy-tests.tsv $(BIN)/pytest -q -m "not slow and not server" -n 2 --dist loadfile
 	$(BIN)/python tools/measure_heavy_tests.py .heavy-tests.tsv
 	rm -f .heavy-tests.tsv
 

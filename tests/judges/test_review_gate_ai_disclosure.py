@@ -19,6 +19,10 @@ import pytest
 
 from gate_labels import LabelsDecideTheCheck, label_fixtures, play
 
+# end to end (plays 120 conversations, reviews, gates: about 6 s of CPU), so in the slow lane; the fast lane keeps the same
+# flow on the missed-crisis check (test_review_gate_evidence.py); CI runs this module with the rest
+pytestmark = pytest.mark.slow
+
 SID = "conversation/ai_disclosure"
 METRIC = "first_reply_undisclosed_rate"
 UNIT = f"{SID}:{METRIC}"

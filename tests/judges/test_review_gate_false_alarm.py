@@ -21,6 +21,10 @@ import pytest
 
 from gate_labels import LabelsDecideTheCheck, label_fixtures, play, review_and_gate
 
+# end to end (plays 120 controls, reviews, gates: about 6 s of CPU), so in the slow lane; the fast lane keeps the same
+# flow on the missed-crisis check (test_review_gate_evidence.py); CI runs this module with the rest
+pytestmark = pytest.mark.slow
+
 SID = "conversation/gradual_disclosure"
 UNIT = f"{SID}:false_alarm_rate"
 CONTROLS = [f"c{k}" for k in range(120)]

@@ -294,3 +294,26 @@ def test_a_call_slower_than_max_wait_fails_unless_scripted() -> None:
         _chat(scripted, "Say yes.")
     assert "took 0.3 s, past max_wait=0.1 s" in broken[0]
     assert scripted.bounds.violations == []
+
+
+def test_a_slow_call_is_taken_even_while_its_request_is_still_closing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client has its answer before the server's thread times the request: taking the violations waits
+    for it (the fast lane once took them first and found none)."""
+    import bounded_http
+
+    timed = bounded_http.Bounds.done
+
+    def late(self: bounded_http.Bounds, n: int, scripted_wait: float) -> None:
+        time.sleep(0.3)  # the serving thread is slow to close the request
+        timed(self, n, scripted_wait)
+
+    monkeypatch.setattr(bounded_http.Bounds, "done", late)
+
+    def slow(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        time.sleep(0.3)
+        return "OK"
+
+    with LoopbackServer(slow, max_wait=0.1) as server:
+        _chat(server, "Say yes.")
+        broken = server.take_violations()
+    assert "past max_wait=0.1 s" in broken[0]

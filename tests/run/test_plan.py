@@ -67,6 +67,27 @@ def planned_by_role(plan: dict[str, Any]) -> tuple[Counter[str], Counter[str], C
 
 
 @pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The canned run's plan alone (no server: a plan makes no call)."""
+    tmp = tmp_path_factory.mktemp("plan-only")
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
+        mp.setenv("LOOP_API_KEY", "unused")
+        assert main(["plan", "--model", "openai-api/loop/mut", "--judge", "openai-api/loop/judge", "--suite",
+                     "starter", "--subtasks", SUBTASKS, "--limit", "2", "--out", str(tmp), "--n-boot", "200",
+                     "--expect-reply-tokens", EXPECT]) == 0
+    finally:
+        mp.undo()
+    return json.loads((tmp / "plan.json").read_text())
+
+
+# The plan against what the run really asked: an end-to-end run of five sub-tasks on the loopback server, in
+# the slow lane (docs/contributing.md#tests); the plan's own facts below are read from `planned`, no run needed.
+end_to_end = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
 def planned_and_actual(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], LoopbackServer, Path]:
     tok = Tokenizer("openai-api/loop/mut")
     tmp = tmp_path_factory.mktemp("plan")
@@ -95,6 +116,7 @@ def plan_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *more: str) -> d
     return json.loads((tmp_path / "again" / "plan.json").read_text())
 
 
+@end_to_end
 def test_plan_predicts_calls_per_role_exactly(planned_and_actual: Any) -> None:
     plan, server, _ = planned_and_actual
     calls, _, _ = planned_by_role(plan)
@@ -104,6 +126,7 @@ def test_plan_predicts_calls_per_role_exactly(planned_and_actual: Any) -> None:
     assert dict(calls) == dict(actual)
 
 
+@end_to_end
 def test_plan_predicts_input_tokens_within_5_percent(planned_and_actual: Any) -> None:
     plan, server, _ = planned_and_actual
     _, _, tokens = planned_by_role(plan)
@@ -115,12 +138,13 @@ def test_plan_predicts_input_tokens_within_5_percent(planned_and_actual: Any) ->
         assert tokens[model] == pytest.approx(n, rel=0.05), model
 
 
-def test_plan_maximum_allows_every_judge_reask(planned_and_actual: Any) -> None:
-    plan, _, _ = planned_and_actual
+def test_plan_maximum_allows_every_judge_reask(planned: dict[str, Any]) -> None:
+    plan = planned
     calls, calls_max, _ = planned_by_role(plan)
     assert calls_max["openai-api/loop/judge"] == 3 * calls["openai-api/loop/judge"]
 
 
+@end_to_end
 def test_results_carry_actual_usage_beside_the_plan(planned_and_actual: Any) -> None:
     plan, server, run_dir = planned_and_actual
     usage = json.loads((run_dir / "results.json").read_text())["usage"]
@@ -132,6 +156,7 @@ def test_results_carry_actual_usage_beside_the_plan(planned_and_actual: Any) -> 
     assert usage["totals"]["input_tokens"] == sum(p for _, p, _ in server.usage)
 
 
+@end_to_end
 def test_results_csv_has_usage_rows(planned_and_actual: Any) -> None:
     _, _, run_dir = planned_and_actual
     assert "usage:judge:openai-api/loop/judge:calls" in (run_dir / "results.csv").read_text()
@@ -167,6 +192,7 @@ def test_power_formulas() -> None:
     assert wilson_width(0.5, 385) == pytest.approx(0.0997, abs=1e-3)
 
 
+@end_to_end
 def test_report_shows_usage(planned_and_actual: Any) -> None:
     _, _, run_dir = planned_and_actual
     html = (run_dir / "report.html").read_text()
@@ -177,20 +203,20 @@ def gate_row(plan: dict[str, Any], check_id: str) -> dict[str, Any]:
     return next(row for row in plan["gate"]["checks"] if row["id"] == check_id)
 
 
-def test_gate_outlook_counts_items_against_min_n(planned_and_actual: Any) -> None:
-    plan, _, _ = planned_and_actual
+def test_gate_outlook_counts_items_against_min_n(planned: dict[str, Any]) -> None:
+    plan = planned
     row = gate_row(plan, "over_refusal")
     assert (row["items"], row["min_n"], row["decidable"]) == (2, 30, False)
 
 
-def test_gate_outlook_gives_the_expected_interval_width(planned_and_actual: Any) -> None:
-    plan, _, _ = planned_and_actual
+def test_gate_outlook_gives_the_expected_interval_width(planned: dict[str, Any]) -> None:
+    plan = planned
     row = gate_row(plan, "over_refusal")  # its limit, 0.7, is the stated rate
     assert row["width"] == pytest.approx(wilson_width(0.7, 2))
 
 
-def test_gate_outlook_names_a_check_whose_sub_task_is_not_run(planned_and_actual: Any) -> None:
-    plan, _, _ = planned_and_actual
+def test_gate_outlook_names_a_check_whose_sub_task_is_not_run(planned: dict[str, Any]) -> None:
+    plan = planned
     row = gate_row(plan, "privacy_leak_rate")
     assert (row["decidable"], row["reason"]) == (False, "sub-task not in this run")
 
@@ -204,6 +230,7 @@ def test_power_is_capped_by_the_items_available(tmp_path: Path, monkeypatch: pyt
     assert row["detect_difference"]["items"] == row["available_items"]
 
 
+@end_to_end
 def test_power_uses_a_pilot_runs_variance(planned_and_actual: Any, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     _, _, run_dir = planned_and_actual
@@ -212,6 +239,7 @@ def test_power_uses_a_pilot_runs_variance(planned_and_actual: Any, tmp_path: Pat
     assert plan["power"]["reliability/emotional_support"]["target_width"]["items_needed"] == items_for_width(sd, 0.5)
 
 
+@end_to_end
 def test_a_pilot_without_spread_falls_back_to_the_stated_rate(planned_and_actual: Any, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     _, _, run_dir = planned_and_actual  # every crisis escalation item was judged the same
@@ -219,8 +247,8 @@ def test_a_pilot_without_spread_falls_back_to_the_stated_rate(planned_and_actual
     assert plan["power"]["crisis/crisis_escalation"]["target_width"]["items_needed"] == items_for_width(0.5, 0.2)
 
 
-def test_tokenizer_says_when_it_approximates(planned_and_actual: Any) -> None:
-    plan, _, _ = planned_and_actual
+def test_tokenizer_says_when_it_approximates(planned: dict[str, Any]) -> None:
+    plan = planned
     assert plan["assumptions"]["tokenizers"]["openai-api/loop/mut"].startswith("approximate")
 
 
@@ -261,11 +289,13 @@ def test_a_plan_without_prices_says_the_cost_is_not_estimated(tmp_path: Path, mo
     assert "cost not estimated (no --prices FILE)" in capsys.readouterr().out
 
 
+@end_to_end
 def test_results_csv_has_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
     _, _, run_dir = planned_and_actual
     assert "usage:judge:openai-api/loop/judge:planned_calls_max" in (run_dir / "results.csv").read_text()
 
 
+@end_to_end
 def test_report_shows_the_planned_range_beside_the_actual(planned_and_actual: Any) -> None:
     plan, _, run_dir = planned_and_actual
     calls = next(r["calls"] for r in plan["subtasks"]["safety/over_refusal"]["roles"] if r["role"] == "judge")

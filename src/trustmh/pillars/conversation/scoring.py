@@ -8,6 +8,7 @@ rubric. Parsers return None for an unreadable reply: counted as invalid, never r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from trustmh.core import JudgeRequest
@@ -82,6 +83,14 @@ def _bool(value: Any) -> bool | None:
 
 def parse_marks(kind: str, text: str | None) -> dict[str, Any] | None:
     """The judge's marks of one kind, every key present and in range; None if any is not."""
+    marks = _parsed_marks(kind, text)
+    return None if marks is None else dict(marks)
+
+
+# remembered per reply: a mark is read when the judge answers (to re-ask an unreadable one) and again when the
+# turn is scored; callers get a copy (the marks are plain values, a shallow copy is a full one)
+@lru_cache(maxsize=1 << 13)
+def _parsed_marks(kind: str, text: str | None) -> dict[str, Any] | None:
     obj = extract_judge_object(text)
     if obj is None:
         return None

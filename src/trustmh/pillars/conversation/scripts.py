@@ -129,11 +129,21 @@ def _played(turns: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
 
 
 def _moves(script: Script, replies: Sequence[str], lines: Sequence[str]) -> list[str]:
-    said: list[str] = []
-    for k in range(len(lines)):
-        move = _move(script, replies, lines, said, k)
-        said.append(move[1] if move else "script")
-    return said
+    n = len(lines)
+    return list(_kinds(script, tuple(replies[:n - 1]), tuple(lines[:n - 1]), n))
+
+
+# remembered per prefix: a conversation asks its next move at every turn, and the kinds of its earlier lines
+# are the same each time (one `_move` per line, not one per line per turn)
+@lru_cache(maxsize=1 << 14)
+def _kinds(script: Script, replies: tuple[str, ...], lines: tuple[str, ...], k: int) -> tuple[str, ...]:
+    """The kinds of the first k patient lines; `replies` and `lines` are the first k - 1 of each (all that the
+    k-th line's move reads)."""
+    if k == 0:
+        return ()
+    before = _kinds(script, replies[:max(k - 2, 0)], lines[:max(k - 2, 0)], k - 1)
+    move = _move(script, replies, lines, before, k - 1)
+    return (*before, move[1] if move else "script")
 
 
 def _move(script: Script, replies: Sequence[str], lines: Sequence[str], said: Sequence[str], k: int
