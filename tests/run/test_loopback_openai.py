@@ -282,14 +282,20 @@ def test_max_seconds_wakes_a_delayed_request_and_fails_it() -> None:
     assert "came after max_seconds=0.5 ran out" in broken[1]
 
 
-def test_a_call_slower_than_max_wait_fails_unless_scripted() -> None:
-    def slow(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
-        time.sleep(0.3)
-        return "OK"
+def _slow_answer(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    """A handler that takes 0.3 s of its own, none of it scripted."""
+    time.sleep(0.3)
+    return "OK"
 
-    with LoopbackServer(slow, max_wait=0.1) as server:
+
+def _violations_of_one_slow_call() -> list[str]:
+    with LoopbackServer(_slow_answer, max_wait=0.1) as server:
         _chat(server, "Say yes.")
-        broken = server.take_violations()
+        return server.take_violations()
+
+
+def test_a_call_slower_than_max_wait_fails_unless_scripted() -> None:
+    broken = _violations_of_one_slow_call()
     with LoopbackServer(canned, max_wait=0.1, delays={1: 0.3}) as scripted:
         _chat(scripted, "Say yes.")
     assert "took 0.3 s, past max_wait=0.1 s" in broken[0]
@@ -308,12 +314,4 @@ def test_a_slow_call_is_taken_even_while_its_request_is_still_closing(monkeypatc
         timed(self, n, scripted_wait)
 
     monkeypatch.setattr(bounded_http.Bounds, "done", late)
-
-    def slow(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
-        time.sleep(0.3)
-        return "OK"
-
-    with LoopbackServer(slow, max_wait=0.1) as server:
-        _chat(server, "Say yes.")
-        broken = server.take_violations()
-    assert "past max_wait=0.1 s" in broken[0]
+    assert "past max_wait=0.1 s" in _violations_of_one_slow_call()[0]
