@@ -315,3 +315,20 @@ def test_a_slow_call_is_taken_even_while_its_request_is_still_closing(monkeypatc
 
     monkeypatch.setattr(bounded_http.Bounds, "done", late)
     assert "past max_wait=0.1 s" in _violations_of_one_slow_call()[0]
+
+
+def test_a_requests_status_is_recorded_by_the_time_its_client_has_the_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server records a request's status as it sends the answer, not after (the fast lane once read a
+    status still None right after its call returned)."""
+    recorded = LoopbackServer._after
+
+    def late(self: LoopbackServer, record: Any, status: int | None) -> None:
+        time.sleep(0.3)  # the serving thread is slow to record
+        recorded(self, record, status)
+
+    monkeypatch.setattr(LoopbackServer, "_after", late)
+    with LoopbackServer(canned) as server:
+        _chat(server, "Say yes.")
+        statuses = [r.status for r in server.requests]
+    assert statuses == [200]

@@ -286,6 +286,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         scripted_wait = 0.0  # the delays this request scripted: `bounded_http` allows them beyond max_wait
+        recorded: RecordedRequest | None = None  # the request being answered (its status is set as it is sent)
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
@@ -295,6 +296,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
         ) -> bool:
             data = json.dumps(payload).encode("utf-8")
+            record = self.recorded
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -302,10 +304,16 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
+                if record is not None:
+                    # recorded before the last bytes go out: the client may read the record the moment it has
+                    # its answer (seen: a status still None in a busy fast lane)
+                    server._after(record, status)
                 self.wfile.write(data)
                 self.wfile.flush()
                 return True
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. its timeout)
+                if record is not None:
+                    server._after(record, None)
                 return False
 
         def _error(
@@ -336,7 +344,7 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
 
         # ------------------------------------------------------------------------------ routes
         def do_GET(self) -> None:
-            record = server._record(self, None)
+            record = self.recorded = server._record(self, None)
             if self.path.rstrip("/").endswith("/models"):
                 data = [
                     {"id": m, "object": "model", "created": 0, "owned_by": "loopback"}
@@ -350,8 +358,9 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             server._after(record, status if ok else None)
 
         def do_POST(self) -> None:
+            self.recorded = None  # a kept-alive connection's handler answered an earlier request
             body = self._read_json()
-            record = server._record(self, body)
+            record = self.recorded = server._record(self, body)
             status = self._chat(record, body)
             server._after(record, status)
 
