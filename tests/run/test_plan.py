@@ -69,17 +69,11 @@ def planned_by_role(plan: dict[str, Any]) -> tuple[Counter[str], Counter[str], C
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The canned run's plan alone (no server: a plan makes no call)."""
-    tmp = tmp_path_factory.mktemp("plan-only")
     mp = pytest.MonkeyPatch()
     try:
-        mp.setenv("LOOP_BASE_URL", "http://127.0.0.1:9/v1")
-        mp.setenv("LOOP_API_KEY", "unused")
-        assert main(["plan", "--model", "openai-api/loop/mut", "--judge", "openai-api/loop/judge", "--suite",
-                     "starter", "--subtasks", SUBTASKS, "--limit", "2", "--out", str(tmp), "--n-boot", "200",
-                     "--expect-reply-tokens", EXPECT]) == 0
+        return plan_again(tmp_path_factory.mktemp("plan-only"), mp, "--n-boot", "200", "--expect-reply-tokens", EXPECT)
     finally:
         mp.undo()
-    return json.loads((tmp / "plan.json").read_text())
 
 
 # The plan against what the run really asked: an end-to-end run of five sub-tasks on the loopback server, in
