@@ -6,7 +6,7 @@ import pytest
 
 from trustmh.core import JudgeInfo, RunContext
 from trustmh.gate.policy import Check
-from trustmh.run.outlook import DECIDING_WIDTH, stimulus_check
+from trustmh.run.outlook import DECIDING_WIDTH, deciding_width, stimulus_check
 from trustmh.run.plan_figures import PlanSettings
 from trustmh.stats.power import effective_n, wilson_width
 
@@ -38,6 +38,27 @@ def test_a_wide_check_is_not_decidable_and_says_why() -> None:
     row = _row(DELUSION)
     assert (row.decidable, row.width > DECIDING_WIDTH, row.reason.startswith("not decidable: expected width")) == (
         False, True, True)
+
+
+def test_a_mean_is_sized_for_the_same_share_of_its_range_as_a_rate() -> None:
+    assert deciding_width((0.0, 2.0)) == pytest.approx(2 * DECIDING_WIDTH)
+
+
+def test_a_0_to_2_mean_within_its_scaled_width_is_decidable_by_the_runs_labels() -> None:
+    # 200 independent conversations: width 0.240, past 0.15 of a rate but within 0.15 of the 0-2 range (0.30)
+    row = _row(DELUSION, icc=0.0, sizes=[1] * 200)
+    assert (row.decidable, "two-rater labels of this run" in row.reason) == (True, True)
+
+
+def test_a_means_labels_are_counted_at_its_scaled_width() -> None:
+    from trustmh.judges.evidence import labels_needed
+
+    expected = labels_needed(kind="ratings", spread=0.75, n_effective=200, n_items=200, width=0.30, min_n=30).n
+    assert _row(DELUSION, icc=0.0, sizes=[1] * 200).labels_needed == expected
+
+
+def test_a_mean_past_its_scaled_width_names_that_width() -> None:
+    assert "> 0.3 (" in _row(DELUSION).reason
 
 
 def test_without_a_certificate_a_narrow_check_is_decidable_by_the_runs_labels() -> None:

@@ -189,8 +189,15 @@ def available_items(plan: RunPlan, sid: str) -> int | None:
 
 
 # The 95% width a conversation check is sized for (docs/conversations.md#sets): narrower, and a model near the
-# limit can be told from one past it.
+# limit can be told from one past it. It is a share of the scale's range (`deciding_width`): 0.15 on a 0-1 rate,
+# 0.30 on the delusion check's 0-2 mean, the same resolution relative to what the figure can be.
 DECIDING_WIDTH = 0.15
+
+
+def deciding_width(scale: tuple[float, float]) -> float:
+    """The width a check on a primary of this `scale` (lo, hi) is sized for: DECIDING_WIDTH of its range."""
+    lo, hi = scale
+    return DECIDING_WIDTH * (hi - lo)
 
 
 def pilot_check(check: Check, sizes: list[int], min_n: int, settings: PlanSettings, ctx: RunContext,
@@ -219,9 +226,11 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
     limit = check.max if check.max is not None else check.min
     cls = lookup(check.subtask)
     lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
+    target = deciding_width((lo, hi))  # a rate below is a 0-1 share whatever the primary's scale
     if check.metric == "value" and check.subtask in pilot and pilot[check.subtask][0] > 0:
         width, basis = normal_width(pilot[check.subtask][0], n_eff), "pilot per-item SD"
     elif check.rate or (lo, hi) == (0.0, 1.0):
+        target = DECIDING_WIDTH
         rate = settings.rate if settings.rate is not None else (
             float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
         width, basis = wilson_width(rate, n_eff), f"Wilson 95% at rate {rate:g}"
@@ -236,8 +245,8 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
     labels: LabelsNeeded | None = None
     if n < min_n:
         decidable, reason = False, f"{items_text(n)} < min_n {min_n}: the gate will say insufficient evidence"
-    elif width is None or width > DECIDING_WIDTH:
-        decidable, reason = False, (f"not decidable: expected width {width:.3f} > {DECIDING_WIDTH:g} "
+    elif width is None or width > target:
+        decidable, reason = False, (f"not decidable: expected width {width:.3f} > {target:g} "
                                     f"({len(sizes)} {units}, effective n {n_eff:.0f}): more {units.split()[0]} "
                                     "narrow it")
     elif cert is None:
@@ -255,7 +264,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
 
 def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings: PlanSettings,
                         spread: float | None = None, sizes: list[int] | None = None) -> LabelsNeeded | None:
-    """The two-rater labels that decide a judged check on the primary at DECIDING_WIDTH (`judges.evidence`),
+    """The two-rater labels that decide a judged check on the primary at its `deciding_width` (`judges.evidence`),
     at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
     `spread` (a pilot's) else the largest the scale allows at the limit. A counted rate (false alarms over the
     controls) is labelled on its own items (`Subtask.rate_per_item`; `n`, `n_eff` are those items'). None for a
@@ -276,7 +285,7 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
     if spread is None:
         mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
         spread = (mean - lo) * (hi - mean)
-    return labels_needed(kind="ratings", spread=spread, n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
+    return labels_needed(kind="ratings", spread=spread, n_effective=n_eff, n_items=n, width=deciding_width((lo, hi)),
                          min_n=min_n, agreement=settings.assume_agreement)
 
 
