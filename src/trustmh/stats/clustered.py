@@ -31,6 +31,7 @@ Plain numpy/scipy; no knowledge of sets or models.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +51,7 @@ METHOD = ("Clopper–Pearson on the effective n, clustered (cluster-robust varia
           "freedom; docs/statistics.md#clustered-intervals)")
 
 
+@functools.lru_cache(maxsize=1024)  # the plan's label search asks the same few (level, df) hundreds of times
 def _t_quantile(level: float, df: float) -> float:
     from scipy.stats import t  # here, not at start-up: scipy.stats is slow to import
 
