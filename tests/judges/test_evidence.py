@@ -16,8 +16,15 @@ def _rate(p: float = 0.1, n_eff: float = 104, n_items: int = 104, min_n: int = 3
 
 
 def test_the_count_is_plain_ppis_variance_solved_for_the_width_of_the_first_round() -> None:
+    # the labels are drawn from the judged items: their error term carries the finite-population factor 1/n − 1/N
     budget = (0.15 / (2 * round_z(1))) ** 2 - 0.09 / 104
-    assert _rate().n == math.ceil(2 * 0.09 * 0.2 / budget)
+    assert _rate().n == math.ceil(1 / (budget / (2 * 0.09 * 0.2) + 1 / 104))
+
+
+def test_labelling_most_of_a_small_set_counts_for_its_finite_size() -> None:
+    # without the factor 1/n − 1/N the count was ceil(2·0.09·0.2 / budget), more than labelling every item needs
+    budget = (0.15 / (2 * round_z(1))) ** 2 - 0.09 / 104
+    assert _rate().n < math.ceil(2 * 0.09 * 0.2 / budget)
 
 
 def test_a_better_judge_needs_fewer_labels() -> None:
@@ -38,7 +45,8 @@ def test_a_set_whose_judge_only_interval_is_already_too_wide_has_no_count() -> N
 
 
 def test_more_labels_than_items_is_no_count() -> None:
-    assert _rate(n_items=40).n is None
+    # a 2% rate's pair agreement needs 118 labels (test_a_rare_harm_is_set_by_the_pairs_agreement), the set has 100
+    assert _rate(p=0.02, n_eff=2000, n_items=100).n is None
 
 
 # Issue 50: a rate whose items share units is sized on the interval the gate reads on conversations
@@ -64,7 +72,8 @@ def test_sized_on_the_clustered_interval_a_rate_needs_more_labels_than_on_the_no
     assert clustered.n > plain.n
 
 
-def test_when_even_every_item_labelled_is_too_wide_no_count_is_given() -> None:
-    got = labels_needed(kind="labels", spread=0.09, n_effective=100, n_items=152, width=0.15, min_n=30, rate=0.1,
+def test_when_the_clustered_judge_only_interval_is_too_wide_no_count_is_given() -> None:
+    # every item labelled leaves the people's own figure on the same effective n: no count of labels narrows it
+    got = labels_needed(kind="labels", spread=0.09, n_effective=60, n_items=152, width=0.15, min_n=30, rate=0.1,
                         sizes=[8] * 16 + [1] * 24)
     assert (got.n, "more items, not labels" in got.binding) == (None, True)

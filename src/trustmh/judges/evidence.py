@@ -23,15 +23,18 @@ A judged check is decided on one of two grounds:
 Labels needed, before anyone labels (`labels_needed`): the fewest labels for which (a) the corrected interval
 of the first labelling round (read at its share of 95%, `stats.sequential.round_alpha`, so that later rounds
 keep the 95% valid) is no wider than the width asked, from PPI's variance (λ = 1, the rule below 200 labels)
-    se² = Var(Ŷ)/N_eff + Var(Y − Ŷ)/n
-with Var(Y − Ŷ) at an assumed judge–human agreement a (binary, equal margins at rate p: 2p(1−p)(1−a);
+when the n labels are drawn from the N judged items themselves
+    se² = Var(Y)/N_eff + Var(Y − Ŷ)·(1/n − 1/N)
+(the judged items' own mean plus the labelled sample's error about it, with the finite-population factor: all N
+labelled leaves the people's own figure; the gate's cluster-robust variance, `stats.ppi.clustered_corrected_mean`,
+has the same expectation), with Var(Y) = Var(Ŷ) at equal margins and Var(Y − Ŷ) at an assumed judge–human agreement a (binary, equal margins at rate p: 2p(1−p)(1−a);
 ratings, equal variances σ²: 2σ²(1−a)), and (b) a pair agreeing at a clears the floor at its lower bound
 (large-sample variance of the two-rater agreement: Bloch & Kraemer 1989 for κ, Fisher's for a two-rater
 ICC), and (c) min_n. The plan states the assumption beside the count. For a rate whose items share units (a
 conversation set's design cells), (a) is read on the interval the gate reads there
 (`stats.ppi.clustered_corrected_mean`): Clopper–Pearson on the clustered effective n, the rectifier's term
-raised by the weights of labels spread evenly over the units (`even_allocation_effect`;
-docs/statistics.md#pilot-correlation).
+raised by the weights of labels spread evenly over the units: Var(Y − Ŷ)/N²·Σ_c m_c²(1/a_c − 1/m_c), i.e.
+(`even_allocation_effect` − n/N)/n, a_c of the m_c items of unit c labelled (docs/statistics.md#pilot-correlation).
 
 References
     A. N. Angelopoulos, S. Bates, C. Fannjiang, M. I. Jordan, T. Zrnic. Prediction-powered inference.
@@ -216,14 +219,14 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
                                   f"than {width:g}: more items, not labels, narrow it", agreement, width)
     if clustered:
         found = next((n for n in range(2, n_items + 1) if _clustered_width(
-            p, spread / n_effective + 2 * spread * (1 - agreement) / n * even_allocation_effect(sizes, n),
-            len(sizes)) <= width), None)
-        if found is None:
+            p, spread / n_effective + 2 * spread * (1 - agreement) / n
+            * (even_allocation_effect(sizes, n) - n / n_items), len(sizes)) <= width), None)
+        if found is None:  # all labelled is the judge-only variance, which fits: only rounding lands here
             return LabelsNeeded(None, f"even all {n_items} items labelled leave the clustered interval wider than "
                                       f"{width:g}: more items, not labels, narrow it", agreement, width)
         for_width = found
-    else:
-        for_width = math.ceil(2 * spread * (1 - agreement) / budget)
+    else:  # 2σ²(1 − a)(1/n − 1/N) <= budget
+        for_width = math.ceil(1 / (budget / (2 * spread * (1 - agreement)) + 1 / n_items))
     floor = FLOORS[kind]
     if agreement <= floor:
         return LabelsNeeded(None, f"a pair agreeing at {agreement:g} never clears the floor {floor:g}", agreement,
