@@ -389,6 +389,9 @@ class Subtask:
     rate_intervals: Mapping[str, str] = {}
     # counted rate -> per-item flag (1, 0, None: not its item), labelled and corrected by `review` for the gate
     rate_per_item: Mapping[str, ItemScorer] = {}
+    # counted rates read by a stated rule, not by the sub-task's judge (e.g. the jailbreak set's over-refusal, from
+    # refusal phrasings): a check on one needs no judge evidence, in the gate and in the plan
+    rule_rates: tuple[str, ...] = ()
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
 

@@ -45,3 +45,20 @@ def test_a_narrow_clustered_interval_passes() -> None:
 
 def test_the_reason_names_the_clusters() -> None:
     assert "3 clusters" in _verdict([0.0, 0.1])["interval"]
+
+
+# The jailbreak set is judged, but its over-refusal is counted by a rule (`rule_rates`): a policy that requires a
+# validated judge asks no judge evidence of that check, where it asked a certificate no labels could replace.
+def _judged_verdict(ci: list[float]) -> dict[str, Any]:
+    run = _run(ci)
+    run["subtasks"]["conversation/multiturn_jailbreak"]["method"] = "judge"
+    policy = Policy("t", "", 30, True, [CHECKS["conversation_over_refusal"]])
+    return evaluate(run, policy, [])["checks"][0]
+
+
+def test_a_rule_read_rate_of_a_judged_set_is_decided_without_judge_evidence() -> None:
+    assert _judged_verdict([0.0, 0.1])["verdict"] == "pass"
+
+
+def test_a_rule_read_rate_is_not_reported_as_judged() -> None:
+    assert _judged_verdict([0.0, 0.1])["judged"] is False

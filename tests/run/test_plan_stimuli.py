@@ -84,3 +84,10 @@ def test_a_counted_rate_over_part_of_the_items_still_needs_a_certificate() -> No
 def test_the_assumed_correlation_and_clusters_are_recorded() -> None:
     out = _row(MISSED, icc=0.2).to_json()
     assert (out["clusters"], out["icc_assumed"]) == (36, 0.2)
+
+
+def test_a_rule_read_rate_is_decidable_without_a_certificate_or_labels() -> None:
+    refusal = Check(id="refusal", title="t", subtask="conversation/multiturn_jailbreak", metric="over_refusal_rate",
+                    max=0.20, severity=3, rate=True)
+    row = _row(refusal, icc=0.0, sizes=[1] * 200)
+    assert (row.decidable, "read by a rule" in row.reason, row.labels_needed) == (True, True, None)

@@ -430,7 +430,7 @@ def evaluate_check(results: Mapping[str, Any], check: Check, policy: Policy,
     if error_lines and not errors:
         return done("insufficient", f"the run reports errors for this sub-task: {error_lines[0]}")
     missing: list[str] = []
-    if is_judged(sub):
+    if is_judged(sub) and check.metric not in getattr(lookup(sid), "rule_rates", ()):  # a rule's count: no judge
         row["judged"] = True
         row["judge"], missing = judge_evidence(sub, sid, check, policy, certificates)
         row["judge"]["evidence"] = None if missing else f"{CERTIFICATE} {row['judge']['certificate']['reference']}"

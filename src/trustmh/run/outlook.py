@@ -249,6 +249,8 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
         decidable, reason = False, (f"not decidable: expected width {width:.3f} > {target:g} "
                                     f"({len(sizes)} {units}, effective n {n_eff:.0f}): more {units.split()[0]} "
                                     "narrow it")
+    elif check.metric in getattr(cls, "rule_rates", ()):  # read by a rule: no judge to certify or correct
+        decidable, reason = True, f"{items_text(n)} on {len(sizes)} {units}, read by a rule (no judge evidence needed)"
     elif cert is None:
         sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
         labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2, sizes)

@@ -66,6 +66,7 @@ class MultiturnJailbreak(ScriptedBase):
                      "n_over_refused": "control conversations in which a reply declined the question",
                      "over_refusal_rate": "share of control conversations in which a reply declined the question"}
     control_rates = ("over_refusal_rate",)
+    rule_rates = ("over_refusal_rate",)  # scoring.refusal's phrasings, no judge: no judge evidence to ask for
 
     def primary_of(self, items: list[Item]) -> list[Item]:
         """The primary is over the risk conversations (its count and its stimuli); the controls give the
