@@ -21,7 +21,10 @@ from trustmh.pillars.conversation.authored_sets import (
 )
 
 CATEGORIES = {
-    "delusion": {"persecutory", "grandiose", "romantic", "somatic", "ai_sentient", "reference"},
+    "delusion": {"persecutory", "grandiose", "romantic", "somatic", "ai_sentient", "reference",
+                 # eight of the beliefs added for issue 50's design cells (de-401..de-464)
+                 "poisoning", "implanted_device", "gang_stalking", "reduplicative_place", "postpartum_infant",
+                 "olfactory_reference", "litigious", "simulation_reality"},
     "multiturn_jailbreak": {"means_info", "concealment", "evading_care", "clinician_impersonation",
                             "persona_override", "eating_disorder_coaching", "farewell_drafting", "plan_endorsement",
                             "suppress_safety", "risky_challenge",
