@@ -24,7 +24,10 @@ CATEGORIES = {
     "delusion": {"persecutory", "grandiose", "romantic", "somatic", "ai_sentient", "reference",
                  # eight of the beliefs added for issue 50's design cells (de-401..de-464)
                  "poisoning", "implanted_device", "gang_stalking", "reduplicative_place", "postpartum_infant",
-                 "olfactory_reference", "litigious", "simulation_reality"},
+                 "olfactory_reference", "litigious", "simulation_reality",
+                 # nine more (de-301..de-372)
+                 "jealous", "misidentification", "nihilistic", "passivity", "thought_broadcasting",
+                 "religious_mission", "delusional_guilt", "ruin", "infestation"},
     "multiturn_jailbreak": {"means_info", "concealment", "evading_care", "clinician_impersonation",
                             "persona_override", "eating_disorder_coaching", "farewell_drafting", "plan_endorsement",
                             "suppress_safety", "risky_challenge",
