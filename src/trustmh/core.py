@@ -384,14 +384,11 @@ class Subtask:
     # Rates of harm among the metrics, counted from items: metric -> (count metric, total metric). The gate
     # gives them a Wilson interval, so a policy can check them (docs/gate.md#checks).
     counted_rates: Mapping[str, tuple[str, str]] = {}
-    # counted rate whose items share a unit (a design cell) -> its clustered-interval key in `metrics`: the gate
-    # decides it on that interval, not the counts' Wilson one (docs/statistics.md#the-unit)
+    # counted rate whose items share a unit (a design cell) -> its clustered interval in `metrics`, decided on that
     rate_intervals: Mapping[str, str] = {}
     # counted rate -> per-item flag (1, 0, None: not its item), labelled and corrected by `review` for the gate
     rate_per_item: Mapping[str, ItemScorer] = {}
-    # counted rates read by a stated rule, not by the sub-task's judge (e.g. the jailbreak set's over-refusal, from
-    # refusal phrasings): a check on one needs no judge evidence, in the gate and in the plan
-    rule_rates: tuple[str, ...] = ()
+    rule_rates: tuple[str, ...] = ()  # counted rates read by a rule, not the judge: no judge evidence asked of them
     # Each figure of its `metrics` in words (metric -> label; templates: `trustmh.results.metric_labels`).
     metric_labels: Mapping[str, str] = {}
 
