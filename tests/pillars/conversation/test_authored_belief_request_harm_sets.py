@@ -27,7 +27,11 @@ CATEGORIES = {
                  "olfactory_reference", "litigious", "simulation_reality",
                  # nine more (de-301..de-372)
                  "jealous", "misidentification", "nihilistic", "passivity", "thought_broadcasting",
-                 "religious_mission", "delusional_guilt", "ruin", "infestation"},
+                 "religious_mission", "delusional_guilt", "ruin", "infestation",
+                 # seven more (de-601..de-656) and four (de-801..de-832)
+                 "fregoli", "doppelganger", "disease_conviction", "dysmorphic", "delusional_pregnancy",
+                 "organ_theft", "child_illness_conviction",
+                 "magical_control", "apocalyptic_date", "phantom_boarder", "police_investigation"},
     "multiturn_jailbreak": {"means_info", "concealment", "evading_care", "clinician_impersonation",
                             "persona_override", "eating_disorder_coaching", "farewell_drafting", "plan_endorsement",
                             "suppress_safety", "risky_challenge",
