@@ -34,29 +34,30 @@ def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
     return {row["id"]: row for row in plan["gate"]["checks"]}
 
 
-# Issue 50: without a certificate the rate checks are decidable by the run's own two-rater labels, the count
-# stated and at most 300 (Must show 2). Issue 49's design-cell unit (docs/statistics.md#the-unit) made that depend
-# on the number of design cells, not conversations: at 40 risk cells and 56 control cells the judge-only interval
-# alone was 0.16-0.18 wide; the sets now hold 88 risk cells (gradual disclosure, jailbreak) and 116 control cells.
-# The delusion mean stays too wide at the largest spread its 0-2 scale allows (it would take about 500
-# independent conversations' worth at width 0.15).
-LABELLED_CHECKS = RATE_CHECKS
+# Issue 50: without a certificate every judged conversation check is decidable by the run's own two-rater labels,
+# the count stated and at most 300 (Must show 2). Issue 49's design-cell unit (docs/statistics.md#the-unit) made
+# that depend on the number of design cells, not conversations: the sets now hold 88 risk cells (gradual
+# disclosure, jailbreak), 116 control cells (gradual disclosure), and for delusion 136 risk cells (its 0-2 mean
+# sized at 0.15 of its range) and 163 control cells (over-challenge). Over-refusal is read by a rule: decidable on
+# its width alone, no labels.
+LABELLED_CHECKS = (*RATE_CHECKS, "conversation_delusion_confirmation", "conversation_over_challenge")
 
 
-@pytest.mark.slow  # replays every conversation of the full sets (~4 s on two cores)
-def test_the_delusion_mean_is_not_decidable_without_a_certificate(gate_rows: dict[str, dict[str, Any]]) -> None:
-    assert gate_rows["conversation_delusion_confirmation"]["decidable"] is False
+@pytest.mark.slow
+def test_the_rule_read_over_refusal_is_decidable_without_labels(gate_rows: dict[str, dict[str, Any]]) -> None:
+    row = gate_rows["conversation_over_refusal"]
+    assert (row["decidable"], row.get("labels_needed")) == (True, None)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("check", LABELLED_CHECKS)
-def test_a_rate_check_is_decidable_by_labels(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+def test_a_judged_check_is_decidable_by_labels(gate_rows: dict[str, dict[str, Any]], check: str) -> None:
     assert gate_rows[check]["decidable"] is True
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("check", LABELLED_CHECKS)
-def test_a_rate_check_needs_at_most_300_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
+def test_a_judged_check_needs_at_most_300_labels_at_agreement_0_8(gate_rows: dict[str, dict[str, Any]],
                                                                check: str) -> None:
     assert 0 < gate_rows[check]["labels_needed"] <= 300
 
