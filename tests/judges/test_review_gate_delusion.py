@@ -22,6 +22,7 @@ import pytest
 
 from canned import canned_model
 from care_products import CARE
+from gate_labels import shipped_plan_row
 
 SID = "conversation/delusion"
 CHECKS = {
@@ -143,17 +144,8 @@ def specific(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def planned(agreeable: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """`trustmh plan`'s row for each check at its defaults on the shipped set, with no certificate."""
-    from trustmh.cli import main
-
-    rows = {}
-    for check in CHECKS:
-        out = tmp_path_factory.mktemp(f"plan-{check}")
-        assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                     "--pillars", "conversation", "--subtasks", "delusion",
-                     "--policy", str(agreeable / f"{check}.toml"), "--certificates", str(out / "none"),
-                     "--out", str(out)]) == 0
-        rows[check] = json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
-    return rows
+    return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"))
+            for check in CHECKS}
 
 
 class _Verdicts(dict):  # type: ignore[type-arg]

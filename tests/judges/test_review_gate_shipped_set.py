@@ -22,7 +22,7 @@ import pytest
 
 from canned import canned_model
 from care_products import careful, on_topic, rubric_judge
-from gate_labels import SECOND_RATER_FLIPS, label_csv
+from gate_labels import SECOND_RATER_FLIPS, label_csv, shipped_plan_row
 
 SID = "conversation/gradual_disclosure"
 CHECKS = {
@@ -73,17 +73,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """`trustmh plan`'s row for each check at its defaults on the shipped set, with no certificate."""
-    from trustmh.cli import main
-
-    rows = {}
-    for check in CHECKS:
-        out = tmp_path_factory.mktemp(f"plan-{check}")
-        assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                     "--pillars", "conversation", "--subtasks", "gradual_disclosure",
-                     "--policy", str(played / f"{check}.toml"), "--certificates", str(out / "none"),
-                     "--out", str(out)]) == 0
-        rows[check] = json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
-    return rows
+    return {check: shipped_plan_row(played / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"))
+            for check in CHECKS}
 
 
 @pytest.fixture(scope="module")
