@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import pytest
 
 from canned import canned_model
 from care_products import CARE
-from gate_labels import shipped_plan_row
+from gate_labels import review_and_gate, shipped_plan_row
 
 SID = "conversation/delusion"
 CHECKS = {
@@ -116,19 +115,8 @@ def _play(root: Path, model: Any) -> Path:
 
 
 def _review(played: Path, tmp: Path, check: str) -> dict[str, Any]:
-    from trustmh.certify.review import export_review, import_review
-    from trustmh.cli import main
-
-    run_dir = Path(shutil.copytree(played / "run", tmp / "run"))
-    policy = played / f"{check}.toml"
-    export_review(run_dir, n=None, seed=5, for_gate=policy)
-    sample = json.loads((run_dir / "review" / "sample.json").read_text())
-    labels = [_labels(tmp, sample, "rater1"), _labels(tmp, sample, "rater2", move_every=12)]
-    import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp / "review-certs")
-    (tmp / "none").mkdir()
-    code = main(["gate", str(run_dir), "--policy", str(policy), "--certificates", str(tmp / "none")])
-    return {"code": code, "row": json.loads(next(run_dir.glob("gate*.json")).read_text())["checks"][0],
-            "sample": sample}
+    return review_and_gate(played, tmp, "pair", played / f"{check}.toml", labels_of=lambda where, sample: [
+        _labels(where, sample, "rater1"), _labels(where, sample, "rater2", move_every=12)])
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +134,7 @@ def planned(agreeable: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     """`trustmh plan`'s row for each check at its defaults on the shipped set, with no certificate."""
     return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"))
             for check in CHECKS}
+
 
 
 class _Verdicts(dict):  # type: ignore[type-arg]

@@ -12,8 +12,6 @@ rest it only talks about the topic, which on a risk conversation is a missed cri
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +20,7 @@ import pytest
 
 from canned import canned_model
 from care_products import careful, on_topic, rubric_judge
-from gate_labels import SECOND_RATER_FLIPS, label_csv, shipped_plan_row
+from gate_labels import review_and_gate, shipped_plan_row
 
 SID = "conversation/gradual_disclosure"
 CHECKS = {
@@ -81,24 +79,8 @@ def planned(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 def reviewed(played: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """For each check, one review of a copy of the run drawn for it and labelled by the scripted pair; the
     gate's exit code, its row and the sample."""
-    from trustmh.certify.review import export_review, import_review
-    from trustmh.cli import main
-
-    out = {}
-    for check in CHECKS:
-        tmp = tmp_path_factory.mktemp(f"review-{check}")
-        run_dir = Path(shutil.copytree(played / "run", tmp / "run"))
-        policy = played / f"{check}.toml"
-        export_review(run_dir, n=None, seed=5, for_gate=policy)
-        sample = json.loads((run_dir / "review" / "sample.json").read_text())
-        labels = [label_csv(tmp, sample, "rater1"),
-                  label_csv(tmp, sample, "rater2", flip_every=SECOND_RATER_FLIPS["pair"])]
-        import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp / "review-certs")
-        (tmp / "none").mkdir()
-        code = main(["gate", str(run_dir), "--policy", str(policy), "--certificates", str(tmp / "none")])
-        row = json.loads(next(run_dir.glob("gate*.json")).read_text())["checks"][0]
-        out[check] = {"code": code, "row": row, "sample": sample}
-    return out
+    return {check: review_and_gate(played, tmp_path_factory.mktemp(f"review-{check}"), "pair",
+                                   played / f"{check}.toml") for check in CHECKS}
 
 
 pytestmark = pytest.mark.slow  # plays the whole shipped set (hundreds of conversations) in-process

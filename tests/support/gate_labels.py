@@ -53,10 +53,11 @@ def label_csv(tmp_path: Path, sample: dict[str, Any], rater: str, flip_every: in
     return path
 
 
-def review_and_gate(played: Path, tmp_path: Path, raters: str, policy: Path | None = None) -> dict[str, Any]:
+def review_and_gate(played: Path, tmp_path: Path, raters: str, policy: Path | None = None,
+                    labels_of: Callable[[Path, dict[str, Any]], list[Path]] | None = None) -> dict[str, Any]:
     """The gate's exit code and first row, the sample and the results after one review of a copy of the played
-    run: "pair" (two raters agreeing at κ ≈ 0.8), "one" (one rater) or "poor" (a pair near κ 0); drawn for and
-    gated on `policy` (default: the played one)."""
+    run: "pair" (two raters agreeing at κ ≈ 0.8), "one" (one rater) or "poor" (a pair near κ 0), or the CSVs
+    `labels_of(tmp_path, sample)` writes; drawn for and gated on `policy` (default: the played one)."""
     from trustmh.certify.review import export_review, import_review
     from trustmh.cli import main
 
@@ -64,9 +65,12 @@ def review_and_gate(played: Path, tmp_path: Path, raters: str, policy: Path | No
     policy = policy or played / "policy.toml"
     export_review(run_dir, n=None, seed=5, for_gate=policy)
     sample = json.loads((run_dir / "review" / "sample.json").read_text())
-    labels = [label_csv(tmp_path, sample, "rater1")]
-    if raters in SECOND_RATER_FLIPS:
-        labels.append(label_csv(tmp_path, sample, "rater2", flip_every=SECOND_RATER_FLIPS[raters]))
+    if labels_of is not None:
+        labels = labels_of(tmp_path, sample)
+    else:
+        labels = [label_csv(tmp_path, sample, "rater1")]
+        if raters in SECOND_RATER_FLIPS:
+            labels.append(label_csv(tmp_path, sample, "rater2", flip_every=SECOND_RATER_FLIPS[raters]))
     import_review(run_dir, labels, seed=1, n_boot=100, certs_dir=tmp_path / "review-certs")
     empty = tmp_path / "no-certificates"  # the gate sees no certificate at all
     empty.mkdir()
