@@ -7,8 +7,9 @@ Run: python benchmarks/ppi_cluster_coverage.py [--reps 400] [--seed 50] [--label
 mean of four turn marks, each 0-2 (binomial(2, π_c) with the cell's π_c, mean m = 2p); the judge gives the
 people's value with probability a (0.8; with "judge ρ" 0.3 drawn per cell around it) and otherwise a fresh draw
 from the same cell, so its margin is the people's and its disagreement variance 2σ²(1 − a), what
-`judges.evidence.labels_needed` assumes for ratings. The interval is `clustered_corrected_mean`'s rating
-interval, θ̂ ± t_{C−1}·√v.
+`judges.evidence.labels_needed` assumes for ratings. "clustered" is `clustered_corrected_mean`'s rating
+interval on the 0-2 scale (Clopper–Pearson on the effective n of the rating as a share of its scale, what
+`review import` records); "t on v" beside it is θ̂ ± t_{C−1}·√v, the rating interval before 3 December.
 
 The gate decides a judged check on the run's own two-rater labels through the judge-corrected interval
 (docs/statistics.md#the-runs-own-labels). Design: the shipped sets' risk conversations as the sub-tasks load
@@ -90,9 +91,11 @@ def coverage(reps: int, seed: int, labels: int, sets: tuple[str, ...], outcome: 
     rng = np.random.default_rng(seed)
     alpha = round_alpha(1)
     what = "rate p" if outcome == "rate" else "0-2 mean"
-    print(f"| design | n / units | labels | {what} | ρ across cells | judge ρ | independent: coverage (width) | "
-          "clustered: coverage (width) |")
-    print("|---|---|---|---|---|---|---|---|")
+    keys = ("independent", "clustered") + (("t on v",) if outcome == "score" else ())
+    print(f"| design | n / units | labels | {what} | ρ across cells | judge ρ | "
+          + " | ".join(f"{k}: coverage (width)" for k in keys) + " |")
+    print("|---" * (6 + len(keys)) + "|")
+    scale = None if outcome == "rate" else (0.0, 2.0)
     worst = 1.0
     for name, (units, _, _) in cell_designs(sets).items():
         if not name.endswith(" risk"):
@@ -104,22 +107,26 @@ def coverage(reps: int, seed: int, labels: int, sets: tuple[str, ...], outcome: 
         for truth in (RATES if outcome == "rate" else MEANS):
             for rho in RHOS:
                 for judge_rho in JUDGE_RHOS:
-                    hits = {"independent": 0, "clustered": 0}
-                    widths: dict[str, list[float]] = {"independent": [], "clustered": []}
+                    hits = dict.fromkeys(keys, 0)
+                    widths: dict[str, list[float]] = {k: [] for k in keys}
                     for _ in range(reps):
                         y, judge = outcomes(outcome, sizes, codes, order, truth, rho, judge_rho, rng)
                         idx, w = draw(codes, sizes, labels, rng)
-                        for key, got in (
-                                ("independent", corrected_mean(y[idx], judge[idx], judge, weights=w, alpha=alpha)),
-                                ("clustered", clustered_corrected_mean(y[idx], judge[idx], judge, labels_of[idx],
-                                                                       labels_of, weights=w, alpha=alpha))):
+                        got_by = {"independent": corrected_mean(y[idx], judge[idx], judge, weights=w, alpha=alpha),
+                                  "clustered": clustered_corrected_mean(y[idx], judge[idx], judge, labels_of[idx],
+                                                                        labels_of, weights=w, alpha=alpha,
+                                                                        scale=scale)}
+                        if "t on v" in keys:
+                            got_by["t on v"] = clustered_corrected_mean(y[idx], judge[idx], judge, labels_of[idx],
+                                                                        labels_of, weights=w, alpha=alpha)
+                        for key, got in got_by.items():
                             if got.ci is not None:
                                 hits[key] += got.ci[0] <= truth <= got.ci[1]
                                 widths[key].append(got.ci[1] - got.ci[0])
                     worst = min(worst, hits["clustered"] / reps)
                     print(f"| {name} | {codes.size} / {sizes.size} | {labels} | {truth:g} | {rho:g} | {judge_rho:g} | "
                           + " | ".join(f"{hits[k] / reps:.3f} ({np.mean(widths[k]) if widths[k] else float('nan'):.3f})"
-                                       for k in ("independent", "clustered")) + " |", flush=True)
+                                       for k in keys) + " |", flush=True)
     return worst
 
 

@@ -59,6 +59,7 @@ from trustmh.certify.review_rounds import (
     sample_file,
     stratum_of,
     unit_metric,
+    unit_scale,
     unit_subtask,
 )
 from trustmh.core import TrustmhError
@@ -472,7 +473,8 @@ def _corrected(sid: str, keys: Sequence[str], humans: Mapping[str, Mapping[str, 
     judged = [it for it in items if it["subtask"] == sid]
     if all(it.get("stimulus") for it in judged):  # conversations: clustered on their unit, as the gate's figures
         res = clustered_corrected_mean(Y, Yhat, np.array(all_values), [sample[k]["stimulus"] for k in use],
-                                       [it["stimulus"] for it in judged], weights=weights, alpha=alpha)
+                                       [it["stimulus"] for it in judged], weights=weights, alpha=alpha,
+                                       scale=unit_scale(sid))
     else:
         res = corrected_mean(Y, Yhat, np.array(all_values), weights=weights, alpha=alpha)
     unit = {} if res.clusters is None else {"clusters": res.clusters, "effective_n": res.effective_n}

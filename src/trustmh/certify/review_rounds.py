@@ -57,6 +57,14 @@ def unit_metric(unit: str) -> str | None:
     return unit.split(RATE_UNIT, 1)[1] if RATE_UNIT in unit else None
 
 
+def unit_scale(unit: str) -> tuple[float, float]:
+    """The range of a review unit's per-item value: 0-1 for a counted rate's flag, else the sub-task's primary's
+    (`primary_scale`: the delusion check's 0-2 mean)."""
+    cls = lookup(unit_subtask(unit))
+    lo, hi = (0.0, 1.0) if unit_metric(unit) else getattr(cls, "primary_scale", (0.0, 1.0))
+    return float(lo), float(hi)
+
+
 # Near-zero harm (module docstring): a binary unit whose judge flags at most this share of its items is drawn
 # stratified by the flag, the flagged items at FLAG_FACTOR times the others' rate (a simulation at a 3% harm rate,
 # 300 items, 60 labels: the corrected interval 0.077 wide against 0.104 drawn uniformly; factor 8: 0.074).
@@ -119,10 +127,8 @@ def unit_correlations(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             by_unit.setdefault(str(it["subtask"]), []).append(it)
     out: dict[str, float] = {}
     for unit, mine in by_unit.items():
-        cls = lookup(unit_subtask(unit))
-        scale = (0.0, 1.0) if unit_metric(unit) else tuple(getattr(cls, "primary_scale", (0.0, 1.0)))
         got = clustered_interval([float(it["judge_value"]) for it in mine], [str(it["stimulus"]) for it in mine],
-                                 scale=scale)
+                                 scale=unit_scale(unit))
         if got.get("icc_estimated") is not None:
             out[unit] = min(1.0, max(0.0, float(got["icc_estimated"])))
     return out

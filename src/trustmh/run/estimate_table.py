@@ -63,7 +63,8 @@ def table(data: PlanEstimate) -> str:
             continue
         width = (f"; {row.width_basis}" if row.width is None else
                  f"; expected 95% width {row.width:.3f} ({row.width_basis})")
-        lines.append(f"  {'decidable' if row.decidable else 'INSUFFICIENT':<13} {row.id:<{id_width}} "
+        status = "decidable" if row.decidable else "NOT TESTABLE" if row.not_testable else "INSUFFICIENT"
+        lines.append(f"  {status:<13} {row.id:<{id_width}} "
                      f"{row.reason}{width}")
     if data.power is not None:
         lines.append("\npower: items needed per sub-task (95% intervals; 80% power, two-sided alpha 0.05)")

@@ -88,6 +88,14 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
     measured = settings.pilot_correlations if stimuli else {}
     rows = []
     for check in policy.checks:
+        cls = lookup(check.subtask)
+        untestable = cls.untestable_rates() if check.subtask in items and hasattr(cls, "untestable_rates") else {}
+        if check.metric in untestable:  # as the gate will say (gate.evaluate's not_testable)
+            rows.append(GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=0,
+                                         min_n=check.min_n or policy.min_n, in_run=True, decidable=False,
+                                         reason=f"not testable on this product: {untestable[check.metric]}",
+                                         width=None, width_basis="no items can show it", not_testable=True))
+            continue
         # a primary's stimuli under the sub-task's id; a counted rate's (false alarms) under "<sub-task>:<metric>"
         unit_key = check.subtask if check.metric == "value" else f"{check.subtask}:{check.metric}"
         if stimuli and stimuli.get(unit_key):
@@ -113,11 +121,13 @@ def gate_outlook(samples: Mapping[str, int], items: Mapping[str, int], settings:
         else:
             decidable, reason = True, f"{items_text(n)}{whose} >= min_n {min_n}"
         labels: LabelsNeeded | None = None
-        cls = lookup(check.subtask)
         if decidable and check.counted and cls is not None and cls.judge_templates and ctx.judges \
                 and usable_certificate(cls, ctx) is None:  # a judged counted rate: the gate asks for evidence
-            labels = check_labels_needed(check, n, float(n), min_n, settings)
-            decidable, reason = labels_reason(check, labels)
+            if check.metric in getattr(cls, "rule_rates", ()):  # unless a rule reads it (gate.evaluate)
+                reason += ", read by a rule (no judge evidence needed)"
+            else:
+                labels = check_labels_needed(check, n, float(n), min_n, settings)
+                decidable, reason = labels_reason(check, labels)
         width: float | None
         if check.subtask in pilot and check.metric == "value" and pilot[check.subtask][0] > 0:
             sd, _ = pilot[check.subtask]

@@ -226,11 +226,15 @@ class GateCheckOutlook:
     # Without a usable certificate: the two-rater labels of this run that decide it (`judges.evidence`).
     labels_needed: int | None = None
     labels_basis: dict[str, Any] | None = None
+    # No conversation with this product can show it (a clock figure without a clock): the gate says not testable.
+    not_testable: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out = {"id": self.id, "subtask": self.subtask, "metric": self.metric, "items": self.items,
                "min_n": self.min_n, "in_run": self.in_run, "decidable": self.decidable, "reason": self.reason,
                "width": self.width, "width_basis": self.width_basis}
+        if self.not_testable:
+            out["not_testable"] = True
         if self.clusters is not None:
             out.update(clusters=self.clusters, effective_n=self.effective_n, icc_assumed=self.icc_assumed,
                        certificate_path=self.certificate_path)

@@ -304,7 +304,7 @@ def corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, *, weights: Any = Non
 
 def clustered_corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, clusters: Sequence[object],
                              clusters_unlabeled: Sequence[object], *, weights: Any = None,
-                             alpha: float = 0.05) -> PPIMean:
+                             alpha: float = 0.05, scale: tuple[float, float] | None = None) -> PPIMean:
     """`corrected_mean` when the judged items share a unit (a conversation's design cell joined with its
     stimulus, docs/statistics.md#the-unit): the same estimate, its variance cluster-robust over the units
     (docs/statistics.md#clustered-ppi). The estimate is linear in per-item terms, judge terms
@@ -313,9 +313,12 @@ def clustered_corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, clusters: S
     independent variance. A rate (every label and verdict 0 or 1) then takes the gate's clustered interval:
     Clopper–Pearson on the effective n θ̂(1 − θ̂)/v shrunk by (z/t_{C−1})² (Korn–Graubard), and, where the
     rarer outcome lies in one unit only (the data cannot show the spread), at least the design effect of the
-    assumed correlation (`stats.clustered.ASSUMED_ICC`); a rating, θ̂ ± t_{C−1}·√v. Fewer than
-    `stats.clustered.MIN_CLUSTERS` units count one item each (a rating: no interval). `clusters`: the labelled items' units (as Y);
-    `clusters_unlabeled`: every judged item's (as Yhat_unlabeled)."""
+    assumed correlation (`stats.clustered.ASSUMED_ICC`); a rating on a bounded `scale` (the delusion check's
+    0–2 mean) the same rule on the rating put on [0, 1] (`stats.clustered.clustered_interval` does so without
+    labels): a skewed mean near an end of its scale covered 0.90 as θ̂ ± t_{C−1}·√v, which a rating without a
+    scale keeps (docs/statistics.md#clustered-ppi). Fewer than `stats.clustered.MIN_CLUSTERS` units count one
+    item each (a rating: no interval). `clusters`: the labelled items' units (as Y); `clusters_unlabeled`: every
+    judged item's (as Yhat_unlabeled)."""
 
     res = corrected_mean(Y, Yhat, Yhat_unlabeled, weights=weights, alpha=alpha)
     Y_, Yh, Yu = (np.asarray(v, dtype=float) for v in (Y, Yhat, Yhat_unlabeled))
@@ -353,6 +356,18 @@ def clustered_corrected_mean(Y: Any, Yhat: Any, Yhat_unlabeled: Any, clusters: S
     elif C < MIN_CLUSTERS:
         return replace(res, ci=None, se=math.sqrt(variance), clusters=C, effective_n=float(C),
                        reason=f"{C} units, fewer than {MIN_CLUSTERS}: too few for a clustered interval")
+    elif scale is not None and scale[0] < theta < scale[1]:
+        lo, span = float(scale[0]), float(scale[1]) - float(scale[0])
+        share = (theta - lo) / span  # the rating as a share of its scale, its variance with it
+        # the part of the variance the clustering adds takes Satterthwaite's degrees of freedom, as without labels
+        # (`stats.clustered.clustered_interval`): a few units carrying the spread make it uncertain
+        df = min(C - 1.0, float((psi**2).sum()) ** 2 / float((psi**4).sum()) - 1)
+        excess = variance - res.se**2
+        q = math.sqrt((res.se**2 * q**2 + excess * _t_quantile(level, df) ** 2) / variance)
+        n_eff = share * (1 - share) / (variance / span**2) * (_t_quantile(level, math.inf) / q) ** 2
+        b_lo, b_hi = clopper_pearson_bounds(share, n_eff, level)
+        ci = (lo + b_lo * span, lo + b_hi * span)
+        n_eff = float(np.var(Yu)) / variance
     else:
         half = q * math.sqrt(variance)
         ci = (theta - half, theta + half)

@@ -16,9 +16,9 @@ from typing import Any
 
 from trustmh.core import Item, Record, RunContext, SubtaskResult, same_anchors
 from trustmh.models.endpoint import endpoint_has_clock
-from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, NO_CLOCK, cadence_turns
+from trustmh.pillars.conversation.ai_disclosure import CADENCE_SECONDS, cadence_turns
 from trustmh.pillars.conversation.base import persona_age
-from trustmh.pillars.conversation.probes import ProbeConversation, pick, rate
+from trustmh.pillars.conversation.probes import NO_CLOCK, ProbeConversation, pick, rate
 from trustmh.scoring.crisis_resources import locale_resources
 from trustmh.scoring.product_rules import discloses_ai, romantic_or_sexual, suggests_break, trusted_adult
 
@@ -56,6 +56,9 @@ class Minors(ProbeConversation):
                   "turn, and the risk handled with care (docs/conversations.md#care)")
     cell_unit = False  # its categories are the law's fixed kinds of question (base.ConversationBase)
     counted_rates = {"break_reminder_missed_rate": ("n_break_reminder_missed", "n_break_reminder_checked")}
+    clock_rates = ("break_reminder_missed_rate",)  # the clock conversations' alone (docs/products.md#clock)
+    # the reminder is read by rule (`break_reminder_rule`: a break suggested and the AI said), no judge evidence
+    rule_rates = ("break_reminder_missed_rate",)
     metric_labels = {
         **ProbeConversation.metric_labels,
         "n_break_reminder_checked": "conversations with a known minor long enough to need a break reminder",
@@ -65,6 +68,10 @@ class Minors(ProbeConversation):
 
     def primary_items(self, items: list[Item]) -> int:
         return sum(1 for it in items if it.metadata.get("category") != CLOCK)
+
+    def rate_items(self, metric: str, items: list[Item]) -> int:
+        """The break reminder is over the clock conversations (those with a due three-hour mark)."""
+        return sum(1 for it in items if cadence_turns(it)) if metric in self.clock_rates else len(items)
 
     def keep_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [*rows, *(clock_row(r) for r in rows)] if endpoint_has_clock() else rows

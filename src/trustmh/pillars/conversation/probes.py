@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmh.core import Direction, Item, JudgeRequest, Mode, Record, RunContext, SubtaskResult, TrustmhError
+from trustmh.models.endpoint import endpoint_has_clock
 from trustmh.multiturn import END, PatientTurn, empty_turns, judge_repeats
 from trustmh.pillars.conversation.authored_sets import read_user_set
 from trustmh.pillars.conversation.base import (
@@ -39,6 +40,10 @@ from trustmh.pillars.conversation.scripts import PLAY_ON, Script, moves, next_mo
 from trustmh.sampling import apply_limit
 from trustmh.starter import load_starter
 from trustmh.stats.conversation import mean_with_ci, per_group_mean, worst_case_mean
+
+# Why a clock figure cannot be had (`ProbeConversation.clock_rates`): the run and `trustmh plan` say the same.
+NO_CLOCK = ("the product's endpoint file sends no {{elapsed_seconds}}, so a three-hour cadence cannot be observed in "
+            "a test conversation (docs/products.md#clock)")
 
 PROBE_OPTIONS = {k: v for k, v in OPTIONS.items() if k in ("system_prompt", "judge_repeats", "sets")}
 RULE_ONLY_NOTE = ("scored by rules (no judge): regular expressions for the phrases a disclosure, a credential "
@@ -87,6 +92,14 @@ class ProbeConversation(ConversationBase):
     answers_apply = False
     primary_direction: Direction = "higher"
     value_note = ""
+    # counted rates seen only in clock conversations, played when the endpoint sends a simulated clock
+    clock_rates: tuple[str, ...] = ()
+
+    @classmethod
+    def untestable_rates(cls) -> dict[str, str]:
+        """The counted rates this product cannot show, with why (a clock rate without a clock): what the run
+        records as `not_testable` and `trustmh plan` says before it (run.outlook)."""
+        return {} if endpoint_has_clock() else dict.fromkeys(cls.clock_rates, NO_CLOCK)
 
     def direction(self, mode: Mode) -> Direction:
         return "higher"
