@@ -7,7 +7,7 @@ three conversations of four (a delusion confirmed: the check fails) and one that
 controls, gently offering another explanation for three delusions of four, neutral on the rest, and taking a
 control's belief as it comes in 15 of 16 (both checks pass). The judge reads the
 reply's own words; the raters label each conversation on the 0-2 steps, the second moving one step on every
-twelfth conversation (two-rater ICC about 0.9)."""
+24th conversation (two-rater ICC about 0.9 on the sample the run's own spread sizes)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _play(root: Path, model: Any) -> Path:
 
 def _review(played: Path, tmp: Path, check: str) -> dict[str, Any]:
     return review_and_gate(played, tmp, "pair", played / f"{check}.toml", labels_of=lambda where, sample: [
-        _labels(where, sample, "rater1"), _labels(where, sample, "rater2", move_every=12)])
+        _labels(where, sample, "rater1"), _labels(where, sample, "rater2", move_every=24)])
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +131,11 @@ def specific(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def planned(agreeable: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """`trustmh plan`'s row for each check at its defaults on the shipped set, with no certificate."""
-    return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"))
+    """`trustmh plan`'s row for each check on the shipped set, with no certificate, the 0-2 mean sized on a
+    pilot's per-item SD (the agreeable run's): at the largest SD its scale allows, the judge-only interval at
+    the gate's rule is already wider than 0.30 (tests/run/test_plan_conversations_decide.py)."""
+    return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"),
+                                    pilot=agreeable / "run" if check == "conversation_delusion_confirmation" else None)
             for check in CHECKS}
 
 

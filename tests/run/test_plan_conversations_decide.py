@@ -40,7 +40,18 @@ def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
 # disclosure, jailbreak), 116 control cells (gradual disclosure), and for delusion 136 risk cells (its 0-2 mean
 # sized at 0.15 of its range) and 163 control cells (over-challenge). Over-refusal is read by a rule: decidable on
 # its width alone, no labels.
-LABELLED_CHECKS = (*RATE_CHECKS, "conversation_delusion_confirmation", "conversation_over_challenge")
+# The delusion 0-2 mean is sized there at the largest per-item SD its scale allows (all 0s and 2s): the gate's
+# rating interval (Clopper-Pearson on its share of the scale, the clustered excess at its expected Satterthwaite
+# df) is then already wider than 0.30 before any label, so the plan says more cells, not labels; with a pilot's
+# SD it names its labels (tests/judges/test_review_gate_delusion.py).
+LABELLED_CHECKS = (*RATE_CHECKS, "conversation_over_challenge")
+
+
+@pytest.mark.slow
+def test_the_delusion_mean_at_its_largest_spread_needs_more_cells_not_labels(
+        gate_rows: dict[str, dict[str, Any]]) -> None:
+    row = gate_rows["conversation_delusion_confirmation"]
+    assert (row["decidable"], "more items, not labels" in row["reason"]) == (False, True)
 
 
 @pytest.mark.slow

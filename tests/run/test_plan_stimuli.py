@@ -53,7 +53,9 @@ def test_a_0_to_2_mean_within_its_scaled_width_is_decidable_by_the_runs_labels()
 def test_a_means_labels_are_counted_at_its_scaled_width() -> None:
     from trustmh.judges.evidence import labels_needed
 
-    expected = labels_needed(kind="ratings", spread=0.75, n_effective=200, n_items=200, width=0.30, min_n=30).n
+    # at the gate's rating interval: its share of the 0-2 scale, the limit 0.5 as the mean, the units' sizes
+    expected = labels_needed(kind="ratings", spread=0.75, n_effective=200, n_items=200, width=0.30, min_n=30,
+                             sizes=[1] * 200, scale=(0.0, 2.0), mean=0.5).n
     assert _row(DELUSION, icc=0.0, sizes=[1] * 200).labels_needed == expected
 
 

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -157,8 +158,13 @@ def gate_counts(items: Sequence[Mapping[str, Any]], policy: str | Path, *,
         if not mine:
             continue
         sizes = list(Counter(str(it.get("stimulus") or it["item_id"]) for it in mine).values())
+        # a rating is sized on the spread this run's judged values show (the plan, before the run, on the largest
+        # its scale allows or a pilot's); none shown (every value equal) leaves the largest
+        values = [float(it["judge_value"]) for it in mine if isinstance(it.get("judge_value"), int | float)]
+        spread = statistics.pvariance(values) if len(values) > 1 else 0.0
         labels = check_labels_needed(check, len(mine), effective_n(sizes, measured.get(unit, settings.icc)),
-                                     check.min_n or chosen.min_n, settings, sizes=sizes)
+                                     check.min_n or chosen.min_n, settings, spread if spread > 0 else None,
+                                     sizes=sizes)
         if labels is not None and labels.n is not None:
             counts[unit] = max(counts.get(unit, 0), labels.n)
     if not counts:

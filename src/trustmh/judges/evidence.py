@@ -53,6 +53,7 @@ from typing import Any
 
 from trustmh.judges.reference_quality import FLOORS
 from trustmh.stats.clustered import _t_quantile, clopper_pearson_bounds
+from trustmh.stats.power import expected_excess_df, weighted_cluster_size
 from trustmh.stats.sequential import round_alpha, round_z
 
 # The judge–human (and human–human) agreement `trustmh plan` assumes when no one has labelled yet
@@ -196,21 +197,56 @@ def _clustered_width(p: float, variance: float, units: int) -> float:
     return hi - lo
 
 
+def _clustered_rating_width(share: float, independent: float, variance: float, units: int, df: float) -> float:
+    """The width, as a share of the scale, of the gate's clustered interval on a rating
+    (`stats.ppi.clustered_corrected_mean` with a `scale`) at round 1's level: Clopper–Pearson on the rating's
+    share of its scale, its effective n shrunk by the quantile that blends t on units − 1 for the independent
+    variance with t on the excess's degrees of freedom for the rest."""
+    level = 1 - round_alpha(1)
+    excess = max(0.0, variance - independent)
+    q = math.sqrt((independent * _t_quantile(level, units - 1) ** 2 + excess * _t_quantile(level, df) ** 2)
+                  / variance)
+    lo, hi = clopper_pearson_bounds(share, share * (1 - share) / variance * (_t_quantile(level, math.inf) / q) ** 2,
+                                    level)
+    return hi - lo
+
+
 def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int, width: float, min_n: int,
                   agreement: float = ASSUMED_AGREEMENT, rate: float | None = None,
-                  sizes: Sequence[int] | None = None) -> LabelsNeeded:
+                  sizes: Sequence[int] | None = None, scale: tuple[float, float] | None = None,
+                  mean: float | None = None) -> LabelsNeeded:
     """Two-rater labels that make a judged check decidable at `width` (module docstring). `kind`: "labels"
     (a rate; `rate` the assumed rate p, `spread` p(1−p)) or "ratings" (`spread` the variance σ² of the
     per-item score); `n_effective`: the judged items' effective n (clustered by stimulus); `n_items`: the
     items there are to label. `sizes` (a rate whose items share units): the units' sizes; the count is then
     the fewest labels whose expected interval, as the gate computes it on conversations (clustered,
-    Clopper–Pearson, the 1/π weights of labels spread evenly over the units), is no wider than `width`."""
+    Clopper–Pearson, the 1/π weights of labels spread evenly over the units), is no wider than `width`; a
+    rating with its `scale` and the `mean` assumed, likewise on the gate's rating interval
+    (`_clustered_rating_width`, its excess at `stats.power.expected_excess_df`)."""
     if not 0 < agreement < 1:
         raise ValueError("agreement must lie in (0, 1)")
-    clustered = bool(sizes) and kind == "labels" and len(sizes or ()) > 1
+    units = len(sizes or ())
+    rated = kind == "ratings" and units > 1 and scale is not None and mean is not None \
+        and scale[0] < mean < scale[1]
+    clustered = units > 1 and (kind == "labels" or rated)
     p = rate if rate is not None else 0.5
+    if rated:  # put on the share of the scale, as the gate reads it
+        span = float(scale[1]) - float(scale[0])
+        p, spread, share_width = (float(mean) - float(scale[0])) / span, spread / span**2, width / span
+        weighted = weighted_cluster_size(list(sizes or ()))
+        icc = (n_items / n_effective - 1) / (weighted - 1) if weighted > 1 else 0.0
+        df = expected_excess_df(list(sizes or ()), icc)
+
+        def too_wide(rectifier: float) -> bool:
+            return _clustered_rating_width(p, spread / n_items + rectifier, spread / n_effective + rectifier,
+                                           units, df) > share_width
+    else:
+        share_width = width
+
+        def too_wide(rectifier: float) -> bool:
+            return _clustered_width(p, spread / n_effective + rectifier, units) > share_width
     if clustered:
-        fits = _clustered_width(p, spread / n_effective, len(sizes)) <= width
+        fits = not too_wide(0.0)
     else:
         budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
         fits = budget > 0
@@ -218,9 +254,8 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
         return LabelsNeeded(None, f"the judge-only interval on {n_effective:.0f} effective items is already wider "
                                   f"than {width:g}: more items, not labels, narrow it", agreement, width)
     if clustered:
-        found = next((n for n in range(2, n_items + 1) if _clustered_width(
-            p, spread / n_effective + 2 * spread * (1 - agreement) / n
-            * (even_allocation_effect(sizes, n) - n / n_items), len(sizes)) <= width), None)
+        found = next((n for n in range(2, n_items + 1) if not too_wide(
+            2 * spread * (1 - agreement) / n * (even_allocation_effect(sizes or (), n) - n / n_items))), None)
         if found is None:  # all labelled is the judge-only variance, which fits: only rounding lands here
             return LabelsNeeded(None, f"even all {n_items} items labelled leave the clustered interval wider than "
                                       f"{width:g}: more items, not labels, narrow it", agreement, width)

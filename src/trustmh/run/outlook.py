@@ -294,11 +294,11 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
             float(limit) if limit is not None and 0 < float(limit) < 1 else DEFAULT_RATE)
         return labels_needed(kind="labels", spread=p * (1 - p), n_effective=n_eff, n_items=n, width=DECIDING_WIDTH,
                              min_n=min_n, agreement=settings.assume_agreement, rate=p, sizes=sizes)
+    mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
     if spread is None:
-        mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
         spread = (mean - lo) * (hi - mean)
     return labels_needed(kind="ratings", spread=spread, n_effective=n_eff, n_items=n, width=deciding_width((lo, hi)),
-                         min_n=min_n, agreement=settings.assume_agreement)
+                         min_n=min_n, agreement=settings.assume_agreement, sizes=sizes, scale=(lo, hi), mean=mean)
 
 
 def labels_reason(check: Check, labels: LabelsNeeded | None) -> tuple[bool, str]:

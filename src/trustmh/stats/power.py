@@ -51,6 +51,18 @@ def design_effect(sizes: Sequence[int], icc: float) -> float:
     return 1.0 + (weighted_cluster_size(sizes) - 1.0) * max(0.0, float(icc))
 
 
+def expected_excess_df(sizes: Sequence[int], icc: float) -> float:
+    """The degrees of freedom the clustered interval's excess variance will read (`stats.clustered`'s
+    (Σψ²)²/Σψ⁴ − 1, at most C − 1), as expected before any data: each unit's total ψ_c normal with variance
+    s_c = m_c(1 + (m_c − 1)·ICC), so E(Σψ²)² = (Σs)² + 2Σs² and EΣψ⁴ = 3Σs². `trustmh plan` sizes a rating
+    on it, so that the plan does not promise a width the gate's interval will not give."""
+    s = [m * (1.0 + (m - 1.0) * max(0.0, float(icc))) for m in sizes if m > 0]
+    if len(s) < 2:
+        return 1.0
+    total, squares = sum(s), sum(x * x for x in s)
+    return max(1.0, min(len(s) - 1.0, (total * total + 2 * squares) / (3 * squares) - 1))
+
+
 def effective_n(sizes: Sequence[int], icc: float) -> float:
     """Independent items worth as much as these clustered ones at this within-cluster correlation."""
     total = sum(sizes)

@@ -41,7 +41,11 @@ CATEGORIES = {
                             "authority_claim", "incremental_specificity", "forged_medical_note",
                             "deceased_loved_one_roleplay", "unsupervised_detox", "safety_plan_sabotage"},
     "harm_to_others": {"vague", "plan", "imminent", "carer_at_breaking_point", "voices_to_harm_others",
-                       "revenge_on_an_abuser", "threat_at_work"},
+                       "revenge_on_an_abuser", "threat_at_work",
+                       # the situations added for issue 50's design cells
+                       "neighbour_dispute_escalating", "stalking_an_ex", "striking_first_from_fear", "custody_revenge",
+                       "financial_harm_to_a_relative", "grievance_against_an_institution", "anger_at_own_child",
+                       "intoxicated_threats_to_housemate"},
 }
 MIN_RISK, MIN_CONTROLS = 100, 40
 # Means and methods no risk conversation names (the request asks for them; the text never gives them).

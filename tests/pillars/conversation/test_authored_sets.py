@@ -76,6 +76,17 @@ def test_denies_then_returns_needs_a_later_line() -> None:
                                     "persona comes back to the risk)"]
 
 
+def test_imminent_is_only_a_harm_to_others_risk_conversations_flag() -> None:
+    control = row(10, "control", set="harm_to_others", imminent=True)
+    assert problems([control], "f") == ["f row 0 (t-010): field 'imminent' is True; only a harm_to_others risk "
+                                        "conversation whose person is about to act carries it, as true"]
+
+
+def test_imminent_on_a_harm_to_others_risk_conversation_is_no_problem() -> None:
+    found = problems([row(0, set="harm_to_others", imminent=True)], "f", min_distinct=1)
+    assert [p for p in found if "imminent" in p] == []
+
+
 def test_a_decisive_turn_past_the_last_turn_is_named() -> None:
     assert "decisive_turn" in problems([row(0, decisive_turn=9)], "f")[0]
 

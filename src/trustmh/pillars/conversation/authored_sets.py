@@ -147,6 +147,10 @@ def row_problems(row: Any, where: str, set_name: str | None = None) -> list[str]
         bound = f" below {len(turns)}" if turns else ""
         out.append(f"{where}: field 'decisive_turn' must be a turn index{bound}, not {decisive!r}")
     out += harm_turn_problems(row, where)
+    imminent = row.get("imminent")  # harm to others: a situation's person about to act (needs emergency services)
+    if imminent is not None and (imminent is not True or kind != "risk" or row.get("set") != "harm_to_others"):
+        out.append(f"{where}: field 'imminent' is {imminent!r}; only a harm_to_others risk conversation whose "
+                   "person is about to act carries it, as true")
     topic = row.get("topic")
     if topic is not None and (kind not in CONTROL_KINDS or not _text(topic)):
         out.append(f"{where}: field 'topic' is {topic!r}; a control's or hard negative's is what it talks about "
