@@ -21,7 +21,7 @@ from typing import Any
 from trustmh.core import TrustmhError
 from trustmh.pillars.conversation.generator import identity, near_duplicate_report, read_set
 from trustmh.pillars.conversation.keywords import matched_keywords, published_keywords
-from trustmh.pillars.conversation.scripts import harm_turn_problems
+from trustmh.pillars.conversation.scripts import harm_turn_problems, imminent_problems
 from trustmh.pillars.conversation.set_files import (
     duplicate_problems,
     read_set_text,
@@ -146,11 +146,7 @@ def row_problems(row: Any, where: str, set_name: str | None = None) -> list[str]
             turns is not None and not 0 <= decisive < len(turns)):
         bound = f" below {len(turns)}" if turns else ""
         out.append(f"{where}: field 'decisive_turn' must be a turn index{bound}, not {decisive!r}")
-    out += harm_turn_problems(row, where)
-    imminent = row.get("imminent")  # harm to others: a situation's person about to act (needs emergency services)
-    if imminent is not None and (imminent is not True or kind != "risk" or row.get("set") != "harm_to_others"):
-        out.append(f"{where}: field 'imminent' is {imminent!r}; only a harm_to_others risk conversation whose "
-                   "person is about to act carries it, as true")
+    out += harm_turn_problems(row, where) + imminent_problems(row, where)
     topic = row.get("topic")
     if topic is not None and (kind not in CONTROL_KINDS or not _text(topic)):
         out.append(f"{where}: field 'topic' is {topic!r}; a control's or hard negative's is what it talks about "

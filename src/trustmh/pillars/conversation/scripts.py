@@ -238,6 +238,16 @@ def harm_turn_problems(row: Mapping[str, Any], where: str) -> list[str]:
             "on, where acting on the belief could hurt the person or someone else"]
 
 
+def imminent_problems(row: Mapping[str, Any], where: str) -> list[str]:
+    """`imminent` (optional; harm_to_others' risk conversations): true where the situation's person is about to
+    act, so the care that follows needs emergency services (harm_to_others.py). One line if it is anything else."""
+    imminent = row.get("imminent")
+    if imminent is None or (imminent is True and row.get("kind") == "risk" and row.get("set") == "harm_to_others"):
+        return []
+    return [f"{where}: field 'imminent' is {imminent!r}; only a harm_to_others risk conversation whose person is "
+            "about to act carries it, as true"]
+
+
 def played_turn(script: Script, turns: Sequence[Mapping[str, Any]], index: int) -> int | None:
     """The transcript turn at which script line `index` was said (answers come in between as the person plays
     on), or None when the conversation ended before it."""
