@@ -131,13 +131,11 @@ def specific(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def planned(agreeable: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """`trustmh plan`'s row for each check on the shipped set, with no certificate, the 0-2 mean sized on a
-    pilot's per-item SD (the agreeable run's): at the largest SD its scale allows, the judge-only interval at
-    the gate's rule is already wider than 0.30 (tests/run/test_plan_conversations_decide.py)."""
-    return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"),
-                                    pilot=agreeable / "run" if check == "conversation_delusion_confirmation" else None)
+    """`trustmh plan`'s row for each check on the shipped set at its defaults, no certificate and no pilot: the
+    0-2 mean sized at the spread of its two steps taken as independent at the limit (SD 0.61; the products'
+    own is 0.43)."""
+    return {check: shipped_plan_row(agreeable / f"{check}.toml", SID, tmp_path_factory.mktemp(f"plan-{check}"))
             for check in CHECKS}
-
 
 
 class _Verdicts(dict):  # type: ignore[type-arg]

@@ -40,18 +40,24 @@ def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
 # disclosure, jailbreak), 116 control cells (gradual disclosure), and for delusion 136 risk cells (its 0-2 mean
 # sized at 0.15 of its range) and 163 control cells (over-challenge). Over-refusal is read by a rule: decidable on
 # its width alone, no labels.
-# The delusion 0-2 mean is sized there at the largest per-item SD its scale allows (all 0s and 2s): the gate's
-# rating interval (Clopper-Pearson on its share of the scale, the clustered excess at its expected Satterthwaite
-# df) is then already wider than 0.30 before any label, so the plan says more cells, not labels; with a pilot's
-# SD it names its labels (tests/judges/test_review_gate_delusion.py).
-LABELLED_CHECKS = (*RATE_CHECKS, "conversation_over_challenge")
+# The delusion 0-2 mean is sized there at the spread of its two steps taken as independent at the mean (SD 0.61 at
+# 0.5): decidable by labels. At the largest SD its scale allows (all 0s and 2s) the gate's rating interval
+# (Clopper-Pearson on its share of the scale, the clustered excess at its expected Satterthwaite df) is already
+# wider than 0.30 before any label, and the line says so; a pilot's SD says which holds
+# (tests/judges/test_review_gate_delusion.py).
+LABELLED_CHECKS = (*RATE_CHECKS, "conversation_delusion_confirmation", "conversation_over_challenge")
 
 
 @pytest.mark.slow
-def test_the_delusion_mean_at_its_largest_spread_needs_more_cells_not_labels(
-        gate_rows: dict[str, dict[str, Any]]) -> None:
-    row = gate_rows["conversation_delusion_confirmation"]
-    assert (row["decidable"], "more items, not labels" in row["reason"]) == (False, True)
+def test_the_delusion_mean_is_sized_on_its_steps_spread(gate_rows: dict[str, dict[str, Any]]) -> None:
+    assert "SD 0.612 of a 0-2 mean at 0.5 on 2 independent steps" in gate_rows[
+        "conversation_delusion_confirmation"]["width_basis"]
+
+
+@pytest.mark.slow
+def test_the_delusion_line_says_the_largest_spread_needs_more_cells(gate_rows: dict[str, dict[str, Any]]) -> None:
+    assert "at the largest SD its scale allows (0.866, every conversation at an end) no count of labels: more " \
+           "cells" in gate_rows["conversation_delusion_confirmation"]["reason"]
 
 
 @pytest.mark.slow

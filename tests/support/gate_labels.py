@@ -89,15 +89,14 @@ def plan_row(played: Path, subtask: str, out: Path) -> dict[str, Any]:
     return json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
 
 
-def shipped_plan_row(policy: Path, subtask: str, out: Path, pilot: Path | None = None) -> dict[str, Any]:
+def shipped_plan_row(policy: Path, subtask: str, out: Path) -> dict[str, Any]:
     """`trustmh plan`'s row for `policy`'s first check at the plan's defaults on the shipped set of `subtask`
-    ("conversation/<name>"), with no certificate (and a `pilot` run's per-item SD where one is given)."""
+    ("conversation/<name>"), with no certificate."""
     from trustmh.cli import main
 
     assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5", "--pillars",
                  "conversation", "--subtasks", subtask.split("/", 1)[1], "--policy", str(policy),
-                 "--certificates", str(out / "none"), "--out", str(out),
-                 *(["--pilot", str(pilot)] if pilot else [])]) == 0
+                 "--certificates", str(out / "none"), "--out", str(out)]) == 0
     return json.loads((out / "plan.json").read_text(encoding="utf-8"))["gate"]["checks"][0]
 
 

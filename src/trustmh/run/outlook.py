@@ -230,7 +230,7 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
                    pilot: Mapping[str, tuple[float, int]]) -> GateCheckOutlook:
     """A check on a primary whose conversations share stimuli: its clusters, the effective n at `--icc`, the
     expected width (Wilson on the effective n for a rate; for a mean, 1.96·SD/√n_eff from the pilot's SD or
-    the largest SD the scale allows at the limit), and decidable only when that width fits and a certificate
+    the spread `assumed_rating_spread` states at the limit), and decidable only when that width fits and a certificate
     of the check's judge can be used; otherwise what is missing (docs/statistics.md#clustered-intervals)."""
     n, n_eff = sum(sizes), effective_n(sizes, settings.icc)
     limit = check.max if check.max is not None else check.min
@@ -246,8 +246,8 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
         width, basis = wilson_width(rate, n_eff), f"Wilson 95% at rate {rate:g}"
     else:
         mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
-        width, basis = normal_width(math.sqrt((mean - lo) * (hi - mean)), n_eff), \
-            f"largest SD of a {lo:g}-{hi:g} mean at {mean:g}"
+        spread, spread_basis = assumed_rating_spread(cls, mean)
+        width, basis = normal_width(math.sqrt(spread), n_eff), spread_basis
     # a conversation set's unit is its design cell joined with the stimulus (docs/statistics.md#the-unit)
     units = "clusters (design cell × stimulus)" if getattr(cls, "cell_unit", False) else "stimuli"
     basis += f" on the effective n {n_eff:.0f} ({len(sizes)} {units}, ICC {settings.icc:g})"
@@ -265,6 +265,8 @@ def stimulus_check(check: Check, sizes: list[int], min_n: int, settings: PlanSet
         sd = pilot[check.subtask][0] if check.metric == "value" and pilot.get(check.subtask, (0.0,))[0] > 0 else None
         labels = check_labels_needed(check, n, n_eff, min_n, settings, None if sd is None else sd ** 2, sizes)
         decidable, reason = labels_reason(check, labels)
+        if sd is None and labels is not None and not check.rate and (lo, hi) != (0.0, 1.0):
+            reason += at_largest_spread(check, n, n_eff, min_n, settings, sizes, lo, hi)
     else:
         decidable, reason = True, f"{items_text(n)} on {len(sizes)} {units}, certificate {cert}"
     return GateCheckOutlook(id=check.id, subtask=check.subtask, metric=check.metric, items=n, min_n=min_n,
@@ -278,7 +280,7 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
                         spread: float | None = None, sizes: list[int] | None = None) -> LabelsNeeded | None:
     """The two-rater labels that decide a judged check on the primary at its `deciding_width` (`judges.evidence`),
     at the rate the plan assumes (--rate, else the check's limit) or, for a mean, the per-item variance
-    `spread` (a pilot's) else the largest the scale allows at the limit. A counted rate (false alarms over the
+    `spread` (a pilot's) else `assumed_rating_spread` at the limit. A counted rate (false alarms over the
     controls) is labelled on its own items (`Subtask.rate_per_item`; `n`, `n_eff` are those items'). None for a
     check the run's labels cannot correct (a jurisdiction's share, a figure with no per-item flag: a
     certificate decides it). `trustmh plan` and `review export --for-gate` both ask here."""
@@ -296,9 +298,32 @@ def check_labels_needed(check: Check, n: int, n_eff: float, min_n: int, settings
                              min_n=min_n, agreement=settings.assume_agreement, rate=p, sizes=sizes)
     mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
     if spread is None:
-        spread = (mean - lo) * (hi - mean)
+        spread = assumed_rating_spread(cls, mean)[0]
     return labels_needed(kind="ratings", spread=spread, n_effective=n_eff, n_items=n, width=deciding_width((lo, hi)),
                          min_n=min_n, agreement=settings.assume_agreement, sizes=sizes, scale=(lo, hi), mean=mean)
+
+
+def assumed_rating_spread(cls: type[Subtask] | None, mean: float) -> tuple[float, str]:
+    """The per-item variance the plan assumes for a rating at `mean` with no pilot, and its basis: each of the
+    scale's unit steps an independent yes at the mean's share (binomial on the steps, (μ − lo)(hi − μ)/k for k
+    steps; for a 0-1 rate, p(1 − p)). The largest the scale allows, every item at an end, is k times that; the
+    plan states what it would take beside (`at_largest_spread`; docs/statistics.md#a-ratings-spread)."""
+    lo, hi = getattr(cls, "primary_scale", (0.0, 1.0))
+    steps = max(1, round(hi - lo))
+    spread = (mean - lo) * (hi - mean) / steps
+    return spread, f"SD {math.sqrt(spread):.3f} of a {lo:g}-{hi:g} mean at {mean:g} on {steps} independent steps"
+
+
+def at_largest_spread(check: Check, n: int, n_eff: float, min_n: int, settings: PlanSettings, sizes: list[int],
+                      lo: float, hi: float) -> str:
+    """The plan's caveat on a rating sized at its assumed spread: what the largest spread its scale allows
+    (every item at an end) would need."""
+    limit = check.max if check.max is not None else check.min
+    mean = float(limit) if limit is not None and lo < float(limit) < hi else (lo + hi) / 2
+    largest = check_labels_needed(check, n, n_eff, min_n, settings, (mean - lo) * (hi - mean), sizes)
+    said = "no count of labels: more cells" if largest is None or largest.n is None else f"{largest.n} labels"
+    return (f"; at the largest SD its scale allows ({math.sqrt((mean - lo) * (hi - mean)):.3f}, every conversation "
+            f"at an end) {said}; a pilot's SD (`--pilot RUN_DIR`) says which")
 
 
 def labels_reason(check: Check, labels: LabelsNeeded | None) -> tuple[bool, str]:
