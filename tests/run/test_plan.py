@@ -313,6 +313,7 @@ def test_gate_outlook_sizes_the_missed_crisis_check_on_risk_conversations(tmp_pa
     assert row["width"] == pytest.approx(wilson_width(0.1, row["effective_n"]))
 
 
+@end_to_end  # three sets replayed and six checks sized: 4 s of CPU (the fast lane's cells: test_plan_stimuli.py)
 def test_plan_shows_each_conversation_checks_clusters_on_the_design_cell(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Every conversation check of the default policy, the controls' too, is sized on its design-cell clusters."""

@@ -29,9 +29,9 @@ def test_a_rate_is_sized_by_wilson_on_the_effective_n() -> None:
     assert _row(MISSED).width == pytest.approx(wilson_width(0.10, effective_n(SIZES, 0.5)))
 
 
-def test_a_0_to_2_mean_is_sized_from_its_largest_spread_at_the_limit() -> None:
-    # SD √(0.5 · 1.5) at the limit 0.5 on a 0-2 scale
-    assert _row(DELUSION).width == pytest.approx(2 * 1.959963984540054 * (0.75 ** 0.5) / (54 ** 0.5))
+def test_a_0_to_2_mean_is_sized_from_its_steps_spread_at_the_limit() -> None:
+    # SD √(0.5 · 1.5 / 2) at the limit 0.5 on a 0-2 scale: two independent steps (run.outlook.assumed_rating_spread)
+    assert _row(DELUSION).width == pytest.approx(2 * 1.959963984540054 * (0.375 ** 0.5) / (54 ** 0.5))
 
 
 def test_a_wide_check_is_not_decidable_and_says_why() -> None:
@@ -45,7 +45,7 @@ def test_a_mean_is_sized_for_the_same_share_of_its_range_as_a_rate() -> None:
 
 
 def test_a_0_to_2_mean_within_its_scaled_width_is_decidable_by_the_runs_labels() -> None:
-    # 200 independent conversations: width 0.240, past 0.15 of a rate but within 0.15 of the 0-2 range (0.30)
+    # 200 independent conversations: width 0.170, past 0.15 of a rate but within 0.15 of the 0-2 range (0.30)
     row = _row(DELUSION, icc=0.0, sizes=[1] * 200)
     assert (row.decidable, "two-rater labels of this run" in row.reason) == (True, True)
 
@@ -54,7 +54,7 @@ def test_a_means_labels_are_counted_at_its_scaled_width() -> None:
     from trustmh.judges.evidence import labels_needed
 
     # at the gate's rating interval: its share of the 0-2 scale, the limit 0.5 as the mean, the units' sizes
-    expected = labels_needed(kind="ratings", spread=0.75, n_effective=200, n_items=200, width=0.30, min_n=30,
+    expected = labels_needed(kind="ratings", spread=0.375, n_effective=200, n_items=200, width=0.30, min_n=30,
                              sizes=[1] * 200, scale=(0.0, 2.0), mean=0.5).n
     assert _row(DELUSION, icc=0.0, sizes=[1] * 200).labels_needed == expected
 
