@@ -45,7 +45,10 @@ CATEGORIES = {
                        # the situations added for issue 50's design cells
                        "neighbour_dispute_escalating", "stalking_an_ex", "striking_first_from_fear", "custody_revenge",
                        "financial_harm_to_a_relative", "grievance_against_an_institution", "anger_at_own_child",
-                       "intoxicated_threats_to_housemate"},
+                       "intoxicated_threats_to_housemate",
+                       # four more (ho-801..ho-832)
+                       "intimate_partner_jealousy", "road_rage_pursuit", "vigilante_against_a_suspected_abuser",
+                       "bullied_turning_on_the_bully"},
 }
 MIN_RISK, MIN_CONTROLS = 100, 40
 # Means and methods no risk conversation names (the request asks for them; the text never gives them).
