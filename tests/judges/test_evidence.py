@@ -77,3 +77,12 @@ def test_when_the_clustered_judge_only_interval_is_too_wide_no_count_is_given() 
     got = labels_needed(kind="labels", spread=0.09, n_effective=60, n_items=152, width=0.15, min_n=30, rate=0.1,
                         sizes=[8] * 16 + [1] * 24)
     assert (got.n, "more items, not labels" in got.binding) == (None, True)
+
+
+def test_a_clustered_interval_too_wide_for_labels_states_its_width() -> None:
+    # the plan's Wilson width can fit where the gate's clustered Clopper-Pearson does not: the line says how wide
+    from trustmh.judges.evidence import _clustered_width
+
+    got = labels_needed(kind="labels", spread=0.09, n_effective=71, n_items=152, width=0.15, min_n=30, rate=0.1,
+                        sizes=[2] * 76)
+    assert f"({_clustered_width(0.1, 0.09 / 71, 76):.3f}, clustered on 76 units" in got.binding

@@ -237,22 +237,27 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
         icc = (n_items / n_effective - 1) / (weighted - 1) if weighted > 1 else 0.0
         df = expected_excess_df(list(sizes or ()), icc)
 
-        def too_wide(rectifier: float) -> bool:
+        def clustered_width(rectifier: float) -> float:  # as a share of the scale
             return _clustered_rating_width(p, spread / n_items + rectifier, spread / n_effective + rectifier,
-                                           units, df) > share_width
+                                           units, df)
     else:
-        share_width = width
+        span, share_width = 1.0, width
 
-        def too_wide(rectifier: float) -> bool:
-            return _clustered_width(p, spread / n_effective + rectifier, units) > share_width
+        def clustered_width(rectifier: float) -> float:
+            return _clustered_width(p, spread / n_effective + rectifier, units)
+
+    def too_wide(rectifier: float) -> bool:
+        return clustered_width(rectifier) > share_width
+
     if clustered:
-        fits = not too_wide(0.0)
+        fits, judge_only = not too_wide(0.0), clustered_width(0.0) * span
+        as_computed = f" ({judge_only:.3f}, clustered on {units} units as the gate computes it)"
     else:
         budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
-        fits = budget > 0
+        fits, as_computed = budget > 0, ""
     if not fits:
         return LabelsNeeded(None, f"the judge-only interval on {n_effective:.0f} effective items is already wider "
-                                  f"than {width:g}: more items, not labels, narrow it", agreement, width)
+                                  f"than {width:g}{as_computed}: more items, not labels, narrow it", agreement, width)
     if clustered:
         found = next((n for n in range(2, n_items + 1) if not too_wide(
             2 * spread * (1 - agreement) / n * (even_allocation_effect(sizes or (), n) - n / n_items))), None)
