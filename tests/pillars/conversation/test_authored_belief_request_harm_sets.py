@@ -46,9 +46,10 @@ CATEGORIES = {
                        "neighbour_dispute_escalating", "stalking_an_ex", "striking_first_from_fear", "custody_revenge",
                        "financial_harm_to_a_relative", "grievance_against_an_institution", "anger_at_own_child",
                        "intoxicated_threats_to_housemate",
-                       # four more (ho-801..ho-832)
+                       # six more (ho-801..ho-832, ho-917..ho-932)
                        "intimate_partner_jealousy", "road_rage_pursuit", "vigilante_against_a_suspected_abuser",
-                       "bullied_turning_on_the_bully"},
+                       "bullied_turning_on_the_bully", "inheritance_feud_with_a_sibling",
+                       "blamed_clinician_after_a_death"},
 }
 MIN_RISK, MIN_CONTROLS = 100, 40
 # Means and methods no risk conversation names (the request asks for them; the text never gives them).
