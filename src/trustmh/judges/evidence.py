@@ -250,8 +250,9 @@ def labels_needed(*, kind: str, spread: float, n_effective: float, n_items: int,
         return clustered_width(rectifier) > share_width
 
     if clustered:
-        fits, judge_only = not too_wide(0.0), clustered_width(0.0) * span
-        as_computed = f" ({judge_only:.3f}, clustered on {units} units as the gate computes it)"
+        judge_only = clustered_width(0.0)
+        fits = judge_only <= share_width
+        as_computed = f" ({judge_only * span:.3f}, clustered on {units} units as the gate computes it)"
     else:
         budget = (width / (2 * round_z(1))) ** 2 - spread / n_effective
         fits, as_computed = budget > 0, ""
