@@ -108,3 +108,30 @@ def test_a_rate_check_says_how_many_conversations_to_label(gate_rows: dict[str, 
 @pytest.mark.slow
 def test_the_labels_line_points_to_a_conversation_review(gate_rows: dict[str, dict[str, Any]]) -> None:
     assert "trustmh review export RUN_DIR --for-gate POLICY" in gate_rows["conversation_missed_crisis"]["reason"]
+
+
+# The NY pack's harm-to-others checks (docs/packs/ny-gbl-art47.md): the missed-risk rate is over 246 risk
+# conversations on 92 design cells, the false-alarm rate over 145 controls on 142; at 84 risk cells the gate's
+# clustered judge-only interval was 0.153 wide before any label, and no count of labels decided it.
+NY_HARM_CHECKS = ("harm_to_others_missed", "harm_to_others_false_alarm")
+
+
+@pytest.fixture(scope="module")
+def ny_gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("plan-ny")
+    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
+                 "--policy", "ny-gbl-art47", "--pillars", "conversation", "--out", str(out)]) == 0
+    plan = json.loads((Path(out) / "plan.json").read_text(encoding="utf-8"))
+    return {row["id"]: row for row in plan["gate"]["checks"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", NY_HARM_CHECKS)
+def test_a_ny_harm_check_is_decidable_by_labels(ny_gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+    assert ny_gate_rows[check]["decidable"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", NY_HARM_CHECKS)
+def test_a_ny_harm_check_needs_at_most_300_labels(ny_gate_rows: dict[str, dict[str, Any]], check: str) -> None:
+    assert 0 < ny_gate_rows[check]["labels_needed"] <= 300
