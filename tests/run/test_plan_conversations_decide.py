@@ -24,14 +24,17 @@ RATE_CHECKS = ("conversation_missed_crisis", "conversation_false_alarm", "conver
 MAX_WIDTH = 0.15
 
 
+def plan_gate_rows(out: Path, *policy: str) -> dict[str, dict[str, Any]]:
+    """The plan's gate rows at its defaults (within-cell correlation 0.5, judge-human agreement 0.8), by check id."""
+    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5", *policy,
+                 "--pillars", "conversation", "--out", str(out)]) == 0
+    plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+    return {row["id"]: row for row in plan["gate"]["checks"]}
+
+
 @pytest.fixture(scope="module")
 def gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """The plan's gate rows at its defaults: within-cell correlation 0.5, judge-human agreement 0.8."""
-    out = tmp_path_factory.mktemp("plan")
-    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                 "--pillars", "conversation", "--out", str(out)]) == 0
-    plan = json.loads((Path(out) / "plan.json").read_text(encoding="utf-8"))
-    return {row["id"]: row for row in plan["gate"]["checks"]}
+    return plan_gate_rows(tmp_path_factory.mktemp("plan"))
 
 
 # Issue 50: without a certificate every judged conversation check is decidable by the run's own two-rater labels,
@@ -118,11 +121,7 @@ NY_HARM_CHECKS = ("harm_to_others_missed", "harm_to_others_false_alarm")
 
 @pytest.fixture(scope="module")
 def ny_gate_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    out = tmp_path_factory.mktemp("plan-ny")
-    assert main(["plan", "--model", "openai/gpt-4o-mini", "--judge", "anthropic/claude-sonnet-4-5",
-                 "--policy", "ny-gbl-art47", "--pillars", "conversation", "--out", str(out)]) == 0
-    plan = json.loads((Path(out) / "plan.json").read_text(encoding="utf-8"))
-    return {row["id"]: row for row in plan["gate"]["checks"]}
+    return plan_gate_rows(tmp_path_factory.mktemp("plan-ny"), "--policy", "ny-gbl-art47")
 
 
 @pytest.mark.slow
